@@ -1,0 +1,114 @@
+// lutkit — the policy: {format, group shape, table layout, target}. Its runtime-visible
+// identity is a plain aggregate (policy_desc) reflected with Boost.PFR into the canonical name
+// used by test and benchmark labels and hashed into every packed blob's header.
+#pragma once
+#include <boost/pfr.hpp>
+#include <cstdint>
+#include <string>
+
+#include "concepts.hpp"
+#include "target.hpp"
+#include "tiling.hpp"
+
+namespace lutkit {
+
+// One token type per field, so that PFR's field walk can print each in its own grammar:
+//   w<bits>|tern _ g<group>|gch|gten _ sym|asym _ lut<g><i8|i16>[m] _ <target> _ b<block_k>
+namespace name_token {
+struct weight {
+  int bits;
+  bool ternary;
+  std::string str() const { return ternary ? "tern" : "w" + std::to_string(bits); }
+};
+struct grouping {
+  int group_k;
+  bool tensor;
+  std::string str() const {
+    return group_k > 0 ? "g" + std::to_string(group_k) : (tensor ? "gten" : "gch");
+  }
+};
+struct symmetry {
+  bool asymmetric;
+  std::string str() const { return asymmetric ? "asym" : "sym"; }
+};
+struct table_layout {
+  int index_bits;
+  int entry_bits;
+  bool mirror;
+  std::string str() const {
+    return "lut" + std::to_string(index_bits) + "i" + std::to_string(entry_bits) + (mirror ? "m" : "");
+  }
+};
+struct target_name {
+  const char* name;
+  std::string str() const { return name; }
+};
+struct block {
+  int block_k;
+  std::string str() const { return "b" + std::to_string(block_k); }
+};
+}  // namespace name_token
+
+struct policy_desc {
+  name_token::weight weight;
+  name_token::grouping grouping;
+  name_token::symmetry symmetry;
+  name_token::table_layout table;
+  name_token::target_name target;
+  name_token::block block;
+};
+
+inline std::string canonical_name(const policy_desc& d) {
+  std::string out;
+  boost::pfr::for_each_field(d, [&out](const auto& field) {
+    if (!out.empty()) out += '_';
+    out += field.str();
+  });
+  return out;
+}
+
+// FNV-1a 64 of the canonical name and the layout version: what a blob header records.
+inline constexpr uint32_t layout_version = 1;
+inline uint64_t policy_hash(const std::string& name) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](unsigned char c) { h = (h ^ c) * 1099511628211ull; };
+  for (char c : name) mix(static_cast<unsigned char>(c));
+  for (int i = 0; i < 4; ++i) mix(static_cast<unsigned char>(layout_version >> (8 * i)));
+  return h;
+}
+
+template <class Fmt, class Group, class Table, class Target = target::portable>
+struct policy {
+  using format = Fmt;
+  using group_shape = Group;
+  using table_layout = Table;
+  using target_type = Target;
+  using fmt_traits = format_traits<Fmt>;
+
+  static_assert(!fmt_traits::is_ternary || Group::group_k == 0,
+                "lutkit: ternary weights use per_tensor or per_channel scales (3-weight steps "
+                "cannot tile a power-of-two group)");
+
+  static constexpr tiling_spec spec = make_tiling_spec<Fmt, Group, Table>();
+  static_assert(spec.valid(), "lutkit: tiling spec violates its constraints (int16 bound, block/group)");
+
+  static constexpr const target_descriptor& target = Target::desc;
+
+  static policy_desc desc() {
+    return policy_desc{{fmt_traits::bits, fmt_traits::is_ternary},
+                       {Group::group_k, Group::tensor},
+                       {fmt_traits::asymmetric},
+                       {Table::index_bits, Table::entry_bits, spec.mirror},
+                       {Target::desc.name},
+                       {spec.block_k}};
+  }
+  static std::string name() { return canonical_name(desc()); }
+  static uint64_t hash() { return policy_hash(name()); }
+};
+
+template <class T>
+struct is_policy : std::false_type {};
+template <class F, class G, class T, class X>
+struct is_policy<policy<F, G, T, X>> : std::true_type {};
+
+}  // namespace lutkit

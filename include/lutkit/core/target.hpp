@@ -1,0 +1,49 @@
+// lutkit — target tags and their constexpr descriptors. `portable` is measured on the host; the
+// NPU descriptors carry the figures from the papers and feed the planner's model only.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace lutkit {
+
+struct target_descriptor {
+  const char* name;
+  int vector_bytes;            // native vector width the tiling spec is laid out for
+  int vector_registers;
+  int lut_entries;             // table-lookup instruction: entries x entry bits, lookups/instr
+  int lut_entry_bits;
+  int lookups_per_instr;
+  int mma_m, mma_n, mma_k;     // matrix-unit tile (0 if none)
+  std::size_t onchip_bytes;    // VTCM / AIE data memory / L2 per core
+  std::size_t onchip2_bytes;   // AIE memory tile / L3
+  double dram_gbps;            // nominal DRAM bandwidth (model only; the host measures its own)
+  double vector_gops;          // nominal int8 vector ops/s (model only)
+};
+
+namespace target {
+// Portable: Highway with dynamic dispatch (x86 SSE4/AVX2/AVX-512, Arm NEON/SVE, RVV) or the
+// xsimd backend. The packed layout is defined on a 64-byte register tile so that every vector
+// width reads the same blob (narrower targets process a register tile in 2 or 4 pieces).
+struct portable {
+  static constexpr target_descriptor desc{"portable", 64, 32, 16, 8, 64, 0, 0, 0,
+                                          std::size_t(1) << 20, std::size_t(32) << 20, 46.0, 0.0};
+};
+// Qualcomm Hexagon HVX (v73-class): 128-byte vectors, vlut16 (16 entries x 16 bit,
+// 64 lookups/instr), HMX 32x32 fp16 tiles, 8 MiB VTCM (T-MAN §2, paper 001 §5).
+struct hvx {
+  static constexpr target_descriptor desc{"hvx", 128, 32, 16, 16, 64, 32, 32, 32,
+                                          std::size_t(8) << 20, 0, 60.0, 0.0};
+};
+// Arm SME: streaming SVE (SVL 512 assumed for the model) + ZA tiles; LUTI4 on SME2.
+struct sme {
+  static constexpr target_descriptor desc{"sme", 64, 32, 16, 8, 64, 16, 16, 1,
+                                          std::size_t(2) << 20, 0, 100.0, 0.0};
+};
+// AMD AIE-ML compute tile (XDNA): 64 KiB data memory, 512 KiB memory tile, bf16 MAC 4x8x4.
+struct aie {
+  static constexpr target_descriptor desc{"aie", 64, 16, 0, 0, 0, 4, 8, 4,
+                                          std::size_t(64) << 10, std::size_t(512) << 10, 60.0, 0.0};
+};
+}  // namespace target
+
+}  // namespace lutkit

@@ -1,0 +1,217 @@
+// lutkit — THE tiling spec: the single source of truth for the packed weight layout.
+//
+// The packer, the unpacker, the LUT-GEMV kernels (Highway and xsimd), the table builder, the
+// references' error bounds and the tests take every offset from here; nothing else computes a
+// stride. docs/tiling.md describes the same layout in prose.
+//
+// Vocabulary (see docs/tiling.md for the byte-level picture):
+//   tile        64 output rows. M is padded to a multiple of 64 with zero-code rows.
+//   step        k_per_step consecutive activations that form one 4-bit table index
+//               (4 for bit-plane formats -> 16 entries; 3 for ternary -> 14 mirrored entries).
+//   chunk       64 bytes = one register tile = 128 nibbles, read by one 512-bit load (two 256-bit
+//               or four 128-bit loads on narrower targets; the layout does not change).
+//     paired chunk  (step j, planes 2p and 2p+1): byte 2*(r%32)+h, nibble r/32 holds the index of
+//                   row r, plane 2p+h. pmaddubs with weights (2^2p, 2^(2p+1)) combines the planes.
+//     lone chunk    (steps j, j+1, one plane; ternary: the mirrored index): bytes 32*s + q(r),
+//                   nibble r/32, for step j+s, where q(r) = 2*(r%16) + (r%32)/16.
+//   step pair   2 steps: [paired chunks: for plane pair p: step j, step j+1] [lone chunk]
+//               [ternary: 16 sign bytes, bit 64*nib + 32*s + q(r)].
+//   block       block_k activations: the table-quantization granule and the int16 accumulation
+//               interval; its length is bounded at compile time so int16 sums cannot overflow.
+//   group       group_k activations sharing a scale (and zero): [fp16 scale x 64 rows]
+//               [fp16 zero x 64 rows, asymmetric only] [blocks ...].
+//   packed      [tile 0: group 0, group 1, ...][tile 1] ... ; per_channel / per_tensor have one
+//               group spanning the padded K.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "concepts.hpp"
+#include "error.hpp"
+
+namespace lutkit {
+
+struct tiling_spec {
+  // ---- from the format, group shape and table layout
+  int bits = 0;
+  bool ternary = false;
+  bool asymmetric = false;
+  bool per_tensor = false;
+  int planes = 0;
+  int k_per_step = 0;
+  int group_k = 0;        // 0: one group spanning the padded K
+  int entry_bits = 8;     // table entries: 8 or 16 bits
+  bool mirror = false;
+  int plane_weight_sum = 0;
+  float sym_zero = 0;
+  // ---- tunables / derived
+  int rows_per_tile = 64;
+  int chunk_bytes = 64;
+  int steps_per_block = 0;
+  int block_k = 0;
+
+  // ------------------------------------------------------------------ derived sizes
+  constexpr int paired_chunks_per_step_pair() const { return ternary ? 0 : (planes / 2) * 2; }
+  constexpr int lone_chunks_per_step_pair() const { return ternary ? 1 : planes % 2; }
+  constexpr int sign_bytes_per_step_pair() const { return ternary ? 16 : 0; }
+  constexpr int step_pair_bytes() const {
+    return (paired_chunks_per_step_pair() + lone_chunks_per_step_pair()) * chunk_bytes +
+           sign_bytes_per_step_pair();
+  }
+  constexpr int step_pairs_per_block() const { return steps_per_block / 2; }
+  constexpr int block_bytes() const { return step_pairs_per_block() * step_pair_bytes(); }
+  constexpr int scale_bytes() const { return rows_per_tile * 2 * (asymmetric ? 2 : 1); }
+  // table bytes per step for one activation row: 16 entries (int16: low-byte and high-byte tables)
+  constexpr int table_bytes_per_step() const { return 16 * (entry_bits / 8); }
+
+  // ------------------------------------------------------------------ overflow bound
+  // Largest |table entry| the table builder produces: int8 -> 127, int16 -> 32767 split into a
+  // signed high byte (|hi| <= 128) and an unsigned low byte (<= 255) looked up separately.
+  constexpr long max_abs_lookup_hi() const { return entry_bits == 8 ? 127 : 128; }
+  constexpr long max_abs_lookup_lo() const { return entry_bits == 8 ? 0 : 255; }
+  // Largest |int16 accumulator| within a block: every lookup of the block, weighted by 2^plane.
+  constexpr long max_abs_acc16() const {
+    const long m = max_abs_lookup_hi() > max_abs_lookup_lo() ? max_abs_lookup_hi() : max_abs_lookup_lo();
+    return long(steps_per_block) * plane_weight_sum * m;
+  }
+  constexpr bool valid() const {
+    return planes >= 1 && steps_per_block >= 2 && steps_per_block % 2 == 0 &&
+           block_k == steps_per_block * k_per_step && max_abs_acc16() <= 32767 &&
+           (group_k == 0 || group_k % block_k == 0) && rows_per_tile == 64 && chunk_bytes == 64;
+  }
+};
+
+// Row r of a tile (0..63) -> position inside a lone chunk's 32-byte half.
+constexpr int lone_byte_of_row(int r) { return 2 * (r % 16) + (r % 32) / 16; }
+constexpr int nibble_of_row(int r) { return r / 32; }
+constexpr int paired_byte_of_row(int r, int h) { return 2 * (r % 32) + h; }
+
+namespace detail {
+constexpr int largest_pow2_le(long v) {
+  int p = 1;
+  while (long(p) * 2 <= v) p *= 2;
+  return p;
+}
+}  // namespace detail
+
+template <class Fmt, class Group, class Table>
+constexpr tiling_spec make_tiling_spec() {
+  using FT = format_traits<Fmt>;
+  tiling_spec s{};
+  s.bits = FT::bits;
+  s.ternary = FT::is_ternary;
+  s.asymmetric = FT::asymmetric;
+  s.per_tensor = Group::tensor;
+  s.planes = FT::planes;
+  s.k_per_step = FT::k_per_step;
+  s.group_k = Group::group_k;
+  s.entry_bits = Table::entry_bits;
+  s.mirror = Table::mirror && !FT::is_ternary;  // ternary indices are mirrored by construction
+  s.plane_weight_sum = FT::plane_weight_sum;
+  s.sym_zero = FT::sym_zero;
+  // Block length: as many steps as the int16 bound allows, at most 16 (64 activations) for
+  // bit planes — a power of two dividing the group — and 32 steps (96 activations) for ternary.
+  const long m = Table::entry_bits == 8 ? 127 : 255;
+  const long max_steps = 32767 / (long(FT::plane_weight_sum) * m);
+  if (FT::is_ternary) {
+    s.steps_per_block = max_steps >= 32 ? 32 : detail::largest_pow2_le(max_steps);
+  } else {
+    long cap = 16;
+    if (Group::group_k > 0 && Group::group_k / 4 < cap) cap = Group::group_k / 4;
+    if (max_steps < cap) cap = max_steps;
+    s.steps_per_block = detail::largest_pow2_le(cap);
+  }
+  s.block_k = s.steps_per_block * s.k_per_step;
+  return s;
+}
+
+// The shape-dependent part: every offset of a packed blob of M x K weights.
+struct packed_layout {
+  tiling_spec spec{};
+  std::size_t M = 0, K = 0;
+  std::size_t M_pad = 0, K_pad = 0;
+  std::size_t tiles = 0, groups = 0, blocks_per_group = 0;
+  std::size_t group_bytes = 0, tile_bytes = 0, total_bytes = 0;
+
+  packed_layout() = default;
+  packed_layout(const tiling_spec& s, std::size_t m, std::size_t k) : spec(s), M(m), K(k) {
+    detail::require(m > 0 && k > 0, "M and K must be positive");
+    if (s.group_k > 0) {
+      detail::require(k % std::size_t(s.group_k) == 0,
+                      "K (" + std::to_string(k) + ") is not a multiple of the group size (" +
+                          std::to_string(s.group_k) + ")");
+      K_pad = k;
+    } else {
+      K_pad = (k + s.block_k - 1) / s.block_k * s.block_k;
+    }
+    M_pad = (m + s.rows_per_tile - 1) / s.rows_per_tile * s.rows_per_tile;
+    tiles = M_pad / s.rows_per_tile;
+    groups = s.group_k > 0 ? K_pad / s.group_k : 1;
+    blocks_per_group = (s.group_k > 0 ? std::size_t(s.group_k) : K_pad) / s.block_k;
+    group_bytes = std::size_t(s.scale_bytes()) + blocks_per_group * s.block_bytes();
+    tile_bytes = groups * group_bytes;
+    total_bytes = tiles * tile_bytes;
+  }
+
+  std::size_t steps() const { return K_pad / spec.k_per_step; }
+  std::size_t step_pairs() const { return steps() / 2; }
+  std::size_t blocks() const { return K_pad / spec.block_k; }
+  std::size_t group_of_block(std::size_t blk) const { return blk / blocks_per_group; }
+  std::size_t group_of_k(std::size_t k) const { return spec.group_k > 0 ? k / spec.group_k : 0; }
+
+  // ---- byte offsets from the start of the packed data
+  std::size_t tile_offset(std::size_t t) const { return t * tile_bytes; }
+  std::size_t group_offset(std::size_t t, std::size_t g) const { return tile_offset(t) + g * group_bytes; }
+  std::size_t scale_offset(std::size_t t, std::size_t g) const { return group_offset(t, g); }
+  std::size_t zero_offset(std::size_t t, std::size_t g) const {
+    return group_offset(t, g) + std::size_t(spec.rows_per_tile) * 2;
+  }
+  std::size_t block_offset(std::size_t t, std::size_t blk) const {
+    return group_offset(t, group_of_block(blk)) + std::size_t(spec.scale_bytes()) +
+           (blk % blocks_per_group) * spec.block_bytes();
+  }
+  std::size_t step_pair_offset(std::size_t t, std::size_t sp) const {
+    const std::size_t per = std::size_t(spec.step_pairs_per_block());
+    return block_offset(t, sp / per) + (sp % per) * spec.step_pair_bytes();
+  }
+  // paired chunk of plane pair p for step 2*sp + s
+  std::size_t paired_chunk_offset(std::size_t t, std::size_t sp, int s, int p) const {
+    return step_pair_offset(t, sp) + std::size_t(p * 2 + s) * spec.chunk_bytes;
+  }
+  std::size_t lone_chunk_offset(std::size_t t, std::size_t sp) const {
+    return step_pair_offset(t, sp) + std::size_t(spec.paired_chunks_per_step_pair()) * spec.chunk_bytes;
+  }
+  std::size_t sign_offset(std::size_t t, std::size_t sp) const {
+    return lone_chunk_offset(t, sp) + spec.chunk_bytes;
+  }
+
+  // ---- the element map: where the bit of (row, k, plane) lives. For ternary, `plane` is
+  // ignored and the location is that of the 4-bit mirrored index of the triple holding k
+  // (shift is the nibble's low bit); see ternary_sign_location for its sign bit.
+  struct bit_location {
+    std::size_t byte;
+    int shift;
+  };
+  bit_location index_location(std::size_t row, std::size_t k, int plane) const {
+    const std::size_t t = row / spec.rows_per_tile;
+    const int r = int(row % spec.rows_per_tile);
+    const std::size_t step = k / spec.k_per_step;
+    const int i = spec.ternary ? 0 : int(k % spec.k_per_step);
+    const std::size_t sp = step / 2;
+    const int s = int(step % 2);
+    const int nib = nibble_of_row(r);
+    if (!spec.ternary && plane < spec.paired_chunks_per_step_pair()) {
+      return {paired_chunk_offset(t, sp, s, plane / 2) + std::size_t(paired_byte_of_row(r, plane % 2)),
+              nib * 4 + i};
+    }
+    return {lone_chunk_offset(t, sp) + std::size_t(32 * s + lone_byte_of_row(r)), nib * 4 + i};
+  }
+  bit_location ternary_sign_location(std::size_t row, std::size_t step) const {
+    const std::size_t t = row / spec.rows_per_tile;
+    const int r = int(row % spec.rows_per_tile);
+    const int bit = 64 * nibble_of_row(r) + 32 * int(step % 2) + lone_byte_of_row(r);
+    return {sign_offset(t, step / 2) + std::size_t(bit / 8), bit % 8};
+  }
+};
+
+}  // namespace lutkit

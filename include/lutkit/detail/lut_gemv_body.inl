@@ -1,0 +1,203 @@
+// lutkit — the LUT-GEMV lookup kernel, written ONCE against a small "register tile" interface
+// and compiled per backend. No include guard: portable/lut_gemv-inl.h includes it once per
+// Highway target (inside HWY_NAMESPACE, so it compiles with that target's attributes);
+// xsimd/lut_gemv.hpp includes it once. The backend passes its `Ops` as a template argument.
+//
+// Ops works on virtual 64-byte vectors (one chunk of the tiling spec), whatever the native
+// width, so every backend reads the same packed blob:
+//   V  load(const uint8_t*)                  64 bytes
+//   V  lo_nibbles(V), hi_nibbles(V)          4-bit indices
+//   V  table1(const int8_t* t)               one 16-byte table in all four 128-bit blocks
+//   V  table2(const int8_t* a, const int8_t* b)   blocks 0,1 <- a; blocks 2,3 <- b
+//   V  lookup(V table, V idx)                per-128-bit-block byte lookup (pshufb semantics)
+//   V  negate_if(V v, const uint8_t* bits)   byte i negated where bit i of the 64-bit mask is set
+//   W  madd(V u, V s)                        int16 lane w = u[2w]*s[2w] + u[2w+1]*s[2w+1],
+//                                            u unsigned, s signed (pmaddubsw)
+//   W  zero16(), add16(W, W); void store16(int16_t*, W)
+//   void f16_to_f32(const uint16_t* src, float* dst, int n)   n a multiple of 16
+// Nothing here computes a packed offset: every address comes from packed_layout.
+
+template <class Ops, class P, int NB>
+static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, const float* const* TS,
+                          const float* const* XS, std::size_t t, std::size_t blk0, std::size_t blk1,
+                          float* acc /* [NB][64] */) {
+  constexpr tiling_spec S = P::spec;
+  constexpr int PP = S.paired_chunks_per_step_pair() / 2;  // plane pairs
+  constexpr bool LONE = S.lone_chunks_per_step_pair() > 0;
+  constexpr bool I16 = S.entry_bits == 16;
+  constexpr int SETS = I16 ? 2 : 1;
+  constexpr int TB = S.table_bytes_per_step();
+  constexpr int R = 64;
+  static_assert(!(S.ternary && I16), "ternary policies use int8 tables");
+  static_assert(S.max_abs_acc16() <= 32767, "int16 accumulation bound");
+  using V = typename Ops::V;
+  using W = typename Ops::W;
+  const packed_layout& L = *a.layout;
+
+  // plane weights: paired chunk p -> bytes (2^(2p), 2^(2p+1)); lone -> (2^b, 0) and (0, 2^b)
+  alignas(64) uint8_t cbytes[(PP > 0 ? PP : 1) + 2][64];
+  for (int p = 0; p < PP; ++p)
+    for (int i = 0; i < 64; ++i) cbytes[p][i] = uint8_t(1u << (2 * p + (i & 1)));
+  const int lone_plane = S.ternary ? 0 : S.planes - 1;
+  for (int i = 0; i < 64; ++i) {
+    cbytes[(PP > 0 ? PP : 1)][i] = (i & 1) ? 0 : uint8_t(1u << lone_plane);
+    cbytes[(PP > 0 ? PP : 1) + 1][i] = (i & 1) ? uint8_t(1u << lone_plane) : 0;
+  }
+  V cw[PP > 0 ? PP : 1];
+  for (int p = 0; p < PP; ++p) cw[p] = Ops::load(cbytes[p]);
+  const V ce = Ops::load(cbytes[(PP > 0 ? PP : 1)]);
+  const V co = Ops::load(cbytes[(PP > 0 ? PP : 1) + 1]);
+
+  // int16 accumulators, stored per block for the epilogue:
+  //   [n][set][0..63]   paired: rows 0..63 in order
+  //   [n][set][64..191] lone:   E_lo | O_lo | E_hi | O_hi, row 16q+l at 32q+l and 32q+16+l
+  alignas(64) int16_t buf[NB][SETS][192];
+  alignas(64) float s32[R], z32[R];
+  const float c_mirror = S.mirror ? 0.5f * float(S.plane_weight_sum) : 0.f;
+
+  for (std::size_t blk = blk0; blk < blk1; ++blk) {
+    const std::size_t g = L.group_of_block(blk);
+    if (blk == blk0 || blk % L.blocks_per_group == 0) {
+      Ops::f16_to_f32(reinterpret_cast<const uint16_t*>(a.data + L.scale_offset(t, g)), s32, R);
+      if constexpr (S.asymmetric) {
+        Ops::f16_to_f32(reinterpret_cast<const uint16_t*>(a.data + L.zero_offset(t, g)), z32, R);
+        for (int r = 0; r < R; ++r) z32[r] = c_mirror - z32[r];
+      } else {
+        for (int r = 0; r < R; ++r) z32[r] = S.ternary ? 0.f : c_mirror - S.sym_zero;
+      }
+    }
+    W accP[NB][SETS][2];
+    W accL[NB][SETS][4];
+    for (int n = 0; n < NB; ++n)
+      for (int s = 0; s < SETS; ++s) {
+        for (int i = 0; i < 2; ++i) accP[n][s][i] = Ops::zero16();
+        for (int i = 0; i < 4; ++i) accL[n][s][i] = Ops::zero16();
+      }
+    const std::size_t sp0 = blk * std::size_t(S.step_pairs_per_block());
+    for (int spi = 0; spi < S.step_pairs_per_block(); ++spi) {
+      const std::size_t sp = sp0 + std::size_t(spi);
+      const std::size_t j = 2 * sp;  // first step of the pair
+      for (int p = 0; p < PP; ++p) {
+        for (int s = 0; s < 2; ++s) {
+          const V raw = Ops::load(a.data + L.paired_chunk_offset(t, sp, s, p));
+          const V lo = Ops::lo_nibbles(raw), hi = Ops::hi_nibbles(raw);
+          for (int n = 0; n < NB; ++n) {
+            const int8_t* tp = E[n] + (j + std::size_t(s)) * TB;
+            const V tb = Ops::table1(tp);
+            if constexpr (I16) {
+              // low bytes are unsigned lookups (u operand), plane weights signed
+              accP[n][0][0] = Ops::add16(accP[n][0][0], Ops::madd(Ops::lookup(tb, lo), cw[p]));
+              accP[n][0][1] = Ops::add16(accP[n][0][1], Ops::madd(Ops::lookup(tb, hi), cw[p]));
+              const V th = Ops::table1(tp + 16);
+              accP[n][SETS - 1][0] = Ops::add16(accP[n][SETS - 1][0], Ops::madd(cw[p], Ops::lookup(th, lo)));
+              accP[n][SETS - 1][1] = Ops::add16(accP[n][SETS - 1][1], Ops::madd(cw[p], Ops::lookup(th, hi)));
+            } else {
+              accP[n][0][0] = Ops::add16(accP[n][0][0], Ops::madd(cw[p], Ops::lookup(tb, lo)));
+              accP[n][0][1] = Ops::add16(accP[n][0][1], Ops::madd(cw[p], Ops::lookup(tb, hi)));
+            }
+          }
+        }
+      }
+      if constexpr (LONE) {
+        const V raw = Ops::load(a.data + L.lone_chunk_offset(t, sp));
+        const V lo = Ops::lo_nibbles(raw), hi = Ops::hi_nibbles(raw);
+        const uint8_t* sg = S.ternary ? a.data + L.sign_offset(t, sp) : nullptr;
+        for (int n = 0; n < NB; ++n) {
+          const int8_t* tp = E[n] + j * TB;
+          const V tb = Ops::table2(tp, tp + TB);
+          V kl = Ops::lookup(tb, lo), kh = Ops::lookup(tb, hi);
+          if constexpr (S.ternary) {
+            kl = Ops::negate_if(kl, sg);
+            kh = Ops::negate_if(kh, sg + 8);
+          }
+          if constexpr (I16) {
+            accL[n][0][0] = Ops::add16(accL[n][0][0], Ops::madd(kl, ce));
+            accL[n][0][1] = Ops::add16(accL[n][0][1], Ops::madd(kl, co));
+            accL[n][0][2] = Ops::add16(accL[n][0][2], Ops::madd(kh, ce));
+            accL[n][0][3] = Ops::add16(accL[n][0][3], Ops::madd(kh, co));
+            const V th = Ops::table2(tp + 16, tp + TB + 16);
+            const V ql = Ops::lookup(th, lo), qh = Ops::lookup(th, hi);
+            accL[n][SETS - 1][0] = Ops::add16(accL[n][SETS - 1][0], Ops::madd(ce, ql));
+            accL[n][SETS - 1][1] = Ops::add16(accL[n][SETS - 1][1], Ops::madd(co, ql));
+            accL[n][SETS - 1][2] = Ops::add16(accL[n][SETS - 1][2], Ops::madd(ce, qh));
+            accL[n][SETS - 1][3] = Ops::add16(accL[n][SETS - 1][3], Ops::madd(co, qh));
+          } else {
+            accL[n][0][0] = Ops::add16(accL[n][0][0], Ops::madd(ce, kl));
+            accL[n][0][1] = Ops::add16(accL[n][0][1], Ops::madd(co, kl));
+            accL[n][0][2] = Ops::add16(accL[n][0][2], Ops::madd(ce, kh));
+            accL[n][0][3] = Ops::add16(accL[n][0][3], Ops::madd(co, kh));
+          }
+        }
+      }
+    }
+    // ---- block epilogue: int16 -> int32 -> float, table scale, weight scale, zero/mirror bias
+    for (int n = 0; n < NB; ++n) {
+      for (int s = 0; s < SETS; ++s) {
+        if constexpr (PP > 0) {
+          Ops::store16(buf[n][s], accP[n][s][0]);
+          Ops::store16(buf[n][s] + 32, accP[n][s][1]);
+        }
+        if constexpr (LONE)
+          for (int i = 0; i < 4; ++i) Ops::store16(buf[n][s] + 64 + 32 * i, accL[n][s][i]);
+      }
+      const float ts = TS[n][blk], sx = XS[n][blk];
+      float* an = acc + n * R;
+      for (int q = 0; q < 4; ++q) {
+        for (int l = 0; l < 16; ++l) {
+          const int r = 16 * q + l;
+          int32_t v = 0;
+          for (int s = 0; s < SETS; ++s) {
+            int32_t u = 0;
+            if constexpr (PP > 0) u += buf[n][s][r];
+            if constexpr (LONE) u += int32_t(buf[n][s][64 + 32 * q + l]) + int32_t(buf[n][s][64 + 32 * q + 16 + l]);
+            v += (I16 && s == SETS - 1) ? u * 256 : u;
+          }
+          an[r] += s32[r] * (ts * float(v) + z32[r] * sx);
+        }
+      }
+    }
+  }
+}
+
+// Rows [row_begin, row_end) of y = W x for N activation rows.
+template <class Ops, class P>
+static void lut_gemv_rows(const detail::gemv_args& a) {
+  constexpr tiling_spec S = P::spec;
+  constexpr int regs_per_n = (S.entry_bits == 16 ? 2 : 1) *
+                             ((S.paired_chunks_per_step_pair() > 0 ? 2 : 0) + (S.lone_chunks_per_step_pair() > 0 ? 4 : 0));
+  constexpr int NBMAX = regs_per_n <= 2 ? 8 : (regs_per_n <= 4 ? 4 : 2);
+  const packed_layout& L = *a.layout;
+  constexpr std::size_t R = 64;
+  // K chunk: blocks per pass so one tile's chunk of weights stays in L1 across the n passes
+  const std::size_t chunk_blocks =
+      std::max<std::size_t>(1, std::size_t(16384) / std::size_t(S.block_bytes()));
+  std::vector<float> acc(a.N * R);
+  const std::size_t t0 = a.row_begin / R, t1 = (a.row_end + R - 1) / R;
+  for (std::size_t t = t0; t < t1; ++t) {
+    std::fill(acc.begin(), acc.end(), 0.f);
+    for (std::size_t b0 = 0; b0 < L.blocks(); b0 += chunk_blocks) {
+      const std::size_t b1 = std::min(L.blocks(), b0 + chunk_blocks);
+      std::size_t n0 = 0;
+      auto run = [&](auto nb_tag) {
+        constexpr int NB = decltype(nb_tag)::value;
+        const int8_t* E[NB];
+        const float* TS[NB];
+        const float* XS[NB];
+        for (int i = 0; i < NB; ++i) {
+          E[i] = a.entries + (n0 + std::size_t(i)) * a.entries_stride;
+          TS[i] = a.tscale + (n0 + std::size_t(i)) * a.blocks;
+          XS[i] = a.xsum + (n0 + std::size_t(i)) * a.blocks;
+        }
+        lut_gemv_tile<Ops, P, NB>(a, E, TS, XS, t, b0, b1, acc.data() + n0 * R);
+        n0 += NB;
+      };
+      while (a.N - n0 >= 8 && NBMAX >= 8) run(std::integral_constant<int, (NBMAX >= 8 ? 8 : 1)>{});
+      while (a.N - n0 >= 4 && NBMAX >= 4) run(std::integral_constant<int, (NBMAX >= 4 ? 4 : 1)>{});
+      while (a.N - n0 >= 2) run(std::integral_constant<int, 2>{});
+      while (a.N - n0 >= 1) run(std::integral_constant<int, 1>{});
+    }
+    const std::size_t r_lo = std::max(a.row_begin, t * R), r_hi = std::min(a.row_end, (t + 1) * R);
+    for (std::size_t n = 0; n < a.N; ++n)
+      for (std::size_t m = r_lo; m < r_hi; ++m) a.y[n * a.ldy + m] = acc[n * R + (m - t * R)];
+  }
+}

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs lutkit's build dependencies from Debian packages when any is missing.
+set -euo pipefail
+pkgs=(cmake ninja-build g++ libhwy-dev libxsimd-dev libboost1.81-dev catch2 libbenchmark-dev)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "[deps] installing: ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi

@@ -1,0 +1,126 @@
+// Layout properties of the tiling spec, exhaustively on small shapes, for every policy:
+// unpack(pack(q)) == q; the element map is injective (no two weights share a bit) and covers
+// every index bit of the packed data; offsets stay inside the blob.
+#include <set>
+
+#include "common.hpp"
+#include "policy_list.hpp"
+
+using namespace lutkit;
+using namespace lutkit_test;
+
+namespace {
+template <class P>
+void check_layout_properties() {
+  constexpr auto& S = P::spec;
+  const std::size_t Ms[] = {1, 63, 64, 65, 130};
+  const std::size_t g = S.group_k > 0 ? std::size_t(S.group_k) : 1;
+  const std::size_t Ks[] = {g * (S.group_k > 0 ? 1 : 7), g * (S.group_k > 0 ? 2 : 96), S.group_k > 0 ? g * 3 : 200};
+  std::mt19937_64 rng(policy_hash(P::name()));
+  for (std::size_t M : Ms)
+    for (std::size_t K : Ks) {
+      INFO(P::name() << " M=" << M << " K=" << K);
+      // codes: every code value appears; scales/zeros random
+      constexpr int maxq = format_traits<typename P::format>::max_code;
+      auto q = detail::make_quantized<P>(M, K);
+      std::uniform_int_distribution<int> code(0, maxq);
+      for (auto& c : q.codes) c = uint8_t(code(rng));
+      std::normal_distribution<float> nd;
+      for (auto& s : q.scales) s = round_to_f16(nd(rng));
+      if (S.per_tensor)
+        for (auto& s : q.scales) s = q.scales[0];
+      for (auto& z : q.zeros) z = round_to_f16(float(code(rng)) + 0.25f);
+      const auto wp = pack<P>(q);
+      const auto u = unpack<P>(wp);
+      CHECK(u.codes == q.codes);
+      CHECK(u.scales == q.scales);
+      CHECK(u.zeros == q.zeros);
+
+      // element map: injective, in range, and it covers exactly the index bits
+      const packed_layout& L = wp.layout();
+      CHECK(wp.size_bytes() == sizeof(blob_header) + L.total_bytes);
+      std::set<std::pair<std::size_t, int>> used;
+      bool in_range = true, injective = true;
+      auto mark = [&](std::size_t byte, int bit) {
+        in_range = in_range && byte < L.total_bytes && bit >= 0 && bit < 8;
+        injective = injective && used.insert({byte, bit}).second;
+      };
+      for (std::size_t m = 0; m < L.M_pad; ++m) {
+        if (S.ternary) {
+          for (std::size_t st = 0; st < L.steps(); ++st) {
+            const auto li = L.index_location(m, st * 3, 0);
+            for (int b = 0; b < 4; ++b) mark(li.byte, li.shift + b);
+            const auto ls = L.ternary_sign_location(m, st);
+            mark(ls.byte, ls.shift);
+          }
+        } else {
+          for (std::size_t k = 0; k < L.K_pad; ++k)
+            for (int b = 0; b < S.planes; ++b) {
+              const auto loc = L.index_location(m, k, b);
+              mark(loc.byte, loc.shift);
+            }
+        }
+        for (std::size_t gi = 0; gi < L.groups; ++gi) {
+          const std::size_t t = m / 64, r = m % 64;
+          for (int b = 0; b < 16; ++b) mark(L.scale_offset(t, gi) + 2 * r + b / 8, b % 8);
+          if (S.asymmetric)
+            for (int b = 0; b < 16; ++b) mark(L.zero_offset(t, gi) + 2 * r + b / 8, b % 8);
+        }
+      }
+      CHECK(in_range);
+      CHECK(injective);
+      // every bit of the blob belongs to some element: the layout has no holes
+      CHECK(used.size() == L.total_bytes * 8);
+      // block offsets tile each group exactly
+      for (std::size_t t = 0; t < L.tiles; ++t)
+        for (std::size_t blk = 0; blk + 1 < L.blocks(); ++blk) {
+          const std::size_t a = L.block_offset(t, blk), b = L.block_offset(t, blk + 1);
+          if (L.group_of_block(blk) == L.group_of_block(blk + 1)) CHECK(b - a == std::size_t(S.block_bytes()));
+          else CHECK(b - a == std::size_t(S.block_bytes() + S.scale_bytes()));
+        }
+    }
+}
+}  // namespace
+
+TEST_CASE("pack/unpack round trip and element map, every policy", "[layout]") {
+  for_policies<0, policy_count>([]<class P>() { check_layout_properties<P>(); });
+}
+
+TEST_CASE("tiling spec constants", "[layout]") {
+  using W2 = policy<fmt::uint_asym<2>, group<64>, table::lut4<int8_t, false>>;
+  STATIC_REQUIRE(W2::spec.block_k == 64);
+  STATIC_REQUIRE(W2::spec.max_abs_acc16() <= 32767);
+  // W2 g64 asym: 2 bits + (2 fp16) per 64 weights = 2.5 bits per weight
+  const packed_layout L(W2::spec, 4096, 14336);
+  CHECK(L.total_bytes * 8 == std::size_t(4096) * 14336 * 5 / 2);
+  // ternary: 5 bits per 3 weights, plus one fp16 per row
+  using T = policy<fmt::ternary, per_tensor, table::lut4<int8_t, false>>;
+  const packed_layout LT(T::spec, 64, 96);
+  CHECK(LT.total_bytes == 64 * 2 + 32 * 64 / 2 / 64 * 80);
+  // int16 tables shorten the block so that the bound still holds
+  using W4i16 = policy<fmt::uint_asym<4>, group<128>, table::lut4<int16_t, false>>;
+  STATIC_REQUIRE(W4i16::spec.block_k == 32);
+  STATIC_REQUIRE(W4i16::spec.max_abs_acc16() <= 32767);
+  // canonical names carry bits, group and symmetry
+  CHECK(W2::name() == "w2_g64_asym_lut4i8_portable_b64");
+  CHECK(T::name() == "tern_gten_sym_lut4i8_portable_b96");
+  CHECK(W2::hash() != T::hash());
+}
+
+TEST_CASE("ternary encoding covers all 27 triples", "[layout]") {
+  std::set<std::pair<int, int>> seen;
+  for (int c0 = 0; c0 < 3; ++c0)
+    for (int c1 = 0; c1 < 3; ++c1)
+      for (int c2 = 0; c2 < 3; ++c2) {
+        int idx, sign, d0, d1, d2;
+        detail::ternary_encode(c0, c1, c2, idx, sign);
+        CHECK(idx >= 0);
+        CHECK(idx <= 13);
+        detail::ternary_decode(idx, sign, d0, d1, d2);
+        CHECK(d0 == c0);
+        CHECK(d1 == c1);
+        CHECK(d2 == c2);
+        seen.insert({idx, sign});
+      }
+  CHECK(seen.size() == 27);
+}
