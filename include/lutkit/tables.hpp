@@ -78,13 +78,20 @@ void step_table(const float* x, float* T) {
 }
 }  // namespace detail
 
-// Build the tables of N activation rows (row-major N x K, row stride ldx >= K).
+namespace detail {
+inline void check_table_args(const void* x, std::size_t N, std::size_t K, std::size_t ldx) {
+  require(x != nullptr, "build_tables: null activation pointer");
+  require(N >= 1, "build_tables: N must be at least 1");
+  require(K >= 1, "build_tables: K must be positive");
+  require(ldx >= K, "build_tables: activation stride smaller than K");
+}
+
+// The scalar table builder: the specification of what the vectorized builder
+// (lutkit::build_tables, portable/lut_gemv.hpp) produces; tests compare the two.
 template <class P>
-lut_tables<P> build_tables(const float* x, std::size_t N, std::size_t K, std::size_t ldx = 0) {
-  detail::require(x != nullptr, "build_tables: null activation pointer");
-  detail::require(N >= 1, "build_tables: N must be at least 1");
+lut_tables<P> build_tables_scalar(const float* x, std::size_t N, std::size_t K, std::size_t ldx = 0) {
   if (ldx == 0) ldx = K;
-  detail::require(ldx >= K, "build_tables: activation stride smaller than K");
+  check_table_args(x, N, K, ldx);
   constexpr auto& S = P::spec;
   lut_tables<P> t(N, K);
   const packed_layout& L = t.layout();
@@ -123,7 +130,7 @@ lut_tables<P> build_tables(const float* x, std::size_t N, std::size_t K, std::si
       for (int s = 0; s < S.steps_per_block; ++s) {
         int8_t* e = Eb + s * S.table_bytes_per_step();
         for (int i = 0; i < 16; ++i) {
-          float v = std::nearbyint(T[s * 16 + i] * inv);
+          float v = std::nearbyint(T[s * 16 + i] * inv);  // round half to even
           v = v > qmax ? qmax : (v < -qmax ? -qmax : v);
           const int iv = int(v);
           if constexpr (S.entry_bits == 8) {
@@ -138,5 +145,6 @@ lut_tables<P> build_tables(const float* x, std::size_t N, std::size_t K, std::si
   }
   return t;
 }
+}  // namespace detail
 
 }  // namespace lutkit

@@ -61,6 +61,15 @@ struct tiling_spec {
   constexpr int step_pairs_per_block() const { return steps_per_block / 2; }
   constexpr int block_bytes() const { return step_pairs_per_block() * step_pair_bytes(); }
   constexpr int scale_bytes() const { return rows_per_tile * 2 * (asymmetric ? 2 : 1); }
+  // offsets inside a block (compile-time for a compile-time spec): kernels add these to
+  // packed_layout::block_offset so the inner loop does no shape arithmetic
+  constexpr int paired_chunk_in_block(int spi, int s, int p) const {
+    return spi * step_pair_bytes() + (p * 2 + s) * chunk_bytes;
+  }
+  constexpr int lone_chunk_in_block(int spi) const {
+    return spi * step_pair_bytes() + paired_chunks_per_step_pair() * chunk_bytes;
+  }
+  constexpr int sign_in_block(int spi) const { return lone_chunk_in_block(spi) + chunk_bytes; }
   // table bytes per step for one activation row: 16 entries (int16: low-byte and high-byte tables)
   constexpr int table_bytes_per_step() const { return 16 * (entry_bits / 8); }
 
@@ -170,19 +179,18 @@ struct packed_layout {
     return group_offset(t, group_of_block(blk)) + std::size_t(spec.scale_bytes()) +
            (blk % blocks_per_group) * spec.block_bytes();
   }
-  std::size_t step_pair_offset(std::size_t t, std::size_t sp) const {
-    const std::size_t per = std::size_t(spec.step_pairs_per_block());
-    return block_offset(t, sp / per) + (sp % per) * spec.step_pair_bytes();
-  }
   // paired chunk of plane pair p for step 2*sp + s
   std::size_t paired_chunk_offset(std::size_t t, std::size_t sp, int s, int p) const {
-    return step_pair_offset(t, sp) + std::size_t(p * 2 + s) * spec.chunk_bytes;
+    const int per = spec.step_pairs_per_block();
+    return block_offset(t, sp / per) + std::size_t(spec.paired_chunk_in_block(int(sp % per), s, p));
   }
   std::size_t lone_chunk_offset(std::size_t t, std::size_t sp) const {
-    return step_pair_offset(t, sp) + std::size_t(spec.paired_chunks_per_step_pair()) * spec.chunk_bytes;
+    const int per = spec.step_pairs_per_block();
+    return block_offset(t, sp / per) + std::size_t(spec.lone_chunk_in_block(int(sp % per)));
   }
   std::size_t sign_offset(std::size_t t, std::size_t sp) const {
-    return lone_chunk_offset(t, sp) + spec.chunk_bytes;
+    const int per = spec.step_pairs_per_block();
+    return block_offset(t, sp / per) + std::size_t(spec.sign_in_block(int(sp % per)));
   }
 
   // ---- the element map: where the bit of (row, k, plane) lives. For ternary, `plane` is

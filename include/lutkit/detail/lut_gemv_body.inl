@@ -15,6 +15,8 @@
 //                                            u unsigned, s signed (pmaddubsw)
 //   W  zero16(), add16(W, W); void store16(int16_t*, W)
 //   void f16_to_f32(const uint16_t* src, float* dst, int n)   n a multiple of 16
+//   F  16 floats: setf, loadf, storef, addf, mulf, fmaf(a, b, c) = a*b + c;
+//   void widen(W w, F& lanes0_15, F& lanes16_31)          int16 -> float
 // Nothing here computes a packed offset: every address comes from packed_layout.
 
 template <class Ops, class P, int NB>
@@ -48,10 +50,9 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
   const V ce = Ops::load(cbytes[(PP > 0 ? PP : 1)]);
   const V co = Ops::load(cbytes[(PP > 0 ? PP : 1) + 1]);
 
-  // int16 accumulators, stored per block for the epilogue:
-  //   [n][set][0..63]   paired: rows 0..63 in order
-  //   [n][set][64..191] lone:   E_lo | O_lo | E_hi | O_hi, row 16q+l at 32q+l and 32q+16+l
-  alignas(64) int16_t buf[NB][SETS][192];
+  // int16 accumulators per block: paired [lo-nibble rows 0..31, hi-nibble rows 32..63];
+  // lone [E_lo, O_lo, E_hi, O_hi]: row 16q+l at lanes l and 16+l of vector q.
+  using F = typename Ops::F;
   alignas(64) float s32[R], z32[R];
   const float c_mirror = S.mirror ? 0.5f * float(S.plane_weight_sum) : 0.f;
 
@@ -73,13 +74,13 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
         for (int i = 0; i < 2; ++i) accP[n][s][i] = Ops::zero16();
         for (int i = 0; i < 4; ++i) accL[n][s][i] = Ops::zero16();
       }
+    const uint8_t* bp = a.data + L.block_offset(t, blk);
     const std::size_t sp0 = blk * std::size_t(S.step_pairs_per_block());
     for (int spi = 0; spi < S.step_pairs_per_block(); ++spi) {
-      const std::size_t sp = sp0 + std::size_t(spi);
-      const std::size_t j = 2 * sp;  // first step of the pair
+      const std::size_t j = 2 * (sp0 + std::size_t(spi));  // first step of the pair
       for (int p = 0; p < PP; ++p) {
         for (int s = 0; s < 2; ++s) {
-          const V raw = Ops::load(a.data + L.paired_chunk_offset(t, sp, s, p));
+          const V raw = Ops::load(bp + S.paired_chunk_in_block(spi, s, p));
           const V lo = Ops::lo_nibbles(raw), hi = Ops::hi_nibbles(raw);
           for (int n = 0; n < NB; ++n) {
             const int8_t* tp = E[n] + (j + std::size_t(s)) * TB;
@@ -99,9 +100,9 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
         }
       }
       if constexpr (LONE) {
-        const V raw = Ops::load(a.data + L.lone_chunk_offset(t, sp));
+        const V raw = Ops::load(bp + S.lone_chunk_in_block(spi));
         const V lo = Ops::lo_nibbles(raw), hi = Ops::hi_nibbles(raw);
-        const uint8_t* sg = S.ternary ? a.data + L.sign_offset(t, sp) : nullptr;
+        const uint8_t* sg = bp + S.sign_in_block(spi);
         for (int n = 0; n < NB; ++n) {
           const int8_t* tp = E[n] + j * TB;
           const V tb = Ops::table2(tp, tp + TB);
@@ -130,30 +131,34 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
         }
       }
     }
-    // ---- block epilogue: int16 -> int32 -> float, table scale, weight scale, zero/mirror bias
+    // ---- block epilogue: int16 -> float (exact: every partial sum is < 2^24), table scale,
+    // weight scale, zero/mirror bias; 16 rows per float vector, rows in order.
     for (int n = 0; n < NB; ++n) {
+      F rows[4];
+      for (int q = 0; q < 4; ++q) rows[q] = Ops::setf(0.f);
       for (int s = 0; s < SETS; ++s) {
+        F part[4];
+        for (int q = 0; q < 4; ++q) part[q] = Ops::setf(0.f);
         if constexpr (PP > 0) {
-          Ops::store16(buf[n][s], accP[n][s][0]);
-          Ops::store16(buf[n][s] + 32, accP[n][s][1]);
+          Ops::widen(accP[n][s][0], part[0], part[1]);
+          Ops::widen(accP[n][s][1], part[2], part[3]);
         }
-        if constexpr (LONE)
-          for (int i = 0; i < 4; ++i) Ops::store16(buf[n][s] + 64 + 32 * i, accL[n][s][i]);
+        if constexpr (LONE) {
+          for (int q = 0; q < 4; ++q) {  // lanes 0..15 and 16..31 hold the same rows (two steps)
+            F lo, hi;
+            Ops::widen(accL[n][s][q], lo, hi);
+            part[q] = Ops::addf(part[q], Ops::addf(lo, hi));
+          }
+        }
+        const F wgt = Ops::setf((I16 && s == SETS - 1) ? 256.f : 1.f);
+        for (int q = 0; q < 4; ++q) rows[q] = Ops::fmaf(part[q], wgt, rows[q]);
       }
-      const float ts = TS[n][blk], sx = XS[n][blk];
+      const F ts = Ops::setf(TS[n][blk]), sx = Ops::setf(XS[n][blk]);
       float* an = acc + n * R;
       for (int q = 0; q < 4; ++q) {
-        for (int l = 0; l < 16; ++l) {
-          const int r = 16 * q + l;
-          int32_t v = 0;
-          for (int s = 0; s < SETS; ++s) {
-            int32_t u = 0;
-            if constexpr (PP > 0) u += buf[n][s][r];
-            if constexpr (LONE) u += int32_t(buf[n][s][64 + 32 * q + l]) + int32_t(buf[n][s][64 + 32 * q + 16 + l]);
-            v += (I16 && s == SETS - 1) ? u * 256 : u;
-          }
-          an[r] += s32[r] * (ts * float(v) + z32[r] * sx);
-        }
+        const F bias = Ops::mulf(Ops::loadf(z32 + 16 * q), sx);
+        const F val = Ops::fmaf(rows[q], ts, bias);
+        Ops::storef(an + 16 * q, Ops::fmaf(Ops::loadf(s32 + 16 * q), val, Ops::loadf(an + 16 * q)));
       }
     }
   }

@@ -58,6 +58,38 @@ struct ScalarOps {
     }
     return w;
   }
+  struct F {
+    float f[16];
+  };
+  static F setf(float x) {
+    F v;
+    for (auto& e : v.f) e = x;
+    return v;
+  }
+  static F loadf(const float* p) {
+    F v;
+    std::memcpy(v.f, p, 64);
+    return v;
+  }
+  static void storef(float* p, const F& v) { std::memcpy(p, v.f, 64); }
+  static F addf(F a, const F& b) {
+    for (int i = 0; i < 16; ++i) a.f[i] += b.f[i];
+    return a;
+  }
+  static F mulf(F a, const F& b) {
+    for (int i = 0; i < 16; ++i) a.f[i] *= b.f[i];
+    return a;
+  }
+  static F fmaf(const F& a, const F& b, F c) {
+    for (int i = 0; i < 16; ++i) c.f[i] = a.f[i] * b.f[i] + c.f[i];
+    return c;
+  }
+  static void widen(const W& w, F& lo, F& hi) {
+    for (int i = 0; i < 16; ++i) {
+      lo.f[i] = float(w.h[i]);
+      hi.f[i] = float(w.h[16 + i]);
+    }
+  }
   static W zero16() { return W{}; }
   static W add16(W a, const W& b) {
     for (int i = 0; i < 32; ++i) a.h[i] = int16_t(uint16_t(a.h[i]) + uint16_t(b.h[i]));

@@ -9,6 +9,9 @@
 #endif
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
@@ -48,6 +51,47 @@ struct HwyOps {
   struct W {
     WP p[kParts];
   };
+  using DF = hn::CappedTag<float, kPartBytes / 4>;
+  using FP = hn::Vec<DF>;
+  struct F {
+    FP p[kParts];
+  };
+  static HWY_INLINE F setf(float x) {
+    F f;
+    for (int i = 0; i < kParts; ++i) f.p[i] = hn::Set(DF(), x);
+    return f;
+  }
+  static HWY_INLINE F loadf(const float* ptr) {
+    F f;
+    for (int i = 0; i < kParts; ++i) f.p[i] = hn::LoadU(DF(), ptr + i * (kPartBytes / 4));
+    return f;
+  }
+  static HWY_INLINE void storef(float* ptr, const F& f) {
+    for (int i = 0; i < kParts; ++i) hn::StoreU(f.p[i], DF(), ptr + i * (kPartBytes / 4));
+  }
+  static HWY_INLINE F addf(F a, const F& b) {
+    for (int i = 0; i < kParts; ++i) a.p[i] = hn::Add(a.p[i], b.p[i]);
+    return a;
+  }
+  static HWY_INLINE F mulf(F a, const F& b) {
+    for (int i = 0; i < kParts; ++i) a.p[i] = hn::Mul(a.p[i], b.p[i]);
+    return a;
+  }
+  static HWY_INLINE F fmaf(const F& a, const F& b, F c) {
+    for (int i = 0; i < kParts; ++i) c.p[i] = hn::MulAdd(a.p[i], b.p[i], c.p[i]);
+    return c;
+  }
+  // int16 lanes 0..15 -> lo, 16..31 -> hi; each W part widens into two float parts
+  static HWY_INLINE void widen(const W& w, F& lo, F& hi) {
+    const hn::Half<DW> dwh;
+    const hn::Rebind<int32_t, DF> di32;
+    for (int f = 0; f < 2 * kParts; ++f) {
+      const auto half = (f % 2 == 0) ? hn::LowerHalf(dwh, w.p[f / 2]) : hn::UpperHalf(dwh, w.p[f / 2]);
+      const FP v = hn::ConvertTo(DF(), hn::PromoteTo(di32, half));
+      if (f < kParts) lo.p[f] = v;
+      else hi.p[f - kParts] = v;
+    }
+  }
 
   static HWY_INLINE V load(const uint8_t* ptr) {
     V v;
@@ -145,10 +189,86 @@ using Ops = HwyOps;
 
 #include "lutkit/detail/lut_gemv_body.inl"
 
+// ---- precompute: the tables of one activation row, vectorized over the 16 entries of a step.
+// Entry j of a step = sum_i x_i * coef_i[j]: coef_i[j] = bit i of j (minus 1/2 with mirror) for
+// bit planes, digit i of j minus 1 for ternary (entries 14, 15 zero). Same rounding (half to
+// even) and the same order of float operations as detail::build_tables_scalar's exact sums is
+// not promised; the result differs from it by at most one table step.
+template <class P>
+void BuildTablesRow(const float* x, std::size_t K, int8_t* E, float* tscale, float* xsum, std::size_t blocks) {
+  constexpr tiling_spec S = P::spec;
+  const hn::CappedTag<float, 16> df;
+  const hn::Rebind<int32_t, decltype(df)> di;
+  const hn::Rebind<int8_t, decltype(df)> di8;
+  const hn::Rebind<uint8_t, decltype(df)> du8;
+  const std::size_t L = hn::Lanes(df);
+  constexpr int KPS = S.k_per_step;
+  constexpr float qmax = S.entry_bits == 8 ? 127.f : 32767.f;
+  alignas(64) float coef[4][16];
+  for (int j = 0; j < 16; ++j)
+    for (int i = 0; i < 4; ++i) {
+      if constexpr (S.ternary) {
+        const int d = i == 0 ? j / 9 : (i == 1 ? (j / 3) % 3 : j % 3);
+        coef[i][j] = (j < 14 && i < 3) ? float(d - 1) : 0.f;
+      } else {
+        coef[i][j] = float((j >> i) & 1) - (S.mirror ? 0.5f : 0.f);
+      }
+    }
+  alignas(64) float xb[S.block_k];
+  alignas(64) float T[S.steps_per_block * 16];
+  for (std::size_t blk = 0; blk < blocks; ++blk) {
+    bool finite = true;
+    double sum = 0;
+    for (int i = 0; i < S.block_k; ++i) {
+      const std::size_t k = blk * S.block_k + std::size_t(i);
+      xb[i] = k < K ? x[k] : 0.f;
+      finite = finite && std::isfinite(xb[i]);
+      sum += xb[i];
+    }
+    int8_t* Eb = E + blk * S.steps_per_block * S.table_bytes_per_step();
+    if (!finite) {
+      tscale[blk] = std::numeric_limits<float>::quiet_NaN();
+      xsum[blk] = std::numeric_limits<float>::quiet_NaN();
+      std::memset(Eb, 0, std::size_t(S.steps_per_block) * S.table_bytes_per_step());
+      continue;
+    }
+    auto vmax = hn::Zero(df);
+    for (int s = 0; s < S.steps_per_block; ++s)
+      for (std::size_t j = 0; j < 16; j += L) {
+        auto v = hn::Zero(df);
+        for (int i = 0; i < KPS; ++i) v = hn::MulAdd(hn::Set(df, xb[s * KPS + i]), hn::Load(df, coef[i] + j), v);
+        hn::Store(v, df, T + s * 16 + j);
+        vmax = hn::Max(vmax, hn::Abs(v));
+      }
+    const float amax = hn::GetLane(hn::MaxOfLanes(df, vmax));
+    tscale[blk] = amax / qmax;
+    xsum[blk] = float(sum);
+    const auto inv = hn::Set(df, amax > 0.f ? qmax / amax : 0.f);
+    const auto lim = hn::Set(di, int32_t(qmax));
+    for (int s = 0; s < S.steps_per_block; ++s) {
+      int8_t* e = Eb + s * S.table_bytes_per_step();
+      for (std::size_t j = 0; j < 16; j += L) {
+        auto q = hn::NearestInt(hn::Mul(hn::Load(df, T + s * 16 + j), inv));
+        q = hn::Min(hn::Max(q, hn::Neg(lim)), lim);
+        if constexpr (S.entry_bits == 8) {
+          hn::StoreU(hn::DemoteTo(di8, q), di8, e + j);
+        } else {
+          hn::StoreU(hn::DemoteTo(du8, hn::And(q, hn::Set(di, 0xFF))), du8, reinterpret_cast<uint8_t*>(e) + j);
+          hn::StoreU(hn::DemoteTo(di8, hn::ShiftRight<8>(q)), di8, e + 16 + j);
+        }
+      }
+    }
+  }
+}
+
 // The per-target entry the dispatcher's table points at.
 template <class P>
 void LutGemvEntry(const detail::gemv_args& a) {
   lut_gemv_rows<Ops, P>(a);
+}
+template <class P>
+void BuildTablesEntry(const float* x, std::size_t K, int8_t* E, float* tscale, float* xsum, std::size_t blocks) {
+  BuildTablesRow<P>(x, K, E, tscale, xsum, blocks);
 }
 
 }  // namespace HWY_NAMESPACE

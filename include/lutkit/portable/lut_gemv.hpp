@@ -47,6 +47,19 @@ detail::gemv_entry entry_for(int64_t target) {
   return e;
 }
 
+using tables_entry = void (*)(const float*, std::size_t, int8_t*, float*, float*, std::size_t);
+template <class P>
+tables_entry best_tables_entry() {
+  static const tables_entry table[HWY_MAX_DYNAMIC_TARGETS + 2] = {
+      HWY_CHOOSE_FALLBACK(BuildTablesEntry<P>), HWY_CHOOSE_TARGET_LIST(BuildTablesEntry<P>),
+      HWY_CHOOSE_FALLBACK(BuildTablesEntry<P>)};
+  static const std::size_t index = [] {
+    hwy::GetChosenTarget().Update(hwy::SupportedTargets());
+    return hwy::GetChosenTarget().GetIndex();
+  }();
+  return table[index];
+}
+
 template <class P>
 detail::gemv_entry best_entry() {
   static const std::size_t index = [] {
@@ -57,6 +70,18 @@ detail::gemv_entry best_entry() {
 }
 
 }  // namespace portable
+
+// Precompute: the tables of N activation rows (row-major N x K, row stride ldx >= K), built
+// once per input and shared by every GEMV reading that input (Q/K/V, gate/up).
+template <class P>
+lut_tables<P> build_tables(const float* x, std::size_t N, std::size_t K, std::size_t ldx = 0) {
+  if (ldx == 0) ldx = K;
+  detail::check_table_args(x, N, K, ldx);
+  lut_tables<P> t(N, K);
+  const auto fn = portable::best_tables_entry<P>();
+  for (std::size_t n = 0; n < N; ++n) fn(x + n * ldx, K, t.entries(n), t.tscale(n), t.xsum(n), t.layout().blocks());
+  return t;
+}
 
 // y[n * ldy + m] = sum_k W[m][k] x[n][k] for every row m, with tables built from x.
 // target = 0 picks the best compiled target the CPU supports.

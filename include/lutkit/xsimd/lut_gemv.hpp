@@ -32,6 +32,11 @@ inline __m512i dup128x2(xsimd::avx512bw, const void* a, const void* b) {
   const __m256i hi = _mm256_broadcastsi128_si256(_mm_loadu_si128(static_cast<const __m128i*>(b)));
   return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
 }
+inline __m512 fmadd(xsimd::avx512bw, __m512 a, __m512 b, __m512 c) { return _mm512_fmadd_ps(a, b, c); }
+inline void widen16(xsimd::avx512bw, __m512i w, __m512& lo, __m512& hi) {
+  lo = _mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(_mm512_castsi512_si256(w)));
+  hi = _mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(_mm512_extracti64x4_epi64(w, 1)));
+}
 inline __m512i negate_if(xsimd::avx512bw, __m512i v, const uint8_t* bits) {
   uint64_t m;
   std::memcpy(&m, bits, 8);
@@ -43,6 +48,13 @@ inline __m256i lookup(xsimd::avx2, __m256i t, __m256i i) { return _mm256_shuffle
 inline __m256i madd(xsimd::avx2, __m256i u, __m256i s) { return _mm256_maddubs_epi16(u, s); }
 inline __m256i dup128(xsimd::avx2, const void* p) {
   return _mm256_broadcastsi128_si256(_mm_loadu_si128(static_cast<const __m128i*>(p)));
+}
+#if defined(__FMA__)
+inline __m256 fmadd(xsimd::avx2, __m256 a, __m256 b, __m256 c) { return _mm256_fmadd_ps(a, b, c); }
+#endif
+inline void widen16(xsimd::avx2, __m256i w, __m256& lo, __m256& hi) {
+  lo = _mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(_mm256_castsi256_si128(w)));
+  hi = _mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(_mm256_extracti128_si256(w, 1)));
 }
 inline __m256i negate_if(xsimd::avx2, __m256i v, const uint8_t* bits) {
   uint32_t m;
@@ -60,6 +72,11 @@ inline __m256i negate_if(xsimd::avx2, __m256i v, const uint8_t* bits) {
 inline __m128i lookup(xsimd::ssse3, __m128i t, __m128i i) { return _mm_shuffle_epi8(t, i); }
 inline __m128i madd(xsimd::ssse3, __m128i u, __m128i s) { return _mm_maddubs_epi16(u, s); }
 inline __m128i dup128(xsimd::ssse3, const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
+inline __m128 fmadd(xsimd::ssse3, __m128 a, __m128 b, __m128 c) { return _mm_add_ps(_mm_mul_ps(a, b), c); }
+inline void widen16(xsimd::ssse3, __m128i w, __m128& lo, __m128& hi) {
+  lo = _mm_cvtepi32_ps(_mm_srai_epi32(_mm_unpacklo_epi16(w, w), 16));
+  hi = _mm_cvtepi32_ps(_mm_srai_epi32(_mm_unpackhi_epi16(w, w), 16));
+}
 inline __m128i negate_if(xsimd::ssse3, __m128i v, const uint8_t* bits) {
   uint16_t m;
   std::memcpy(&m, bits, 2);
@@ -84,6 +101,48 @@ struct XsimdOps {
   struct W {
     B16 p[kParts];
   };
+  using BF = xsimd::batch<float, Arch>;
+  static constexpr std::size_t kFL = BF::size;
+  struct F {
+    BF p[kParts];
+  };
+  static F setf(float x) {
+    F f;
+    for (int i = 0; i < kParts; ++i) f.p[i] = BF(x);
+    return f;
+  }
+  static F loadf(const float* ptr) {
+    F f;
+    for (int i = 0; i < kParts; ++i) f.p[i] = BF::load_unaligned(ptr + i * kFL);
+    return f;
+  }
+  static void storef(float* ptr, const F& f) {
+    for (int i = 0; i < kParts; ++i) f.p[i].store_unaligned(ptr + i * kFL);
+  }
+  static F addf(F a, const F& b) {
+    for (int i = 0; i < kParts; ++i) a.p[i] = a.p[i] + b.p[i];
+    return a;
+  }
+  static F mulf(F a, const F& b) {
+    for (int i = 0; i < kParts; ++i) a.p[i] = a.p[i] * b.p[i];
+    return a;
+  }
+  static F fmaf(const F& a, const F& b, F c) {
+    for (int i = 0; i < kParts; ++i) c.p[i] = BF(arch_ops::fmadd(Arch{}, a.p[i], b.p[i], c.p[i]));
+    return c;
+  }
+  // int16 lanes 0..15 -> lo, 16..31 -> hi
+  static void widen(const W& w, F& lo, F& hi) {
+    for (int i = 0; i < kParts; ++i) {
+      typename BF::register_type a, b;
+      arch_ops::widen16(Arch{}, w.p[i], a, b);
+      F& dst = (2 * i < kParts) ? lo : hi;
+      const int k = (2 * i) % kParts;
+      dst.p[k] = BF(a);
+      if (kParts == 1) hi.p[0] = BF(b);
+      else dst.p[k + 1] = BF(b);
+    }
+  }
 
   static V load(const uint8_t* ptr) {
     V v;

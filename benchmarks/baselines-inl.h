@@ -1,0 +1,108 @@
+// Baselines for the benchmark, written by us with Highway (per-target, dynamic dispatch):
+//   FloatGemv     y = W x on fp32 weights (the dequantized matrix)
+//   ConvertDQGemv T-MAN's "ConvertDQ": a conventional low-bit layout (codes packed along K,
+//                 fp16 scale + zero per group) converted to float element by element, then FMA.
+//   ReadBandwidth streams a buffer (the DRAM roofline)
+#if defined(LUTKIT_BENCH_BASELINES_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef LUTKIT_BENCH_BASELINES_INL_H_
+#undef LUTKIT_BENCH_BASELINES_INL_H_
+#else
+#define LUTKIT_BENCH_BASELINES_INL_H_
+#endif
+#include <cstddef>
+#include <cstdint>
+
+#include <hwy/highway.h>
+
+#include "lutkit/core/half.hpp"
+
+HWY_BEFORE_NAMESPACE();
+namespace lutkit_bench {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// rows [r0, r1) of y[n*M + m] = sum_k W[m*K + k] x[n*K + k], N <= 16
+void FloatGemv(const float* W, const float* x, float* y, std::size_t M, std::size_t K, std::size_t N,
+               std::size_t r0, std::size_t r1) {
+  const hn::ScalableTag<float> d;
+  const std::size_t L = hn::Lanes(d);
+  for (std::size_t m = r0; m < r1; ++m) {
+    const float* w = W + m * K;
+    for (std::size_t n = 0; n < N; ++n) {
+      auto a0 = hn::Zero(d), a1 = hn::Zero(d);
+      std::size_t k = 0;
+      for (; k + 2 * L <= K; k += 2 * L) {
+        a0 = hn::MulAdd(hn::LoadU(d, w + k), hn::LoadU(d, x + n * K + k), a0);
+        a1 = hn::MulAdd(hn::LoadU(d, w + k + L), hn::LoadU(d, x + n * K + k + L), a1);
+      }
+      float s = hn::GetLane(hn::SumOfLanes(d, hn::Add(a0, a1)));
+      for (; k < K; ++k) s += w[k] * x[n * K + k];
+      y[n * M + m] = s;
+    }
+  }
+}
+
+// codes: bits B in {2,4}, row-major; every 16 bytes hold 16*(8/B) consecutive weights, code j of
+// byte i being weight 16*j + i (so unpacking yields contiguous weights). Per (row, group of G):
+// fp16 scale, fp16 zero. Each element: shift, mask, int->float, (q - z) * s, FMA with x.
+template <int B>
+void ConvertDQGemvT(const uint8_t* codes, const uint16_t* sz, const float* x, float* y, std::size_t M,
+                    std::size_t K, std::size_t G, std::size_t N, std::size_t r0, std::size_t r1) {
+  const hn::CappedTag<float, 16> df;
+  const hn::RebindToSigned<decltype(df)> di;
+  const hn::Rebind<uint8_t, decltype(df)> du8;
+  const std::size_t L = hn::Lanes(df);
+  constexpr int per_byte = 8 / B;
+  const std::size_t row_bytes = K / per_byte;
+  for (std::size_t m = r0; m < r1; ++m) {
+    const uint8_t* c = codes + m * row_bytes;
+    for (std::size_t n = 0; n < N; ++n) {
+      const float* xn = x + n * K;
+      auto acc = hn::Zero(df);
+      for (std::size_t g = 0; g < K / G; ++g) {
+        const float s = lutkit::f16_to_f32(sz[(m * (K / G) + g) * 2]);
+        const float z = lutkit::f16_to_f32(sz[(m * (K / G) + g) * 2 + 1]);
+        const auto vs = hn::Set(df, s), vz = hn::Set(df, z);
+        auto gacc = hn::Zero(df);
+        for (std::size_t k = g * G; k < (g + 1) * G; k += 16 * per_byte) {
+          for (std::size_t sub = 0; sub < 16; sub += L) {
+            const auto bytes = hn::BitCast(di, hn::PromoteTo(hn::RebindToUnsigned<decltype(di)>(), hn::LoadU(du8, c + k / per_byte + sub)));
+            for (int j = 0; j < per_byte; ++j) {
+              const auto q = hn::And(hn::ShiftRightSame(bytes, j * B), hn::Set(di, (1 << B) - 1));
+              const auto wv = hn::Mul(hn::Sub(hn::ConvertTo(df, q), vz), vs);
+              gacc = hn::MulAdd(wv, hn::LoadU(df, xn + k + 16 * j + sub), gacc);
+            }
+          }
+        }
+        acc = hn::Add(acc, gacc);
+      }
+      y[n * M + m] = hn::GetLane(hn::SumOfLanes(df, acc));
+    }
+  }
+}
+void ConvertDQGemv2(const uint8_t* c, const uint16_t* sz, const float* x, float* y, std::size_t M, std::size_t K,
+                    std::size_t G, std::size_t N, std::size_t r0, std::size_t r1) {
+  ConvertDQGemvT<2>(c, sz, x, y, M, K, G, N, r0, r1);
+}
+void ConvertDQGemv4(const uint8_t* c, const uint16_t* sz, const float* x, float* y, std::size_t M, std::size_t K,
+                    std::size_t G, std::size_t N, std::size_t r0, std::size_t r1) {
+  ConvertDQGemvT<4>(c, sz, x, y, M, K, G, N, r0, r1);
+}
+
+uint64_t ReadBandwidth(const uint64_t* p, std::size_t n) {
+  const hn::ScalableTag<uint64_t> d;
+  const std::size_t L = hn::Lanes(d);
+  auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
+  for (std::size_t i = 0; i + 4 * L <= n; i += 4 * L) {
+    a0 = hn::Xor(a0, hn::Load(d, p + i));
+    a1 = hn::Xor(a1, hn::Load(d, p + i + L));
+    a2 = hn::Xor(a2, hn::Load(d, p + i + 2 * L));
+    a3 = hn::Xor(a3, hn::Load(d, p + i + 3 * L));
+  }
+  return hn::GetLane(hn::Xor(hn::Xor(a0, a1), hn::Xor(a2, a3)));
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace lutkit_bench
+HWY_AFTER_NAMESPACE();
+#endif

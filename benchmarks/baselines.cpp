@@ -1,0 +1,26 @@
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "baselines-inl.h"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+#include "baselines-inl.h"
+
+#if HWY_ONCE
+#include "baselines.hpp"
+namespace lutkit_bench {
+HWY_EXPORT(FloatGemv);
+HWY_EXPORT(ConvertDQGemv2);
+HWY_EXPORT(ConvertDQGemv4);
+HWY_EXPORT(ReadBandwidth);
+void float_gemv(const float* W, const float* x, float* y, std::size_t M, std::size_t K, std::size_t N,
+                std::size_t r0, std::size_t r1) {
+  HWY_DYNAMIC_DISPATCH(FloatGemv)(W, x, y, M, K, N, r0, r1);
+}
+void convert_dq_gemv(int bits, const uint8_t* codes, const uint16_t* sz, const float* x, float* y, std::size_t M,
+                     std::size_t K, std::size_t G, std::size_t N, std::size_t r0, std::size_t r1) {
+  if (bits == 2) HWY_DYNAMIC_DISPATCH(ConvertDQGemv2)(codes, sz, x, y, M, K, G, N, r0, r1);
+  else HWY_DYNAMIC_DISPATCH(ConvertDQGemv4)(codes, sz, x, y, M, K, G, N, r0, r1);
+}
+uint64_t read_bandwidth(const uint64_t* p, std::size_t n) { return HWY_DYNAMIC_DISPATCH(ReadBandwidth)(p, n); }
+}  // namespace lutkit_bench
+#endif
