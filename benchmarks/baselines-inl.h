@@ -89,11 +89,13 @@ void ConvertDQGemv4(const uint8_t* c, const uint16_t* sz, const float* x, float*
   ConvertDQGemvT<4>(c, sz, x, y, M, K, G, N, r0, r1);
 }
 
-uint64_t ReadBandwidth(const uint64_t* p, std::size_t n) {
+uint64_t ReadBandwidth(const uint64_t* p, std::size_t n, std::size_t prefetch) {
   const hn::ScalableTag<uint64_t> d;
   const std::size_t L = hn::Lanes(d);
   auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
   for (std::size_t i = 0; i + 4 * L <= n; i += 4 * L) {
+    if (prefetch)
+      for (std::size_t c = 0; c < 4 * L * 8; c += 64) __builtin_prefetch(p + i + (prefetch + c) / 8, 0, 0);
     a0 = hn::Xor(a0, hn::Load(d, p + i));
     a1 = hn::Xor(a1, hn::Load(d, p + i + L));
     a2 = hn::Xor(a2, hn::Load(d, p + i + 2 * L));

@@ -21,6 +21,8 @@ void convert_dq_gemv(int bits, const uint8_t* codes, const uint16_t* sz, const f
   if (bits == 2) HWY_DYNAMIC_DISPATCH(ConvertDQGemv2)(codes, sz, x, y, M, K, G, N, r0, r1);
   else HWY_DYNAMIC_DISPATCH(ConvertDQGemv4)(codes, sz, x, y, M, K, G, N, r0, r1);
 }
-uint64_t read_bandwidth(const uint64_t* p, std::size_t n) { return HWY_DYNAMIC_DISPATCH(ReadBandwidth)(p, n); }
+uint64_t read_bandwidth(const uint64_t* p, std::size_t n, std::size_t prefetch_bytes) {
+  return HWY_DYNAMIC_DISPATCH(ReadBandwidth)(p, n, prefetch_bytes);
+}
 }  // namespace lutkit_bench
 #endif

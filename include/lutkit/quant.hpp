@@ -41,8 +41,7 @@ quantized<P> make_quantized(std::size_t M, std::size_t K) {
   require(M > 0 && K > 0, "M and K must be positive");
   if (P::spec.group_k > 0)
     require(K % std::size_t(P::spec.group_k) == 0,
-            "K (" + std::to_string(K) + ") is not a multiple of the group size (" +
-                std::to_string(P::spec.group_k) + ")");
+            "K (", K, ") is not a multiple of the group size (", P::spec.group_k, ")");
   quantized<P> q;
   q.M = M;
   q.K = K;
@@ -107,7 +106,7 @@ quantized<P> quantize(const float* w, std::size_t M, std::size_t K) {
   detail::require(w != nullptr, "quantize: null weight pointer");
   quantized<P> q = detail::make_quantized<P>(M, K);
   for (std::size_t i = 0; i < M * K; ++i)
-    detail::require(std::isfinite(w[i]), "quantize: weight " + std::to_string(i) + " is not finite");
+    detail::require(std::isfinite(w[i]), "quantize: weight ", i, " is not finite");
   const std::size_t G = q.group_k();
   if constexpr (P::spec.ternary) {
     // absmean (BitNet b1.58): s = mean |w| over the tensor (per_tensor) or the row (per_channel)
@@ -154,9 +153,7 @@ quantized<P> from_codes(const uint8_t* codes, const float* scales, const float* 
   detail::require(!P::spec.asymmetric || zeros, "from_codes: asymmetric format needs zeros");
   constexpr int maxq = format_traits<typename P::format>::max_code;
   for (std::size_t i = 0; i < M * K; ++i) {
-    detail::require(codes[i] <= maxq, "from_codes: code " + std::to_string(int(codes[i])) +
-                                          " at index " + std::to_string(i) + " exceeds " +
-                                          std::to_string(maxq));
+    detail::require(codes[i] <= maxq, "from_codes: code ", int(codes[i]), " at index ", i, " exceeds ", maxq);
     q.codes[i] = codes[i];
   }
   for (std::size_t i = 0; i < M * q.groups; ++i) {
@@ -185,7 +182,7 @@ quantized<P> import_gptq(const int32_t* qweight, const uint16_t* scales_f16, con
   quantized<P> q = detail::make_quantized<P>(M, K);
   constexpr int per_word = 32 / B;
   detail::require(K % per_word == 0 && M % per_word == 0,
-                  "import_gptq: M and K must be multiples of " + std::to_string(per_word));
+                  "import_gptq: M and K must be multiples of ", per_word);
   for (std::size_t k = 0; k < K; ++k)
     for (std::size_t m = 0; m < M; ++m) {
       const uint32_t word = uint32_t(qweight[(k / per_word) * M + m]);

@@ -102,8 +102,14 @@ struct policy {
                        {Target::desc.name},
                        {spec.block_k}};
   }
-  static std::string name() { return canonical_name(desc()); }
-  static uint64_t hash() { return policy_hash(name()); }
+  static const std::string& name() {
+    static const std::string n = canonical_name(desc());
+    return n;
+  }
+  static uint64_t hash() {
+    static const uint64_t h = policy_hash(name());
+    return h;
+  }
 };
 
 template <class T>

@@ -49,6 +49,9 @@ struct tiling_spec {
   int chunk_bytes = 64;
   int steps_per_block = 0;
   int block_k = 0;
+  // software prefetch distance of the weight stream, in bytes (0: off). Tuned on the host:
+  // 16 KiB with a non-temporal hint roughly halves DRAM stalls of the LUT-GEMV.
+  int prefetch_bytes = 16384;
 
   // ------------------------------------------------------------------ derived sizes
   constexpr int paired_chunks_per_step_pair() const { return ternary ? 0 : (planes / 2) * 2; }
@@ -147,8 +150,7 @@ struct packed_layout {
     detail::require(m > 0 && k > 0, "M and K must be positive");
     if (s.group_k > 0) {
       detail::require(k % std::size_t(s.group_k) == 0,
-                      "K (" + std::to_string(k) + ") is not a multiple of the group size (" +
-                          std::to_string(s.group_k) + ")");
+                      "K (", k, ") is not a multiple of the group size (", s.group_k, ")");
       K_pad = k;
     } else {
       K_pad = (k + s.block_k - 1) / s.block_k * s.block_k;

@@ -17,14 +17,11 @@ gemv_args make_gemv_args(const packed_weights<P>& w, const lut_tables<P>& t, flo
                          std::size_t r0, std::size_t r1) {
   w.validate();
   require(!t.empty(), "lut_gemv: tables are empty (build them with build_tables)");
-  require(t.K() == w.K(), "lut_gemv: tables were built for K = " + std::to_string(t.K()) +
-                              " but the weights have K = " + std::to_string(w.K()));
+  require(t.K() == w.K(), "lut_gemv: tables were built for K = ", t.K(), " but the weights have K = ", w.K());
   require(y != nullptr, "lut_gemv: null output pointer");
   if (ldy == 0) ldy = w.M();
   require(ldy >= w.M(), "lut_gemv: output stride ldy is smaller than M");
-  require(r0 <= r1 && r1 <= w.M(), "lut_gemv: row range [" + std::to_string(r0) + ", " +
-                                       std::to_string(r1) + ") is outside [0, M = " +
-                                       std::to_string(w.M()) + ")");
+  require(r0 <= r1 && r1 <= w.M(), "lut_gemv: row range [", r0, ", ", r1, ") is outside [0, M = ", w.M(), ")");
   gemv_args a;
   a.data = w.data();
   a.layout = &w.layout();

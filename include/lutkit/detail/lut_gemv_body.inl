@@ -78,6 +78,10 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
     const std::size_t sp0 = blk * std::size_t(S.step_pairs_per_block());
     for (int spi = 0; spi < S.step_pairs_per_block(); ++spi) {
       const std::size_t j = 2 * (sp0 + std::size_t(spi));  // first step of the pair
+      // stream ahead: the CPU analogue of T-MAN's DMA stage (non-temporal, the weights are read once)
+      if constexpr (S.prefetch_bytes > 0)
+        for (int c = 0; c < S.step_pair_bytes(); c += 64)
+          __builtin_prefetch(bp + S.paired_chunk_in_block(spi, 0, 0) + S.prefetch_bytes + c, 0, 0);
       for (int p = 0; p < PP; ++p) {
         for (int s = 0; s < 2; ++s) {
           const V raw = Ops::load(bp + S.paired_chunk_in_block(spi, s, p));

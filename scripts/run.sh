@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The main job: installs missing dependencies, builds Release, runs the end-to-end example and
+# a benchmark selection (or the full sweep with --full), then prints a summary table.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh
+jobs="${LUTKIT_JOBS:-2}"
+cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release -DLUTKIT_BUILD_TESTS=OFF >/dev/null
+cmake --build build/release -j "$jobs"
+
+echo "== end-to-end example"
+./build/release/examples/lutkit_example
+
+filter='dram_read|/4096x14336/n:1/|/2560x6912/n:1/|w2_g64_asym.*/4096x14336/n:(4|16)/|convert_dq/w2.*/4096x14336/n:(4|16)/|lut_precompute'
+min_time=0.3
+if [ "${1:-}" = "--full" ]; then filter='.*'; min_time=0.5; fi
+echo "== benchmarks (filter: $filter)"
+out=build/release/bench.json
+./build/release/benchmarks/lutkit_bench --benchmark_filter="$filter" --benchmark_min_time="$min_time" \
+  --benchmark_out="$out" --benchmark_out_format=json
+echo
+echo "== summary"
+python3 scripts/summary.py "$out"

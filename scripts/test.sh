@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Builds and runs every test: the Release suite, then the same suite under
+# AddressSanitizer + UndefinedBehaviorSanitizer. Installs missing dependencies first.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh
+jobs="${LUTKIT_JOBS:-2}"
+
+echo "== Release build: tests, benchmarks (built, not run), example"
+cmake -S . -B build/test -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build/test -j "$jobs"
+ctest --test-dir build/test --output-on-failure
+
+echo "== ASan + UBSan build"
+cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLUTKIT_SANITIZE=ON \
+  -DLUTKIT_BUILD_BENCHMARKS=OFF -DLUTKIT_BUILD_EXAMPLES=OFF >/dev/null
+cmake --build build/asan -j "$jobs"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build/asan --output-on-failure
