@@ -22,6 +22,9 @@
 #include <lutkit/lutkit.hpp>
 
 #include "baselines.hpp"
+#ifndef LUTKIT_BENCH_NO_XSIMD
+#include "bench_xsimd.hpp"
+#endif
 
 namespace {
 using namespace lutkit;
@@ -228,6 +231,9 @@ void register_all() {
           register_lut<W4>(M, K, N, T, cold);
           register_lut<W1>(M, K, N, T, cold);
           register_lut<W3>(M, K, N, T, cold);
+#ifndef LUTKIT_BENCH_NO_XSIMD
+          lutkit_bench::register_xsimd(M, K, N, T, cold, &g_dram_bps[T]);
+#endif
           for (int bits : {2, 4})
             benchmark::RegisterBenchmark(
                 ("convert_dq/w" + std::to_string(bits) + "_g64_asym_rowmajor/" + tail(M, K, N, T, cold)).c_str(),

@@ -56,7 +56,7 @@ void check_rtn() {
       }
     }
   INFO(P::name() << " relative MSE " << err2 / sig2);
-  if (!(P::spec.bits == 1 && !P::spec.asymmetric)) CHECK(nearest);  // 1-bit sym is sign quantization
+  CHECK(nearest);
   CHECK(std::isfinite(err2));
 }
 

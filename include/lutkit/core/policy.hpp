@@ -4,6 +4,7 @@
 #pragma once
 #include <boost/pfr.hpp>
 #include <cstdint>
+#include <sstream>
 #include <string>
 
 #include "concepts.hpp"
@@ -18,13 +19,13 @@ namespace name_token {
 struct weight {
   int bits;
   bool ternary;
-  std::string str() const { return ternary ? "tern" : "w" + std::to_string(bits); }
+  std::string str() const { return ternary ? std::string("tern") : std::string("w").append(std::to_string(bits)); }
 };
 struct grouping {
   int group_k;
   bool tensor;
   std::string str() const {
-    return group_k > 0 ? "g" + std::to_string(group_k) : (tensor ? "gten" : "gch");
+    return group_k > 0 ? std::string("g").append(std::to_string(group_k)) : std::string(tensor ? "gten" : "gch");
   }
 };
 struct symmetry {
@@ -36,7 +37,9 @@ struct table_layout {
   int entry_bits;
   bool mirror;
   std::string str() const {
-    return "lut" + std::to_string(index_bits) + "i" + std::to_string(entry_bits) + (mirror ? "m" : "");
+    std::ostringstream os;
+    os << "lut" << index_bits << "i" << entry_bits << (mirror ? "m" : "");
+    return os.str();
   }
 };
 struct target_name {
@@ -45,7 +48,7 @@ struct target_name {
 };
 struct block {
   int block_k;
-  std::string str() const { return "b" + std::to_string(block_k); }
+  std::string str() const { return std::string("b").append(std::to_string(block_k)); }
 };
 }  // namespace name_token
 
@@ -59,12 +62,13 @@ struct policy_desc {
 };
 
 inline std::string canonical_name(const policy_desc& d) {
-  std::string out;
-  boost::pfr::for_each_field(d, [&out](const auto& field) {
-    if (!out.empty()) out += '_';
-    out += field.str();
+  std::ostringstream out;
+  bool first = true;
+  boost::pfr::for_each_field(d, [&](const auto& field) {
+    out << (first ? "" : "_") << field.str();
+    first = false;
   });
-  return out;
+  return out.str();
 }
 
 // FNV-1a 64 of the canonical name and the layout version: what a blob header records.

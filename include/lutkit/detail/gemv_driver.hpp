@@ -45,7 +45,7 @@ inline void run_gemv(gemv_entry entry, const gemv_args& a, thread_pool* pool) {
   const std::size_t t0 = a.row_begin / R, t1 = (a.row_end + R - 1) / R;
   const std::size_t tiles = t1 - t0;
   const std::size_t parts = pool ? std::min(tiles, pool->size()) : 1;
-  if (parts <= 1) {
+  if (pool == nullptr || parts <= 1) {
     entry(a);
     return;
   }

@@ -53,7 +53,7 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
   // int16 accumulators per block: paired [lo-nibble rows 0..31, hi-nibble rows 32..63];
   // lone [E_lo, O_lo, E_hi, O_hi]: row 16q+l at lanes l and 16+l of vector q.
   using F = typename Ops::F;
-  alignas(64) float s32[R], z32[R];
+  alignas(64) float s32[R] = {}, z32[R] = {};
   const float c_mirror = S.mirror ? 0.5f * float(S.plane_weight_sum) : 0.f;
 
   for (std::size_t blk = blk0; blk < blk1; ++blk) {

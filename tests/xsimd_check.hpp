@@ -1,14 +1,14 @@
+// (included by test_xsimd_{a,b,c}.cpp, one slice of the policy list each)
 // The xsimd backend: same blob, same tables, checked against the double reference and against
 // the Highway backend, for every policy and the avx512bw / avx2 / ssse3 arch tags.
+#pragma once
 #include <lutkit/xsimd/lut_gemv.hpp>
 
 #include "common.hpp"
 #include "policy_list.hpp"
 
-using namespace lutkit;
-using namespace lutkit_test;
 
-namespace {
+namespace lutkit_test {
 template <class Arch, class P>
 void check_arch(const char* arch_name, int64_t hwy_target) {
   for (int c = 0; c < 12; ++c) {
@@ -49,12 +49,12 @@ void check_arch(const char* arch_name, int64_t hwy_target) {
     CHECK(part);
   }
 }
-}  // namespace
-
-TEST_CASE("xsimd backend matches the reference and the Highway backend", "[xsimd]") {
-  for_policies<0, policy_count>([]<class P>() {
+template <std::size_t Begin, std::size_t End>
+void xsimd_slice() {
+  for_policies<Begin, End>([]<class P>() {
     if (__builtin_cpu_supports("avx512bw")) check_arch<xsimd::avx512bw, P>("avx512bw", HWY_AVX3);
     if (__builtin_cpu_supports("avx2")) check_arch<xsimd::avx2, P>("avx2", HWY_AVX2);
     check_arch<xsimd::ssse3, P>("ssse3", 0);
   });
 }
+}  // namespace lutkit_test
