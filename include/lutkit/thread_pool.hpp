@@ -1,6 +1,11 @@
 // lutkit — a small thread pool for engines that bring none. Kernels only need
 // run(tasks, fn): fn(i) for i in [0, tasks), the caller's thread taking part.
+//
+// Decode GEMVs last a few hundred microseconds, so waking a sleeping thread (tens of
+// microseconds on a VM) would eat the gain of a second core: idle workers spin for a short
+// while (~0.2 ms) before they sleep on a condition variable.
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <exception>
@@ -20,7 +25,7 @@ class thread_pool {
   ~thread_pool() {
     {
       std::lock_guard<std::mutex> lk(mu_);
-      stop_ = true;
+      stop_.store(true);
     }
     cv_.notify_all();
     for (auto& w : workers_) w.join();
@@ -37,63 +42,101 @@ class thread_pool {
       for (std::size_t i = 0; i < tasks; ++i) fn(i);
       return;
     }
-    std::unique_lock<std::mutex> job_lk(job_mu_);  // one job at a time
+    std::lock_guard<std::mutex> one_job(job_mu_);
+    job j;
+    j.fn = &fn;
+    j.tasks = tasks;
+    j.pending.store(tasks);
+    j.generation = ++generation_;
     {
       std::lock_guard<std::mutex> lk(mu_);
-      fn_ = &fn;
-      tasks_ = tasks;
-      next_ = 0;
-      pending_ = tasks;
-      error_ = nullptr;
-      ++generation_;
+      current_.store(&j, std::memory_order_release);
     }
     cv_.notify_all();
-    work();
-    std::unique_lock<std::mutex> lk(mu_);
-    done_cv_.wait(lk, [this] { return pending_ == 0; });
-    fn_ = nullptr;
-    if (error_) std::rethrow_exception(error_);
+    work(j);
+    for (int spin = 0; j.pending.load(std::memory_order_acquire) != 0; ++spin) pause(spin);
+    current_.store(nullptr, std::memory_order_release);
+    // a worker that saw the job is counted in active_ before it reads it: wait for them
+    for (int spin = 0; active_.load(std::memory_order_acquire) != 0; ++spin) pause(spin);
+    if (j.error) std::rethrow_exception(j.error);
   }
 
  private:
-  void work() {
+  struct job {
+    const std::function<void(std::size_t)>* fn = nullptr;
+    std::size_t tasks = 0;
+    std::size_t generation = 0;
+    std::atomic<std::size_t> next{0};
+    std::atomic<std::size_t> pending{0};
+    std::mutex err_mu;
+    std::exception_ptr error;
+  };
+
+  static void pause(int spin) {
+#if defined(__x86_64__) || defined(__i386__)
+    if (spin < 4096) {
+      __builtin_ia32_pause();
+      return;
+    }
+#endif
+    if (spin >= 0) std::this_thread::yield();
+  }
+
+  static void work(job& j) {
     for (;;) {
-      std::size_t i;
-      {
-        std::lock_guard<std::mutex> lk(mu_);
-        if (fn_ == nullptr || next_ >= tasks_) return;
-        i = next_++;
-      }
+      const std::size_t i = j.next.fetch_add(1, std::memory_order_acq_rel);
+      if (i >= j.tasks) return;
       try {
-        (*fn_)(i);
+        (*j.fn)(i);
       } catch (...) {
-        std::lock_guard<std::mutex> lk(mu_);
-        if (!error_) error_ = std::current_exception();
+        std::lock_guard<std::mutex> lk(j.err_mu);
+        if (!j.error) j.error = std::current_exception();
       }
-      std::lock_guard<std::mutex> lk(mu_);
-      if (--pending_ == 0) done_cv_.notify_all();
+      j.pending.fetch_sub(1, std::memory_order_acq_rel);
     }
   }
+
   void loop() {
     std::size_t seen = 0;
+    int idle = 0;
     for (;;) {
-      {
-        std::unique_lock<std::mutex> lk(mu_);
-        cv_.wait(lk, [&] { return stop_ || generation_ != seen; });
-        if (stop_) return;
-        seen = generation_;
+      if (stop_.load(std::memory_order_acquire)) return;
+      bool worked = false;
+      if (current_.load(std::memory_order_acquire) != nullptr) {
+        active_.fetch_add(1, std::memory_order_acq_rel);
+        job* j = current_.load(std::memory_order_acquire);
+        if (j != nullptr && j->generation != seen) {
+          seen = j->generation;
+          work(*j);
+          worked = true;
+        }
+        active_.fetch_sub(1, std::memory_order_acq_rel);
       }
-      work();
+      if (worked) {
+        idle = 0;
+        continue;
+      }
+      if (++idle < 8192) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+        continue;
+      }
+      std::unique_lock<std::mutex> lk(mu_);
+      // (a job already done by this worker may still be published: the loop above then just
+      // spins until the caller retires it)
+      cv_.wait(lk, [&] { return stop_.load() || current_.load(std::memory_order_acquire) != nullptr; });
+      idle = 0;
     }
   }
 
   std::vector<std::thread> workers_;
   std::mutex mu_, job_mu_;
-  std::condition_variable cv_, done_cv_;
-  const std::function<void(std::size_t)>* fn_ = nullptr;
-  std::size_t tasks_ = 0, next_ = 0, pending_ = 0, generation_ = 0;
-  std::exception_ptr error_;
-  bool stop_ = false;
+  std::condition_variable cv_;
+  std::atomic<job*> current_{nullptr};
+  std::atomic<std::size_t> active_{0};
+  std::atomic<bool> stop_{false};
+  std::size_t generation_ = 0;
 };
 
 }  // namespace lutkit
