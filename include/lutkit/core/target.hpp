@@ -17,7 +17,7 @@ struct target_descriptor {
   std::size_t onchip_bytes;    // VTCM / AIE data memory / L2 per core
   std::size_t onchip2_bytes;   // AIE memory tile / L3
   double dram_gbps;            // nominal DRAM bandwidth (model only; the host measures its own)
-  double vector_gops;          // nominal int8 vector ops/s (model only)
+  double vector_gops;          // nominal peak int8 Gop/s (model only; 0: unknown)
 };
 
 namespace target {
@@ -29,20 +29,23 @@ struct portable {
                                           std::size_t(1) << 20, std::size_t(32) << 20, 46.0, 0.0};
 };
 // Qualcomm Hexagon HVX (v73-class): 128-byte vectors, vlut16 (16 entries x 16 bit,
-// 64 lookups/instr), HMX 32x32 fp16 tiles, 8 MiB VTCM (T-MAN §2, paper 001 §5).
+// 64 lookups/instr), HMX 32x32 fp16 tiles, 8 MiB VTCM (T-MAN §2, paper 001 §5); DDR -> TCM
+// by DMA 59 GB/s (T-MAN Table 2); 45 TOPS NPU peak (T-MAN §1).
 struct hvx {
   static constexpr target_descriptor desc{"hvx", 128, 32, 16, 16, 64, 32, 32, 32,
-                                          std::size_t(8) << 20, 0, 60.0, 0.0};
+                                          std::size_t(8) << 20, 0, 59.0, 45000.0};
 };
 // Arm SME: streaming SVE (SVL 512 assumed for the model) + ZA tiles; LUTI4 on SME2.
+// (No paper gives its figures: the memory numbers are placeholders until measured.)
 struct sme {
   static constexpr target_descriptor desc{"sme", 64, 32, 16, 8, 64, 16, 16, 1,
                                           std::size_t(2) << 20, 0, 100.0, 0.0};
 };
-// AMD AIE-ML compute tile (XDNA): 64 KiB data memory, 512 KiB memory tile, bf16 MAC 4x8x4.
+// AMD AIE-ML compute tile (XDNA): 64 KiB data memory, 512 KiB memory tile, bf16 MAC 4x8x4;
+// sustained DRAM read capped below 40 GB/s (Gemma3-on-XDNA §3, §5).
 struct aie {
   static constexpr target_descriptor desc{"aie", 64, 16, 0, 0, 0, 4, 8, 4,
-                                          std::size_t(64) << 10, std::size_t(512) << 10, 60.0, 0.0};
+                                          std::size_t(64) << 10, std::size_t(512) << 10, 40.0, 0.0};
 };
 }  // namespace target
 
