@@ -191,9 +191,9 @@ using Ops = HwyOps;
 
 // ---- precompute: the tables of one activation row, vectorized over the 16 entries of a step.
 // Entry j of a step = sum_i x_i * coef_i[j]: coef_i[j] = bit i of j (minus 1/2 with mirror) for
-// bit planes, digit i of j minus 1 for ternary (entries 14, 15 zero). Same rounding (half to
-// even) and the same order of float operations as detail::build_tables_scalar's exact sums is
-// not promised; the result differs from it by at most one table step.
+// bit planes, digit i of j minus 1 for ternary (entries 14, 15 zero). Rounding is half to even
+// like detail::build_tables_scalar, but the float sums are formed in another order, so an
+// entry may differ from the scalar builder's by one table step (tests check exactly that).
 template <class P>
 void BuildTablesRow(const float* x, std::size_t K, int8_t* E, float* tscale, float* xsum, std::size_t blocks) {
   constexpr tiling_spec S = P::spec;
