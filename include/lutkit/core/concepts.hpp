@@ -49,6 +49,13 @@ struct format_traits {
   static constexpr float sym_zero = is_ternary ? 1.0f : (bits == 1 ? 0.5f : float(1 << (bits - 1)));
   // sum over planes of the plane weight 2^b (ternary: one lookup of weight 1)
   static constexpr int plane_weight_sum = is_ternary ? 1 : (1 << bits) - 1;
+  // The level a code stands for: weight = scale * (level(code) - zero). Linear integer formats
+  // (and ternary, whose code is t + 1) use the code itself; a codebook format specializes this
+  // (NF4, FP4, IQ4_NL: level-2 dequantization tables are built from it, so a new codebook is a
+  // table swap). `integer_levels`: every level is an integer in [0, 255], so the int8-activation
+  // dequant-GEMM may multiply raw codes (VNNI u8 x s8) and apply scale and zero per group.
+  static constexpr bool integer_levels = true;
+  static constexpr float level(int code) { return float(code); }
 };
 
 // ---------------------------------------------------------------- group shapes
