@@ -56,6 +56,11 @@ struct format_traits {
   // dequant-GEMM may multiply raw codes (VNNI u8 x s8) and apply scale and zero per group.
   static constexpr bool integer_levels = true;
   static constexpr float level(int code) { return float(code); }
+  // The fp32 value of a code given its group's (scale, zero) — THE formula every dequantizer
+  // (level-2 tables, references, llama.cpp import tests) evaluates, in float, in this order.
+  static constexpr float value(float scale, float zero, int code) { return scale * (level(code) - zero); }
+  // LUT-GEMV needs weights linear in the code bits (bit-serial tables); a codebook does not.
+  static constexpr bool lut_gemv_capable = true;
 };
 
 // ---------------------------------------------------------------- group shapes
