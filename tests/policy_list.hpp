@@ -44,4 +44,16 @@ void for_policies(F&& f) {
     (f.template operator()<std::tuple_element_t<Begin + I, policy_list>>(), ...);
   }(std::make_index_sequence<End - Begin>{});
 }
+
+// The dequant-GEMM / FusedDQP policy list: every LUT-GEMV policy (same blobs) plus formats only
+// the dequantizing kernels serve.
+using dq_policy_list = policy_list;
+inline constexpr std::size_t dq_policy_count = std::tuple_size_v<dq_policy_list>;
+
+template <std::size_t Begin, std::size_t End, class F>
+void for_dq_policies(F&& f) {
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (f.template operator()<std::tuple_element_t<Begin + I, dq_policy_list>>(), ...);
+  }(std::make_index_sequence<End - Begin>{});
+}
 }  // namespace lutkit_test

@@ -8,6 +8,8 @@
 #include "lutkit/core/target.hpp"
 #include "lutkit/core/tiling.hpp"
 #include "lutkit/pack.hpp"
+#include "lutkit/dequant.hpp"
+#include "lutkit/portable/dequant_gemm.hpp"
 #include "lutkit/portable/lut_gemv.hpp"
 #include "lutkit/quant.hpp"
 #include "lutkit/ref/ref.hpp"

@@ -1,0 +1,161 @@
+// lutkit — register-blocked micro-kernels of the dequant-GEMM, written once per paradigm in
+// portable C++ (auto-vectorized for the build's baseline ISA). The AVX-512 VNNI / BF16 versions
+// in portable/dq_kernels_avx512.hpp implement the same contracts with intrinsics.
+//
+// Register tile: MR weight rows (broadcast) x NV*16 activation columns (vector lanes).
+//   W   row-major, MR rows of the dequantized tile (stride ldw elements)
+//   A   activation panel, column-interleaved: for each k-step, NP columns x (4 int8 | 2 bf16 |
+//       1 fp32) consecutive activations of one column; lda elements between k-steps
+//   C   MR rows x NV*16 fp32 accumulators (stride ldc), accumulated in place
+#pragma once
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "../core/bf16.hpp"
+
+namespace lutkit::detail {
+
+struct mk_int8_args {
+  const uint8_t* W;  // levels (u8), row-major
+  std::size_t ldw;
+  const int8_t* A;  // [k4 step][NP][4]
+  std::size_t lda;  // bytes between k4 steps (NP * 4)
+  std::size_t steps;   // k4 steps per flush group
+  std::size_t groups;  // flush groups in this call
+  float* C;
+  std::size_t ldc;
+  const float* sw;   // [group][lds]: weight scale of each row
+  const float* swz;  // [group][lds]: scale * zero of each row
+  std::size_t lds;
+  const float* sumx;  // [group][ldsum]: sum of the (scaled, if sa) int8 activations of the group
+  const float* sa;    // [group][ldsum] activation scale per group, or null (per-row scale, applied later)
+  std::size_t ldsum;
+};
+struct mk_bf16_args {
+  const uint16_t* W;
+  std::size_t ldw;
+  const uint16_t* A;  // [k2 step][NP][2]
+  std::size_t lda;    // uint16 elements between k2 steps (NP * 2)
+  std::size_t steps;  // k2 steps
+  float* C;
+  std::size_t ldc;
+};
+struct mk_f32_args {
+  const float* W;
+  std::size_t ldw;
+  const float* A;  // [k][NP]
+  std::size_t lda;
+  std::size_t steps;  // k
+  float* C;
+  std::size_t ldc;
+};
+using mk_int8_fn = void (*)(const mk_int8_args&);
+using mk_bf16_fn = void (*)(const mk_bf16_args&);
+using mk_f32_fn = void (*)(const mk_f32_args&);
+
+inline constexpr int mk_rows = 8;  // MR: the dequantized tile (64 rows) is 8 register tiles
+
+namespace generic {
+template <int MR, int NV>
+void mk_int8(const mk_int8_args& a) {
+  constexpr int NC = NV * 16;
+  const uint8_t* W = a.W;
+  const int8_t* A = a.A;
+  for (std::size_t g = 0; g < a.groups; ++g) {
+    int32_t acc[MR][NC] = {};
+    for (std::size_t s = 0; s < a.steps; ++s) {
+      const int8_t* as = A + s * a.lda;
+      for (int r = 0; r < MR; ++r) {
+        const uint8_t* w = W + std::size_t(r) * a.ldw + 4 * s;
+        for (int n = 0; n < NC; ++n)
+          acc[r][n] += int32_t(w[0]) * as[4 * n] + int32_t(w[1]) * as[4 * n + 1] + int32_t(w[2]) * as[4 * n + 2] +
+                       int32_t(w[3]) * as[4 * n + 3];
+      }
+    }
+    A += a.steps * a.lda;
+    W += 4 * a.steps;
+    const float* sx = a.sumx + g * a.ldsum;
+    for (int r = 0; r < MR; ++r) {
+      const float s = a.sw[g * a.lds + r], sz = a.swz[g * a.lds + r];
+      float* c = a.C + std::size_t(r) * a.ldc;
+      for (int n = 0; n < NC; ++n) {
+        float f = float(acc[r][n]);
+        if (a.sa) f *= a.sa[g * a.ldsum + n];
+        c[n] = std::fma(f, s, c[n]);
+        c[n] = std::fma(-sx[n], sz, c[n]);
+      }
+    }
+  }
+}
+
+template <int MR, int NV>
+void mk_bf16(const mk_bf16_args& a) {
+  constexpr int NC = NV * 16;
+  float acc[MR][NC];
+  for (int r = 0; r < MR; ++r)
+    for (int n = 0; n < NC; ++n) acc[r][n] = a.C[std::size_t(r) * a.ldc + n];
+  for (std::size_t s = 0; s < a.steps; ++s) {
+    const uint16_t* as = a.A + s * a.lda;
+    for (int r = 0; r < MR; ++r) {
+      const float w0 = bf16_to_f32(a.W[std::size_t(r) * a.ldw + 2 * s]);
+      const float w1 = bf16_to_f32(a.W[std::size_t(r) * a.ldw + 2 * s + 1]);
+      for (int n = 0; n < NC; ++n) {
+        acc[r][n] = std::fma(w0, bf16_to_f32(as[2 * n]), acc[r][n]);
+        acc[r][n] = std::fma(w1, bf16_to_f32(as[2 * n + 1]), acc[r][n]);
+      }
+    }
+  }
+  for (int r = 0; r < MR; ++r)
+    for (int n = 0; n < NC; ++n) a.C[std::size_t(r) * a.ldc + n] = acc[r][n];
+}
+
+template <int MR, int NV>
+void mk_f32(const mk_f32_args& a) {
+  constexpr int NC = NV * 16;
+  float acc[MR][NC];
+  for (int r = 0; r < MR; ++r)
+    for (int n = 0; n < NC; ++n) acc[r][n] = a.C[std::size_t(r) * a.ldc + n];
+  for (std::size_t s = 0; s < a.steps; ++s) {
+    const float* as = a.A + s * a.lda;
+    for (int r = 0; r < MR; ++r) {
+      const float w = a.W[std::size_t(r) * a.ldw + s];
+      for (int n = 0; n < NC; ++n) acc[r][n] = std::fma(w, as[n], acc[r][n]);
+    }
+  }
+  for (int r = 0; r < MR; ++r)
+    for (int n = 0; n < NC; ++n) a.C[std::size_t(r) * a.ldc + n] = acc[r][n];
+}
+
+// level-2 lookups of one row segment
+inline void level2_f32(const uint8_t* codes, std::size_t n, const float* tbl, float* out) {
+  for (std::size_t i = 0; i < n; ++i) out[i] = tbl[codes[i]];
+}
+inline void level2_bf16(const uint8_t* codes, std::size_t n, const uint16_t* tbl, uint16_t* out) {
+  for (std::size_t i = 0; i < n; ++i) out[i] = tbl[codes[i]];
+}
+}  // namespace generic
+
+// One backend's kernel set: micro-kernels by NV (index NV - 1) and level-2 lookups (16-entry
+// tables; wider tables always use the portable lookup).
+struct dq_kernel_set {
+  const char* name;
+  mk_int8_fn int8[3];
+  mk_bf16_fn bf16[3];
+  mk_f32_fn f32[3];
+  void (*level2_f32_16)(const uint8_t*, std::size_t, const float*, float*);
+  void (*level2_bf16_16)(const uint8_t*, std::size_t, const uint16_t*, uint16_t*);
+};
+
+inline const dq_kernel_set& generic_kernels() {
+  static const dq_kernel_set k{"generic",
+                               {&generic::mk_int8<mk_rows, 1>, &generic::mk_int8<mk_rows, 2>, &generic::mk_int8<mk_rows, 3>},
+                               {&generic::mk_bf16<mk_rows, 1>, &generic::mk_bf16<mk_rows, 2>, &generic::mk_bf16<mk_rows, 3>},
+                               {&generic::mk_f32<mk_rows, 1>, &generic::mk_f32<mk_rows, 2>, &generic::mk_f32<mk_rows, 3>},
+                               &generic::level2_f32,
+                               &generic::level2_bf16};
+  return k;
+}
+
+}  // namespace lutkit::detail

@@ -1,0 +1,452 @@
+// lutkit — prefill: LUT dequant-GEMM on the SAME packed blob the LUT-GEMV reads (T-MAN §4.1–4.2).
+//
+//   y[n * ldy + m] = sum_k W[m][k] x[n][k],  N from 1 to thousands.
+//
+// Per thread, for each 64-row tile of W and each K-chunk (kc, a multiple of the scale group):
+//   1. level-1 bit-repack lookups turn the bit-serial planes into codes (detail/unpack_codes);
+//   2. int8 paradigm: the codes (levels) are multiplied as u8 by int8 activations (VNNI), the
+//      scale and zero applied once per group from integer sums;  fp32 / bf16 paradigms: level-2
+//      tables (scale and zero baked in) turn codes into values;
+//   3. a register-blocked micro-kernel (8 weight rows broadcast x 16..48 activation columns in
+//      vector lanes) accumulates into a 64 x N fp32 tile that stays in L1/L2.
+// The dequantized chunk (<= 64 KiB) is consumed from L1/L2 right after it is produced, which is
+// the CPU analogue of T-MAN's DMA -> vector -> matrix pipeline: the next chunk's weight bytes are
+// streamed in by the hardware prefetcher while the micro-kernel works on the current one.
+//
+// Activation paradigms (Dolphium): fp32, bf16 (AVX512-BF16 dot where present), int8 quantized per
+// row (`int8`) or per scale group (`int8_group`) with a VNNI dot where present.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "../core/bf16.hpp"
+#include "../core/error.hpp"
+#include "../dequant.hpp"
+#include "../detail/dq_kernels.hpp"
+#include "../pack.hpp"
+#include "../thread_pool.hpp"
+#include "dq_kernels_avx512.hpp"
+
+namespace lutkit {
+
+enum class act_type { fp32, bf16, int8, int8_group };
+inline const char* act_name(act_type a) {
+  switch (a) {
+    case act_type::fp32: return "fp32";
+    case act_type::bf16: return "bf16";
+    case act_type::int8: return "int8";
+    case act_type::int8_group: return "int8g";
+  }
+  return "?";
+}
+// Which micro-kernels run: the best the CPU has, the portable C++ ones, or AVX-512 (an error
+// if the CPU lacks VNNI / BF16).
+enum class dq_backend { best, generic, avx512 };
+
+namespace detail {
+
+inline const dq_kernel_set& dq_kernels_for(dq_backend b) {
+#if defined(LUTKIT_HAVE_AVX512_DQ)
+  if (b == dq_backend::avx512) {
+    require(avx512::cpu_supported(), "dequant-GEMM: this CPU lacks AVX-512 VNNI/BF16");
+    return avx512::kernels();
+  }
+  if (b == dq_backend::best && avx512::cpu_supported()) return avx512::kernels();
+#else
+  require(b != dq_backend::avx512, "dequant-GEMM: AVX-512 kernels are not compiled for this target");
+#endif
+  return generic_kernels();
+}
+
+inline std::size_t round_up(std::size_t v, std::size_t m) { return (v + m - 1) / m * m; }
+
+// The K-direction geometry of one call: flush groups (scale groups, or 256-ish chunks for
+// whole-K scales) and the chunk length kc every buffer is sized for.
+struct dq_geometry {
+  std::size_t K = 0, K_pad = 0;
+  std::size_t flush_k = 0;  // k per int8 flush group (= the scale group, or a block multiple)
+  std::size_t kc = 0;       // k per chunk: a multiple of flush_k
+  std::size_t N = 0, NP = 0;  // NP: N rounded up to 16 (vector lanes)
+  std::size_t flushes() const { return (K_pad + flush_k - 1) / flush_k; }
+  std::size_t chunks() const { return (K_pad + kc - 1) / kc; }
+};
+
+template <class P>
+dq_geometry make_dq_geometry(const packed_layout& L, std::size_t N, act_type act) {
+  constexpr auto& S = P::spec;
+  dq_geometry g;
+  g.K = L.K;
+  g.K_pad = L.K_pad;
+  g.flush_k = S.group_k > 0 ? std::size_t(S.group_k) : round_up(256, std::size_t(S.block_k));
+  const std::size_t base = act == act_type::fp32 ? 128 : (act == act_type::bf16 ? 256 : 512);
+  g.kc = round_up(base, g.flush_k);
+  g.N = N;
+  g.NP = round_up(N, 16);
+  return g;
+}
+
+// Per-row (group == 0) or per-group symmetric int8 quantization of one activation row of length
+// K: q = round(x / s), s = absmax / 127. Returns false if the row holds a non-finite value (the
+// kernel then makes every output of that row NaN). THE activation quantizer: kernels and the
+// tests' references both call it.
+inline bool quantize_act_int8(const float* x, std::size_t K, std::size_t group, int8_t* q, float* scales) {
+  if (group == 0) group = K;
+  bool finite = true;
+  for (std::size_t g0 = 0, gi = 0; g0 < K; g0 += group, ++gi) {
+    const std::size_t g1 = std::min(K, g0 + group);
+    float amax = 0.f;
+    for (std::size_t k = g0; k < g1; ++k) {
+      if (!std::isfinite(x[k])) finite = false;
+      amax = std::max(amax, std::fabs(x[k]));
+    }
+    const float s = amax / 127.f;
+    const float inv = s > 0.f ? 1.f / s : 0.f;
+    for (std::size_t k = g0; k < g1; ++k) {
+      const float v = std::nearbyint(x[k] * inv);
+      q[k] = int8_t(std::isfinite(v) ? std::max(-127.f, std::min(127.f, v)) : 0.f);
+    }
+    scales[gi] = finite ? s : 0.f;
+  }
+  return finite;
+}
+
+// Activations of one call in the micro-kernels' column-interleaved layout.
+struct dq_activations {
+  act_type act = act_type::fp32;
+  dq_geometry geo;
+  aligned_bytes data;          // int8 [K_pad/4][NP][4] | bf16 [K_pad/2][NP][2] | fp32 [K_pad][NP]
+  std::vector<float> row_scale;  // int8: [NP] per-row scale (1 for int8_group)
+  std::vector<float> sa;         // int8_group: [flushes][NP] per-group scale
+  std::vector<float> sumx;       // int8: [flushes][NP] sum of the group's int8 values (x scale for int8_group)
+  std::vector<float> nan_mul;    // [NP]: 1, or NaN for a row with a non-finite activation (int8)
+};
+
+inline void prepare_activations(dq_activations& A, const float* x, std::size_t ldx, thread_pool* pool) {
+  const dq_geometry& g = A.geo;
+  const std::size_t NP = g.NP, F = g.flushes();
+  if (A.act == act_type::fp32) {
+    A.data = alloc_aligned(g.K_pad * NP * 4);
+    std::memset(A.data.get(), 0, g.K_pad * NP * 4);
+  } else if (A.act == act_type::bf16) {
+    A.data = alloc_aligned(g.K_pad * NP * 2);
+    std::memset(A.data.get(), 0, g.K_pad * NP * 2);
+  } else {
+    A.data = alloc_aligned(g.K_pad * NP);
+    std::memset(A.data.get(), 0, g.K_pad * NP);
+    A.row_scale.assign(NP, 0.f);
+    A.sumx.assign(F * NP, 0.f);
+    A.nan_mul.assign(NP, 1.f);
+    if (A.act == act_type::int8_group) A.sa.assign(F * NP, 0.f);
+  }
+  auto rows = [&](std::size_t n0, std::size_t n1) {
+    std::vector<int8_t> q(g.K);
+    std::vector<float> sc(F + 1);
+    for (std::size_t n = n0; n < n1; ++n) {
+      const float* xn = x + n * ldx;
+      if (A.act == act_type::fp32) {
+        float* d = reinterpret_cast<float*>(A.data.get());
+        for (std::size_t k = 0; k < g.K; ++k) d[k * NP + n] = xn[k];
+      } else if (A.act == act_type::bf16) {
+        uint16_t* d = reinterpret_cast<uint16_t*>(A.data.get());
+        for (std::size_t k = 0; k < g.K; ++k) d[(k / 2) * NP * 2 + n * 2 + k % 2] = f32_to_bf16(xn[k]);
+      } else {
+        const bool per_group = A.act == act_type::int8_group;
+        const bool finite = quantize_act_int8(xn, g.K, per_group ? g.flush_k : 0, q.data(), sc.data());
+        int8_t* d = reinterpret_cast<int8_t*>(A.data.get());
+        for (std::size_t k = 0; k < g.K; ++k) d[(k / 4) * NP * 4 + n * 4 + k % 4] = q[k];
+        A.row_scale[n] = per_group ? 1.f : sc[0];
+        if (!finite) A.nan_mul[n] = NAN;
+        for (std::size_t f = 0; f < F; ++f) {
+          int32_t s = 0;
+          for (std::size_t k = f * g.flush_k; k < std::min(g.K, (f + 1) * g.flush_k); ++k) s += q[k];
+          A.sumx[f * NP + n] = per_group ? float(s) * sc[f] : float(s);
+          if (per_group) A.sa[f * NP + n] = sc[f];
+        }
+      }
+    }
+  };
+  const std::size_t parts = pool ? std::min(pool->size(), g.N) : 1;
+  if (parts <= 1) {
+    rows(0, g.N);
+  } else {
+    pool->run(parts, [&](std::size_t i) { rows(g.N * i / parts, g.N * (i + 1) / parts); });
+  }
+}
+
+// Per-thread buffers.
+struct dq_scratch {
+  aligned_bytes codes;  // [64][ldc] level-1 output
+  aligned_bytes values; // [64][ldv] level-2 output (fp32 or bf16)
+  aligned_bytes acc;    // [64][NP] fp32 accumulators of the tile
+  std::vector<float> sw, swz;  // [flush group in chunk][64]
+  std::size_t ldc = 0, ldv = 0;
+  void init(const dq_geometry& g) {
+    ldc = g.kc + 64;
+    ldv = g.kc + 32;
+    codes = alloc_aligned(64 * ldc);
+    std::memset(codes.get(), 0, 64 * ldc);
+    values = alloc_aligned(64 * ldv * 4);
+    acc = alloc_aligned(64 * g.NP * 4);
+    sw.assign((g.kc / g.flush_k + 1) * 64, 0.f);
+    swz.assign(sw.size(), 0.f);
+  }
+};
+
+// The weight source of the dequant-GEMM built from a packed blob: level-1 + level-2 LUT
+// dequantization. (Benchmarks plug in other sources — per-element conversion, pre-dequantized
+// weights — through the same interface to compare the dequantization methods alone.)
+template <class P>
+struct lut_weight_source {
+  const uint8_t* data;
+  const packed_layout* L;
+  const dq_kernel_set* ks;
+
+  // int8: levels of rows 0..63 for k in [k0, k1) -> (pointer, row stride)
+  const uint8_t* levels(std::size_t t, std::size_t k0, std::size_t k1, dq_scratch& s, std::size_t& ld) const {
+    unpack_codes<P>(data, *L, t, k0, k1, s.codes.get(), s.ldc);
+    if constexpr (!levels_are_codes<P>()) {
+      using FT = format_traits<typename P::format>;
+      uint8_t map[max_codes];
+      for (int c = 0; c < code_count<P>(); ++c) map[c] = uint8_t(FT::level(c));
+      for (int r = 0; r < 64; ++r)
+        for (std::size_t k = 0; k < k1 - k0; ++k) s.codes[r * s.ldc + k] = map[s.codes[r * s.ldc + k]];
+    }
+    ld = s.ldc;
+    return s.codes.get();
+  }
+  // int8: scale and scale*zero of each row for the flush group starting at k
+  void group_scales(std::size_t t, std::size_t k, float* sw, float* swz) const {
+    const std::size_t g = L->group_of_k(k);
+    for (int r = 0; r < 64; ++r) {
+      float sc, z;
+      group_params<P>(data, *L, t, g, r, sc, z);
+      sw[r] = sc;
+      swz[r] = sc * z;
+    }
+  }
+  // fp32 / bf16 values of rows 0..63 for k in [k0, k1)
+  template <class T>
+  const T* values(std::size_t t, std::size_t k0, std::size_t k1, dq_scratch& s, std::size_t& ld) const {
+    unpack_codes<P>(data, *L, t, k0, k1, s.codes.get(), s.ldc);
+    T* out = reinterpret_cast<T*>(s.values.get());
+    const std::size_t G = P::spec.group_k > 0 ? std::size_t(P::spec.group_k) : L->K_pad;
+    alignas(64) T tbl[max_codes];
+    for (int r = 0; r < 64; ++r) {
+      for (std::size_t g0 = k0; g0 < k1;) {
+        const std::size_t g1 = std::min(k1, (g0 / G + 1) * G);
+        float sc, z;
+        group_params<P>(data, *L, t, L->group_of_k(g0), r, sc, z);
+        level2_table<P, T>(sc, z, tbl);
+        const uint8_t* c = s.codes.get() + r * s.ldc + (g0 - k0);
+        T* o = out + r * s.ldv + (g0 - k0);
+        if constexpr (code_count<P>() <= 16) {
+          if constexpr (std::is_same_v<T, float>)
+            ks->level2_f32_16(c, g1 - g0, tbl, o);
+          else
+            ks->level2_bf16_16(c, g1 - g0, tbl, o);
+        } else {
+          lookup_values(c, g1 - g0, tbl, o);
+        }
+        g0 = g1;
+      }
+    }
+    ld = s.ldv;
+    return out;
+  }
+};
+
+// Tiles [t0, t1) of the product; rows outside [r0, r1) are not written.
+template <class Src>
+void dq_gemm_tiles(const Src& src, const dq_activations& A, const dq_kernel_set& ks, std::size_t t0,
+                   std::size_t t1, std::size_t M, std::size_t r0, std::size_t r1, float* y, std::size_t ldy) {
+  const dq_geometry& g = A.geo;
+  dq_scratch s;
+  s.init(g);
+  const std::size_t NP = g.NP;
+  float* C = reinterpret_cast<float*>(s.acc.get());
+  for (std::size_t t = t0; t < t1; ++t) {
+    std::memset(C, 0, 64 * NP * 4);
+    for (std::size_t k0 = 0; k0 < g.K_pad; k0 += g.kc) {
+      const std::size_t k1 = std::min(g.K_pad, k0 + g.kc);
+      std::size_t ld = 0;
+      if (A.act == act_type::int8 || A.act == act_type::int8_group) {
+        const uint8_t* W = src.levels(t, k0, k1, s, ld);
+        const std::size_t nf = (k1 - k0 + g.flush_k - 1) / g.flush_k;
+        for (std::size_t f = 0; f < nf; ++f) src.group_scales(t, k0 + f * g.flush_k, &s.sw[f * 64], &s.swz[f * 64]);
+        const std::size_t full = (k1 - k0) / g.flush_k, tail = (k1 - k0) % g.flush_k;
+        const std::size_t f0 = k0 / g.flush_k;
+        const int8_t* Ad = reinterpret_cast<const int8_t*>(A.data.get()) + (k0 / 4) * NP * 4;
+        for (std::size_t n0 = 0; n0 < NP; n0 += 48) {
+          const std::size_t nv = std::min<std::size_t>(3, (NP - n0) / 16);
+          for (int mr = 0; mr < 64; mr += mk_rows) {
+            mk_int8_args a{W + mr * ld, ld, Ad + n0 * 4, NP * 4, g.flush_k / 4, full, C + mr * NP + n0, NP,
+                           &s.sw[mr], &s.swz[mr], 64, A.sumx.data() + f0 * NP + n0,
+                           A.sa.empty() ? nullptr : A.sa.data() + f0 * NP + n0, NP};
+            if (full) ks.int8[nv - 1](a);
+            if (tail) {
+              a.W += full * g.flush_k;
+              a.A += full * (g.flush_k / 4) * NP * 4;
+              a.steps = tail / 4;
+              a.groups = 1;
+              a.sw += full * 64;
+              a.swz += full * 64;
+              a.sumx += full * NP;
+              if (a.sa) a.sa += full * NP;
+              ks.int8[nv - 1](a);
+            }
+          }
+        }
+      } else if (A.act == act_type::bf16) {
+        const uint16_t* W = src.template values<uint16_t>(t, k0, k1, s, ld);
+        const uint16_t* Ad = reinterpret_cast<const uint16_t*>(A.data.get()) + (k0 / 2) * NP * 2;
+        for (std::size_t n0 = 0; n0 < NP; n0 += 48) {
+          const std::size_t nv = std::min<std::size_t>(3, (NP - n0) / 16);
+          for (int mr = 0; mr < 64; mr += mk_rows)
+            ks.bf16[nv - 1](mk_bf16_args{W + mr * ld, ld, Ad + n0 * 2, NP * 2, (k1 - k0) / 2, C + mr * NP + n0, NP});
+        }
+      } else {
+        const float* W = src.template values<float>(t, k0, k1, s, ld);
+        const float* Ad = reinterpret_cast<const float*>(A.data.get()) + k0 * NP;
+        for (std::size_t n0 = 0; n0 < NP; n0 += 48) {
+          const std::size_t nv = std::min<std::size_t>(3, (NP - n0) / 16);
+          for (int mr = 0; mr < 64; mr += mk_rows)
+            ks.f32[nv - 1](mk_f32_args{W + mr * ld, ld, Ad + n0, NP, k1 - k0, C + mr * NP + n0, NP});
+        }
+      }
+    }
+    const bool int8 = A.act == act_type::int8 || A.act == act_type::int8_group;
+    for (std::size_t r = 0; r < 64; ++r) {
+      const std::size_t m = t * 64 + r;
+      if (m < r0 || m >= r1 || m >= M) continue;
+      const float* c = C + r * NP;
+      if (int8) {
+        for (std::size_t n = 0; n < g.N; ++n) y[n * ldy + m] = c[n] * A.row_scale[n] * A.nan_mul[n];
+      } else {
+        for (std::size_t n = 0; n < g.N; ++n) y[n * ldy + m] = c[n];
+      }
+    }
+  }
+}
+
+// Split the tiles covering rows [r0, r1) over the pool.
+template <class Src>
+void run_dq_gemm(const Src& src, const dq_activations& A, const dq_kernel_set& ks, std::size_t M, std::size_t r0,
+                 std::size_t r1, float* y, std::size_t ldy, thread_pool* pool) {
+  if (r0 == r1) return;
+  const std::size_t ta = r0 / 64, tb = (r1 + 63) / 64, tiles = tb - ta;
+  const std::size_t parts = pool ? std::min(tiles, pool->size()) : 1;
+  if (parts <= 1) {
+    dq_gemm_tiles(src, A, ks, ta, tb, M, r0, r1, y, ldy);
+    return;
+  }
+  pool->run(parts, [&](std::size_t i) {
+    dq_gemm_tiles(src, A, ks, ta + tiles * i / parts, ta + tiles * (i + 1) / parts, M, r0, r1, y, ldy);
+  });
+}
+
+template <class P>
+void check_dq_args(const packed_weights<P>& w, const float* x, std::size_t N, std::size_t K, std::size_t ldx,
+                   const float* y, std::size_t ldy, std::size_t r0, std::size_t r1) {
+  w.validate();
+  require(x != nullptr && y != nullptr, "dequant_gemm: null activation or output pointer");
+  require(N > 0, "dequant_gemm: N must be positive");
+  require(K == w.K(), "dequant_gemm: activations have K = ", K, " but the weights have K = ", w.K());
+  require(ldx >= K, "dequant_gemm: activation stride ldx (", ldx, ") is smaller than K (", K, ")");
+  require(ldy >= w.M(), "dequant_gemm: output stride ldy (", ldy, ") is smaller than M (", w.M(), ")");
+  require(r0 <= r1 && r1 <= w.M(), "dequant_gemm: row range [", r0, ", ", r1, ") is outside [0, M = ", w.M(), ")");
+}
+
+}  // namespace detail
+
+// Prefill GEMM: y[n * ldy + m] = sum_k W[m][k] x[n][k] for x of N rows of K activations (row
+// stride ldx), with the weights dequantized on the fly from the LUT-GEMV blob.
+template <class P>
+void dequant_gemm(const packed_weights<P>& w, const float* x, std::size_t N, std::size_t K, float* y,
+                  act_type act = act_type::int8, std::size_t ldx = 0, std::size_t ldy = 0,
+                  thread_pool* pool = nullptr, dq_backend backend = dq_backend::best) {
+  if (ldx == 0) ldx = K;
+  if (ldy == 0) ldy = w.M();
+  detail::check_dq_args(w, x, N, K, ldx, y, ldy, 0, w.M());
+  if (act == act_type::int8 || act == act_type::int8_group)
+    detail::require(format_traits<typename P::format>::integer_levels,
+                    "dequant_gemm: the int8 paradigm needs integer levels; policy ", P::name(),
+                    " has a float codebook (use act_type::bf16 or fp32)");
+  const auto& ks = detail::dq_kernels_for(backend);
+  detail::dq_activations A;
+  A.act = act;
+  A.geo = detail::make_dq_geometry<P>(w.layout(), N, act);
+  detail::prepare_activations(A, x, ldx, pool);
+  detail::lut_weight_source<P> src{w.data(), &w.layout(), &ks};
+  detail::run_dq_gemm(src, A, ks, w.M(), 0, w.M(), y, ldy, pool);
+}
+
+// Rows [r0, r1) only, on the calling thread (an engine's own threads split M with this).
+template <class P>
+void dequant_gemm_rows(const packed_weights<P>& w, const float* x, std::size_t N, std::size_t K, float* y,
+                       std::size_t r0, std::size_t r1, act_type act = act_type::int8, std::size_t ldx = 0,
+                       std::size_t ldy = 0, dq_backend backend = dq_backend::best) {
+  if (ldx == 0) ldx = K;
+  if (ldy == 0) ldy = w.M();
+  detail::check_dq_args(w, x, N, K, ldx, y, ldy, r0, r1);
+  if (act == act_type::int8 || act == act_type::int8_group)
+    detail::require(format_traits<typename P::format>::integer_levels,
+                    "dequant_gemm: the int8 paradigm needs integer levels; policy ", P::name(),
+                    " has a float codebook (use act_type::bf16 or fp32)");
+  const auto& ks = detail::dq_kernels_for(backend);
+  detail::dq_activations A;
+  A.act = act;
+  A.geo = detail::make_dq_geometry<P>(w.layout(), N, act);
+  detail::prepare_activations(A, x, ldx, nullptr);
+  detail::lut_weight_source<P> src{w.data(), &w.layout(), &ks};
+  detail::run_dq_gemm(src, A, ks, w.M(), r0, r1, y, ldy, nullptr);
+}
+
+// The whole matrix dequantized through the two LUT levels: out[m * ldo + k], k < K, as fp32 or
+// bf16 (uint16_t bit patterns; `out` then points to uint16_t storage).
+template <class P>
+void dequantize(const packed_weights<P>& w, void* out, dq_type type, std::size_t ldo = 0,
+                thread_pool* pool = nullptr, dq_backend backend = dq_backend::best) {
+  w.validate();
+  detail::require(out != nullptr, "dequantize: null output");
+  if (ldo == 0) ldo = w.K();
+  detail::require(ldo >= w.K(), "dequantize: ldo is smaller than K");
+  const auto& ks = detail::dq_kernels_for(backend);
+  const packed_layout& L = w.layout();
+  const detail::dq_geometry g =
+      detail::make_dq_geometry<P>(L, 1, type == dq_type::f32 ? act_type::fp32 : act_type::bf16);
+  detail::lut_weight_source<P> src{w.data(), &L, &ks};
+  auto tiles = [&](std::size_t t0, std::size_t t1) {
+    detail::dq_scratch s;
+    s.init(g);
+    for (std::size_t t = t0; t < t1; ++t)
+      for (std::size_t k0 = 0; k0 < L.K_pad; k0 += g.kc) {
+        const std::size_t k1 = std::min(L.K_pad, k0 + g.kc), kn = std::min(k1, L.K) - std::min(k0, L.K);
+        if (kn == 0) continue;
+        std::size_t ld = 0;
+        const std::size_t rows = std::min<std::size_t>(64, L.M - t * 64);
+        if (type == dq_type::f32) {
+          const float* v = src.template values<float>(t, k0, k1, s, ld);
+          for (std::size_t r = 0; r < rows; ++r)
+            std::memcpy(static_cast<float*>(out) + (t * 64 + r) * ldo + k0, v + r * ld, kn * 4);
+        } else {
+          const uint16_t* v = src.template values<uint16_t>(t, k0, k1, s, ld);
+          for (std::size_t r = 0; r < rows; ++r)
+            std::memcpy(static_cast<uint16_t*>(out) + (t * 64 + r) * ldo + k0, v + r * ld, kn * 2);
+        }
+      }
+  };
+  const std::size_t T = L.tiles;
+  const std::size_t parts = pool ? std::min(pool->size(), T) : 1;
+  if (parts <= 1) {
+    tiles(0, T);
+  } else {
+    pool->run(parts, [&](std::size_t i) { tiles(T * i / parts, T * (i + 1) / parts); });
+  }
+}
+
+}  // namespace lutkit

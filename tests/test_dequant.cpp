@@ -1,0 +1,91 @@
+// Two-level LUT dequantization (exact against the value formula), one blob serving LUT-GEMV and
+// dequant-GEMM, and bad input of the dequant-GEMM.
+#include <lutkit/portable/dequant_gemm.hpp>
+
+#include "common.hpp"
+#include "fuzz_dequant_gemm.hpp"
+#include "policy_list.hpp"
+
+using namespace lutkit;
+using namespace lutkit_test;
+
+TEST_CASE("LUT dequantization reproduces value(scale, zero, code) exactly", "[dequant]") {
+  for_dq_policies<0, dq_policy_count>([]<class P>() {
+    using FT = format_traits<typename P::format>;
+    for (int c = 0; c < 4; ++c) {
+      std::mt19937_64 rng(P::hash() + uint64_t(c));
+      const std::size_t M = std::uniform_int_distribution<std::size_t>(1, 130)(rng);
+      const std::size_t K = random_k<P>(rng, 700);
+      const auto w = random_weights(rng, M * K);
+      const auto q = quantize<P>(w.data(), M, K);
+      const auto wp = pack<P>(q);
+      for (const auto be : dq_backends()) {
+        INFO(P::name() << " M=" << M << " K=" << K << " backend " << detail::dq_kernels_for(be).name);
+        const std::size_t ldo = K + 3;
+        std::vector<float> f(M * ldo, 1.f);
+        std::vector<uint16_t> b(M * ldo, 1);
+        dequantize<P>(wp, f.data(), dq_type::f32, ldo, nullptr, be);
+        dequantize<P>(wp, b.data(), dq_type::bf16, ldo, nullptr, be);
+        std::size_t bad = 0;
+        for (std::size_t m = 0; m < M; ++m)
+          for (std::size_t k = 0; k < K; ++k) {
+            const std::size_t g = k / q.group_k();
+            const float v = FT::value(q.scale(m, g), q.zero(m, g), q.codes[m * K + k]);
+            bad += std::memcmp(&f[m * ldo + k], &v, 4) != 0;
+            bad += b[m * ldo + k] != f32_to_bf16(v);
+          }
+        for (std::size_t m = 0; m < M; ++m)
+          for (std::size_t k = K; k < ldo; ++k) bad += f[m * ldo + k] != 1.f || b[m * ldo + k] != 1;
+        CHECK(bad == 0);
+      }
+    }
+  });
+}
+
+TEST_CASE("one blob: LUT-GEMV and dequant-GEMM N=1 agree with the reference", "[dequant_gemm][same_blob]") {
+  for_policies<0, policy_count>([]<class P>() {
+    std::mt19937_64 rng(P::hash() ^ 0x5A5A);
+    const std::size_t M = 150, K = random_k<P>(rng, 600);
+    const auto w = random_weights(rng, M * K);
+    const auto x = random_activations(rng, K, act_kind::gaussian);
+    const auto q = quantize<P>(w.data(), M, K);
+    const auto wp = pack<P>(q);
+    const auto t = build_tables<P>(x.data(), 1, K);
+    std::vector<float> ylut(M), ydq(M);
+    lut_gemv<P>(wp, t, ylut.data());
+    dequant_gemm<P>(wp, x.data(), 1, K, ydq.data(), act_type::fp32);
+    const auto yref = ref::gemv<P>(q, x.data(), 1);
+    const auto geo = detail::make_dq_geometry<P>(wp.layout(), 1, act_type::fp32);
+    const auto e = dq_reference<P>(q, x, 1, act_type::fp32, geo.flush_k, geo.flushes());
+    INFO(P::name() << " K=" << K);
+    CHECK(compare_to_ref<P>(q, t, x, yref, ylut.data(), M, 0, M) == "");
+    CHECK(dq_compare<P>(e, ydq.data(), M, 1, M) == "");
+  });
+}
+
+TEST_CASE("dequant_gemm rejects bad input with a clear error", "[dequant_gemm][bad_input]") {
+  using P = policy<fmt::uint_asym<2>, group<64>, table::lut4<int8_t, false>>;
+  using Q = policy<fmt::uint_asym<4>, group<64>, table::lut4<int8_t, false>>;
+  std::mt19937_64 rng(7);
+  const std::size_t M = 70, K = 128, N = 3;
+  const auto w = random_weights(rng, M * K);
+  const auto x = random_activations(rng, N * K, act_kind::gaussian);
+  const auto wp = pack<P>(quantize<P>(w.data(), M, K));
+  std::vector<float> y(N * M);
+  CHECK_THROWS_WITH(dequant_gemm<P>(wp, x.data(), N, 64, y.data()), Catch::Contains("K = 64"));
+  CHECK_THROWS_WITH(dequant_gemm<P>(wp, nullptr, N, K, y.data()), Catch::Contains("null"));
+  CHECK_THROWS_WITH(dequant_gemm<P>(wp, x.data(), N, K, nullptr), Catch::Contains("null"));
+  CHECK_THROWS_WITH(dequant_gemm<P>(wp, x.data(), 0, K, y.data()), Catch::Contains("N must be positive"));
+  CHECK_THROWS_WITH(dequant_gemm<P>(wp, x.data(), N, K, y.data(), act_type::int8, K - 1), Catch::Contains("ldx"));
+  CHECK_THROWS_WITH(dequant_gemm<P>(wp, x.data(), N, K, y.data(), act_type::int8, 0, M - 1), Catch::Contains("ldy"));
+  CHECK_THROWS_WITH(dequant_gemm_rows<P>(wp, x.data(), N, K, y.data(), 10, M + 1), Catch::Contains("row range"));
+  // a blob packed for another policy
+  const auto wq = pack<Q>(quantize<Q>(w.data(), M, K));
+  const auto foreign = packed_weights<P>::from_bytes;
+  CHECK_THROWS_WITH(foreign(wq.bytes(), wq.size_bytes()), Catch::Contains("packed for policy"));
+  // an empty blob
+  packed_weights<P> empty;
+  CHECK_THROWS_WITH(dequant_gemm<P>(empty, x.data(), N, K, y.data()), Catch::Contains("empty"));
+  std::vector<float> big(M * K);
+  CHECK_THROWS_WITH(dequantize<P>(wp, big.data(), dq_type::f32, K - 1), Catch::Contains("ldo"));
+}
