@@ -444,13 +444,15 @@ TEST_CASE("llama.cpp imports reject bad input", "[formats]") {
   CHECK_THROWS_AS(import_q8_0<q8_0_p>(blocks.data(), 4, 64, blocks.size() - 1), lutkit::error);  // short buffer
   CHECK_NOTHROW(import_q8_0<q8_0_p>(blocks.data(), 4, 64, blocks.size()));
   // wrong policy: format or group shape not the block's
-  CHECK_THROWS_WITH(import_q4_0<policy<fmt::uint_sym<4>, group<64>, i8>>(blocks.data(), 4, 64),
-                    Catch::Contains("group<32>"));
-  CHECK_THROWS_AS(import_q4_0<policy<fmt::uint_asym<4>, group<32>, i8>>(blocks.data(), 4, 64), lutkit::error);
+  using sym4_g64 = policy<fmt::uint_sym<4>, group<64>, i8>;
+  using asym4_g32 = policy<fmt::uint_asym<4>, group<32>, i8>;
+  using sym4_gch = policy<fmt::uint_sym<4>, per_channel, i8>;
+  CHECK_THROWS_WITH(import_q4_0<sym4_g64>(blocks.data(), 4, 64), Catch::Contains("group<32>"));
+  CHECK_THROWS_AS(import_q4_0<asym4_g32>(blocks.data(), 4, 64), lutkit::error);
   CHECK_THROWS_AS(import_q8_0<q4_0_p>(blocks.data(), 4, 64), lutkit::error);
   CHECK_THROWS_AS(import_iq4_nl<q4_0_p>(blocks.data(), 4, 64), lutkit::error);
   CHECK_THROWS_AS(import_q4_0<iq4nl_g32>(blocks.data(), 4, 64), lutkit::error);
-  CHECK_THROWS_AS(import_q4_0<policy<fmt::uint_sym<4>, per_channel, i8>>(blocks.data(), 4, 64), lutkit::error);
+  CHECK_THROWS_AS(import_q4_0<sym4_gch>(blocks.data(), 4, 64), lutkit::error);
   // non-finite scale (fp16 Inf / NaN)
   blocks[34] = 0x00;
   blocks[35] = 0x7C;
