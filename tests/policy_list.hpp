@@ -37,6 +37,24 @@ using policy_list = std::tuple<
 
 inline constexpr std::size_t policy_count = std::tuple_size_v<policy_list>;
 
+// The dequant kernels' list: every LUT policy above plus the formats only they run (codebooks,
+// 8 bits) and the llama.cpp block shapes. The table layout is irrelevant to these formats but
+// part of the policy type (i8 here).
+template <class... Extra>
+struct append_policies;
+template <class... P, class... Extra>
+struct append_policies<std::tuple<P...>, Extra...> {
+  using type = std::tuple<P..., Extra...>;
+};
+using dq_policy_list = append_policies<
+    policy_list,
+    policy<fmt::codebook4<book::nf4>, group<64>, i8>,
+    policy<fmt::codebook4<book::fp4_e2m1>, group<32>, i8>,
+    policy<fmt::codebook4<book::iq4_nl>, group<32>, i8>,  // llama.cpp IQ4_NL blocks
+    policy<fmt::uint_sym<8>, group<32>, i8>,              // llama.cpp Q8_0 blocks
+    policy<fmt::uint_sym<4>, group<32>, i8>>::type;       // llama.cpp Q4_0 blocks
+inline constexpr std::size_t dq_policy_count = std::tuple_size_v<dq_policy_list>;
+
 // Calls f.template operator()<P>() for the policies with index in [Begin, End).
 template <std::size_t Begin, std::size_t End, class F>
 void for_policies(F&& f) {
@@ -45,15 +63,19 @@ void for_policies(F&& f) {
   }(std::make_index_sequence<End - Begin>{});
 }
 
-// The dequant-GEMM / FusedDQP policy list: every LUT-GEMV policy (same blobs) plus formats only
-// the dequantizing kernels serve.
-using dq_policy_list = policy_list;
-inline constexpr std::size_t dq_policy_count = std::tuple_size_v<dq_policy_list>;
-
+// Calls f.template operator()<P>() for the dq_policy_list policies with index in [Begin, End).
 template <std::size_t Begin, std::size_t End, class F>
 void for_dq_policies(F&& f) {
   [&]<std::size_t... I>(std::index_sequence<I...>) {
     (f.template operator()<std::tuple_element_t<Begin + I, dq_policy_list>>(), ...);
   }(std::make_index_sequence<End - Begin>{});
+}
+
+// Calls f.template operator()<P>() for every policy of a tuple type (e.g. dq_policy_list).
+template <class List, class F>
+void for_each_policy_in(F&& f) {
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (f.template operator()<std::tuple_element_t<I, List>>(), ...);
+  }(std::make_index_sequence<std::tuple_size_v<List>>{});
 }
 }  // namespace lutkit_test

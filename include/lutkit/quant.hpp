@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/error.hpp"
@@ -28,10 +29,13 @@ struct quantized {
     return P::spec.asymmetric ? zeros[m * groups + g] : P::spec.sym_zero;
   }
   float scale(std::size_t m, std::size_t g) const { return scales[m * groups + g]; }
-  // the value a code stands for (what every kernel must reproduce)
+  // the value a code stands for (what every kernel must reproduce): format_traits::value's
+  // formula scale * (level(code) - zero) in double. For symmetric formats level - zero is exact
+  // in float and the product exact in double, so float(weight) == format_traits::value bit for bit.
   double weight(std::size_t m, std::size_t k) const {
     const std::size_t g = k / group_k();
-    return double(scale(m, g)) * (double(codes[m * K + k]) - double(zero(m, g)));
+    using FT = format_traits<typename P::format>;
+    return double(scale(m, g)) * (double(FT::level(codes[m * K + k])) - double(zero(m, g)));
   }
 };
 
@@ -57,12 +61,69 @@ inline int clamp_code(double v, int maxq) {
   return r < 0 ? 0 : (r > maxq ? maxq : int(r));
 }
 
+// Codebooks: the code of the level nearest to w (ties: the lower code) for the stored scale s.
+template <class FT>
+uint8_t nearest_level(float w, float s) {
+  int best = 0;
+  double best_err = 0;
+  for (int c = 0; c <= FT::max_code; ++c) {
+    // with s == 0 every level is worth 0: pick the level nearest the zero point instead
+    const double err = s == 0.f ? std::fabs(double(FT::level(c)) - double(FT::sym_zero))
+                                : std::fabs(double(w) - double(FT::value(s, FT::sym_zero, c)));
+    if (c == 0 || err < best_err) {
+      best = c;
+      best_err = err;
+    }
+  }
+  return uint8_t(best);
+}
+
+// Codebooks: the fp16 scale of one group. The largest-magnitude weight m lands on the most
+// negative or on the most positive signed level (m / lo or m / hi, like q4_0's m / -8), and a
+// few shrunk candidates of each are tried; the smallest squared error of nearest-level codes wins.
+template <class FT>
+float fit_codebook_scale(const float* w, std::size_t n, std::size_t stride) {
+  float m = 0.f;
+  for (std::size_t i = 0; i < n; ++i)
+    if (std::fabs(w[i * stride]) > std::fabs(m)) m = w[i * stride];
+  if (m == 0.f) return 0.f;
+  float lo = 0.f, hi = 0.f;
+  for (int c = 0; c <= FT::max_code; ++c) {
+    lo = std::min(lo, FT::level(c) - FT::sym_zero);
+    hi = std::max(hi, FT::level(c) - FT::sym_zero);
+  }
+  float best_s = 0.f;
+  double best_err = -1;
+  for (const float edge : {lo, hi}) {
+    if (edge == 0.f) continue;
+    for (int t = 0; t <= 8; ++t) {
+      const float s = round_to_f16(m / edge * (1.0f - 0.025f * float(t)));
+      if (!std::isfinite(s) || s == 0.f) continue;
+      double err = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        const float v = w[i * stride];
+        const double d = double(v) - double(FT::value(s, FT::sym_zero, nearest_level<FT>(v, s)));
+        err += d * d;
+      }
+      if (best_err < 0 || err < best_err) {
+        best_err = err;
+        best_s = s;
+      }
+    }
+  }
+  // no finite candidate (|m| beyond the fp16 range): the plain absmax fit, Inf if it overflows
+  return best_err < 0 ? round_to_f16(m / (lo != 0.f ? lo : hi)) : best_s;
+}
+
 // (scale, zero) of one group of weights for a non-ternary format
 template <class P>
 void fit_group(const float* w, std::size_t n, std::size_t stride, float& s, float& z) {
   constexpr int B = P::spec.bits;
   constexpr int maxq = (1 << B) - 1;
-  if constexpr (P::spec.asymmetric) {
+  if constexpr (format_traits<typename P::format>::is_codebook) {
+    s = fit_codebook_scale<format_traits<typename P::format>>(w, n, stride);
+    z = P::spec.sym_zero;
+  } else if constexpr (P::spec.asymmetric) {
     float mn = w[0], mx = w[0];
     for (std::size_t i = 0; i < n; ++i) {
       mn = std::min(mn, w[i * stride]);
@@ -91,7 +152,10 @@ void fit_group(const float* w, std::size_t n, std::size_t stride, float& s, floa
 template <class P>
 uint8_t code_of(float w, float s, float z) {
   constexpr int maxq = format_traits<typename P::format>::max_code;
-  if constexpr (P::spec.bits == 1 && !P::spec.asymmetric && !P::spec.ternary) {
+  if constexpr (format_traits<typename P::format>::is_codebook) {
+    (void)z;
+    return nearest_level<format_traits<typename P::format>>(w, s);
+  } else if constexpr (P::spec.bits == 1 && !P::spec.asymmetric && !P::spec.ternary) {
     return w >= 0.f ? (s >= 0.f ? 1 : 0) : (s >= 0.f ? 0 : 1);
   } else {
     if (s == 0.f) return uint8_t(clamp_code(z, maxq));
@@ -198,6 +262,71 @@ quantized<P> import_gptq(const int32_t* qweight, const uint16_t* scales_f16, con
       q.zeros[m * q.groups + g] = float(z) + (zeros_minus_one ? 1.f : 0.f);
     }
   return q;
+}
+
+// ---------------------------------------------------------------- llama.cpp (GGUF) blocks
+// Byte layouts: docs/llama_formats.md. A tensor of M rows x K columns is M * K/32 blocks, the
+// K/32 blocks of a row consecutive; each block holds its fp16 scale d (little-endian) first.
+// The decoded codes reproduce llama.cpp's dequantization bit for bit through
+// format_traits::value (tests/test_formats.cpp). `nbytes` (optional, 0: unchecked) is the size
+// of the caller's buffer, which must hold all M * K/32 blocks.
+namespace detail {
+template <class P, class Fmt, class Decode>
+quantized<P> import_ggml_blocks(const char* what, const void* blocks, std::size_t M, std::size_t K,
+                                std::size_t nbytes, std::size_t block_bytes, Decode decode) {
+  constexpr bool policy_ok = std::is_same_v<typename P::format, Fmt> && P::spec.group_k == 32;
+  require(policy_ok, what, ": the policy must have the block's format and group<32>, got ", P::name());
+  require(blocks != nullptr, what, ": null block pointer");
+  require(M > 0 && K > 0, what, ": M and K must be positive");
+  require(K % 32 == 0, what, ": K (", K, ") is not a multiple of the block size 32");
+  const std::size_t nblocks = M * (K / 32);
+  require(nbytes == 0 || nbytes >= nblocks * block_bytes, what, ": buffer of ", nbytes, " bytes holds fewer than ",
+          nblocks, " blocks of ", block_bytes, " bytes");
+  quantized<P> q = make_quantized<P>(M, K);
+  const auto* b = static_cast<const unsigned char*>(blocks);
+  for (std::size_t i = 0; i < nblocks; ++i, b += block_bytes) {
+    const uint16_t d = uint16_t(b[0] | (unsigned(b[1]) << 8));
+    const float df = f16_to_f32(d);
+    require(std::isfinite(df), what, ": block ", i, " (row ", i / (K / 32), ") has a non-finite scale");
+    q.scales[i] = df;  // blocks are groups: block i is group i % (K/32) of row i / (K/32)
+    decode(b + 2, q.codes.data() + i * 32);
+  }
+  return q;
+}
+// 16 bytes of nibbles: weight j < 16 is the low nibble of byte j, weight j >= 16 the high
+// nibble of byte j - 16 (q4_0, iq4_nl)
+inline void decode_ggml_nibbles(const unsigned char* qs, uint8_t* codes) {
+  for (int j = 0; j < 16; ++j) {
+    codes[j] = uint8_t(qs[j] & 0x0F);
+    codes[j + 16] = uint8_t(qs[j] >> 4);
+  }
+}
+}  // namespace detail
+
+// block_q4_0 (18 bytes: fp16 d, 16 bytes of nibbles q): w = d * (q - 8). Policy: uint_sym<4>,
+// group<32> (code = q, zero 8).
+template <class P>
+quantized<P> import_q4_0(const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes = 0) {
+  return detail::import_ggml_blocks<P, fmt::uint_sym<4>>("import_q4_0", blocks, M, K, nbytes, 18,
+                                                         detail::decode_ggml_nibbles);
+}
+
+// block_q8_0 (34 bytes: fp16 d, 32 int8 q): w = d * q. Policy: uint_sym<8>, group<32>
+// (code = q + 128, zero 128).
+template <class P>
+quantized<P> import_q8_0(const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes = 0) {
+  return detail::import_ggml_blocks<P, fmt::uint_sym<8>>(
+      "import_q8_0", blocks, M, K, nbytes, 34, [](const unsigned char* qs, uint8_t* codes) {
+        for (int j = 0; j < 32; ++j) codes[j] = uint8_t(qs[j] ^ 0x80u);  // int8 q -> q + 128
+      });
+}
+
+// block_iq4_nl (18 bytes: fp16 d, 16 bytes of nibbles like q4_0): w = d * kvalues[q].
+// Policy: codebook4<book::iq4_nl>, group<32> (code = q, level kvalues[q] + 128, zero 128).
+template <class P>
+quantized<P> import_iq4_nl(const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes = 0) {
+  return detail::import_ggml_blocks<P, fmt::codebook4<book::iq4_nl>>("import_iq4_nl", blocks, M, K, nbytes, 18,
+                                                                     detail::decode_ggml_nibbles);
 }
 
 }  // namespace lutkit

@@ -22,6 +22,8 @@ namespace lutkit {
 
 template <class P>
 class lut_tables {
+  static_assert((detail::require_lut_gemv_capable<P>(), true));
+
  public:
   lut_tables() = default;
   lut_tables(std::size_t N, std::size_t K) : N_(N), layout_(P::spec, 1, K) {

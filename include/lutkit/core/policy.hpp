@@ -19,7 +19,10 @@ namespace name_token {
 struct weight {
   int bits;
   bool ternary;
-  std::string str() const { return ternary ? std::string("tern") : std::string("w").append(std::to_string(bits)); }
+  const char* book = nullptr;  // codebook formats: w4nf4, w4fp4, w4iq4nl
+  std::string str() const {
+    return ternary ? std::string("tern") : std::string("w").append(std::to_string(bits)).append(book ? book : "");
+  }
 };
 struct grouping {
   int group_k;
@@ -95,11 +98,13 @@ struct policy {
 
   static constexpr tiling_spec spec = make_tiling_spec<Fmt, Group, Table>();
   static_assert(spec.valid(), "lutkit: tiling spec violates its constraints (int16 bound, block/group)");
+  // false for codebooks and 8-bit formats: the LUT-GEMV entry points reject such policies
+  static constexpr bool lut_gemv_capable = fmt_traits::lut_gemv_capable;
 
   static constexpr const target_descriptor& target = Target::desc;
 
   static policy_desc desc() {
-    return policy_desc{{fmt_traits::bits, fmt_traits::is_ternary},
+    return policy_desc{{fmt_traits::bits, fmt_traits::is_ternary, fmt_traits::book_name},
                        {Group::group_k, Group::tensor},
                        {fmt_traits::asymmetric},
                        {Table::index_bits, Table::entry_bits, spec.mirror},
@@ -115,6 +120,19 @@ struct policy {
     return h;
   }
 };
+
+namespace detail {
+// Called by every LUT-GEMV entry point (tables, kernels, both backends): a compile-time rejection
+// of the formats whose weights are not linear in their code bits or overflow the int16 bound.
+template <class P>
+constexpr void require_lut_gemv_capable() {
+  using FT = typename P::fmt_traits;
+  static_assert(!FT::is_codebook,
+                "lutkit: codebook formats are not linear in their bits: use fused_dq_gemv or dequant_gemm");
+  static_assert(FT::is_codebook || FT::lut_gemv_capable,
+                "lutkit: 8-bit formats overflow the LUT-GEMV int16 accumulators: use fused_dq_gemv or dequant_gemm");
+}
+}  // namespace detail
 
 template <class T>
 struct is_policy : std::false_type {};

@@ -44,6 +44,7 @@ struct tiling_spec {
   bool mirror = false;
   int plane_weight_sum = 0;
   float sym_zero = 0;
+  bool lut = true;        // format_traits::lut_gemv_capable: the int16 bound applies
   // ---- tunables / derived
   int rows_per_tile = 64;
   int chunk_bytes = 64;
@@ -89,7 +90,7 @@ struct tiling_spec {
   }
   constexpr bool valid() const {
     return planes >= 1 && steps_per_block >= 2 && steps_per_block % 2 == 0 &&
-           block_k == steps_per_block * k_per_step && max_abs_acc16() <= 32767 &&
+           block_k == steps_per_block * k_per_step && (!lut || max_abs_acc16() <= 32767) &&
            (group_k == 0 || group_k % block_k == 0) && rows_per_tile == 64 && chunk_bytes == 64;
   }
 };
@@ -122,11 +123,17 @@ constexpr tiling_spec make_tiling_spec() {
   s.mirror = Table::mirror && !FT::is_ternary;  // ternary indices are mirrored by construction
   s.plane_weight_sum = FT::plane_weight_sum;
   s.sym_zero = FT::sym_zero;
+  s.lut = FT::lut_gemv_capable;
   // Block length: as many steps as the int16 bound allows, at most 16 (64 activations) for
   // bit planes — a power of two dividing the group — and 32 steps (96 activations) for ternary.
+  // Formats the LUT-GEMV cannot run have no int16 bound: min(16, group / 4) steps.
   const long m = Table::entry_bits == 8 ? 127 : 255;
   const long max_steps = 32767 / (long(FT::plane_weight_sum) * m);
-  if (FT::is_ternary) {
+  if (!FT::lut_gemv_capable) {
+    // no LUT accumulators to bound (codebooks, 8 bits): min(16, group / 4) steps
+    const long cap = Group::group_k > 0 && Group::group_k / 4 < 16 ? Group::group_k / 4 : 16;
+    s.steps_per_block = detail::largest_pow2_le(cap);
+  } else if (FT::is_ternary) {
     s.steps_per_block = max_steps >= 32 ? 32 : detail::largest_pow2_le(max_steps);
   } else {
     long cap = 16;

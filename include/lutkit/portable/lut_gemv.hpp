@@ -75,6 +75,7 @@ detail::gemv_entry best_entry() {
 // once per input and shared by every GEMV reading that input (Q/K/V, gate/up).
 template <class P>
 lut_tables<P> build_tables(const float* x, std::size_t N, std::size_t K, std::size_t ldx = 0) {
+  detail::require_lut_gemv_capable<P>();
   if (ldx == 0) ldx = K;
   detail::check_table_args(x, N, K, ldx);
   lut_tables<P> t(N, K);
@@ -88,6 +89,7 @@ lut_tables<P> build_tables(const float* x, std::size_t N, std::size_t K, std::si
 template <class P>
 void lut_gemv(const packed_weights<P>& w, const lut_tables<P>& t, float* y, std::size_t ldy = 0,
               thread_pool* pool = nullptr, int64_t target = 0) {
+  detail::require_lut_gemv_capable<P>();
   const auto a = detail::make_gemv_args(w, t, y, ldy, 0, w.M());
   detail::run_gemv(target ? portable::entry_for<P>(target) : portable::best_entry<P>(), a, pool);
 }
@@ -97,6 +99,7 @@ void lut_gemv(const packed_weights<P>& w, const lut_tables<P>& t, float* y, std:
 template <class P>
 void lut_gemv_rows(const packed_weights<P>& w, const lut_tables<P>& t, float* y, std::size_t r0,
                    std::size_t r1, std::size_t ldy = 0, int64_t target = 0) {
+  detail::require_lut_gemv_capable<P>();
   const auto a = detail::make_gemv_args(w, t, y, ldy, r0, r1);
   detail::run_gemv(target ? portable::entry_for<P>(target) : portable::best_entry<P>(), a, nullptr);
 }

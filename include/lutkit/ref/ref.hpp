@@ -11,7 +11,10 @@
 
 namespace lutkit::ref {
 
-// M x K dequantized weights, row-major, in double
+// M x K dequantized weights, row-major, in double: quantized<P>::weight, i.e.
+// format_traits::value's scale * (level(code) - zero) evaluated in double. value() itself is
+// the float formula the kernels use; for symmetric formats (codebooks included) the two agree
+// after rounding to float, bit for bit (tests/test_formats.cpp).
 template <class P>
 std::vector<double> dequantize(const quantized<P>& q) {
   std::vector<double> w(q.M * q.K);

@@ -225,6 +225,7 @@ void lut_gemv_entry(const detail::gemv_args& a) {
 template <class Arch = xsimd::default_arch, class P>
 void lut_gemv(const packed_weights<P>& w, const lut_tables<P>& t, float* y, std::size_t ldy = 0,
               thread_pool* pool = nullptr) {
+  detail::require_lut_gemv_capable<P>();
   const auto a = detail::make_gemv_args(w, t, y, ldy, 0, w.M());
   detail::run_gemv(&lut_gemv_entry<Arch, P>, a, pool);
 }
@@ -232,6 +233,7 @@ void lut_gemv(const packed_weights<P>& w, const lut_tables<P>& t, float* y, std:
 template <class Arch = xsimd::default_arch, class P>
 void lut_gemv_rows(const packed_weights<P>& w, const lut_tables<P>& t, float* y, std::size_t r0,
                    std::size_t r1, std::size_t ldy = 0) {
+  detail::require_lut_gemv_capable<P>();
   const auto a = detail::make_gemv_args(w, t, y, ldy, r0, r1);
   detail::run_gemv(&lut_gemv_entry<Arch, P>, a, nullptr);
 }

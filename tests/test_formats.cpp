@@ -1,0 +1,484 @@
+// Formats beyond the LUT-GEMV's: 4-bit codebooks (NF4, FP4 E2M1, IQ4_NL), 8-bit integers, and
+// the llama.cpp block imports (Q4_0, Q8_0, IQ4_NL), all packed through the same tiling spec.
+#include <immintrin.h>
+
+#include <cstring>
+#include <set>
+
+#include "common.hpp"
+#include "policy_list.hpp"
+
+using namespace lutkit;
+using namespace lutkit_test;
+
+namespace {
+using nf4_g64 = policy<fmt::codebook4<book::nf4>, group<64>, i8>;
+using fp4_g32 = policy<fmt::codebook4<book::fp4_e2m1>, group<32>, i8>;
+using iq4nl_g32 = policy<fmt::codebook4<book::iq4_nl>, group<32>, i8>;
+using q8_0_p = policy<fmt::uint_sym<8>, group<32>, i8>;
+using q4_0_p = policy<fmt::uint_sym<4>, group<32>, i8>;
+
+// the new formats in more group shapes than dq_policy_list carries
+using format_policies = std::tuple<
+    nf4_g64, fp4_g32, iq4nl_g32, q8_0_p, q4_0_p,
+    policy<fmt::codebook4<book::nf4>, per_channel, i16m>,
+    policy<fmt::codebook4<book::fp4_e2m1>, per_tensor, i8>,
+    policy<fmt::codebook4<book::iq4_nl>, group<256>, i8m>,
+    policy<fmt::uint_asym<8>, group<64>, i8>,
+    policy<fmt::uint_asym<8>, per_channel, i16>,
+    policy<fmt::uint_sym<8>, per_tensor, i8>,
+    policy<fmt::uint_sym<8>, group<128>, i8m>>;
+
+// ggml converts fp16 with F16C where it can; use the instruction too, so the import tests do not
+// compare lutkit's converter with itself
+__attribute__((target("f16c"))) float hw_h2f(uint16_t h) { return _cvtsh_ss(h); }
+float ggml_fp16_to_fp32(uint16_t h) {
+  return __builtin_cpu_supports("f16c") ? hw_h2f(h) : f16_to_f32(h);
+}
+
+bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+// an fp16 bit pattern: any finite half (normal or subnormal, either sign, +-0)
+uint16_t random_finite_half(std::mt19937_64& rng) {
+  std::uniform_int_distribution<int> u(0, 0xFFFF), pick(0, 7);
+  for (;;) {
+    uint16_t h = uint16_t(u(rng));
+    if (pick(rng) == 0) h &= 0x83FF;  // force a subnormal (or zero) a good share of the time
+    if ((h & 0x7C00) != 0x7C00) return h;
+  }
+}
+
+// random codes and fp16 scales (and zeros) through from_codes
+template <class P>
+quantized<P> random_quantized(std::mt19937_64& rng, std::size_t M, std::size_t K) {
+  constexpr int maxq = format_traits<typename P::format>::max_code;
+  std::uniform_int_distribution<int> code(0, maxq);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  const std::size_t groups = P::spec.group_k > 0 ? K / std::size_t(P::spec.group_k) : 1;
+  std::vector<uint8_t> codes(M * K);
+  for (auto& c : codes) c = uint8_t(code(rng));
+  std::vector<float> s(M * groups), z(M * groups);
+  for (auto& v : s) v = 0.05f * nd(rng);
+  for (auto& v : z) v = float(maxq) * std::fabs(nd(rng)) * 0.5f;
+  if (P::spec.per_tensor) std::fill(s.begin(), s.end(), s[0]);
+  return from_codes<P>(codes.data(), s.data(), z.data(), M, K);
+}
+}  // namespace
+
+// ---------------------------------------------------------------- traits and names
+
+TEST_CASE("codebook levels, values and scale divisors agree", "[formats]") {
+  auto check_book = []<class Book>() {
+    using FT = format_traits<fmt::codebook4<Book>>;
+    INFO(Book::name);
+    STATIC_REQUIRE(FT::bits == 4);
+    STATIC_REQUIRE(FT::planes == 4);
+    STATIC_REQUIRE(!FT::asymmetric);
+    STATIC_REQUIRE(FT::is_codebook);
+    STATIC_REQUIRE(!FT::lut_gemv_capable);
+    for (int c = 0; c < 16; ++c) {
+      CHECK(FT::level(c) - FT::sym_zero == Book::values[c] * Book::scale_divisor);
+      // value(d / divisor, zero, c) is the book's d * values[c] (d an fp16 scale); == rather than
+      // bits: FP4's -0 (code 8) dequantizes to +0
+      const float d = round_to_f16(0.37f);
+      CHECK(FT::value(d / Book::scale_divisor, FT::sym_zero, c) == d * Book::values[c]);
+      if (FT::integer_levels) {
+        CHECK(FT::level(c) == std::floor(FT::level(c)));
+        CHECK(FT::level(c) >= 0.f);
+        CHECK(FT::level(c) <= 255.f);
+        CHECK(FT::sym_zero == std::floor(FT::sym_zero));
+      }
+    }
+  };
+  check_book.operator()<book::nf4>();
+  check_book.operator()<book::fp4_e2m1>();
+  check_book.operator()<book::iq4_nl>();
+  STATIC_REQUIRE(!format_traits<fmt::codebook4<book::nf4>>::integer_levels);
+  STATIC_REQUIRE(format_traits<fmt::codebook4<book::iq4_nl>>::integer_levels);
+  STATIC_REQUIRE(format_traits<fmt::codebook4<book::fp4_e2m1>>::integer_levels);
+  // the linear formats keep their hooks
+  STATIC_REQUIRE(format_traits<fmt::uint_sym<4>>::lut_gemv_capable);
+  STATIC_REQUIRE(!format_traits<fmt::uint_sym<4>>::is_codebook);
+  STATIC_REQUIRE(format_traits<fmt::ternary>::lut_gemv_capable);
+  STATIC_REQUIRE(!format_traits<fmt::uint_sym<8>>::lut_gemv_capable);
+  STATIC_REQUIRE(!format_traits<fmt::uint_asym<8>>::lut_gemv_capable);
+  STATIC_REQUIRE(format_traits<fmt::uint_sym<8>>::sym_zero == 128.f);
+  STATIC_REQUIRE(format_traits<fmt::uint_sym<8>>::max_code == 255);
+  STATIC_REQUIRE(format_traits<fmt::uint_sym<8>>::integer_levels);
+}
+
+TEST_CASE("canonical names of the new formats", "[formats]") {
+  CHECK(nf4_g64::name().rfind("w4nf4_g64_sym_", 0) == 0);
+  CHECK(fp4_g32::name().rfind("w4fp4_g32_sym_", 0) == 0);
+  CHECK(iq4nl_g32::name().rfind("w4iq4nl_g32_sym_", 0) == 0);
+  CHECK(q8_0_p::name().rfind("w8_g32_sym_", 0) == 0);
+  CHECK(policy<fmt::uint_asym<8>, per_channel, i16>::name().rfind("w8_gch_asym_", 0) == 0);
+  // unchanged for the existing formats (blob hashes stay valid)
+  CHECK(q4_0_p::name() == "w4_g32_sym_lut4i8_portable_b32");
+  // every policy of the dequant list has its own name
+  std::set<std::string> names;
+  for_each_policy_in<dq_policy_list>([&]<class P>() { names.insert(P::name()); });
+  CHECK(names.size() == dq_policy_count);
+  CHECK(dq_policy_count == policy_count + 5);
+}
+
+TEST_CASE("tiling spec of non-LUT formats: min(16, group/4) steps, no int16 bound", "[formats]") {
+  STATIC_REQUIRE(!nf4_g64::spec.lut);
+  STATIC_REQUIRE(nf4_g64::spec.steps_per_block == 16);
+  STATIC_REQUIRE(fp4_g32::spec.steps_per_block == 8);
+  STATIC_REQUIRE(iq4nl_g32::spec.block_k == 32);
+  STATIC_REQUIRE(q8_0_p::spec.planes == 8);
+  STATIC_REQUIRE(q8_0_p::spec.steps_per_block == 8);
+  STATIC_REQUIRE(q8_0_p::spec.paired_chunks_per_step_pair() == 8);  // 4 plane pairs x 2 steps
+  STATIC_REQUIRE(q8_0_p::spec.lone_chunks_per_step_pair() == 0);
+  STATIC_REQUIRE(q8_0_p::spec.step_pair_bytes() == 512);            // one byte per weight
+  STATIC_REQUIRE(q8_0_p::spec.max_abs_acc16() > 32767);             // would overflow: not a LUT policy
+  STATIC_REQUIRE(q8_0_p::spec.valid());
+  STATIC_REQUIRE(policy<fmt::uint_sym<8>, per_channel, i16>::spec.steps_per_block == 16);
+  STATIC_REQUIRE(policy<fmt::uint_sym<8>, group<256>, i8>::spec.steps_per_block == 16);
+  // the LUT formats' spec is what it was
+  STATIC_REQUIRE(q4_0_p::spec.lut);
+  STATIC_REQUIRE(q4_0_p::spec.steps_per_block == 8);
+  STATIC_REQUIRE(policy<fmt::uint_asym<4>, group<128>, i16>::spec.steps_per_block == 8);
+  // packed size: B bits per weight + 16 bits of scale per group (32 with zeros)
+  const packed_layout L8(q8_0_p::spec, 64, 256);
+  CHECK(L8.total_bytes == 64 * 256 + 64 * 2 * (256 / 32));
+  const packed_layout L4(iq4nl_g32::spec, 128, 64);
+  CHECK(L4.total_bytes == 128 * 64 / 2 + 128 * 2 * 2);
+  const packed_layout La(policy<fmt::uint_asym<8>, group<64>, i8>::spec, 64, 128);
+  CHECK(La.total_bytes == 64 * 128 + 64 * 4 * 2);
+}
+
+// ---------------------------------------------------------------- layout and packing
+
+TEST_CASE("8 bit planes: every (row, k, plane) has its own bit and the bits fill the blocks", "[formats]") {
+  auto check = []<class P>() {
+    INFO(P::name());
+    const std::size_t M = 70, K = P::spec.group_k > 0 ? 2 * std::size_t(P::spec.group_k) : 100;
+    const packed_layout L(P::spec, M, K);
+    std::vector<uint8_t> seen(L.total_bytes, 0);
+    bool distinct = true, in_range = true;
+    for (std::size_t m = 0; m < L.M_pad; ++m)
+      for (std::size_t k = 0; k < L.K_pad; ++k)
+        for (int b = 0; b < P::spec.planes; ++b) {
+          const auto loc = L.index_location(m, k, b);
+          in_range = in_range && loc.byte < L.total_bytes;
+          if (!in_range) continue;
+          distinct = distinct && !(seen[loc.byte] & (1u << loc.shift));
+          seen[loc.byte] |= uint8_t(1u << loc.shift);
+        }
+    CHECK(in_range);
+    CHECK(distinct);
+    // every bit outside the scale/zero headers is used exactly once
+    std::size_t bits_used = 0;
+    for (auto v : seen) bits_used += std::size_t(__builtin_popcount(v));
+    CHECK(bits_used == L.M_pad * L.K_pad * std::size_t(P::spec.planes));
+    CHECK(bits_used / 8 + L.tiles * L.groups * std::size_t(P::spec.scale_bytes()) == L.total_bytes);
+  };
+  check.operator()<q8_0_p>();
+  check.operator()<policy<fmt::uint_asym<8>, per_channel, i16>>();
+  check.operator()<nf4_g64>();
+}
+
+TEST_CASE("pack/unpack identity for the new formats over seeded random shapes", "[formats]") {
+  for_each_policy_in<format_policies>([]<class P>() {
+    std::mt19937_64 rng(policy_hash(P::name()));
+    for (int trial = 0; trial < 6; ++trial) {
+      const std::size_t M = std::uniform_int_distribution<std::size_t>(1, 150)(rng);
+      const std::size_t K = random_k<P>(rng, 600);
+      INFO(P::name() << " M=" << M << " K=" << K << " trial " << trial);
+      const auto q = random_quantized<P>(rng, M, K);
+      const auto w = pack<P>(q);
+      const auto u = unpack<P>(w);
+      CHECK(u.codes == q.codes);
+      CHECK(u.scales == q.scales);
+      CHECK(u.zeros == q.zeros);
+      // the blob round-trips through bytes and names its policy
+      const auto w2 = packed_weights<P>::from_bytes(w.bytes(), w.size_bytes());
+      CHECK(std::memcmp(w2.bytes(), w.bytes(), w.size_bytes()) == 0);
+      CHECK(std::string(w.header().policy_name) == P::name());
+    }
+  });
+}
+
+TEST_CASE("a blob of one codebook is refused by another", "[formats]") {
+  std::mt19937_64 rng(5);
+  const auto q = random_quantized<fp4_g32>(rng, 8, 64);
+  const auto w = pack<fp4_g32>(q);
+  CHECK_THROWS_AS(packed_weights<iq4nl_g32>::from_bytes(w.bytes(), w.size_bytes()), lutkit::error);
+  CHECK_THROWS_AS(packed_weights<q4_0_p>::from_bytes(w.bytes(), w.size_bytes()), lutkit::error);
+}
+
+// ---------------------------------------------------------------- quantization and references
+
+TEST_CASE("codebook quantize: every code is a nearest level of its group", "[formats]") {
+  auto check = []<class P>() {
+    using FT = format_traits<typename P::format>;
+    std::mt19937_64 rng(policy_hash(P::name()) + 1);
+    const std::size_t M = 23, K = P::spec.group_k > 0 ? std::size_t(P::spec.group_k) * 4 : 200;
+    auto w = random_weights(rng, M * K);
+    for (std::size_t k = 0; k < K; ++k) w[3 * K + k] = 0.f;  // an all-zero row
+    const auto q = quantize<P>(w.data(), M, K);
+    bool nearest = true, finite = true;
+    double err2 = 0, sig2 = 0;
+    for (std::size_t m = 0; m < M; ++m)
+      for (std::size_t k = 0; k < K; ++k) {
+        const std::size_t g = k / q.group_k();
+        const float s = q.scale(m, g);
+        finite = finite && std::isfinite(s) && round_to_f16(s) == s;
+        const double v = w[m * K + k];
+        const double got = FT::value(s, q.zero(m, g), q.codes[m * K + k]);
+        for (int c = 0; c < 16; ++c)
+          nearest = nearest && std::fabs(v - got) <= std::fabs(v - double(FT::value(s, q.zero(m, g), c)));
+        err2 += (v - got) * (v - got);
+        sig2 += v * v;
+      }
+    INFO(P::name() << " relative MSE " << err2 / sig2);
+    CHECK(nearest);
+    CHECK(finite);
+    if (P::spec.group_k > 0) {
+      CHECK(err2 / sig2 < 0.03);  // a 4-bit book on grouped Gaussian data: about 1%
+      // an all-zero group gets scale 0 (IQ4_NL has no zero level; per_tensor scales are shared)
+      for (std::size_t k = 0; k < K; ++k) CHECK(q.weight(3, k) == 0.0);
+    }
+  };
+  check.operator()<nf4_g64>();
+  check.operator()<fp4_g32>();
+  check.operator()<iq4nl_g32>();
+  check.operator()<policy<fmt::codebook4<book::nf4>, per_channel, i8>>();
+  check.operator()<policy<fmt::codebook4<book::iq4_nl>, per_tensor, i8>>();
+}
+
+TEST_CASE("8-bit round-to-nearest quantization", "[formats]") {
+  auto check = []<class P>() {
+    std::mt19937_64 rng(policy_hash(P::name()) + 2);
+    const std::size_t M = 19, K = P::spec.group_k > 0 ? std::size_t(P::spec.group_k) * 3 : 150;
+    const auto w = random_weights(rng, M * K);
+    const auto q = quantize<P>(w.data(), M, K);
+    bool nearest = true;
+    double err2 = 0, sig2 = 0;
+    for (std::size_t m = 0; m < M; ++m)
+      for (std::size_t k = 0; k < K; ++k) {
+        const std::size_t g = k / q.group_k();
+        const double v = w[m * K + k], got = q.weight(m, k), s = std::fabs(q.scale(m, g));
+        // RTN to a grid of step |s|: within half a step (plus fp16/float slack) unless clamped
+        const double c = double(q.codes[m * K + k]);
+        const bool clamped = c == 0 || c == 255;
+        nearest = nearest && (clamped || std::fabs(v - got) <= 0.5 * s * (1 + 1e-6) + 1e-9);
+        err2 += (v - got) * (v - got);
+        sig2 += v * v;
+      }
+    INFO(P::name() << " relative MSE " << err2 / sig2);
+    CHECK(nearest);
+    CHECK(err2 / sig2 < 1e-3);
+  };
+  check.operator()<q8_0_p>();
+  check.operator()<policy<fmt::uint_asym<8>, group<64>, i8>>();
+  check.operator()<policy<fmt::uint_sym<8>, per_channel, i8>>();
+}
+
+TEST_CASE("reference weights are format_traits::value, bit for bit", "[formats]") {
+  for_each_policy_in<format_policies>([]<class P>() {
+    using FT = format_traits<typename P::format>;
+    std::mt19937_64 rng(policy_hash(P::name()) + 3);
+    const std::size_t M = 33, K = random_k<P>(rng, 300);
+    const auto q = random_quantized<P>(rng, M, K);
+    const auto W = ref::dequantize(q);
+    bool ok = true;
+    for (std::size_t m = 0; m < M; ++m)
+      for (std::size_t k = 0; k < K; ++k) {
+        const std::size_t g = k / q.group_k();
+        const float v = FT::value(q.scale(m, g), q.zero(m, g), q.codes[m * K + k]);
+        if (!P::spec.asymmetric) ok = ok && same_bits(float(W[m * K + k]), v);
+        // asymmetric: level - zero may round in float; the double reference is the exact value
+        else ok = ok && std::fabs(W[m * K + k] - double(v)) <= 1e-6 * std::fabs(double(q.scale(m, g))) * 512;
+      }
+    INFO(P::name());
+    CHECK(ok);
+    // ref::gemv agrees with a float dot product of the value formula
+    std::vector<float> x = random_activations(rng, K, act_kind::gaussian);
+    const auto y = ref::gemv(q, x.data(), 1);
+    for (std::size_t m = 0; m < M; ++m) {
+      double acc = 0, mag = 0;
+      for (std::size_t k = 0; k < K; ++k) {
+        const std::size_t g = k / q.group_k();
+        const double v = FT::value(q.scale(m, g), q.zero(m, g), q.codes[m * K + k]);
+        acc += v * x[k];
+        mag += std::fabs(v * x[k]);
+      }
+      CHECK(std::fabs(acc - y[m]) <= mag * 1e-6 + 1e-12);
+    }
+  });
+}
+
+// ---------------------------------------------------------------- llama.cpp imports
+
+namespace {
+// M x K/32 blocks of `block_bytes` with random fp16 d and random payload bytes
+std::vector<unsigned char> random_blocks(std::mt19937_64& rng, std::size_t M, std::size_t K, std::size_t block_bytes) {
+  std::vector<unsigned char> b(M * (K / 32) * block_bytes);
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (std::size_t i = 0; i < M * (K / 32); ++i) {
+    const uint16_t d = random_finite_half(rng);
+    b[i * block_bytes] = uint8_t(d & 0xFF);
+    b[i * block_bytes + 1] = uint8_t(d >> 8);
+    for (std::size_t j = 2; j < block_bytes; ++j) b[i * block_bytes + j] = uint8_t(byte(rng));
+  }
+  return b;
+}
+
+constexpr int8_t kvalues_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+// llama.cpp's dequantization of one block, written from its documented formulas in float
+enum class ggml_type { q4_0, q8_0, iq4_nl };
+void ggml_dequant_block(ggml_type t, const unsigned char* blk, float* y) {
+  const float d = ggml_fp16_to_fp32(uint16_t(blk[0] | (blk[1] << 8)));
+  const unsigned char* qs = blk + 2;
+  for (int j = 0; j < 32; ++j) {
+    switch (t) {
+      case ggml_type::q4_0: {
+        const int q = j < 16 ? (qs[j] & 0x0F) : (qs[j - 16] >> 4);
+        y[j] = d * float(q - 8);
+        break;
+      }
+      case ggml_type::q8_0: y[j] = d * float(int8_t(qs[j])); break;
+      case ggml_type::iq4_nl: {
+        const int q = j < 16 ? (qs[j] & 0x0F) : (qs[j - 16] >> 4);
+        y[j] = d * float(kvalues_iq4nl[q]);
+        break;
+      }
+    }
+  }
+}
+
+template <class P, class Import>
+void check_ggml_import(ggml_type type, std::size_t block_bytes, Import import) {
+  using FT = format_traits<typename P::format>;
+  std::mt19937_64 rng(policy_hash(P::name()) + 4);
+  for (int trial = 0; trial < 5; ++trial) {
+    const std::size_t M = std::uniform_int_distribution<std::size_t>(1, 90)(rng);
+    const std::size_t K = 32 * std::uniform_int_distribution<std::size_t>(1, 12)(rng);
+    INFO(P::name() << " M=" << M << " K=" << K);
+    const auto blocks = random_blocks(rng, M, K, block_bytes);
+    const quantized<P> q = import(blocks.data(), M, K, blocks.size());
+    const auto u = unpack<P>(pack<P>(q));
+    REQUIRE(u.codes == q.codes);
+    std::vector<float> y(32);
+    bool exact = true;
+    std::size_t bad = 0;
+    for (std::size_t m = 0; m < M; ++m)
+      for (std::size_t b = 0; b < K / 32; ++b) {
+        ggml_dequant_block(type, blocks.data() + (m * (K / 32) + b) * block_bytes, y.data());
+        for (std::size_t j = 0; j < 32; ++j) {
+          const std::size_t k = b * 32 + j;
+          const float v = FT::value(u.scale(m, b), u.zero(m, b), u.codes[m * K + k]);
+          if (!same_bits(v, y[j]) && exact) {
+            exact = false;
+            bad = m * K + k;
+          }
+          // the double reference rounds to the same float
+          exact = exact && same_bits(float(u.weight(m, k)), y[j]);
+        }
+      }
+    INFO("first mismatch at weight " << bad);
+    CHECK(exact);
+  }
+}
+}  // namespace
+
+TEST_CASE("import_q4_0 reproduces llama.cpp's dequantization bit for bit", "[formats]") {
+  check_ggml_import<q4_0_p>(ggml_type::q4_0, 18, [](const void* b, std::size_t M, std::size_t K, std::size_t n) {
+    return import_q4_0<q4_0_p>(b, M, K, n);
+  });
+}
+
+TEST_CASE("import_q8_0 reproduces llama.cpp's dequantization bit for bit", "[formats]") {
+  check_ggml_import<q8_0_p>(ggml_type::q8_0, 34, [](const void* b, std::size_t M, std::size_t K, std::size_t n) {
+    return import_q8_0<q8_0_p>(b, M, K, n);
+  });
+}
+
+TEST_CASE("import_iq4_nl reproduces llama.cpp's dequantization bit for bit", "[formats]") {
+  check_ggml_import<iq4nl_g32>(ggml_type::iq4_nl, 18, [](const void* b, std::size_t M, std::size_t K, std::size_t n) {
+    return import_iq4_nl<iq4nl_g32>(b, M, K, n);
+  });
+}
+
+TEST_CASE("llama.cpp block layout: nibble order and int8 sign", "[formats]") {
+  // one q4_0 block: qs[0] = 0x1F -> weight 0 has q = 15, weight 16 has q = 1
+  unsigned char blk[18] = {};
+  const uint16_t one = f32_to_f16(1.0f);
+  blk[0] = uint8_t(one & 0xFF);
+  blk[1] = uint8_t(one >> 8);
+  blk[2] = 0x1F;
+  const auto q = import_q4_0<q4_0_p>(blk, 1, 32);
+  CHECK(q.codes[0] == 15);
+  CHECK(q.codes[16] == 1);
+  CHECK(q.weight(0, 0) == 7.0);
+  CHECK(q.weight(0, 16) == -7.0);
+  CHECK(q.weight(0, 1) == -8.0);
+  unsigned char b8[34] = {};
+  b8[0] = blk[0];
+  b8[1] = blk[1];
+  b8[2] = 0x80;  // -128
+  b8[3] = 0x7F;  // 127
+  b8[4] = 0xFF;  // -1
+  const auto q8 = import_q8_0<q8_0_p>(b8, 1, 32);
+  CHECK(q8.codes[0] == 0);
+  CHECK(q8.codes[1] == 255);
+  CHECK(q8.weight(0, 0) == -128.0);
+  CHECK(q8.weight(0, 1) == 127.0);
+  CHECK(q8.weight(0, 2) == -1.0);
+  CHECK(q8.weight(0, 3) == 0.0);
+  blk[2] = 0xF0;
+  const auto qi = import_iq4_nl<iq4nl_g32>(blk, 1, 32);
+  CHECK(qi.weight(0, 0) == -127.0);
+  CHECK(qi.weight(0, 16) == 113.0);
+}
+
+// ---------------------------------------------------------------- bad input
+
+TEST_CASE("llama.cpp imports reject bad input", "[formats]") {
+  std::mt19937_64 rng(9);
+  auto blocks = random_blocks(rng, 4, 64, 34);
+  CHECK_THROWS_AS(import_q4_0<q4_0_p>(nullptr, 4, 64), lutkit::error);
+  CHECK_THROWS_AS(import_q4_0<q4_0_p>(blocks.data(), 4, 48), lutkit::error);  // K % 32
+  CHECK_THROWS_AS(import_q4_0<q4_0_p>(blocks.data(), 0, 64), lutkit::error);
+  CHECK_THROWS_AS(import_q8_0<q8_0_p>(blocks.data(), 4, 0), lutkit::error);
+  CHECK_THROWS_AS(import_q8_0<q8_0_p>(blocks.data(), 4, 64, blocks.size() - 1), lutkit::error);  // short buffer
+  CHECK_NOTHROW(import_q8_0<q8_0_p>(blocks.data(), 4, 64, blocks.size()));
+  // wrong policy: format or group shape not the block's
+  using sym4_g64 = policy<fmt::uint_sym<4>, group<64>, i8>;
+  using asym4_g32 = policy<fmt::uint_asym<4>, group<32>, i8>;
+  using sym4_gch = policy<fmt::uint_sym<4>, per_channel, i8>;
+  CHECK_THROWS_WITH(import_q4_0<sym4_g64>(blocks.data(), 4, 64), Catch::Contains("group<32>"));
+  CHECK_THROWS_AS(import_q4_0<asym4_g32>(blocks.data(), 4, 64), lutkit::error);
+  CHECK_THROWS_AS(import_q8_0<q4_0_p>(blocks.data(), 4, 64), lutkit::error);
+  CHECK_THROWS_AS(import_iq4_nl<q4_0_p>(blocks.data(), 4, 64), lutkit::error);
+  CHECK_THROWS_AS(import_q4_0<iq4nl_g32>(blocks.data(), 4, 64), lutkit::error);
+  CHECK_THROWS_AS(import_q4_0<sym4_gch>(blocks.data(), 4, 64), lutkit::error);
+  // non-finite scale (fp16 Inf / NaN)
+  blocks[34] = 0x00;
+  blocks[35] = 0x7C;
+  CHECK_THROWS_WITH(import_q8_0<q8_0_p>(blocks.data(), 4, 64), Catch::Contains("non-finite"));
+  blocks[18] = 0x00;  // an 18-byte block 1 of IQ4_NL: d = fp16 NaN
+  blocks[19] = 0xFE;
+  CHECK_THROWS_AS(import_iq4_nl<iq4nl_g32>(blocks.data(), 4, 64), lutkit::error);
+}
+
+TEST_CASE("codebook and 8-bit policies reject bad input like the others", "[formats]") {
+  std::vector<float> w(64 * 2, 0.5f);
+  CHECK_THROWS_AS(quantize<nf4_g64>(nullptr, 2, 64), lutkit::error);
+  CHECK_THROWS_AS(quantize<nf4_g64>(w.data(), 2, 63), lutkit::error);  // K % group
+  w[5] = NAN;
+  CHECK_THROWS_AS(quantize<fp4_g32>(w.data(), 2, 64), lutkit::error);
+  std::vector<uint8_t> codes(64, 16);
+  std::vector<float> s(2, 1.f);
+  CHECK_THROWS_AS(from_codes<iq4nl_g32>(codes.data(), s.data(), nullptr, 1, 64), lutkit::error);  // code 16
+  codes.assign(64, 255);
+  CHECK_NOTHROW(from_codes<q8_0_p>(codes.data(), s.data(), nullptr, 1, 64));
+  // the LUT-GEMV refuses these policies at compile time (require_lut_gemv_capable)
+  STATIC_REQUIRE(!nf4_g64::lut_gemv_capable);
+  STATIC_REQUIRE(!q8_0_p::lut_gemv_capable);
+  STATIC_REQUIRE(q4_0_p::lut_gemv_capable);
+}
