@@ -207,22 +207,42 @@ void print_table(const char* title, const std::vector<row>& rows) {
   }
   std::cout.flush();
 }
-void add_all(std::vector<row>& rows, const std::string& dist, const std::vector<float>& w, std::size_t M, std::size_t K) {
-  rows.push_back({dist, "W4 sym (Q4_0)", measure<fmt::uint_sym<4>>(w, M, K)});
-  rows.push_back({dist, "W4 asym", measure<fmt::uint_asym<4>>(w, M, K)});
-  rows.push_back({dist, "W2 sym", measure<fmt::uint_sym<2>>(w, M, K)});
-  rows.push_back({dist, "W2 asym", measure<fmt::uint_asym<2>>(w, M, K)});
+template <class Fmt>
+grouping_mse pooled(const std::vector<std::vector<float>>& sets, std::size_t M, std::size_t K) {
+  grouping_mse p;
+  for (const auto& w : sets) {
+    const auto r = measure<Fmt>(w, M, K);
+    p.tile_group += r.tile_group / double(sets.size());
+    p.conventional += r.conventional / double(sets.size());
+  }
+  return p;
+}
+void add_all(std::vector<row>& rows, const std::string& dist, const std::vector<std::vector<float>>& sets,
+             std::size_t M, std::size_t K) {
+  rows.push_back({dist, "W4 sym (Q4_0)", pooled<fmt::uint_sym<4>>(sets, M, K)});
+  rows.push_back({dist, "W4 asym", pooled<fmt::uint_asym<4>>(sets, M, K)});
+  rows.push_back({dist, "W2 sym", pooled<fmt::uint_sym<2>>(sets, M, K)});
+  rows.push_back({dist, "W2 asym", pooled<fmt::uint_asym<2>>(sets, M, K)});
 }
 }  // namespace
 
 TEST_CASE("tile-group vs conventional grouping: reconstruction MSE (Table 4 analogue)", "[tilegroup]") {
-  // 1024 x 1024 weights, 32768 groups of 32 per configuration; seeded, i.i.d.
+  // 4 seeded i.i.d. matrices of 1024 x 1024 per distribution (131072 groups of 32), MSE pooled
+  // over the 4. Pooling matters for the heavy tails: with nu = 2.5 one 1M-weight matrix holds a
+  // |w| ~ 10^3 outlier whose group alone carries ~10% of the asymmetric squared error, and the
+  // error of its 31 companions depends on which companions the partition gives it — noise, not
+  // geometry (see docs/tile_group.md, per-seed sweep). Pooling 4 matrices bounds that noise.
   const std::size_t M = 1024, K = 1024;
+  auto sets = [&](auto gen) {
+    std::vector<std::vector<float>> v;
+    for (uint64_t s = 0; s < 4; ++s) v.push_back(gen(s));
+    return v;
+  };
   std::vector<row> rows;
-  add_all(rows, "Gaussian N(0,1)", gaussian(M * K, 20260101), M, K);
-  add_all(rows, "Student-t nu=3", student_t(M * K, 3.0, 20260102), M, K);
-  add_all(rows, "Student-t nu=2.5", student_t(M * K, 2.5, 20260103), M, K);
-  print_table("tile-group (HMX 2 k x 16 rows) vs conventional (32 k of one row), 1024x1024, groups of 32", rows);
+  add_all(rows, "Gaussian N(0,1)", sets([&](uint64_t s) { return gaussian(M * K, 20260101 + 10 * s); }), M, K);
+  add_all(rows, "Student-t nu=3", sets([&](uint64_t s) { return student_t(M * K, 3.0, 20260102 + 10 * s); }), M, K);
+  add_all(rows, "Student-t nu=2.5", sets([&](uint64_t s) { return student_t(M * K, 2.5, 20260103 + 10 * s); }), M, K);
+  print_table("tile-group (HMX 2 k x 16 rows) vs conventional (32 k of one row), 4 x 1024x1024 pooled, groups of 32", rows);
   for (const auto& x : rows) {
     INFO(x.dist << " " << x.fmt << ": tile-group " << x.r.tile_group << " conventional " << x.r.conventional
                 << " ratio " << x.r.ratio());
@@ -251,6 +271,8 @@ TEST_CASE("tile-group vs conventional on structured weights (reported, not asser
   std::vector<row> rows;
   rows.push_back({"Gaussian x row scale (lognormal 0.5)", "W4 sym (Q4_0)", measure<fmt::uint_sym<4>>(by_row, M, K)});
   rows.push_back({"Gaussian x k scale (lognormal 0.5)", "W4 sym (Q4_0)", measure<fmt::uint_sym<4>>(by_k, M, K)});
+  rows.push_back({"Gaussian x row scale (lognormal 0.5)", "W4 asym", measure<fmt::uint_asym<4>>(by_row, M, K)});
+  rows.push_back({"Gaussian x k scale (lognormal 0.5)", "W4 asym", measure<fmt::uint_asym<4>>(by_k, M, K)});
   print_table("structured weights (informational)", rows);
   for (const auto& x : rows) CHECK(x.r.tile_group > 0);
 }

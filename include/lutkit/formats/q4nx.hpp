@@ -153,8 +153,9 @@ inline q4nx_quantized quantize_q4nx(const float* w, std::size_t M, std::size_t K
       const double range = double(*pmx) - double(mn);
       float d = bf16_to_f32(f32_to_bf16_ceil(float(range / 15.0)));
       if (double(d) * 15.0 < range) d = bf16_to_f32(detail::bf16_next(f32_to_bf16(d), true));
-      detail::require(std::isfinite(mn) && std::isfinite(d), "quantize_q4nx: group (", m, ", ", g,
-                      ") has a range beyond bf16");
+      // d * 15 must stay finite in float too, or the top codes would dequantize to Inf
+      detail::require(std::isfinite(mn) && std::isfinite(d) && std::isfinite(d * 15.0f), "quantize_q4nx: group (",
+                      m, ", ", g, ") has a range beyond bf16 / float (scale * 15 overflows)");
       q.scales[m * q.groups + g] = d;
       q.mins[m * q.groups + g] = mn;
       for (std::size_t i = 0; i < G; ++i) {
