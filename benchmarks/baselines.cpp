@@ -12,6 +12,22 @@ HWY_EXPORT(FloatGemv);
 HWY_EXPORT(ConvertDQGemv2);
 HWY_EXPORT(ConvertDQGemv4);
 HWY_EXPORT(ReadBandwidth);
+HWY_EXPORT(ConvertDQRows);
+HWY_EXPORT(ConvertDQRowsBF16);
+HWY_EXPORT(ConvertDQRowsCodes);
+void convert_dq_rows(int bits, const uint8_t* codes, const uint16_t* sz, std::size_t K, std::size_t G, std::size_t m0,
+                     std::size_t rows, std::size_t k0, std::size_t k1, float* out, std::size_t ldo) {
+  HWY_DYNAMIC_DISPATCH(ConvertDQRows)(bits, codes, sz, K, G, m0, rows, k0, k1, out, ldo);
+}
+void convert_dq_rows_bf16(int bits, const uint8_t* codes, const uint16_t* sz, std::size_t K, std::size_t G,
+                          std::size_t m0, std::size_t rows, std::size_t k0, std::size_t k1, uint16_t* out,
+                          std::size_t ldo) {
+  HWY_DYNAMIC_DISPATCH(ConvertDQRowsBF16)(bits, codes, sz, K, G, m0, rows, k0, k1, out, ldo);
+}
+void convert_dq_rows_codes(int bits, const uint8_t* codes, std::size_t K, std::size_t m0, std::size_t rows,
+                           std::size_t k0, std::size_t k1, uint8_t* out, std::size_t ldo) {
+  HWY_DYNAMIC_DISPATCH(ConvertDQRowsCodes)(bits, codes, K, m0, rows, k0, k1, out, ldo);
+}
 void float_gemv(const float* W, const float* x, float* y, std::size_t M, std::size_t K, std::size_t N,
                 std::size_t r0, std::size_t r1) {
   HWY_DYNAMIC_DISPATCH(FloatGemv)(W, x, y, M, K, N, r0, r1);

@@ -22,9 +22,17 @@
 #include <lutkit/lutkit.hpp>
 
 #include "baselines.hpp"
+#include "bench_common.hpp"
 #ifndef LUTKIT_BENCH_NO_XSIMD
 #include "bench_xsimd.hpp"
 #endif
+
+lutkit::thread_pool& lutkit_bench::pool_for(int threads) {
+  static std::map<int, std::unique_ptr<lutkit::thread_pool>> pools;
+  auto& p = pools[threads];
+  if (!p) p = std::make_unique<lutkit::thread_pool>(std::size_t(threads));
+  return *p;
+}
 
 namespace {
 using namespace lutkit;
@@ -33,12 +41,7 @@ using i8 = table::lut4<int8_t, false>;
 constexpr std::size_t kLLC = std::size_t(32) << 20;
 std::map<int, double> g_dram_bps;  // threads -> best measured read bandwidth (bytes/s)
 
-thread_pool& pool_for(int threads) {
-  static std::map<int, std::unique_ptr<thread_pool>> pools;
-  auto& p = pools[threads];
-  if (!p) p = std::make_unique<thread_pool>(std::size_t(threads));
-  return *p;
-}
+using lutkit_bench::pool_for;
 
 std::size_t cold_copies(std::size_t bytes) { return std::max<std::size_t>(2, (4 * kLLC) / bytes + 2); }
 
@@ -256,6 +259,7 @@ void register_all() {
 
 int main(int argc, char** argv) {
   register_all();
+  lutkit_bench::register_prefill();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

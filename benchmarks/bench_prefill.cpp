@@ -1,0 +1,369 @@
+// Prefill benchmarks (issue: LUT dequant-GEMM). Measured side by side in one run:
+//   peak/<vnni_int8|bf16_dot|fp32_fma>/threads:T     the machine's dot/FMA peak (register-only loop)
+//   dequant_gemm/<policy>/<MxK>/n:N/threads:T/warm/act:A   lutkit: LUT dequant (level 1 + 2) + GEMM
+//   convertdq_gemm/w<b>_g64_asym_rowmajor/...        same GEMM, weights converted element by element
+//   loadfull_gemm/<f32|bf16|u8>_dense/...            same GEMM on pre-dequantized weights (no dequant)
+//   dequant/<lut|convertdq>/<policy>/<MxK>/threads:T/<f32|bf16|codes>   dequantization alone, into the
+//                                                    per-thread (cache-resident) buffer the GEMM reads
+// Counters: GFLOPs (2*M*N*K / time), of_peak (GFLOPs / the same run's peak for the paradigm and thread
+// count), Gweights (weights dequantized per ns, dequant/*).
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <lutkit/lutkit.hpp>
+
+#include "baselines.hpp"
+#include "bench_common.hpp"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace lutkit_bench {
+namespace {
+using namespace lutkit;
+using i8 = table::lut4<int8_t, false>;
+using W2 = policy<fmt::uint_asym<2>, group<64>, i8>;
+using W4 = policy<fmt::uint_asym<4>, group<64>, i8>;
+
+std::map<std::string, double> g_peak;  // "<paradigm>/<threads>" -> GFLOP/s
+
+// ------------------------------------------------------------------ peak
+#if defined(LUTKIT_HAVE_AVX512_DQ)
+template <int Kind>
+LUTKIT_AVX512_DQ double peak_loop(long iters) {
+  __m512i a[12];
+  __m512 f[12];
+  __m512i b = _mm512_set1_epi8(1), c = _mm512_set1_epi8(2);
+  __m512bh x = (__m512bh)_mm512_set1_epi32(0x3f803f80);
+  __m512 fx = _mm512_set1_ps(0.999f);
+  for (int i = 0; i < 12; ++i) {
+    a[i] = _mm512_setzero_si512();
+    f[i] = _mm512_setzero_ps();
+  }
+  for (long i = 0; i < iters; ++i) {
+#pragma GCC unroll 12
+    for (int j = 0; j < 12; ++j) {
+      if constexpr (Kind == 0) a[j] = _mm512_dpbusd_epi32(a[j], b, c);
+      else if constexpr (Kind == 1) f[j] = _mm512_dpbf16_ps(f[j], x, x);
+      else f[j] = _mm512_fmadd_ps(f[j], fx, fx);
+    }
+    __asm__ volatile("" : "+v"(b), "+v"(x), "+v"(fx));
+  }
+  double s = 0;
+  for (int j = 0; j < 12; ++j) s += double(_mm512_reduce_add_epi32(a[j])) + double(_mm512_reduce_add_ps(f[j]));
+  return s;
+}
+#endif
+
+void bm_peak(benchmark::State& st, int kind, int threads) {
+#if defined(LUTKIT_HAVE_AVX512_DQ)
+  if (!detail::avx512::cpu_supported()) {
+    st.SkipWithError("no AVX-512 VNNI/BF16");
+    return;
+  }
+  const long iters = 2000000;
+  thread_pool& pool = pool_for(threads);
+  const double ops_per_instr = kind == 0 ? 128.0 : kind == 1 ? 64.0 : 32.0;
+  const double flops = double(iters) * 12 * ops_per_instr * threads;
+  double best = 0;
+  for (auto _ : st) {
+    double sink[8] = {};
+    const auto t0 = std::chrono::steady_clock::now();
+    pool.run(std::size_t(threads), [&](std::size_t i) {
+      sink[i] = kind == 0 ? peak_loop<0>(iters) : kind == 1 ? peak_loop<1>(iters) : peak_loop<2>(iters);
+    });
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    best = std::max(best, flops / s * 1e-9);
+    benchmark::DoNotOptimize(sink);
+  }
+  static const char* names[3] = {"vnni_int8", "bf16_dot", "fp32_fma"};
+  g_peak[std::string(names[kind]) + "/" + std::to_string(threads)] = best;
+  st.counters["GFLOPs"] = best;
+  st.SetLabel("best-of-iterations, register-only loop");
+#else
+  (void)kind;
+  (void)threads;
+  st.SkipWithError("AVX-512 kernels not compiled");
+#endif
+}
+
+// ------------------------------------------------------------------ weights
+template <class P>
+struct prefill_case {
+  std::size_t M = 0, K = 0;
+  std::unique_ptr<packed_weights<P>> packed;
+  quantized<P> q;
+  // ConvertDQ layout of the same codes (see baselines-inl.h) and the pre-dequantized copies
+  std::vector<uint8_t> cdq_codes;
+  std::vector<uint16_t> cdq_sz;
+  std::vector<float> full_f32;
+  std::vector<uint16_t> full_bf16;
+  std::vector<uint8_t> full_codes;
+};
+
+template <class P>
+prefill_case<P>& prefill_data(std::size_t M, std::size_t K, bool need_full) {
+  static std::unique_ptr<prefill_case<P>> cache;
+  if (!cache || cache->M != M || cache->K != K) {
+    cache.reset();
+    auto c = std::make_unique<prefill_case<P>>();
+    c->M = M;
+    c->K = K;
+    std::mt19937_64 rng(M * 131 + K);
+    constexpr int B = P::spec.bits;
+    constexpr int maxq = (1 << B) - 1;
+    const std::size_t G = 64, groups = K / G;
+    std::vector<uint8_t> codes(M * K);
+    std::uniform_int_distribution<int> cd(0, maxq);
+    for (auto& v : codes) v = uint8_t(cd(rng));
+    std::normal_distribution<float> nd(0.f, 0.02f);
+    std::vector<float> s(M * groups), z(M * groups);
+    for (auto& v : s) v = std::fabs(nd(rng)) + 0.01f;
+    for (auto& v : z) v = float(cd(rng));
+    c->q = from_codes<P>(codes.data(), s.data(), z.data(), M, K);
+    c->packed = std::make_unique<packed_weights<P>>(pack<P>(c->q));
+    // ConvertDQ layout: per 16 bytes, code j of byte i is weight 16*j + i
+    constexpr int per_byte = 8 / B;
+    c->cdq_codes.assign(M * K / per_byte, 0);
+    for (std::size_t m = 0; m < M; ++m)
+      for (std::size_t k = 0; k < K; ++k) {
+        const std::size_t blk = k / (16 * per_byte), in = k % (16 * per_byte);
+        const std::size_t byte = blk * 16 + in % 16, j = in / 16;
+        c->cdq_codes[m * (K / per_byte) + byte] |= uint8_t(codes[m * K + k] << (j * B));
+      }
+    c->cdq_sz.resize(M * groups * 2);
+    for (std::size_t i = 0; i < M * groups; ++i) {
+      c->cdq_sz[2 * i] = f32_to_f16(c->q.scales[i]);
+      c->cdq_sz[2 * i + 1] = f32_to_f16(c->q.zeros[i]);
+    }
+    cache = std::move(c);
+  }
+  if (need_full && cache->full_f32.empty()) {
+    auto& c = *cache;
+    c.full_f32.resize(M * K);
+    c.full_bf16.resize(M * K);
+    dequantize<P>(*c.packed, c.full_f32.data(), dq_type::f32, 0, &pool_for(2));
+    dequantize<P>(*c.packed, c.full_bf16.data(), dq_type::bf16, 0, &pool_for(2));
+    c.full_codes = c.q.codes;
+  }
+  return *cache;
+}
+
+// ConvertDQ weight source: element-by-element conversion of the row-major code layout
+struct convertdq_source {
+  int bits;
+  const uint8_t* codes;
+  const uint16_t* sz;
+  std::size_t K, G;
+  const uint8_t* levels(std::size_t t, std::size_t k0, std::size_t k1, detail::dq_scratch& s, std::size_t& ld) const {
+    convert_dq_rows_codes(bits, codes, K, t * 64, 64, k0, k1, s.codes.get(), s.ldc);
+    ld = s.ldc;
+    return s.codes.get();
+  }
+  void group_scales(std::size_t t, std::size_t k, float* sw, float* swz) const {
+    const std::size_t g = k / G;
+    for (std::size_t r = 0; r < 64; ++r) {
+      const float sc = f16_to_f32(sz[((t * 64 + r) * (K / G) + g) * 2]);
+      sw[r] = sc;
+      swz[r] = sc * f16_to_f32(sz[((t * 64 + r) * (K / G) + g) * 2 + 1]);
+    }
+  }
+  template <class T>
+  const T* values(std::size_t t, std::size_t k0, std::size_t k1, detail::dq_scratch& s, std::size_t& ld) const {
+    ld = s.ldv;
+    if constexpr (std::is_same_v<T, float>) {
+      convert_dq_rows(bits, codes, sz, K, G, t * 64, 64, k0, k1, reinterpret_cast<float*>(s.values.get()), s.ldv);
+    } else {
+      convert_dq_rows_bf16(bits, codes, sz, K, G, t * 64, 64, k0, k1, reinterpret_cast<uint16_t*>(s.values.get()),
+                           s.ldv);
+    }
+    return reinterpret_cast<const T*>(s.values.get());
+  }
+};
+
+// LoadFull weight source: pre-dequantized matrices, read in place
+template <class P>
+struct loadfull_source {
+  const prefill_case<P>* c;
+  const uint8_t* levels(std::size_t t, std::size_t k0, std::size_t, detail::dq_scratch&, std::size_t& ld) const {
+    ld = c->K;
+    return c->full_codes.data() + t * 64 * c->K + k0;
+  }
+  void group_scales(std::size_t t, std::size_t k, float* sw, float* swz) const {
+    const std::size_t g = k / 64, groups = c->K / 64;
+    for (std::size_t r = 0; r < 64; ++r) {
+      sw[r] = c->q.scales[(t * 64 + r) * groups + g];
+      swz[r] = sw[r] * c->q.zeros[(t * 64 + r) * groups + g];
+    }
+  }
+  template <class T>
+  const T* values(std::size_t t, std::size_t k0, std::size_t, detail::dq_scratch&, std::size_t& ld) const {
+    ld = c->K;
+    if constexpr (std::is_same_v<T, float>)
+      return c->full_f32.data() + t * 64 * c->K + k0;
+    else
+      return c->full_bf16.data() + t * 64 * c->K + k0;
+  }
+};
+
+enum class source_kind { lut, convertdq, loadfull };
+
+template <class P>
+void bm_gemm(benchmark::State& st, source_kind sk, std::size_t M, std::size_t K, std::size_t N, int threads,
+             act_type act) {
+  auto& c = prefill_data<P>(M, K, sk == source_kind::loadfull);
+  std::mt19937_64 rng(11);
+  std::normal_distribution<float> nd;
+  std::vector<float> x(N * K), y(N * M);
+  for (auto& v : x) v = nd(rng);
+  thread_pool* pool = threads > 1 ? &pool_for(threads) : nullptr;
+  const auto& ks = detail::dq_kernels_for(dq_backend::best);
+  const detail::lut_weight_source<P> lut{c.packed->data(), &c.packed->layout(), &ks};
+  const convertdq_source cdq{P::spec.bits, c.cdq_codes.data(), c.cdq_sz.data(), K, 64};
+  const loadfull_source<P> full{&c};
+  for (auto _ : st) {
+    detail::dq_activations A;
+    A.act = act;
+    A.geo = detail::make_dq_geometry<P>(c.packed->layout(), N, act);
+    detail::prepare_activations(A, x.data(), K, pool);
+    if (sk == source_kind::lut)
+      detail::run_dq_gemm(lut, A, ks, M, 0, M, y.data(), M, pool);
+    else if (sk == source_kind::convertdq)
+      detail::run_dq_gemm(cdq, A, ks, M, 0, M, y.data(), M, pool);
+    else
+      detail::run_dq_gemm(full, A, ks, M, 0, M, y.data(), M, pool);
+    benchmark::DoNotOptimize(y.data());
+  }
+  const double flops = 2.0 * double(M) * double(K) * double(N);
+  st.counters["GFLOPs"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  const std::string pk = std::string(act == act_type::bf16 ? "bf16_dot" : act == act_type::fp32 ? "fp32_fma" : "vnni_int8") +
+                         "/" + std::to_string(threads);
+  if (g_peak.count(pk) && g_peak[pk] > 0)
+    st.counters["of_peak"] = benchmark::Counter(flops * 1e-9 / g_peak[pk], benchmark::Counter::kIsIterationInvariantRate);
+  st.SetLabel(ks.name);
+}
+
+// dequantization alone: every (tile, chunk) of the matrix into the per-thread buffer
+template <class P>
+void bm_dequant(benchmark::State& st, source_kind sk, std::size_t M, std::size_t K, int threads, int out) {
+  auto& c = prefill_data<P>(M, K, false);
+  const auto& ks = detail::dq_kernels_for(dq_backend::best);
+  const detail::lut_weight_source<P> lut{c.packed->data(), &c.packed->layout(), &ks};
+  const convertdq_source cdq{P::spec.bits, c.cdq_codes.data(), c.cdq_sz.data(), K, 64};
+  const act_type act = out == 0 ? act_type::fp32 : out == 1 ? act_type::bf16 : act_type::int8;
+  const auto geo = detail::make_dq_geometry<P>(c.packed->layout(), 16, act);
+  thread_pool& pool = pool_for(threads);
+  const std::size_t tiles = M / 64;
+  for (auto _ : st) {
+    pool.run(std::size_t(threads), [&](std::size_t i) {
+      detail::dq_scratch s;
+      s.init(geo);
+      std::size_t ld = 0;
+      float sw[64], swz[64];
+      for (std::size_t t = tiles * i / threads; t < tiles * (i + 1) / threads; ++t)
+        for (std::size_t k0 = 0; k0 < K; k0 += geo.kc) {
+          const std::size_t k1 = std::min(K, k0 + geo.kc);
+          const void* p = nullptr;
+          if (sk == source_kind::lut) {
+            if (out == 0) p = lut.template values<float>(t, k0, k1, s, ld);
+            else if (out == 1) p = lut.template values<uint16_t>(t, k0, k1, s, ld);
+            else {
+              p = lut.levels(t, k0, k1, s, ld);
+              for (std::size_t k = k0; k < k1; k += 64) lut.group_scales(t, k, sw, swz);
+            }
+          } else {
+            if (out == 0) p = cdq.template values<float>(t, k0, k1, s, ld);
+            else if (out == 1) p = cdq.template values<uint16_t>(t, k0, k1, s, ld);
+            else {
+              p = cdq.levels(t, k0, k1, s, ld);
+              for (std::size_t k = k0; k < k1; k += 64) cdq.group_scales(t, k, sw, swz);
+            }
+          }
+          benchmark::DoNotOptimize(p);
+          benchmark::ClobberMemory();
+        }
+    });
+  }
+  st.counters["Gweights"] = benchmark::Counter(double(M) * double(K) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+std::string gemm_tail(std::size_t M, std::size_t K, std::size_t N, int T, act_type a) {
+  return std::to_string(M) + "x" + std::to_string(K) + "/n:" + std::to_string(N) + "/threads:" + std::to_string(T) +
+         "/warm/act:" + act_name(a);
+}
+
+template <class P>
+void register_gemm(std::size_t M, std::size_t K, std::size_t N, int T, act_type a, bool baselines) {
+  benchmark::RegisterBenchmark(("dequant_gemm/" + P::name() + "/" + gemm_tail(M, K, N, T, a)).c_str(),
+                               [=](benchmark::State& st) { bm_gemm<P>(st, source_kind::lut, M, K, N, T, a); })
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
+  if (!baselines) return;
+  const std::string b = "w" + std::to_string(P::spec.bits) + "_g64_asym_rowmajor/";
+  benchmark::RegisterBenchmark(("convertdq_gemm/" + b + gemm_tail(M, K, N, T, a)).c_str(),
+                               [=](benchmark::State& st) { bm_gemm<P>(st, source_kind::convertdq, M, K, N, T, a); })
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
+  const std::string d = a == act_type::fp32 ? "f32_dense/" : a == act_type::bf16 ? "bf16_dense/" : "u8_dense/";
+  benchmark::RegisterBenchmark(("loadfull_gemm/" + d + gemm_tail(M, K, N, T, a)).c_str(),
+                               [=](benchmark::State& st) { bm_gemm<P>(st, source_kind::loadfull, M, K, N, T, a); })
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
+}
+
+}  // namespace
+
+void register_prefill() {
+  const char* kinds[3] = {"vnni_int8", "bf16_dot", "fp32_fma"};
+  for (int T : {1, 2})
+    for (int kind = 0; kind < 3; ++kind)
+      benchmark::RegisterBenchmark((std::string("peak/") + kinds[kind] + "/threads:" + std::to_string(T)).c_str(),
+                                   [=](benchmark::State& st) { bm_peak(st, kind, T); })
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime()
+          ->Iterations(5);
+  const act_type acts[3] = {act_type::int8, act_type::bf16, act_type::fp32};
+  for (auto [M, K] : {std::pair<std::size_t, std::size_t>{4096, 14336}, {4096, 4096}})
+    for (std::size_t N : {128, 16, 512})
+      for (int T : {2, 1})
+        for (act_type a : acts) {
+          register_gemm<W4>(M, K, N, T, a, N == 128);
+          register_gemm<W2>(M, K, N, T, a, N == 128);
+        }
+  for (int T : {1, 2})
+    for (int out = 0; out < 3; ++out) {
+      const char* o[3] = {"f32", "bf16", "codes"};
+      const std::string t = "/4096x14336/threads:" + std::to_string(T) + "/" + o[out];
+      benchmark::RegisterBenchmark(("dequant/lut/" + W4::name() + t).c_str(),
+                                   [=](benchmark::State& st) { bm_dequant<W4>(st, source_kind::lut, 4096, 14336, T, out); })
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
+      benchmark::RegisterBenchmark(("dequant/convertdq/w4_g64_asym_rowmajor" + t).c_str(),
+                                   [=](benchmark::State& st) {
+                                     bm_dequant<W4>(st, source_kind::convertdq, 4096, 14336, T, out);
+                                   })
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
+      benchmark::RegisterBenchmark(("dequant/lut/" + W2::name() + t).c_str(),
+                                   [=](benchmark::State& st) { bm_dequant<W2>(st, source_kind::lut, 4096, 14336, T, out); })
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
+      benchmark::RegisterBenchmark(("dequant/convertdq/w2_g64_asym_rowmajor" + t).c_str(),
+                                   [=](benchmark::State& st) {
+                                     bm_dequant<W2>(st, source_kind::convertdq, 4096, 14336, T, out);
+                                   })
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
+    }
+}
+
+}  // namespace lutkit_bench
