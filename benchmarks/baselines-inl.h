@@ -146,7 +146,7 @@ void ConvertDQRowsBF16T(const uint8_t* codes, const uint16_t* sz, std::size_t K,
           const auto f = hn::BitCast(du, hn::Mul(hn::Sub(hn::ConvertTo(df, q), vz), vs));
           // round to nearest even, keep the top 16 bits
           const auto rnd = hn::Add(hn::Set(du, 0x7FFFu), hn::And(hn::ShiftRight<16>(f), hn::Set(du, 1u)));
-          hn::StoreU(hn::DemoteTo(du16, hn::ShiftRight<16>(hn::Add(f, rnd))), du16, o + k + 16 * j + sub);
+          hn::StoreU(hn::DemoteTo(du16, hn::BitCast(di, hn::ShiftRight<16>(hn::Add(f, rnd)))), du16, o + k + 16 * j + sub);
         }
       }
     }
@@ -156,20 +156,14 @@ void ConvertDQRowsBF16T(const uint8_t* codes, const uint16_t* sz, std::size_t K,
 template <int B>
 void ConvertDQRowsCodesT(const uint8_t* codes, std::size_t K, std::size_t m0, std::size_t rows, std::size_t k0,
                          std::size_t k1, uint8_t* out, std::size_t ldo) {
-  const hn::Full128<uint8_t> d8;
-  const hn::Full128<uint16_t> d16;
   constexpr int per_byte = 8 / B;
   const std::size_t row_bytes = K / per_byte;
   for (std::size_t r = 0; r < rows; ++r) {
     const uint8_t* c = codes + (m0 + r) * row_bytes;
     uint8_t* o = out + r * ldo - k0;
-    for (std::size_t k = k0; k < k1; k += 16 * per_byte) {
-      const auto bytes = hn::LoadU(d8, c + k / per_byte);
+    for (std::size_t k = k0; k < k1; k += 16 * per_byte)
       for (int j = 0; j < per_byte; ++j)
-        hn::StoreU(hn::And(hn::BitCast(d8, hn::ShiftRightSame(hn::BitCast(d16, bytes), j * B)),
-                           hn::Set(d8, uint8_t((1 << B) - 1))),
-                   d8, o + k + 16 * j);
-    }
+        for (int i = 0; i < 16; ++i) o[k + 16 * j + i] = uint8_t((c[k / per_byte + i] >> (j * B)) & ((1 << B) - 1));
   }
 }
 void ConvertDQRows(int bits, const uint8_t* codes, const uint16_t* sz, std::size_t K, std::size_t G, std::size_t m0,

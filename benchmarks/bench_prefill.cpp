@@ -164,9 +164,11 @@ struct convertdq_source {
   const uint8_t* codes;
   const uint16_t* sz;
   std::size_t K, G;
-  const uint8_t* levels(std::size_t t, std::size_t k0, std::size_t k1, detail::dq_scratch& s, std::size_t& ld) const {
+  const uint8_t* levels(std::size_t t, std::size_t k0, std::size_t k1, detail::dq_scratch& s, std::size_t& ld,
+                        std::size_t& wstep) const {
     convert_dq_rows_codes(bits, codes, K, t * 64, 64, k0, k1, s.codes.get(), s.ldc);
     ld = s.ldc;
+    wstep = 4;
     return s.codes.get();
   }
   void group_scales(std::size_t t, std::size_t k, float* sw, float* swz) const {
@@ -194,8 +196,10 @@ struct convertdq_source {
 template <class P>
 struct loadfull_source {
   const prefill_case<P>* c;
-  const uint8_t* levels(std::size_t t, std::size_t k0, std::size_t, detail::dq_scratch&, std::size_t& ld) const {
+  const uint8_t* levels(std::size_t t, std::size_t k0, std::size_t, detail::dq_scratch&, std::size_t& ld,
+                        std::size_t& wstep) const {
     ld = c->K;
+    wstep = 4;
     return c->full_codes.data() + t * 64 * c->K + k0;
   }
   void group_scales(std::size_t t, std::size_t k, float* sw, float* swz) const {
@@ -267,7 +271,7 @@ void bm_dequant(benchmark::State& st, source_kind sk, std::size_t M, std::size_t
     pool.run(std::size_t(threads), [&](std::size_t i) {
       detail::dq_scratch s;
       s.init(geo);
-      std::size_t ld = 0;
+      std::size_t ld = 0, ws = 0;
       float sw[64], swz[64];
       for (std::size_t t = tiles * i / threads; t < tiles * (i + 1) / threads; ++t)
         for (std::size_t k0 = 0; k0 < K; k0 += geo.kc) {
@@ -277,14 +281,14 @@ void bm_dequant(benchmark::State& st, source_kind sk, std::size_t M, std::size_t
             if (out == 0) p = lut.template values<float>(t, k0, k1, s, ld);
             else if (out == 1) p = lut.template values<uint16_t>(t, k0, k1, s, ld);
             else {
-              p = lut.levels(t, k0, k1, s, ld);
+              p = lut.levels(t, k0, k1, s, ld, ws);
               for (std::size_t k = k0; k < k1; k += 64) lut.group_scales(t, k, sw, swz);
             }
           } else {
             if (out == 0) p = cdq.template values<float>(t, k0, k1, s, ld);
             else if (out == 1) p = cdq.template values<uint16_t>(t, k0, k1, s, ld);
             else {
-              p = cdq.levels(t, k0, k1, s, ld);
+              p = cdq.levels(t, k0, k1, s, ld, ws);
               for (std::size_t k = k0; k < k1; k += 64) cdq.group_scales(t, k, sw, swz);
             }
           }
@@ -294,6 +298,33 @@ void bm_dequant(benchmark::State& st, source_kind sk, std::size_t M, std::size_t
     });
   }
   st.counters["Gweights"] = benchmark::Counter(double(M) * double(K) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// FusedDQP decode on the same blob as the LUT-GEMV (cold: rotate over copies exceeding 4x LLC)
+template <class P>
+void bm_fused_dq(benchmark::State& st, std::size_t M, std::size_t K, std::size_t N, int threads, bool cold) {
+  auto& c = prefill_data<P>(M, K, false);
+  static std::vector<packed_weights<P>> copies;
+  static const void* owner = nullptr;
+  if (owner != &c) {
+    copies.clear();
+    owner = &c;
+  }
+  const std::size_t want = cold ? std::max<std::size_t>(2, (std::size_t(128) << 20) / c.packed->size_bytes() + 2) : 1;
+  while (copies.size() < want) copies.push_back(packed_weights<P>::from_bytes(c.packed->bytes(), c.packed->size_bytes()));
+  std::mt19937_64 rng(3);
+  std::normal_distribution<float> nd;
+  std::vector<float> x(N * K), y(N * M);
+  for (auto& v : x) v = nd(rng);
+  thread_pool* pool = threads > 1 ? &pool_for(threads) : nullptr;
+  std::size_t i = 0;
+  for (auto _ : st) {
+    fused_dq_gemv<P>(copies[i++ % want], x.data(), N, K, y.data(), 0, 0, pool);
+    benchmark::DoNotOptimize(y.data());
+  }
+  const double bytes = double(c.packed->size_bytes());
+  st.counters["weight_GBps"] = benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["GFLOPs"] = benchmark::Counter(2.0 * double(M) * K * N * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 std::string gemm_tail(std::size_t M, std::size_t K, std::size_t N, int T, act_type a) {
@@ -339,6 +370,19 @@ void register_prefill() {
           register_gemm<W4>(M, K, N, T, a, N == 128);
           register_gemm<W2>(M, K, N, T, a, N == 128);
         }
+  for (std::size_t N : {1, 4})
+    for (int T : {1, 2})
+      for (bool cold : {true, false}) {
+        const std::string t = "/4096x14336/n:" + std::to_string(N) + "/threads:" + std::to_string(T) + (cold ? "/cold" : "/warm");
+        benchmark::RegisterBenchmark(("fused_dq_gemv/" + W4::name() + t).c_str(),
+                                     [=](benchmark::State& st) { bm_fused_dq<W4>(st, 4096, 14336, N, T, cold); })
+            ->Unit(benchmark::kMicrosecond)
+            ->UseRealTime();
+        benchmark::RegisterBenchmark(("fused_dq_gemv/" + W2::name() + t).c_str(),
+                                     [=](benchmark::State& st) { bm_fused_dq<W2>(st, 4096, 14336, N, T, cold); })
+            ->Unit(benchmark::kMicrosecond)
+            ->UseRealTime();
+      }
   for (int T : {1, 2})
     for (int out = 0; out < 3; ++out) {
       const char* o[3] = {"f32", "bf16", "codes"};

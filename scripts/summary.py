@@ -28,6 +28,7 @@ def main(path):
             continue
         unit = {"us": 1.0, "ms": 1e3, "ns": 1e-3}[b.get("time_unit", "us")]
         rows.append((p, b["real_time"] * unit, b.get("weight_GBps", 0), b.get("roofline", 0)))
+    rows = [r for r in rows if r[0][0] not in ("dequant_gemm", "convertdq_gemm", "loadfull_gemm")]
     times = {r[0]: r[1] for r in rows}
     for thr, bw in sorted(dram.items()):
         print(f"measured DRAM read bandwidth, {thr} thread(s): {bw:.1f} GB/s")
@@ -44,5 +45,48 @@ def main(path):
               f"{t:9.1f} {gbps:6.1f} {roof:8.2f} {s_cdq:>12} {s_flt:>8}")
 
 
+def prefill(path):
+    """Prefill tables: GEMMs (GFLOP/s, fraction of the measured peak, LUT dequant vs ConvertDQ vs
+    LoadFull on the same micro-kernel) and dequantization throughput (LUT vs ConvertDQ)."""
+    data = json.load(open(path))
+    peak, gemm, deq = {}, {}, {}
+    for b in data["benchmarks"]:
+        name = b["name"].replace("/real_time", "").replace("/iterations:5", "")
+        p = name.split("/")
+        if p[0] == "peak":
+            peak[(p[1], p[2])] = b.get("GFLOPs", 0)
+        elif p[0] in ("dequant_gemm", "convertdq_gemm", "loadfull_gemm") and len(p) >= 7:
+            gemm[(p[0], p[1], p[2], p[3], p[4], p[6])] = (b["real_time"], b.get("GFLOPs", 0), b.get("of_peak", 0))
+        elif p[0] == "dequant" and len(p) >= 6:
+            deq[(p[1], p[2], p[3], p[4], p[5])] = b.get("Gweights", 0)
+    if peak:
+        print()
+        print("measured peak (GFLOP/s): " + ", ".join(f"{k}/{t} {v:.0f}" for (k, t), v in sorted(peak.items())))
+    if gemm:
+        print()
+        hdr = f"{'kernel':<15} {'weights':<34} {'shape':<11} {'N':>4} {'thr':>3} {'act':<6} {'ms':>8} {'GFLOP/s':>8} {'of peak':>7} {'vs ConvertDQ':>12} {'vs LoadFull':>11}"
+        print(hdr)
+        print("-" * len(hdr))
+        for (k, pol, shape, n, thr, act), (t, gf, op) in sorted(gemm.items()):
+            bits = pol.split("_")[0]
+            cdq = gemm.get(("convertdq_gemm", f"{bits}_g64_asym_rowmajor", shape, n, thr, act))
+            dense = {"act:fp32": "f32_dense", "act:bf16": "bf16_dense"}.get(act, "u8_dense")
+            lf = gemm.get(("loadfull_gemm", dense, shape, n, thr, act))
+            s_c = f"{cdq[0] / t:.2f}x" if cdq and k == "dequant_gemm" else "-"
+            s_l = f"{lf[0] / t:.2f}x" if lf and k == "dequant_gemm" else "-"
+            print(f"{k:<15} {pol:<34} {shape:<11} {n.split(':')[1]:>4} {thr.split(':')[1]:>3} {act.split(':')[1]:<6} "
+                  f"{t:8.1f} {gf:8.1f} {op:7.2f} {s_c:>12} {s_l:>11}")
+    if deq:
+        print()
+        print(f"{'dequantization':<48} {'thr':>3} {'out':<6} {'Gweights/s':>10} {'LUT / ConvertDQ':>15}")
+        for (src, pol, shape, thr, out), gw in sorted(deq.items()):
+            if src != "lut":
+                continue
+            bits = pol.split("_")[0]
+            c = deq.get(("convertdq", f"{bits}_g64_asym_rowmajor", shape, thr, out))
+            print(f"{pol + ' ' + shape:<48} {thr.split(':')[1]:>3} {out:<6} {gw:10.2f} {(f'{gw / c:.2f}x' if c else '-'):>15}")
+
+
 if __name__ == "__main__":
     main(sys.argv[1])
+    prefill(sys.argv[1])

@@ -3,6 +3,7 @@
 // dequant policy list.
 #pragma once
 #include <lutkit/portable/dequant_gemm.hpp>
+#include <lutkit/portable/fused_dq_gemv.hpp>
 
 #include "common.hpp"
 #include "policy_list.hpp"
@@ -146,6 +147,18 @@ void fuzz_dq_policy(uint64_t seed_base) {
       dequant_gemm<P>(wp, x.data(), N, K, y.data(), act, 0, 0, nullptr, be);
       CHECK(dq_compare<P>(e, y.data(), M, N, M) == "");
       if (first.empty()) first = y;
+    }
+    {
+      // FusedDQP on the same blob: fp32 activations, the decode sizes (N <= 16)
+      const std::size_t Nf = std::min<std::size_t>(N, 16);
+      const auto ef = dq_reference<P>(q, x, Nf, act_type::fp32, geo.flush_k, geo.flushes());
+      for (const auto be : backends) {
+        INFO("FusedDQP, N=" << Nf << ", backend " << detail::dq_kernels_for(be).name);
+        const std::size_t ldy = M + 1;
+        std::vector<float> y(Nf * ldy, -12345.f);
+        fused_dq_gemv<P>(wp, x.data(), Nf, K, y.data(), 0, ldy, c % 2 ? &pool : nullptr, be);
+        CHECK(dq_compare<P>(ef, y.data(), ldy, Nf, M) == "");
+      }
     }
     if (c % 3 == 1) {
       const std::size_t r0 = std::uniform_int_distribution<std::size_t>(0, M)(rng);

@@ -1,6 +1,7 @@
 // Two-level LUT dequantization (exact against the value formula), one blob serving LUT-GEMV and
 // dequant-GEMM, and bad input of the dequant-GEMM.
 #include <lutkit/portable/dequant_gemm.hpp>
+#include <lutkit/portable/fused_dq_gemv.hpp>
 
 #include "common.hpp"
 #include "fuzz_dequant_gemm.hpp"
@@ -51,16 +52,38 @@ TEST_CASE("one blob: LUT-GEMV and dequant-GEMM N=1 agree with the reference", "[
     const auto q = quantize<P>(w.data(), M, K);
     const auto wp = pack<P>(q);
     const auto t = build_tables<P>(x.data(), 1, K);
-    std::vector<float> ylut(M), ydq(M);
+    std::vector<float> ylut(M), ydq(M), yfd(M), ydec(M);
     lut_gemv<P>(wp, t, ylut.data());
     dequant_gemm<P>(wp, x.data(), 1, K, ydq.data(), act_type::fp32);
+    fused_dq_gemv<P>(wp, x.data(), 1, K, yfd.data());
+    decode_gemv<P>(wp, x.data(), 1, K, ydec.data(), decode_method::lut_gemv);
     const auto yref = ref::gemv<P>(q, x.data(), 1);
     const auto geo = detail::make_dq_geometry<P>(wp.layout(), 1, act_type::fp32);
     const auto e = dq_reference<P>(q, x, 1, act_type::fp32, geo.flush_k, geo.flushes());
     INFO(P::name() << " K=" << K);
     CHECK(compare_to_ref<P>(q, t, x, yref, ylut.data(), M, 0, M) == "");
     CHECK(dq_compare<P>(e, ydq.data(), M, 1, M) == "");
+    CHECK(dq_compare<P>(e, yfd.data(), M, 1, M) == "");
+    CHECK(ylut == ydec);  // decode_gemv(lut_gemv) is the LUT-GEMV
   });
+}
+
+TEST_CASE("decode_gemv: codebook formats decode through FusedDQP only", "[fused_dq][bad_input]") {
+  using NF4 = policy<fmt::codebook4<book::nf4>, group<64>, table::lut4<int8_t, false>>;
+  std::mt19937_64 rng(9);
+  const std::size_t M = 65, K = 256;
+  const auto w = random_weights(rng, M * K);
+  const auto x = random_activations(rng, 2 * K, act_kind::gaussian);
+  const auto q = quantize<NF4>(w.data(), M, K);
+  const auto wp = pack<NF4>(q);
+  std::vector<float> y(2 * M), y2(2 * M);
+  CHECK_THROWS_WITH(decode_gemv<NF4>(wp, x.data(), 2, K, y.data(), decode_method::lut_gemv),
+                    Catch::Contains("fused_dq"));
+  CHECK_THROWS_WITH(dequant_gemm<NF4>(wp, x.data(), 2, K, y.data(), act_type::int8), Catch::Contains("integer levels"));
+  decode_gemv<NF4>(wp, x.data(), 2, K, y.data(), decode_method::fused_dq);
+  fused_dq_gemv<NF4>(wp, x.data(), 2, K, y2.data());
+  CHECK(y == y2);
+  CHECK_THROWS_WITH(fused_dq_gemv<NF4>(wp, x.data(), 2, K - 64, y.data()), Catch::Contains("K = 192"));
 }
 
 TEST_CASE("dequant_gemm rejects bad input with a clear error", "[dequant_gemm][bad_input]") {

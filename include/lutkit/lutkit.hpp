@@ -10,6 +10,7 @@
 #include "lutkit/pack.hpp"
 #include "lutkit/dequant.hpp"
 #include "lutkit/portable/dequant_gemm.hpp"
+#include "lutkit/portable/fused_dq_gemv.hpp"
 #include "lutkit/portable/lut_gemv.hpp"
 #include "lutkit/quant.hpp"
 #include "lutkit/ref/ref.hpp"

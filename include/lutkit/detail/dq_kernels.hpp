@@ -14,12 +14,14 @@
 #include <cstring>
 
 #include "../core/bf16.hpp"
+#include "../core/half.hpp"
 
 namespace lutkit::detail {
 
 struct mk_int8_args {
-  const uint8_t* W;  // levels (u8), row-major
+  const uint8_t* W;  // levels (u8): row r, k4 step s at W[r * ldw + s * wstep] (4 bytes)
   std::size_t ldw;
+  std::size_t wstep;  // 4: row-major; 256: step-major (64 rows x 4 bytes per step)
   const int8_t* A;  // [k4 step][NP][4]
   std::size_t lda;  // bytes between k4 steps (NP * 4)
   std::size_t steps;   // k4 steps per flush group
@@ -51,6 +53,19 @@ struct mk_f32_args {
   float* C;
   std::size_t ldc;
 };
+// FusedDQP dot: for each of `rows` dequantized rows and each of N activation rows, 16-lane
+// partial sums of W[r][0:len] * x[n][0:len] added into part[(r * N + n) * 16 + lane].
+struct fdq_dot_args {
+  const float* W;
+  std::size_t ldw;
+  std::size_t rows;
+  std::size_t len;  // a multiple of 16
+  const float* x;
+  std::size_t ldx;
+  std::size_t N;
+  float* part;
+};
+using fdq_dot_fn = void (*)(const fdq_dot_args&);
 using mk_int8_fn = void (*)(const mk_int8_args&);
 using mk_bf16_fn = void (*)(const mk_bf16_args&);
 using mk_f32_fn = void (*)(const mk_f32_args&);
@@ -68,14 +83,14 @@ void mk_int8(const mk_int8_args& a) {
     for (std::size_t s = 0; s < a.steps; ++s) {
       const int8_t* as = A + s * a.lda;
       for (int r = 0; r < MR; ++r) {
-        const uint8_t* w = W + std::size_t(r) * a.ldw + 4 * s;
+        const uint8_t* w = W + std::size_t(r) * a.ldw + a.wstep * s;
         for (int n = 0; n < NC; ++n)
           acc[r][n] += int32_t(w[0]) * as[4 * n] + int32_t(w[1]) * as[4 * n + 1] + int32_t(w[2]) * as[4 * n + 2] +
                        int32_t(w[3]) * as[4 * n + 3];
       }
     }
     A += a.steps * a.lda;
-    W += 4 * a.steps;
+    W += a.wstep * a.steps;
     const float* sx = a.sumx + g * a.ldsum;
     for (int r = 0; r < MR; ++r) {
       const float s = a.sw[g * a.lds + r], sz = a.swz[g * a.lds + r];
@@ -128,6 +143,24 @@ void mk_f32(const mk_f32_args& a) {
     for (int n = 0; n < NC; ++n) a.C[std::size_t(r) * a.ldc + n] = acc[r][n];
 }
 
+inline void fdq_dot(const fdq_dot_args& a) {
+  for (std::size_t r = 0; r < a.rows; ++r)
+    for (std::size_t n = 0; n < a.N; ++n) {
+      float acc[16];
+      float* p = a.part + (r * a.N + n) * 16;
+      for (int i = 0; i < 16; ++i) acc[i] = p[i];
+      const float* w = a.W + r * a.ldw;
+      const float* x = a.x + n * a.ldx;
+      for (std::size_t k = 0; k < a.len; k += 16)
+        for (int i = 0; i < 16; ++i) acc[i] = std::fma(w[k + i], x[k + i], acc[i]);
+      for (int i = 0; i < 16; ++i) p[i] = acc[i];
+    }
+}
+
+inline void halves_to_float(const uint16_t* h, std::size_t n, float* f) {
+  for (std::size_t i = 0; i < n; ++i) f[i] = f16_to_f32(h[i]);
+}
+
 // level-2 lookups of one row segment
 inline void level2_f32(const uint8_t* codes, std::size_t n, const float* tbl, float* out) {
   for (std::size_t i = 0; i < n; ++i) out[i] = tbl[codes[i]];
@@ -146,6 +179,9 @@ struct dq_kernel_set {
   mk_f32_fn f32[3];
   void (*level2_f32_16)(const uint8_t*, std::size_t, const float*, float*);
   void (*level2_bf16_16)(const uint8_t*, std::size_t, const uint16_t*, uint16_t*);
+  fdq_dot_fn fdq;
+  void (*halves)(const uint16_t*, std::size_t, float*);  // fp16 -> fp32 (group scales, zeros)
+  bool simd_level1;  // the backend has a SIMD level-1 unpacker to the step-major layout
 };
 
 inline const dq_kernel_set& generic_kernels() {
@@ -154,7 +190,10 @@ inline const dq_kernel_set& generic_kernels() {
                                {&generic::mk_bf16<mk_rows, 1>, &generic::mk_bf16<mk_rows, 2>, &generic::mk_bf16<mk_rows, 3>},
                                {&generic::mk_f32<mk_rows, 1>, &generic::mk_f32<mk_rows, 2>, &generic::mk_f32<mk_rows, 3>},
                                &generic::level2_f32,
-                               &generic::level2_bf16};
+                               &generic::level2_bf16,
+                               &generic::fdq_dot,
+                               &generic::halves_to_float,
+                               false};
   return k;
 }
 

@@ -143,38 +143,66 @@ inline void prepare_activations(dq_activations& A, const float* x, std::size_t l
     A.nan_mul.assign(NP, 1.f);
     if (A.act == act_type::int8_group) A.sa.assign(F * NP, 0.f);
   }
-  auto rows = [&](std::size_t n0, std::size_t n1) {
-    std::vector<int8_t> q(g.K);
+  // Blocks of 16 activation rows: each row is converted / quantized into a contiguous buffer,
+  // then the block is interleaved so every 64-byte line of the layout is written once.
+  auto rows = [&](std::size_t b0, std::size_t b1) {
+    constexpr std::size_t BN = 16;
+    std::vector<float> xb(BN * g.K_pad, 0.f);
+    std::vector<uint16_t> hb(BN * g.K_pad, 0);
+    std::vector<int8_t> qb(BN * g.K_pad, 0);
     std::vector<float> sc(F + 1);
-    for (std::size_t n = n0; n < n1; ++n) {
-      const float* xn = x + n * ldx;
-      if (A.act == act_type::fp32) {
-        float* d = reinterpret_cast<float*>(A.data.get());
-        for (std::size_t k = 0; k < g.K; ++k) d[k * NP + n] = xn[k];
-      } else if (A.act == act_type::bf16) {
-        uint16_t* d = reinterpret_cast<uint16_t*>(A.data.get());
-        for (std::size_t k = 0; k < g.K; ++k) d[(k / 2) * NP * 2 + n * 2 + k % 2] = f32_to_bf16(xn[k]);
-      } else {
-        const bool per_group = A.act == act_type::int8_group;
-        const bool finite = quantize_act_int8(xn, g.K, per_group ? g.flush_k : 0, q.data(), sc.data());
-        int8_t* d = reinterpret_cast<int8_t*>(A.data.get());
-        for (std::size_t k = 0; k < g.K; ++k) d[(k / 4) * NP * 4 + n * 4 + k % 4] = q[k];
-        A.row_scale[n] = per_group ? 1.f : sc[0];
-        if (!finite) A.nan_mul[n] = NAN;
-        for (std::size_t f = 0; f < F; ++f) {
-          int32_t s = 0;
-          for (std::size_t k = f * g.flush_k; k < std::min(g.K, (f + 1) * g.flush_k); ++k) s += q[k];
-          A.sumx[f * NP + n] = per_group ? float(s) * sc[f] : float(s);
-          if (per_group) A.sa[f * NP + n] = sc[f];
+    for (std::size_t blk = b0; blk < b1; ++blk) {
+      const std::size_t n0 = blk * BN, nb = std::min(BN, g.N - n0);
+      for (std::size_t i = 0; i < nb; ++i) {
+        const std::size_t n = n0 + i;
+        const float* xn = x + n * ldx;
+        if (A.act == act_type::fp32) {
+          std::memcpy(xb.data() + i * g.K_pad, xn, g.K * 4);
+        } else if (A.act == act_type::bf16) {
+          for (std::size_t k = 0; k < g.K; ++k) hb[i * g.K_pad + k] = f32_to_bf16(xn[k]);
+        } else {
+          const bool per_group = A.act == act_type::int8_group;
+          int8_t* q = qb.data() + i * g.K_pad;
+          const bool finite = quantize_act_int8(xn, g.K, per_group ? g.flush_k : 0, q, sc.data());
+          A.row_scale[n] = per_group ? 1.f : sc[0];
+          if (!finite) A.nan_mul[n] = NAN;
+          for (std::size_t f = 0; f < F; ++f) {
+            int32_t sum = 0;
+            for (std::size_t k = f * g.flush_k; k < std::min(g.K, (f + 1) * g.flush_k); ++k) sum += q[k];
+            A.sumx[f * NP + n] = per_group ? float(sum) * sc[f] : float(sum);
+            if (per_group) A.sa[f * NP + n] = sc[f];
+          }
         }
+      }
+      if (A.act == act_type::fp32) {
+        float* d = reinterpret_cast<float*>(A.data.get()) + n0;
+        for (std::size_t k = 0; k < g.K; ++k)
+          for (std::size_t i = 0; i < nb; ++i) d[k * NP + i] = xb[i * g.K_pad + k];
+      } else if (A.act == act_type::bf16) {
+        uint32_t* d = reinterpret_cast<uint32_t*>(A.data.get()) + n0;
+        for (std::size_t s2 = 0; s2 < g.K_pad / 2; ++s2)
+          for (std::size_t i = 0; i < nb; ++i) {
+            uint32_t v;
+            std::memcpy(&v, hb.data() + i * g.K_pad + 2 * s2, 4);
+            d[s2 * NP + i] = v;
+          }
+      } else {
+        uint32_t* d = reinterpret_cast<uint32_t*>(A.data.get()) + n0;
+        for (std::size_t s4 = 0; s4 < g.K_pad / 4; ++s4)
+          for (std::size_t i = 0; i < nb; ++i) {
+            uint32_t v;
+            std::memcpy(&v, qb.data() + i * g.K_pad + 4 * s4, 4);
+            d[s4 * NP + i] = v;
+          }
       }
     }
   };
-  const std::size_t parts = pool ? std::min(pool->size(), g.N) : 1;
+  const std::size_t blocks = (g.N + 15) / 16;
+  const std::size_t parts = pool ? std::min(pool->size(), blocks) : 1;
   if (parts <= 1) {
-    rows(0, g.N);
+    rows(0, blocks);
   } else {
-    pool->run(parts, [&](std::size_t i) { rows(g.N * i / parts, g.N * (i + 1) / parts); });
+    pool->run(parts, [&](std::size_t i) { rows(blocks * i / parts, blocks * (i + 1) / parts); });
   }
 }
 
@@ -206,8 +234,19 @@ struct lut_weight_source {
   const packed_layout* L;
   const dq_kernel_set* ks;
 
-  // int8: levels of rows 0..63 for k in [k0, k1) -> (pointer, row stride)
-  const uint8_t* levels(std::size_t t, std::size_t k0, std::size_t k1, dq_scratch& s, std::size_t& ld) const {
+  // int8: levels of rows 0..63 for k in [k0, k1) -> pointer, row stride, k4-step stride
+  const uint8_t* levels(std::size_t t, std::size_t k0, std::size_t k1, dq_scratch& s, std::size_t& ld,
+                        std::size_t& wstep) const {
+#if defined(LUTKIT_HAVE_AVX512_DQ)
+    if constexpr (!P::spec.ternary && levels_are_codes<P>()) {
+      if (ks->simd_level1) {
+        avx512::unpack_levels_steps<P>(data, *L, t, k0, k1, s.codes.get());
+        ld = 4;
+        wstep = 256;
+        return s.codes.get();
+      }
+    }
+#endif
     unpack_codes<P>(data, *L, t, k0, k1, s.codes.get(), s.ldc);
     if constexpr (!levels_are_codes<P>()) {
       using FT = format_traits<typename P::format>;
@@ -217,16 +256,21 @@ struct lut_weight_source {
         for (std::size_t k = 0; k < k1 - k0; ++k) s.codes[r * s.ldc + k] = map[s.codes[r * s.ldc + k]];
     }
     ld = s.ldc;
+    wstep = 4;
     return s.codes.get();
   }
   // int8: scale and scale*zero of each row for the flush group starting at k
   void group_scales(std::size_t t, std::size_t k, float* sw, float* swz) const {
     const std::size_t g = L->group_of_k(k);
-    for (int r = 0; r < 64; ++r) {
-      float sc, z;
-      group_params<P>(data, *L, t, g, r, sc, z);
-      sw[r] = sc;
-      swz[r] = sc * z;
+    uint16_t h[64];
+    std::memcpy(h, data + L->scale_offset(t, g), 128);
+    ks->halves(h, 64, sw);
+    if constexpr (P::spec.asymmetric) {
+      std::memcpy(h, data + L->zero_offset(t, g), 128);
+      ks->halves(h, 64, swz);
+      for (int r = 0; r < 64; ++r) swz[r] *= sw[r];
+    } else {
+      for (int r = 0; r < 64; ++r) swz[r] = sw[r] * P::spec.sym_zero;
     }
   }
   // fp32 / bf16 values of rows 0..63 for k in [k0, k1)
@@ -275,7 +319,8 @@ void dq_gemm_tiles(const Src& src, const dq_activations& A, const dq_kernel_set&
       const std::size_t k1 = std::min(g.K_pad, k0 + g.kc);
       std::size_t ld = 0;
       if (A.act == act_type::int8 || A.act == act_type::int8_group) {
-        const uint8_t* W = src.levels(t, k0, k1, s, ld);
+        std::size_t wstep = 4;
+        const uint8_t* W = src.levels(t, k0, k1, s, ld, wstep);
         const std::size_t nf = (k1 - k0 + g.flush_k - 1) / g.flush_k;
         for (std::size_t f = 0; f < nf; ++f) src.group_scales(t, k0 + f * g.flush_k, &s.sw[f * 64], &s.swz[f * 64]);
         const std::size_t full = (k1 - k0) / g.flush_k, tail = (k1 - k0) % g.flush_k;
@@ -284,12 +329,12 @@ void dq_gemm_tiles(const Src& src, const dq_activations& A, const dq_kernel_set&
         for (std::size_t n0 = 0; n0 < NP; n0 += 48) {
           const std::size_t nv = std::min<std::size_t>(3, (NP - n0) / 16);
           for (int mr = 0; mr < 64; mr += mk_rows) {
-            mk_int8_args a{W + mr * ld, ld, Ad + n0 * 4, NP * 4, g.flush_k / 4, full, C + mr * NP + n0, NP,
+            mk_int8_args a{W + mr * ld, ld, wstep, Ad + n0 * 4, NP * 4, g.flush_k / 4, full, C + mr * NP + n0, NP,
                            &s.sw[mr], &s.swz[mr], 64, A.sumx.data() + f0 * NP + n0,
                            A.sa.empty() ? nullptr : A.sa.data() + f0 * NP + n0, NP};
             if (full) ks.int8[nv - 1](a);
             if (tail) {
-              a.W += full * g.flush_k;
+              a.W += full * (g.flush_k / 4) * wstep;
               a.A += full * (g.flush_k / 4) * NP * 4;
               a.steps = tail / 4;
               a.groups = 1;
@@ -320,15 +365,11 @@ void dq_gemm_tiles(const Src& src, const dq_activations& A, const dq_kernel_set&
       }
     }
     const bool int8 = A.act == act_type::int8 || A.act == act_type::int8_group;
-    for (std::size_t r = 0; r < 64; ++r) {
-      const std::size_t m = t * 64 + r;
-      if (m < r0 || m >= r1 || m >= M) continue;
-      const float* c = C + r * NP;
-      if (int8) {
-        for (std::size_t n = 0; n < g.N; ++n) y[n * ldy + m] = c[n] * A.row_scale[n] * A.nan_mul[n];
-      } else {
-        for (std::size_t n = 0; n < g.N; ++n) y[n * ldy + m] = c[n];
-      }
+    const std::size_t ma = std::max(r0, t * 64), mb = std::min({r1, M, t * 64 + 64});
+    for (std::size_t n = 0; n < g.N; ++n) {
+      const float mul = int8 ? A.row_scale[n] * A.nan_mul[n] : 1.f;
+      float* yn = y + n * ldy;
+      for (std::size_t m = ma; m < mb; ++m) yn[m] = int8 ? C[(m - t * 64) * NP + n] * mul : C[(m - t * 64) * NP + n];
     }
   }
 }

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "../core/tiling.hpp"
 #include "../detail/dq_kernels.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -16,80 +17,134 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #define LUTKIT_HAVE_AVX512_DQ 1
 #define LUTKIT_AVX512_DQ \
-  __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx512bf16,fma,f16c")))
+  __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx512bf16,avx512vbmi,fma,f16c")))
 
 namespace lutkit::detail::avx512 {
 
-template <int MR, int NV>
+// The accumulators are named variables, not arrays: GCC keeps an array of 24 vectors in memory
+// (it exceeds its scalar-replacement size limit), which halves the kernel's speed.
+#define LUTKIT_DQ_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+static_assert(mk_rows == 8, "LUTKIT_DQ_ROWS lists mk_rows rows");
+
+template <int NV>
 LUTKIT_AVX512_DQ void mk_int8(const mk_int8_args& a) {
   const uint8_t* W = a.W;
   const int8_t* A = a.A;
+  const __m512 one = _mm512_set1_ps(1.f);
   for (std::size_t g = 0; g < a.groups; ++g) {
-    __m512i acc[MR][NV];
-    for (int r = 0; r < MR; ++r)
-      for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_setzero_si512();
+#define LK_DECL(r) __m512i c##r##0 = _mm512_setzero_si512(), c##r##1 = c##r##0, c##r##2 = c##r##0;
+    LUTKIT_DQ_ROWS(LK_DECL)
+#undef LK_DECL
     for (std::size_t s = 0; s < a.steps; ++s) {
-      __m512i x[NV];
-      for (int v = 0; v < NV; ++v) x[v] = _mm512_loadu_si512(A + s * a.lda + 64 * v);
-      for (int r = 0; r < MR; ++r) {
-        int32_t wd;
-        __builtin_memcpy(&wd, W + std::size_t(r) * a.ldw + 4 * s, 4);
-        const __m512i w = _mm512_set1_epi32(wd);
-        for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_dpbusd_epi32(acc[r][v], w, x[v]);
-      }
+      const int8_t* as = A + s * a.lda;
+      const __m512i x0 = _mm512_loadu_si512(as);
+      const __m512i x1 = NV > 1 ? _mm512_loadu_si512(as + 64) : x0;
+      const __m512i x2 = NV > 2 ? _mm512_loadu_si512(as + 128) : x0;
+#define LK_ROW(r)                                                                \
+  {                                                                              \
+    int32_t wd;                                                                  \
+    __builtin_memcpy(&wd, W + std::size_t(r) * a.ldw + a.wstep * s, 4);          \
+    const __m512i w = _mm512_set1_epi32(wd);                                     \
+    c##r##0 = _mm512_dpbusd_epi32(c##r##0, w, x0);                               \
+    if constexpr (NV > 1) c##r##1 = _mm512_dpbusd_epi32(c##r##1, w, x1);         \
+    if constexpr (NV > 2) c##r##2 = _mm512_dpbusd_epi32(c##r##2, w, x2);         \
+  }
+      LUTKIT_DQ_ROWS(LK_ROW)
+#undef LK_ROW
     }
     A += a.steps * a.lda;
-    W += 4 * a.steps;
+    W += a.wstep * a.steps;
+    // spill the int32 sums explicitly: the epilogue then runs with few live registers (otherwise
+    // GCC spills accumulators inside the hot loop)
+    alignas(64) int32_t acc[8][3][16];
+#define LK_SPILL(r)                                                               \
+  _mm512_store_si512(acc[r][0], c##r##0);                                         \
+  if constexpr (NV > 1) _mm512_store_si512(acc[r][1], c##r##1);                   \
+  if constexpr (NV > 2) _mm512_store_si512(acc[r][2], c##r##2);
+    LUTKIT_DQ_ROWS(LK_SPILL)
+#undef LK_SPILL
+    const float* sxp = a.sumx + g * a.ldsum;
+    const float* sap = a.sa ? a.sa + g * a.ldsum : nullptr;
     for (int v = 0; v < NV; ++v) {
-      const __m512 sx = _mm512_loadu_ps(a.sumx + g * a.ldsum + 16 * v);
-      const __m512 sa = a.sa ? _mm512_loadu_ps(a.sa + g * a.ldsum + 16 * v) : _mm512_set1_ps(1.f);
-      for (int r = 0; r < MR; ++r) {
+      const __m512 sx = _mm512_loadu_ps(sxp + 16 * v);
+      const __m512 sa = sap ? _mm512_loadu_ps(sap + 16 * v) : one;
+      for (int r = 0; r < 8; ++r) {
         float* c = a.C + std::size_t(r) * a.ldc + 16 * v;
-        __m512 f = _mm512_cvtepi32_ps(acc[r][v]);
-        if (a.sa) f = _mm512_mul_ps(f, sa);
-        __m512 cv = _mm512_fmadd_ps(f, _mm512_set1_ps(a.sw[g * a.lds + r]), _mm512_loadu_ps(c));
-        cv = _mm512_fnmadd_ps(sx, _mm512_set1_ps(a.swz[g * a.lds + r]), cv);
-        _mm512_storeu_ps(c, cv);
+        __m512 f = _mm512_cvtepi32_ps(_mm512_load_si512(acc[r][v]));
+        if (sap) f = _mm512_mul_ps(f, sa);
+        const __m512 cv = _mm512_fmadd_ps(f, _mm512_set1_ps(a.sw[g * a.lds + r]), _mm512_loadu_ps(c));
+        _mm512_storeu_ps(c, _mm512_fnmadd_ps(sx, _mm512_set1_ps(a.swz[g * a.lds + r]), cv));
       }
     }
   }
 }
 
-template <int MR, int NV>
+template <int NV>
 LUTKIT_AVX512_DQ void mk_bf16(const mk_bf16_args& a) {
-  __m512 acc[MR][NV];
-  for (int r = 0; r < MR; ++r)
-    for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_loadu_ps(a.C + std::size_t(r) * a.ldc + 16 * v);
+#define LK_DECL(r)                                                                 \
+  const float* C##r = a.C + std::size_t(r) * a.ldc;                                \
+  __m512 c##r##0 = _mm512_loadu_ps(C##r);                                          \
+  __m512 c##r##1 = NV > 1 ? _mm512_loadu_ps(C##r + 16) : c##r##0;                  \
+  __m512 c##r##2 = NV > 2 ? _mm512_loadu_ps(C##r + 32) : c##r##0;
+  LUTKIT_DQ_ROWS(LK_DECL)
+#undef LK_DECL
   for (std::size_t s = 0; s < a.steps; ++s) {
-    __m512bh x[NV];
-    for (int v = 0; v < NV; ++v) x[v] = (__m512bh)_mm512_loadu_si512(a.A + s * a.lda + 32 * v);
-    for (int r = 0; r < MR; ++r) {
-      int32_t wd;
-      __builtin_memcpy(&wd, a.W + std::size_t(r) * a.ldw + 2 * s, 4);
-      const __m512bh w = (__m512bh)_mm512_set1_epi32(wd);
-      for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], x[v], w);
-    }
+    const uint16_t* as = a.A + s * a.lda;
+    const __m512bh x0 = (__m512bh)_mm512_loadu_si512(as);
+    const __m512bh x1 = NV > 1 ? (__m512bh)_mm512_loadu_si512(as + 32) : x0;
+    const __m512bh x2 = NV > 2 ? (__m512bh)_mm512_loadu_si512(as + 64) : x0;
+#define LK_ROW(r)                                                              \
+  {                                                                            \
+    int32_t wd;                                                                \
+    __builtin_memcpy(&wd, a.W + std::size_t(r) * a.ldw + 2 * s, 4);            \
+    const __m512bh w = (__m512bh)_mm512_set1_epi32(wd);                       \
+    c##r##0 = _mm512_dpbf16_ps(c##r##0, x0, w);                                \
+    if constexpr (NV > 1) c##r##1 = _mm512_dpbf16_ps(c##r##1, x1, w);          \
+    if constexpr (NV > 2) c##r##2 = _mm512_dpbf16_ps(c##r##2, x2, w);          \
   }
-  for (int r = 0; r < MR; ++r)
-    for (int v = 0; v < NV; ++v) _mm512_storeu_ps(a.C + std::size_t(r) * a.ldc + 16 * v, acc[r][v]);
+    LUTKIT_DQ_ROWS(LK_ROW)
+#undef LK_ROW
+  }
+#define LK_STORE(r)                                                              \
+  _mm512_storeu_ps(a.C + std::size_t(r) * a.ldc, c##r##0);                       \
+  if constexpr (NV > 1) _mm512_storeu_ps(a.C + std::size_t(r) * a.ldc + 16, c##r##1); \
+  if constexpr (NV > 2) _mm512_storeu_ps(a.C + std::size_t(r) * a.ldc + 32, c##r##2);
+  LUTKIT_DQ_ROWS(LK_STORE)
+#undef LK_STORE
 }
 
-template <int MR, int NV>
+template <int NV>
 LUTKIT_AVX512_DQ void mk_f32(const mk_f32_args& a) {
-  __m512 acc[MR][NV];
-  for (int r = 0; r < MR; ++r)
-    for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_loadu_ps(a.C + std::size_t(r) * a.ldc + 16 * v);
+#define LK_DECL(r)                                                                 \
+  const float* C##r = a.C + std::size_t(r) * a.ldc;                                \
+  __m512 c##r##0 = _mm512_loadu_ps(C##r);                                          \
+  __m512 c##r##1 = NV > 1 ? _mm512_loadu_ps(C##r + 16) : c##r##0;                  \
+  __m512 c##r##2 = NV > 2 ? _mm512_loadu_ps(C##r + 32) : c##r##0;
+  LUTKIT_DQ_ROWS(LK_DECL)
+#undef LK_DECL
   for (std::size_t s = 0; s < a.steps; ++s) {
-    __m512 x[NV];
-    for (int v = 0; v < NV; ++v) x[v] = _mm512_loadu_ps(a.A + s * a.lda + 16 * v);
-    for (int r = 0; r < MR; ++r) {
-      const __m512 w = _mm512_set1_ps(a.W[std::size_t(r) * a.ldw + s]);
-      for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_fmadd_ps(x[v], w, acc[r][v]);
-    }
+    const float* as = a.A + s * a.lda;
+    const __m512 x0 = _mm512_loadu_ps(as);
+    const __m512 x1 = NV > 1 ? _mm512_loadu_ps(as + 16) : x0;
+    const __m512 x2 = NV > 2 ? _mm512_loadu_ps(as + 32) : x0;
+#define LK_ROW(r)                                                              \
+  {                                                                            \
+    const __m512 w = _mm512_set1_ps(a.W[std::size_t(r) * a.ldw + s]);          \
+    c##r##0 = _mm512_fmadd_ps(x0, w, c##r##0);                                 \
+    if constexpr (NV > 1) c##r##1 = _mm512_fmadd_ps(x1, w, c##r##1);           \
+    if constexpr (NV > 2) c##r##2 = _mm512_fmadd_ps(x2, w, c##r##2);           \
   }
-  for (int r = 0; r < MR; ++r)
-    for (int v = 0; v < NV; ++v) _mm512_storeu_ps(a.C + std::size_t(r) * a.ldc + 16 * v, acc[r][v]);
+    LUTKIT_DQ_ROWS(LK_ROW)
+#undef LK_ROW
+  }
+#define LK_STORE(r)                                                              \
+  _mm512_storeu_ps(a.C + std::size_t(r) * a.ldc, c##r##0);                       \
+  if constexpr (NV > 1) _mm512_storeu_ps(a.C + std::size_t(r) * a.ldc + 16, c##r##1); \
+  if constexpr (NV > 2) _mm512_storeu_ps(a.C + std::size_t(r) * a.ldc + 32, c##r##2);
+  LUTKIT_DQ_ROWS(LK_STORE)
+#undef LK_STORE
 }
+#undef LUTKIT_DQ_ROWS
 
 // level 2 with a 16-entry table held in one register: one permute per 16 (fp32) / 32 (bf16) codes
 LUTKIT_AVX512_DQ inline void level2_f32(const uint8_t* codes, std::size_t n, const float* tbl, float* out) {
@@ -122,20 +177,147 @@ LUTKIT_AVX512_DQ inline void level2_bf16(const uint8_t* codes, std::size_t n, co
   for (; i < n; ++i) out[i] = tbl[codes[i]];
 }
 
+// FusedDQP dot: 4 rows at a time share each activation load
+LUTKIT_AVX512_DQ inline void fdq_dot(const fdq_dot_args& a) {
+  std::size_t r = 0;
+  for (; r + 4 <= a.rows; r += 4)
+    for (std::size_t n = 0; n < a.N; ++n) {
+      __m512 acc[4];
+      #pragma GCC unroll 24
+      for (int i = 0; i < 4; ++i) acc[i] = _mm512_loadu_ps(a.part + ((r + i) * a.N + n) * 16);
+      const float* x = a.x + n * a.ldx;
+      for (std::size_t k = 0; k < a.len; k += 16) {
+        const __m512 xv = _mm512_loadu_ps(x + k);
+        #pragma GCC unroll 24
+        for (int i = 0; i < 4; ++i) acc[i] = _mm512_fmadd_ps(_mm512_loadu_ps(a.W + (r + i) * a.ldw + k), xv, acc[i]);
+      }
+      #pragma GCC unroll 24
+      for (int i = 0; i < 4; ++i) _mm512_storeu_ps(a.part + ((r + i) * a.N + n) * 16, acc[i]);
+    }
+  for (; r < a.rows; ++r)
+    for (std::size_t n = 0; n < a.N; ++n) {
+      __m512 acc = _mm512_loadu_ps(a.part + (r * a.N + n) * 16);
+      for (std::size_t k = 0; k < a.len; k += 16)
+        acc = _mm512_fmadd_ps(_mm512_loadu_ps(a.W + r * a.ldw + k), _mm512_loadu_ps(a.x + n * a.ldx + k), acc);
+      _mm512_storeu_ps(a.part + (r * a.N + n) * 16, acc);
+    }
+}
+
+// Level 1 with vectors (VBMI): the codes of one step (64 rows x 4 activations) in the
+// step-major layout out[step * 256 + r * 4 + i]. Per plane pair: nibbles -> pshufb spread into
+// 2-bit fields -> the two planes merged -> vpermi2b gathers each row's packed byte -> vpmultishiftqb
+// unpacks its fields into bytes. Which byte holds which row comes from the tiling spec.
+struct level1_indices {
+  alignas(64) uint8_t pair[4][64];     // output zmm o: data byte -> packed byte of its row
+  alignas(64) uint8_t lone[2][4][64];  // step s of the pair, output zmm o
+  alignas(64) uint8_t ctrl2[64];       // multishift: 2-bit field of activation i
+  alignas(64) uint8_t ctrl1[64];       // multishift: bit i
+};
+inline const level1_indices& level1_index_tables() {
+  static const level1_indices t = [] {
+    level1_indices x{};
+    for (int o = 0; o < 4; ++o)
+      for (int b = 0; b < 64; ++b) {
+        const int q = b / 8, bq = b % 8;
+        if (bq >= 2) continue;
+        const int R = 16 * o + 2 * q + bq;
+        const int src = nibble_of_row(R) * 64;
+        x.pair[o][b] = uint8_t(src + paired_byte_of_row(R % 32, 0));
+        for (int s = 0; s < 2; ++s) x.lone[s][o][b] = uint8_t(src + 32 * s + lone_byte_of_row(R));
+      }
+    for (int b = 0; b < 64; ++b) {
+      const int h = (b % 8) / 4, i = b % 4;
+      x.ctrl2[b] = uint8_t(8 * h + 2 * i);
+      x.ctrl1[b] = uint8_t(8 * h + i);
+    }
+    return x;
+  }();
+  return t;
+}
+
+// one output register of level 1: gather each row's packed byte, unpack the field of each
+// activation, place it at bit `shift` of the code
+LUTKIT_AVX512_DQ inline __m512i l1_field(__m512i a, __m512i idx, __m512i b, __m512i ctrl, __m512i mask, int shift) {
+  const __m512i e = _mm512_and_si512(_mm512_multishift_epi64_epi8(ctrl, _mm512_permutex2var_epi8(a, idx, b)), mask);
+  return _mm512_sll_epi16(e, _mm_cvtsi32_si128(shift));
+}
+
+template <class P>
+LUTKIT_AVX512_DQ void unpack_levels_steps(const uint8_t* data, const packed_layout& L, std::size_t t, std::size_t k0,
+                                          std::size_t k1, uint8_t* out) {
+  constexpr auto& S = P::spec;
+  static_assert(!S.ternary, "ternary steps are 3 activations: the scalar unpacker serves them");
+  constexpr int spb = S.step_pairs_per_block();
+  const level1_indices& ix = level1_index_tables();
+  const __m512i m0f = _mm512_set1_epi8(0x0F), m3 = _mm512_set1_epi8(3), m1 = _mm512_set1_epi8(1);
+  // nibble -> its 4 bits at positions 0, 2, 4, 6
+  const __m512i spread = _mm512_broadcast_i32x4(_mm_setr_epi8(0x00, 0x01, 0x04, 0x05, 0x10, 0x11, 0x14, 0x15, 0x40,
+                                                              0x41, 0x44, 0x45, 0x50, 0x51, 0x54, 0x55));
+  const __m512i ctrl2 = _mm512_load_si512(ix.ctrl2), ctrl1 = _mm512_load_si512(ix.ctrl1);
+  const __m512i ip0 = _mm512_load_si512(ix.pair[0]), ip1 = _mm512_load_si512(ix.pair[1]);
+  const __m512i ip2 = _mm512_load_si512(ix.pair[2]), ip3 = _mm512_load_si512(ix.pair[3]);
+  for (std::size_t blk = k0 / S.block_k; blk < k1 / S.block_k; ++blk) {
+    const uint8_t* base = data + L.block_offset(t, blk);
+    for (int spi = 0; spi < spb; ++spi)
+      for (int s = 0; s < 2; ++s) {
+        const std::size_t step = blk * std::size_t(S.steps_per_block) + std::size_t(2 * spi + s);
+        uint8_t* o = out + (step - k0 / 4) * 256;
+        __m512i r0 = _mm512_setzero_si512(), r1 = r0, r2 = r0, r3 = r0;
+#pragma GCC unroll 4
+        for (int p = 0; p < S.planes / 2; ++p) {
+          const __m512i c = _mm512_loadu_si512(base + S.paired_chunk_in_block(spi, s, p));
+          const __m512i slo = _mm512_shuffle_epi8(spread, _mm512_and_si512(c, m0f));
+          const __m512i shi = _mm512_shuffle_epi8(spread, _mm512_and_si512(_mm512_srli_epi16(c, 4), m0f));
+          const __m512i plo = _mm512_or_si512(slo, _mm512_srli_epi16(slo, 7));
+          const __m512i phi = _mm512_or_si512(shi, _mm512_srli_epi16(shi, 7));
+          r0 = _mm512_or_si512(r0, l1_field(plo, ip0, phi, ctrl2, m3, 2 * p));
+          r1 = _mm512_or_si512(r1, l1_field(plo, ip1, phi, ctrl2, m3, 2 * p));
+          r2 = _mm512_or_si512(r2, l1_field(plo, ip2, phi, ctrl2, m3, 2 * p));
+          r3 = _mm512_or_si512(r3, l1_field(plo, ip3, phi, ctrl2, m3, 2 * p));
+        }
+        if constexpr (S.planes % 2 == 1) {
+          const __m512i c = _mm512_loadu_si512(base + S.lone_chunk_in_block(spi));
+          const __m512i lo = _mm512_and_si512(c, m0f), hi = _mm512_and_si512(_mm512_srli_epi16(c, 4), m0f);
+          const __m512i* lx = reinterpret_cast<const __m512i*>(ix.lone[s]);
+          r0 = _mm512_or_si512(r0, l1_field(lo, _mm512_load_si512(lx + 0), hi, ctrl1, m1, S.planes - 1));
+          r1 = _mm512_or_si512(r1, l1_field(lo, _mm512_load_si512(lx + 1), hi, ctrl1, m1, S.planes - 1));
+          r2 = _mm512_or_si512(r2, l1_field(lo, _mm512_load_si512(lx + 2), hi, ctrl1, m1, S.planes - 1));
+          r3 = _mm512_or_si512(r3, l1_field(lo, _mm512_load_si512(lx + 3), hi, ctrl1, m1, S.planes - 1));
+        }
+        _mm512_storeu_si512(o, r0);
+        _mm512_storeu_si512(o + 64, r1);
+        _mm512_storeu_si512(o + 128, r2);
+        _mm512_storeu_si512(o + 192, r3);
+      }
+  }
+}
+
+// fp16 -> fp32 of n halves
+LUTKIT_AVX512_DQ inline void halves_to_float(const uint16_t* h, std::size_t n, float* f) {
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(f + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(h + i))));
+  for (; i < n; ++i) f[i] = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h[i])));
+}
+
 inline bool cpu_supported() {
   static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                          __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
-                         __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bf16");
+                         __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bf16") &&
+                         __builtin_cpu_supports("avx512vbmi");
   return ok;
 }
 
 inline const dq_kernel_set& kernels() {
   static const dq_kernel_set k{"avx512_vnni_bf16",
-                               {&mk_int8<mk_rows, 1>, &mk_int8<mk_rows, 2>, &mk_int8<mk_rows, 3>},
-                               {&mk_bf16<mk_rows, 1>, &mk_bf16<mk_rows, 2>, &mk_bf16<mk_rows, 3>},
-                               {&mk_f32<mk_rows, 1>, &mk_f32<mk_rows, 2>, &mk_f32<mk_rows, 3>},
+                               {&mk_int8<1>, &mk_int8<2>, &mk_int8<3>},
+                               {&mk_bf16<1>, &mk_bf16<2>, &mk_bf16<3>},
+                               {&mk_f32<1>, &mk_f32<2>, &mk_f32<3>},
                                &level2_f32,
-                               &level2_bf16};
+                               &level2_bf16,
+                               &fdq_dot,
+                               &halves_to_float,
+                               true};
   return k;
 }
 

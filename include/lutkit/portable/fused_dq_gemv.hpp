@@ -1,0 +1,120 @@
+// lutkit — FusedDQP (Gemma3 on XDNA, §3.2.1): a dequant-based decode GEMV fused on small
+// sub-blocks, on the SAME blob the LUT-GEMV reads. Per thread, for each 64-row tile and each
+// K sub-block (256 activations, or the scale group if larger): level-1 + level-2 LUT
+// dequantization into an L1-resident fp32 block, consumed at once by a dot with the
+// activations (16-lane partial sums per (row, activation row), reduced at the tile's end).
+//
+// decode_gemv() makes the decode kernel a policy choice: LUT-GEMV (tables, bit-serial lookups)
+// or FusedDQP, so both can be compared on one blob; formats whose levels are not linear in their
+// bits (codebooks, 8-bit) decode only through FusedDQP.
+#pragma once
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <vector>
+
+#include "dequant_gemm.hpp"
+#include "lut_gemv.hpp"
+
+namespace lutkit {
+
+namespace detail {
+inline constexpr std::size_t fdq_sub_block = 256;
+
+template <class P>
+void fused_dq_tiles(const packed_weights<P>& w, const dq_kernel_set& ks, const float* xp, std::size_t ldxp,
+                    std::size_t N, std::size_t t0, std::size_t t1, std::size_t r0, std::size_t r1, float* y,
+                    std::size_t ldy) {
+  const packed_layout& L = w.layout();
+  dq_geometry g = make_dq_geometry<P>(L, N, act_type::fp32);
+  g.kc = round_up(fdq_sub_block, g.flush_k);
+  dq_scratch s;
+  s.init(g);
+  const lut_weight_source<P> src{w.data(), &L, &ks};
+  std::vector<float> part(64 * N * 16);
+  for (std::size_t t = t0; t < t1; ++t) {
+    std::fill(part.begin(), part.end(), 0.f);
+    for (std::size_t k0 = 0; k0 < L.K_pad; k0 += g.kc) {
+      const std::size_t k1 = std::min(L.K_pad, k0 + g.kc);
+      std::size_t ld = 0;
+      const float* W = src.template values<float>(t, k0, k1, s, ld);
+      ks.fdq(fdq_dot_args{W, ld, 64, k1 - k0, xp + k0, ldxp, N, part.data()});
+    }
+    for (std::size_t r = 0; r < 64; ++r) {
+      const std::size_t m = t * 64 + r;
+      if (m < r0 || m >= r1 || m >= L.M) continue;
+      for (std::size_t n = 0; n < N; ++n) {
+        const float* p = part.data() + (r * N + n) * 16;
+        float acc = 0.f;
+        for (int i = 0; i < 16; ++i) acc += p[i];
+        y[n * ldy + m] = acc;
+      }
+    }
+  }
+}
+
+template <class P>
+void run_fused_dq(const packed_weights<P>& w, const float* x, std::size_t N, std::size_t K, float* y,
+                  std::size_t ldx, std::size_t ldy, std::size_t r0, std::size_t r1, thread_pool* pool,
+                  dq_backend backend) {
+  check_dq_args(w, x, N, K, ldx, y, ldy, r0, r1);
+  const auto& ks = dq_kernels_for(backend);
+  // activations padded with zeros to the packed K (per-channel blobs pad K to a block)
+  const std::size_t Kp = w.layout().K_pad, ldxp = round_up(Kp, 16) + 16;
+  std::vector<float> xp(N * ldxp, 0.f);
+  for (std::size_t n = 0; n < N; ++n) std::memcpy(xp.data() + n * ldxp, x + n * ldx, K * 4);
+  if (r0 == r1) return;
+  const std::size_t ta = r0 / 64, tb = (r1 + 63) / 64, tiles = tb - ta;
+  const std::size_t parts = pool ? std::min(tiles, pool->size()) : 1;
+  if (parts <= 1) {
+    fused_dq_tiles<P>(w, ks, xp.data(), ldxp, N, ta, tb, r0, r1, y, ldy);
+    return;
+  }
+  pool->run(parts, [&](std::size_t i) {
+    fused_dq_tiles<P>(w, ks, xp.data(), ldxp, N, ta + tiles * i / parts, ta + tiles * (i + 1) / parts, r0, r1, y,
+                      ldy);
+  });
+}
+}  // namespace detail
+
+// FusedDQP decode: y[n * ldy + m] = sum_k W[m][k] x[n][k] for N (small) activation rows.
+template <class P>
+void fused_dq_gemv(const packed_weights<P>& w, const float* x, std::size_t N, std::size_t K, float* y,
+                   std::size_t ldx = 0, std::size_t ldy = 0, thread_pool* pool = nullptr,
+                   dq_backend backend = dq_backend::best) {
+  if (ldx == 0) ldx = K;
+  if (ldy == 0) ldy = w.M();
+  detail::run_fused_dq<P>(w, x, N, K, y, ldx, ldy, 0, w.M(), pool, backend);
+}
+
+// Rows [r0, r1) only, on the calling thread.
+template <class P>
+void fused_dq_gemv_rows(const packed_weights<P>& w, const float* x, std::size_t N, std::size_t K, float* y,
+                        std::size_t r0, std::size_t r1, std::size_t ldx = 0, std::size_t ldy = 0,
+                        dq_backend backend = dq_backend::best) {
+  if (ldx == 0) ldx = K;
+  if (ldy == 0) ldy = w.M();
+  detail::run_fused_dq<P>(w, x, N, K, y, ldx, ldy, r0, r1, nullptr, backend);
+}
+
+// The decode kernel as a policy choice, on one blob.
+enum class decode_method { lut_gemv, fused_dq };
+
+template <class P>
+void decode_gemv(const packed_weights<P>& w, const float* x, std::size_t N, std::size_t K, float* y,
+                 decode_method method, std::size_t ldx = 0, std::size_t ldy = 0, thread_pool* pool = nullptr) {
+  if constexpr (format_traits<typename P::format>::lut_gemv_capable) {
+    if (method == decode_method::lut_gemv) {
+      if (ldx == 0) ldx = K;
+      const auto t = build_tables<P>(x, N, K, ldx);
+      lut_gemv<P>(w, t, y, ldy, pool);
+      return;
+    }
+  } else {
+    detail::require(method == decode_method::fused_dq, "decode_gemv: policy ", P::name(),
+                    " is not linear in its bits; LUT-GEMV cannot serve it (use decode_method::fused_dq)");
+  }
+  fused_dq_gemv<P>(w, x, N, K, y, ldx, ldy, pool);
+}
+
+}  // namespace lutkit
