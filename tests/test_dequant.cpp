@@ -112,3 +112,55 @@ TEST_CASE("dequant_gemm rejects bad input with a clear error", "[dequant_gemm][b
   std::vector<float> big(M * K);
   CHECK_THROWS_WITH(dequantize<P>(wp, big.data(), dq_type::f32, K - 1), Catch::Contains("ldo"));
 }
+
+#if defined(LUTKIT_HAVE_AVX512_DQ)
+TEST_CASE("SIMD level 1 equals the scalar bit-repack lookups", "[dequant][level1]") {
+  if (!detail::avx512::cpu_supported()) return;
+  for_dq_policies<0, dq_policy_count>([]<class P>() {
+    if constexpr (!P::spec.ternary) {
+      std::mt19937_64 rng(P::hash() ^ 0x11);
+      const std::size_t M = 70, K = random_k<P>(rng, 900);
+      const auto w = random_weights(rng, M * K);
+      const auto wp = pack<P>(quantize<P>(w.data(), M, K));
+      const packed_layout& L = wp.layout();
+      const std::size_t ld = L.K_pad + 64;
+      std::vector<uint8_t> a(64 * ld, 0), b(64 * ld, 0), st(L.K_pad / 4 * 256 + 64, 0);
+      std::size_t bad = 0;
+      for (std::size_t t = 0; t < L.tiles; ++t) {
+        detail::unpack_codes<P>(wp.data(), L, t, 0, L.K_pad, a.data(), ld);
+        detail::avx512::unpack_codes_rows<P>(wp.data(), L, t, 0, L.K_pad, b.data(), ld);
+        detail::avx512::unpack_levels_steps<P>(wp.data(), L, t, 0, L.K_pad, st.data());
+        for (std::size_t r = 0; r < 64; ++r)
+          for (std::size_t k = 0; k < L.K_pad; ++k) {
+            bad += a[r * ld + k] != b[r * ld + k];
+            bad += a[r * ld + k] != st[(k / 4) * 256 + r * 4 + k % 4];
+          }
+      }
+      INFO(P::name() << " K=" << K);
+      CHECK(bad == 0);
+    }
+  });
+}
+#endif
+
+TEST_CASE("dequant_gemm with N in the thousands (several column passes)", "[dequant_gemm][large_n]") {
+  using P = policy<fmt::uint_asym<4>, group<64>, table::lut4<int8_t, false>>;
+  std::mt19937_64 rng(77);
+  const std::size_t M = 70, K = 192, N = 1601;
+  const auto w = random_weights(rng, M * K);
+  const auto x = random_activations(rng, N * K, act_kind::gaussian);
+  const auto q = quantize<P>(w.data(), M, K);
+  const auto wp = pack<P>(q);
+  thread_pool pool(2);
+  for (const auto act : {act_type::int8, act_type::bf16}) {
+    const auto geo = detail::make_dq_geometry<P>(wp.layout(), N, act);
+    REQUIRE(geo.n_block() < geo.NP);
+    const auto e = dq_reference<P>(q, x, N, act, geo.flush_k, geo.flushes());
+    for (const auto be : dq_backends()) {
+      std::vector<float> y(N * M, -1.f);
+      dequant_gemm<P>(wp, x.data(), N, K, y.data(), act, 0, 0, &pool, be);
+      INFO(act_name(act) << " backend " << detail::dq_kernels_for(be).name);
+      CHECK(dq_compare<P>(e, y.data(), M, N, M) == "");
+    }
+  }
+}

@@ -74,6 +74,8 @@ struct dq_geometry {
   std::size_t N = 0, NP = 0;  // NP: N rounded up to 16 (vector lanes)
   std::size_t flushes() const { return (K_pad + flush_k - 1) / flush_k; }
   std::size_t chunks() const { return (K_pad + kc - 1) / kc; }
+  // columns per pass of the GEMM: all of them up to 768, else 768 (a multiple of the 48-column panel)
+  std::size_t n_block() const { return NP <= 768 ? NP : 768; }
 };
 
 template <class P>
@@ -96,23 +98,33 @@ dq_geometry make_dq_geometry(const packed_layout& L, std::size_t N, act_type act
 // tests' references both call it.
 inline bool quantize_act_int8(const float* x, std::size_t K, std::size_t group, int8_t* q, float* scales) {
   if (group == 0) group = K;
-  bool finite = true;
+  // written so the compiler vectorizes every loop: bit test for finiteness, round to nearest
+  // even by the 1.5 * 2^23 trick (exact for |v| <= 2^22; here |v| <= 127)
+  uint32_t bad = 0;
+  for (std::size_t k = 0; k < K; ++k) {
+    uint32_t b;
+    std::memcpy(&b, x + k, 4);
+    bad |= uint32_t((b & 0x7F800000u) == 0x7F800000u);
+  }
+  if (bad) {
+    std::memset(q, 0, K);
+    for (std::size_t g0 = 0, gi = 0; g0 < K; g0 += group, ++gi) scales[gi] = 0.f;
+    return false;
+  }
   for (std::size_t g0 = 0, gi = 0; g0 < K; g0 += group, ++gi) {
     const std::size_t g1 = std::min(K, g0 + group);
     float amax = 0.f;
-    for (std::size_t k = g0; k < g1; ++k) {
-      if (!std::isfinite(x[k])) finite = false;
-      amax = std::max(amax, std::fabs(x[k]));
-    }
+    for (std::size_t k = g0; k < g1; ++k) amax = std::max(amax, std::fabs(x[k]));
     const float s = amax / 127.f;
     const float inv = s > 0.f ? 1.f / s : 0.f;
     for (std::size_t k = g0; k < g1; ++k) {
-      const float v = std::nearbyint(x[k] * inv);
-      q[k] = int8_t(std::isfinite(v) ? std::max(-127.f, std::min(127.f, v)) : 0.f);
+      float v = (x[k] * inv + 12582912.f) - 12582912.f;
+      v = std::max(-127.f, std::min(127.f, v));
+      q[k] = int8_t(v);
     }
-    scales[gi] = finite ? s : 0.f;
+    scales[gi] = s;
   }
-  return finite;
+  return true;
 }
 
 // Activations of one call in the micro-kernels' column-interleaved layout.
@@ -219,7 +231,7 @@ struct dq_scratch {
     codes = alloc_aligned(64 * ldc);
     std::memset(codes.get(), 0, 64 * ldc);
     values = alloc_aligned(64 * ldv * 4);
-    acc = alloc_aligned(64 * g.NP * 4);
+    acc = alloc_aligned(64 * g.n_block() * 4);
     sw.assign((g.kc / g.flush_k + 1) * 64, 0.f);
     swz.assign(sw.size(), 0.f);
   }
@@ -247,7 +259,7 @@ struct lut_weight_source {
       }
     }
 #endif
-    unpack_codes<P>(data, *L, t, k0, k1, s.codes.get(), s.ldc);
+    codes_rows(t, k0, k1, s);
     if constexpr (!levels_are_codes<P>()) {
       using FT = format_traits<typename P::format>;
       uint8_t map[max_codes];
@@ -258,6 +270,18 @@ struct lut_weight_source {
     ld = s.ldc;
     wstep = 4;
     return s.codes.get();
+  }
+  // level 1 into the row-major code buffer (SIMD where the backend has it)
+  void codes_rows(std::size_t t, std::size_t k0, std::size_t k1, dq_scratch& s) const {
+#if defined(LUTKIT_HAVE_AVX512_DQ)
+    if constexpr (!P::spec.ternary) {
+      if (ks->simd_level1) {
+        avx512::unpack_codes_rows<P>(data, *L, t, k0, k1, s.codes.get(), s.ldc);
+        return;
+      }
+    }
+#endif
+    unpack_codes<P>(data, *L, t, k0, k1, s.codes.get(), s.ldc);
   }
   // int8: scale and scale*zero of each row for the flush group starting at k
   void group_scales(std::size_t t, std::size_t k, float* sw, float* swz) const {
@@ -276,7 +300,7 @@ struct lut_weight_source {
   // fp32 / bf16 values of rows 0..63 for k in [k0, k1)
   template <class T>
   const T* values(std::size_t t, std::size_t k0, std::size_t k1, dq_scratch& s, std::size_t& ld) const {
-    unpack_codes<P>(data, *L, t, k0, k1, s.codes.get(), s.ldc);
+    codes_rows(t, k0, k1, s);
     T* out = reinterpret_cast<T*>(s.values.get());
     const std::size_t G = P::spec.group_k > 0 ? std::size_t(P::spec.group_k) : L->K_pad;
     alignas(64) T tbl[max_codes];
@@ -313,8 +337,13 @@ void dq_gemm_tiles(const Src& src, const dq_activations& A, const dq_kernel_set&
   s.init(g);
   const std::size_t NP = g.NP;
   float* C = reinterpret_cast<float*>(s.acc.get());
+  // columns in passes of at most NB (the 64 x NB accumulator tile and the activation chunk stay
+  // in L2 for N in the thousands; the weight tile is dequantized once per pass)
+  const std::size_t NB = g.n_block();
+  for (std::size_t nb0 = 0; nb0 < NP; nb0 += NB) {
+  const std::size_t nbw = std::min(NB, NP - nb0);
   for (std::size_t t = t0; t < t1; ++t) {
-    std::memset(C, 0, 64 * NP * 4);
+    std::memset(C, 0, 64 * NB * 4);
     for (std::size_t k0 = 0; k0 < g.K_pad; k0 += g.kc) {
       const std::size_t k1 = std::min(g.K_pad, k0 + g.kc);
       std::size_t ld = 0;
@@ -325,13 +354,13 @@ void dq_gemm_tiles(const Src& src, const dq_activations& A, const dq_kernel_set&
         for (std::size_t f = 0; f < nf; ++f) src.group_scales(t, k0 + f * g.flush_k, &s.sw[f * 64], &s.swz[f * 64]);
         const std::size_t full = (k1 - k0) / g.flush_k, tail = (k1 - k0) % g.flush_k;
         const std::size_t f0 = k0 / g.flush_k;
-        const int8_t* Ad = reinterpret_cast<const int8_t*>(A.data.get()) + (k0 / 4) * NP * 4;
-        for (std::size_t n0 = 0; n0 < NP; n0 += 48) {
-          const std::size_t nv = std::min<std::size_t>(3, (NP - n0) / 16);
+        const int8_t* Ad = reinterpret_cast<const int8_t*>(A.data.get()) + (k0 / 4) * NP * 4 + nb0 * 4;
+        for (std::size_t n0 = 0; n0 < nbw; n0 += 48) {
+          const std::size_t nv = std::min<std::size_t>(3, (nbw - n0) / 16);
           for (int mr = 0; mr < 64; mr += mk_rows) {
-            mk_int8_args a{W + mr * ld, ld, wstep, Ad + n0 * 4, NP * 4, g.flush_k / 4, full, C + mr * NP + n0, NP,
-                           &s.sw[mr], &s.swz[mr], 64, A.sumx.data() + f0 * NP + n0,
-                           A.sa.empty() ? nullptr : A.sa.data() + f0 * NP + n0, NP};
+            mk_int8_args a{W + mr * ld, ld, wstep, Ad + n0 * 4, NP * 4, g.flush_k / 4, full, C + mr * NB + n0, NB,
+                           &s.sw[mr], &s.swz[mr], 64, A.sumx.data() + f0 * NP + nb0 + n0,
+                           A.sa.empty() ? nullptr : A.sa.data() + f0 * NP + nb0 + n0, NP};
             if (full) ks.int8[nv - 1](a);
             if (tail) {
               a.W += full * (g.flush_k / 4) * wstep;
@@ -348,29 +377,31 @@ void dq_gemm_tiles(const Src& src, const dq_activations& A, const dq_kernel_set&
         }
       } else if (A.act == act_type::bf16) {
         const uint16_t* W = src.template values<uint16_t>(t, k0, k1, s, ld);
-        const uint16_t* Ad = reinterpret_cast<const uint16_t*>(A.data.get()) + (k0 / 2) * NP * 2;
-        for (std::size_t n0 = 0; n0 < NP; n0 += 48) {
-          const std::size_t nv = std::min<std::size_t>(3, (NP - n0) / 16);
+        const uint16_t* Ad = reinterpret_cast<const uint16_t*>(A.data.get()) + (k0 / 2) * NP * 2 + nb0 * 2;
+        for (std::size_t n0 = 0; n0 < nbw; n0 += 48) {
+          const std::size_t nv = std::min<std::size_t>(3, (nbw - n0) / 16);
           for (int mr = 0; mr < 64; mr += mk_rows)
-            ks.bf16[nv - 1](mk_bf16_args{W + mr * ld, ld, Ad + n0 * 2, NP * 2, (k1 - k0) / 2, C + mr * NP + n0, NP});
+            ks.bf16[nv - 1](mk_bf16_args{W + mr * ld, ld, Ad + n0 * 2, NP * 2, (k1 - k0) / 2, C + mr * NB + n0, NB});
         }
       } else {
         const float* W = src.template values<float>(t, k0, k1, s, ld);
-        const float* Ad = reinterpret_cast<const float*>(A.data.get()) + k0 * NP;
-        for (std::size_t n0 = 0; n0 < NP; n0 += 48) {
-          const std::size_t nv = std::min<std::size_t>(3, (NP - n0) / 16);
+        const float* Ad = reinterpret_cast<const float*>(A.data.get()) + k0 * NP + nb0;
+        for (std::size_t n0 = 0; n0 < nbw; n0 += 48) {
+          const std::size_t nv = std::min<std::size_t>(3, (nbw - n0) / 16);
           for (int mr = 0; mr < 64; mr += mk_rows)
-            ks.f32[nv - 1](mk_f32_args{W + mr * ld, ld, Ad + n0, NP, k1 - k0, C + mr * NP + n0, NP});
+            ks.f32[nv - 1](mk_f32_args{W + mr * ld, ld, Ad + n0, NP, k1 - k0, C + mr * NB + n0, NB});
         }
       }
     }
     const bool int8 = A.act == act_type::int8 || A.act == act_type::int8_group;
     const std::size_t ma = std::max(r0, t * 64), mb = std::min({r1, M, t * 64 + 64});
-    for (std::size_t n = 0; n < g.N; ++n) {
+    for (std::size_t n = nb0; n < std::min(g.N, nb0 + nbw); ++n) {
       const float mul = int8 ? A.row_scale[n] * A.nan_mul[n] : 1.f;
       float* yn = y + n * ldy;
-      for (std::size_t m = ma; m < mb; ++m) yn[m] = int8 ? C[(m - t * 64) * NP + n] * mul : C[(m - t * 64) * NP + n];
+      const float* c = C + (n - nb0);
+      for (std::size_t m = ma; m < mb; ++m) yn[m] = int8 ? c[(m - t * 64) * NB] * mul : c[(m - t * 64) * NB];
     }
+  }
   }
 }
 

@@ -163,7 +163,7 @@ LUTKIT_AVX512_DQ inline void level2_f32(const uint8_t* codes, std::size_t n, con
   for (; i < n; ++i) out[i] = tbl[codes[i]];
 }
 LUTKIT_AVX512_DQ inline void level2_bf16(const uint8_t* codes, std::size_t n, const uint16_t* tbl, uint16_t* out) {
-  const __m512i t = _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(tbl)));
+  const __m512i t = _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(tbl)));
   std::size_t i = 0;
   for (; i + 64 <= n; i += 64) {
     const __m512i c = _mm512_loadu_si512(codes + i);
@@ -251,8 +251,12 @@ LUTKIT_AVX512_DQ void unpack_levels_steps(const uint8_t* data, const packed_layo
   const level1_indices& ix = level1_index_tables();
   const __m512i m0f = _mm512_set1_epi8(0x0F), m3 = _mm512_set1_epi8(3), m1 = _mm512_set1_epi8(1);
   // nibble -> its 4 bits at positions 0, 2, 4, 6
-  const __m512i spread = _mm512_broadcast_i32x4(_mm_setr_epi8(0x00, 0x01, 0x04, 0x05, 0x10, 0x11, 0x14, 0x15, 0x40,
-                                                              0x41, 0x44, 0x45, 0x50, 0x51, 0x54, 0x55));
+  alignas(64) static constexpr uint8_t spread_bytes[64] = {
+      0x00, 0x01, 0x04, 0x05, 0x10, 0x11, 0x14, 0x15, 0x40, 0x41, 0x44, 0x45, 0x50, 0x51, 0x54, 0x55,
+      0x00, 0x01, 0x04, 0x05, 0x10, 0x11, 0x14, 0x15, 0x40, 0x41, 0x44, 0x45, 0x50, 0x51, 0x54, 0x55,
+      0x00, 0x01, 0x04, 0x05, 0x10, 0x11, 0x14, 0x15, 0x40, 0x41, 0x44, 0x45, 0x50, 0x51, 0x54, 0x55,
+      0x00, 0x01, 0x04, 0x05, 0x10, 0x11, 0x14, 0x15, 0x40, 0x41, 0x44, 0x45, 0x50, 0x51, 0x54, 0x55};
+  const __m512i spread = _mm512_load_si512(spread_bytes);
   const __m512i ctrl2 = _mm512_load_si512(ix.ctrl2), ctrl1 = _mm512_load_si512(ix.ctrl1);
   const __m512i ip0 = _mm512_load_si512(ix.pair[0]), ip1 = _mm512_load_si512(ix.pair[1]);
   const __m512i ip2 = _mm512_load_si512(ix.pair[2]), ip3 = _mm512_load_si512(ix.pair[3]);
@@ -292,11 +296,59 @@ LUTKIT_AVX512_DQ void unpack_levels_steps(const uint8_t* data, const packed_layo
   }
 }
 
+// 16 x 16 transpose of 32-bit elements: r[i] lane j -> r[j] lane i
+LUTKIT_AVX512_DQ inline void transpose16_epi32(__m512i r[16]) {
+  __m512i t[16], u[16];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {
+    u[4 * i + 0] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+    u[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+    u[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+    u[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+  }
+#pragma GCC unroll 4
+  for (int c = 0; c < 4; ++c) {
+    const __m512i a = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x88), b = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xdd);
+    const __m512i a2 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x88), b2 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xdd);
+    r[c] = _mm512_shuffle_i32x4(a, a2, 0x88);
+    r[8 + c] = _mm512_shuffle_i32x4(a, a2, 0xdd);
+    r[4 + c] = _mm512_shuffle_i32x4(b, b2, 0x88);
+    r[12 + c] = _mm512_shuffle_i32x4(b, b2, 0xdd);
+  }
+}
+
+// Level 1 with vectors into the row-major layout of detail::unpack_codes (the level-2 input):
+// 16 steps at a time in the step-major layout, then 16 x 16 transposes of 4-code dwords.
+template <class P>
+LUTKIT_AVX512_DQ void unpack_codes_rows(const uint8_t* data, const packed_layout& L, std::size_t t, std::size_t k0,
+                                        std::size_t k1, uint8_t* out, std::size_t ldo) {
+  alignas(64) uint8_t tmp[16 * 256];
+  for (std::size_t kb = k0; kb < k1; kb += 64) {
+    const std::size_t ke = std::min(k1, kb + 64), ns = (ke - kb) / 4;
+    unpack_levels_steps<P>(data, L, t, kb, ke, tmp);
+    const __mmask16 keep = __mmask16((1u << ns) - 1u);
+    for (int rg = 0; rg < 4; ++rg) {
+      __m512i r[16];
+#pragma GCC unroll 16
+      for (int s = 0; s < 16; ++s)
+        r[s] = std::size_t(s) < ns ? _mm512_load_si512(tmp + s * 256 + rg * 64) : _mm512_setzero_si512();
+      transpose16_epi32(r);
+#pragma GCC unroll 16
+      for (int j = 0; j < 16; ++j) _mm512_mask_storeu_epi32(out + std::size_t(rg * 16 + j) * ldo + (kb - k0), keep, r[j]);
+    }
+  }
+}
+
 // fp16 -> fp32 of n halves
 LUTKIT_AVX512_DQ inline void halves_to_float(const uint16_t* h, std::size_t n, float* f) {
   std::size_t i = 0;
   for (; i + 16 <= n; i += 16)
-    _mm512_storeu_ps(f + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(h + i))));
+    _mm512_storeu_ps(f + i, _mm512_maskz_cvtph_ps(__mmask16(0xFFFF), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(h + i))));
   for (; i < n; ++i) f[i] = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h[i])));
 }
 
