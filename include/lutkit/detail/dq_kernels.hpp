@@ -161,26 +161,36 @@ inline void halves_to_float(const uint16_t* h, std::size_t n, float* f) {
   for (std::size_t i = 0; i < n; ++i) f[i] = f16_to_f32(h[i]);
 }
 
-// level-2 lookups of one row segment
-inline void level2_f32(const uint8_t* codes, std::size_t n, const float* tbl, float* out) {
-  for (std::size_t i = 0; i < n; ++i) out[i] = tbl[codes[i]];
+template <class T>
+void group16(const uint8_t* codes, std::size_t ldc, const float* lv, const float* sc, const float* zz, std::size_t len,
+             T* out, std::size_t ldo) {
+  for (int r = 0; r < 64; ++r) {
+    T t[16];
+    for (int c = 0; c < 16; ++c) {
+      const float v = sc[r] * (lv[c] - zz[r]);
+      if constexpr (sizeof(T) == 4) t[c] = v; else t[c] = f32_to_bf16(v);
+    }
+    for (std::size_t i = 0; i < len; ++i) out[r * ldo + i] = t[codes[r * ldc + i]];
+  }
 }
-inline void level2_bf16(const uint8_t* codes, std::size_t n, const uint16_t* tbl, uint16_t* out) {
-  for (std::size_t i = 0; i < n; ++i) out[i] = tbl[codes[i]];
-}
+
 }  // namespace generic
 
-// One backend's kernel set: micro-kernels by NV (index NV - 1) and level-2 lookups (16-entry
-// tables; wider tables always use the portable lookup).
+// One backend's kernel set: micro-kernels by NV (index NV - 1), level-2 lookups of 16-entry
+// tables (wider tables always use the portable lookup), FusedDQP dot, conversions.
 struct dq_kernel_set {
   const char* name;
   mk_int8_fn int8[3];
   mk_bf16_fn bf16[3];
   mk_f32_fn f32[3];
-  void (*level2_f32_16)(const uint8_t*, std::size_t, const float*, float*);
-  void (*level2_bf16_16)(const uint8_t*, std::size_t, const uint16_t*, uint16_t*);
   fdq_dot_fn fdq;
   void (*halves)(const uint16_t*, std::size_t, float*);  // fp16 -> fp32 (group scales, zeros)
+  // level 2 of one scale group for the 64 rows of a tile (16-entry tables): per row r,
+  // tbl[c] = sc[r] * (lv[c] - zz[r]) (fp32, or rounded to bf16), out[r * ldo + i] = tbl[codes[r * ldc + i]]
+  void (*group16_f32)(const uint8_t* codes, std::size_t ldc, const float* lv, const float* sc, const float* zz,
+                      std::size_t len, float* out, std::size_t ldo);
+  void (*group16_bf16)(const uint8_t* codes, std::size_t ldc, const float* lv, const float* sc, const float* zz,
+                       std::size_t len, uint16_t* out, std::size_t ldo);
   bool simd_level1;  // the backend has a SIMD level-1 unpacker to the step-major layout
 };
 
@@ -189,10 +199,10 @@ inline const dq_kernel_set& generic_kernels() {
                                {&generic::mk_int8<mk_rows, 1>, &generic::mk_int8<mk_rows, 2>, &generic::mk_int8<mk_rows, 3>},
                                {&generic::mk_bf16<mk_rows, 1>, &generic::mk_bf16<mk_rows, 2>, &generic::mk_bf16<mk_rows, 3>},
                                {&generic::mk_f32<mk_rows, 1>, &generic::mk_f32<mk_rows, 2>, &generic::mk_f32<mk_rows, 3>},
-                               &generic::level2_f32,
-                               &generic::level2_bf16,
                                &generic::fdq_dot,
                                &generic::halves_to_float,
+                               &generic::group16<float>,
+                               &generic::group16<uint16_t>,
                                false};
   return k;
 }

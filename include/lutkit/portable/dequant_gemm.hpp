@@ -303,25 +303,35 @@ struct lut_weight_source {
     codes_rows(t, k0, k1, s);
     T* out = reinterpret_cast<T*>(s.values.get());
     const std::size_t G = P::spec.group_k > 0 ? std::size_t(P::spec.group_k) : L->K_pad;
+    using FT = format_traits<typename P::format>;
     alignas(64) T tbl[max_codes];
-    for (int r = 0; r < 64; ++r) {
-      for (std::size_t g0 = k0; g0 < k1;) {
-        const std::size_t g1 = std::min(k1, (g0 / G + 1) * G);
-        float sc, z;
-        group_params<P>(data, *L, t, L->group_of_k(g0), r, sc, z);
-        level2_table<P, T>(sc, z, tbl);
-        const uint8_t* c = s.codes.get() + r * s.ldc + (g0 - k0);
-        T* o = out + r * s.ldv + (g0 - k0);
-        if constexpr (code_count<P>() <= 16) {
-          if constexpr (std::is_same_v<T, float>)
-            ks->level2_f32_16(c, g1 - g0, tbl, o);
-          else
-            ks->level2_bf16_16(c, g1 - g0, tbl, o);
-        } else {
-          lookup_values(c, g1 - g0, tbl, o);
-        }
-        g0 = g1;
+    alignas(64) float sc[64], zz[64], lv[16] = {};
+    for (int c = 0; c < code_count<P>() && c < 16; ++c) lv[c] = FT::level(c);
+    for (std::size_t g0 = k0; g0 < k1;) {
+      const std::size_t g1 = std::min(k1, (g0 / G + 1) * G), gi = L->group_of_k(g0);
+      uint16_t h[64];
+      std::memcpy(h, data + L->scale_offset(t, gi), 128);
+      ks->halves(h, 64, sc);
+      if constexpr (P::spec.asymmetric) {
+        std::memcpy(h, data + L->zero_offset(t, gi), 128);
+        ks->halves(h, 64, zz);
+      } else {
+        for (int r = 0; r < 64; ++r) zz[r] = P::spec.sym_zero;
       }
+      const uint8_t* c = s.codes.get() + (g0 - k0);
+      T* o = out + (g0 - k0);
+      if constexpr (code_count<P>() <= 16) {
+        if constexpr (std::is_same_v<T, float>)
+          ks->group16_f32(c, s.ldc, lv, sc, zz, g1 - g0, o, s.ldv);
+        else
+          ks->group16_bf16(c, s.ldc, lv, sc, zz, g1 - g0, o, s.ldv);
+      } else {
+        for (int r = 0; r < 64; ++r) {
+          level2_table<P, T>(sc[r], zz[r], tbl);
+          lookup_values(c + r * s.ldc, g1 - g0, tbl, o + r * s.ldv);
+        }
+      }
+      g0 = g1;
     }
     ld = s.ldv;
     return out;

@@ -146,37 +146,6 @@ LUTKIT_AVX512_DQ void mk_f32(const mk_f32_args& a) {
 }
 #undef LUTKIT_DQ_ROWS
 
-// level 2 with a 16-entry table held in one register: one permute per 16 (fp32) / 32 (bf16) codes
-LUTKIT_AVX512_DQ inline void level2_f32(const uint8_t* codes, std::size_t n, const float* tbl, float* out) {
-  const __m512 t = _mm512_loadu_ps(tbl);
-  std::size_t i = 0;
-  for (; i + 64 <= n; i += 64) {
-    const __m512i c = _mm512_loadu_si512(codes + i);
-    _mm512_storeu_ps(out + i, _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(_mm512_castsi512_si128(c)), t));
-    _mm512_storeu_ps(out + i + 16, _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(c, 1)), t));
-    _mm512_storeu_ps(out + i + 32, _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(c, 2)), t));
-    _mm512_storeu_ps(out + i + 48, _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(c, 3)), t));
-  }
-  for (; i + 16 <= n; i += 16)
-    _mm512_storeu_ps(out + i, _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(
-                                                        reinterpret_cast<const __m128i*>(codes + i))), t));
-  for (; i < n; ++i) out[i] = tbl[codes[i]];
-}
-LUTKIT_AVX512_DQ inline void level2_bf16(const uint8_t* codes, std::size_t n, const uint16_t* tbl, uint16_t* out) {
-  const __m512i t = _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(tbl)));
-  std::size_t i = 0;
-  for (; i + 64 <= n; i += 64) {
-    const __m512i c = _mm512_loadu_si512(codes + i);
-    _mm512_storeu_si512(out + i, _mm512_permutexvar_epi16(_mm512_cvtepu8_epi16(_mm512_castsi512_si256(c)), t));
-    _mm512_storeu_si512(out + i + 32,
-                        _mm512_permutexvar_epi16(_mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64(c, 1)), t));
-  }
-  for (; i + 32 <= n; i += 32)
-    _mm512_storeu_si512(out + i, _mm512_permutexvar_epi16(_mm512_cvtepu8_epi16(_mm256_loadu_si256(
-                                                              reinterpret_cast<const __m256i*>(codes + i))), t));
-  for (; i < n; ++i) out[i] = tbl[codes[i]];
-}
-
 // FusedDQP dot: 4 rows at a time share each activation load
 LUTKIT_AVX512_DQ inline void fdq_dot(const fdq_dot_args& a) {
   std::size_t r = 0;
@@ -344,6 +313,42 @@ LUTKIT_AVX512_DQ void unpack_codes_rows(const uint8_t* data, const packed_layout
   }
 }
 
+// level 2 of one scale group, 64 rows: the 16-entry table of a row lives in one register
+// (vcvtneps2bf16 rounds to nearest even like f32_to_bf16; the values are never fp32-subnormal)
+LUTKIT_AVX512_DQ inline void group16_f32(const uint8_t* codes, std::size_t ldc, const float* lv, const float* sc,
+                                         const float* zz, std::size_t len, float* out, std::size_t ldo) {
+  const __m512 l = _mm512_loadu_ps(lv);
+  for (int r = 0; r < 64; ++r) {
+    const __m512 t = _mm512_mul_ps(_mm512_set1_ps(sc[r]), _mm512_sub_ps(l, _mm512_set1_ps(zz[r])));
+    const uint8_t* c = codes + r * ldc;
+    float* o = out + r * ldo;
+    std::size_t i = 0;
+    for (; i + 16 <= len; i += 16)
+      _mm512_storeu_ps(o + i, _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(c + i))), t));
+    if (i < len) {
+      const __mmask16 m = __mmask16((1u << (len - i)) - 1u);
+      _mm512_mask_storeu_ps(o + i, m, _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, c + i)), t));
+    }
+  }
+}
+LUTKIT_AVX512_DQ inline void group16_bf16(const uint8_t* codes, std::size_t ldc, const float* lv, const float* sc,
+                                          const float* zz, std::size_t len, uint16_t* out, std::size_t ldo) {
+  const __m512 l = _mm512_loadu_ps(lv);
+  for (int r = 0; r < 64; ++r) {
+    const __m512 v = _mm512_mul_ps(_mm512_set1_ps(sc[r]), _mm512_sub_ps(l, _mm512_set1_ps(zz[r])));
+    const __m512i t = _mm512_zextsi256_si512((__m256i)_mm512_cvtneps_pbh(v));
+    const uint8_t* c = codes + r * ldc;
+    uint16_t* o = out + r * ldo;
+    std::size_t i = 0;
+    for (; i + 32 <= len; i += 32)
+      _mm512_storeu_si512(o + i, _mm512_permutexvar_epi16(_mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(c + i))), t));
+    if (i < len) {
+      const __mmask32 m = __mmask32((1ull << (len - i)) - 1u);
+      _mm512_mask_storeu_epi16(o + i, m, _mm512_permutexvar_epi16(_mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(m, c + i)), t));
+    }
+  }
+}
+
 // fp16 -> fp32 of n halves
 LUTKIT_AVX512_DQ inline void halves_to_float(const uint16_t* h, std::size_t n, float* f) {
   std::size_t i = 0;
@@ -365,10 +370,10 @@ inline const dq_kernel_set& kernels() {
                                {&mk_int8<1>, &mk_int8<2>, &mk_int8<3>},
                                {&mk_bf16<1>, &mk_bf16<2>, &mk_bf16<3>},
                                {&mk_f32<1>, &mk_f32<2>, &mk_f32<3>},
-                               &level2_f32,
-                               &level2_bf16,
                                &fdq_dot,
                                &halves_to_float,
+                               &group16_f32,
+                               &group16_bf16,
                                true};
   return k;
 }
