@@ -24,7 +24,7 @@ def main(path):
             dram[thr] = b.get("weight_GBps", 0)
             continue
         p = parse(name)
-        if not p:
+        if not p or p[0] in ("peak", "dequant"):
             continue
         unit = {"us": 1.0, "ms": 1e3, "ns": 1e-3}[b.get("time_unit", "us")]
         rows.append((p, b["real_time"] * unit, b.get("weight_GBps", 0), b.get("roofline", 0)))
