@@ -92,37 +92,9 @@ void ConvertDQGemv4(const uint8_t* c, const uint16_t* sz, const float* x, float*
 // ConvertDQ dequantization alone (the prefill comparison, T-MAN Fig. 16): rows [m0, m0 + rows),
 // k in [k0, k1) of the ConvertDQ layout above into out[r * ldo + (k - k0)], every element
 // converted with shift, mask, int->float, (q - z) * s. k0, k1 multiples of 16 * (8 / B).
-template <int B>
+template <int B, class Out>  // Out: float, or uint16_t holding bf16 (rounded to nearest even)
 void ConvertDQRowsT(const uint8_t* codes, const uint16_t* sz, std::size_t K, std::size_t G, std::size_t m0,
-                    std::size_t rows, std::size_t k0, std::size_t k1, float* out, std::size_t ldo) {
-  const hn::CappedTag<float, 16> df;
-  const hn::RebindToSigned<decltype(df)> di;
-  const hn::Rebind<uint8_t, decltype(df)> du8;
-  const std::size_t L = hn::Lanes(df);
-  constexpr int per_byte = 8 / B;
-  const std::size_t row_bytes = K / per_byte;
-  for (std::size_t r = 0; r < rows; ++r) {
-    const std::size_t m = m0 + r;
-    const uint8_t* c = codes + m * row_bytes;
-    float* o = out + r * ldo - k0;
-    for (std::size_t k = k0; k < k1; k += 16 * per_byte) {
-      const std::size_t g = k / G;
-      const auto vs = hn::Set(df, lutkit::f16_to_f32(sz[(m * (K / G) + g) * 2]));
-      const auto vz = hn::Set(df, lutkit::f16_to_f32(sz[(m * (K / G) + g) * 2 + 1]));
-      for (std::size_t sub = 0; sub < 16; sub += L) {
-        const auto bytes = hn::BitCast(di, hn::PromoteTo(hn::RebindToUnsigned<decltype(di)>(), hn::LoadU(du8, c + k / per_byte + sub)));
-        for (int j = 0; j < per_byte; ++j) {
-          const auto q = hn::And(hn::ShiftRightSame(bytes, j * B), hn::Set(di, (1 << B) - 1));
-          hn::StoreU(hn::Mul(hn::Sub(hn::ConvertTo(df, q), vz), vs), df, o + k + 16 * j + sub);
-        }
-      }
-    }
-  }
-}
-// the same, rounded to bf16 (stored as uint16_t)
-template <int B>
-void ConvertDQRowsBF16T(const uint8_t* codes, const uint16_t* sz, std::size_t K, std::size_t G, std::size_t m0,
-                        std::size_t rows, std::size_t k0, std::size_t k1, uint16_t* out, std::size_t ldo) {
+                    std::size_t rows, std::size_t k0, std::size_t k1, Out* out, std::size_t ldo) {
   const hn::CappedTag<float, 16> df;
   const hn::RebindToSigned<decltype(df)> di;
   const hn::RebindToUnsigned<decltype(df)> du;
@@ -134,7 +106,7 @@ void ConvertDQRowsBF16T(const uint8_t* codes, const uint16_t* sz, std::size_t K,
   for (std::size_t r = 0; r < rows; ++r) {
     const std::size_t m = m0 + r;
     const uint8_t* c = codes + m * row_bytes;
-    uint16_t* o = out + r * ldo - k0;
+    Out* o = out + r * ldo - k0;
     for (std::size_t k = k0; k < k1; k += 16 * per_byte) {
       const std::size_t g = k / G;
       const auto vs = hn::Set(df, lutkit::f16_to_f32(sz[(m * (K / G) + g) * 2]));
@@ -143,10 +115,14 @@ void ConvertDQRowsBF16T(const uint8_t* codes, const uint16_t* sz, std::size_t K,
         const auto bytes = hn::BitCast(di, hn::PromoteTo(hn::RebindToUnsigned<decltype(di)>(), hn::LoadU(du8, c + k / per_byte + sub)));
         for (int j = 0; j < per_byte; ++j) {
           const auto q = hn::And(hn::ShiftRightSame(bytes, j * B), hn::Set(di, (1 << B) - 1));
-          const auto f = hn::BitCast(du, hn::Mul(hn::Sub(hn::ConvertTo(df, q), vz), vs));
-          // round to nearest even, keep the top 16 bits
-          const auto rnd = hn::Add(hn::Set(du, 0x7FFFu), hn::And(hn::ShiftRight<16>(f), hn::Set(du, 1u)));
-          hn::StoreU(hn::DemoteTo(du16, hn::BitCast(di, hn::ShiftRight<16>(hn::Add(f, rnd)))), du16, o + k + 16 * j + sub);
+          const auto v = hn::Mul(hn::Sub(hn::ConvertTo(df, q), vz), vs);
+          if constexpr (sizeof(Out) == 4) {
+            hn::StoreU(v, df, o + k + 16 * j + sub);
+          } else {  // round to nearest even, keep the top 16 bits
+            const auto f = hn::BitCast(du, v);
+            const auto rnd = hn::Add(hn::Set(du, 0x7FFFu), hn::And(hn::ShiftRight<16>(f), hn::Set(du, 1u)));
+            hn::StoreU(hn::DemoteTo(du16, hn::BitCast(di, hn::ShiftRight<16>(hn::Add(f, rnd)))), du16, o + k + 16 * j + sub);
+          }
         }
       }
     }
@@ -168,13 +144,13 @@ void ConvertDQRowsCodesT(const uint8_t* codes, std::size_t K, std::size_t m0, st
 }
 void ConvertDQRows(int bits, const uint8_t* codes, const uint16_t* sz, std::size_t K, std::size_t G, std::size_t m0,
                    std::size_t rows, std::size_t k0, std::size_t k1, float* out, std::size_t ldo) {
-  if (bits == 2) ConvertDQRowsT<2>(codes, sz, K, G, m0, rows, k0, k1, out, ldo);
-  else ConvertDQRowsT<4>(codes, sz, K, G, m0, rows, k0, k1, out, ldo);
+  if (bits == 2) ConvertDQRowsT<2, float>(codes, sz, K, G, m0, rows, k0, k1, out, ldo);
+  else ConvertDQRowsT<4, float>(codes, sz, K, G, m0, rows, k0, k1, out, ldo);
 }
 void ConvertDQRowsBF16(int bits, const uint8_t* codes, const uint16_t* sz, std::size_t K, std::size_t G, std::size_t m0,
                        std::size_t rows, std::size_t k0, std::size_t k1, uint16_t* out, std::size_t ldo) {
-  if (bits == 2) ConvertDQRowsBF16T<2>(codes, sz, K, G, m0, rows, k0, k1, out, ldo);
-  else ConvertDQRowsBF16T<4>(codes, sz, K, G, m0, rows, k0, k1, out, ldo);
+  if (bits == 2) ConvertDQRowsT<2, uint16_t>(codes, sz, K, G, m0, rows, k0, k1, out, ldo);
+  else ConvertDQRowsT<4, uint16_t>(codes, sz, K, G, m0, rows, k0, k1, out, ldo);
 }
 void ConvertDQRowsCodes(int bits, const uint8_t* codes, std::size_t K, std::size_t m0, std::size_t rows, std::size_t k0,
                         std::size_t k1, uint8_t* out, std::size_t ldo) {

@@ -97,19 +97,7 @@ lut_case<P>& lut_data(std::size_t M, std::size_t K, bool cold) {
     auto c = std::make_unique<lut_case<P>>();
     c->M = M;
     c->K = K;
-    std::mt19937_64 rng(M * 31 + K);
-    const std::size_t G = P::spec.group_k > 0 ? std::size_t(P::spec.group_k) : K;
-    std::vector<uint8_t> codes(M * K);
-    constexpr int maxq = format_traits<typename P::format>::max_code;
-    std::uniform_int_distribution<int> cd(0, maxq);
-    for (auto& v : codes) v = uint8_t(cd(rng));
-    std::normal_distribution<float> nd(0.f, 0.02f);
-    const std::size_t groups = K / G;
-    std::vector<float> s(M * groups), z(M * groups);
-    const float s0 = std::fabs(nd(rng)) + 0.01f;
-    for (auto& v : s) v = P::spec.per_tensor ? s0 : std::fabs(nd(rng)) + 0.01f;
-    for (auto& v : z) v = float(cd(rng));
-    c->copies.push_back(pack<P>(from_codes<P>(codes.data(), s.data(), P::spec.asymmetric ? z.data() : nullptr, M, K)));
+    c->copies.push_back(pack<P>(lutkit_bench::random_quantized<P>(M, K, M * 31 + K)));
     cache = std::move(c);
   }
   if (cold) {

@@ -118,18 +118,10 @@ prefill_case<P>& prefill_data(std::size_t M, std::size_t K, bool need_full) {
     auto c = std::make_unique<prefill_case<P>>();
     c->M = M;
     c->K = K;
-    std::mt19937_64 rng(M * 131 + K);
     constexpr int B = P::spec.bits;
-    constexpr int maxq = (1 << B) - 1;
-    const std::size_t G = 64, groups = K / G;
-    std::vector<uint8_t> codes(M * K);
-    std::uniform_int_distribution<int> cd(0, maxq);
-    for (auto& v : codes) v = uint8_t(cd(rng));
-    std::normal_distribution<float> nd(0.f, 0.02f);
-    std::vector<float> s(M * groups), z(M * groups);
-    for (auto& v : s) v = std::fabs(nd(rng)) + 0.01f;
-    for (auto& v : z) v = float(cd(rng));
-    c->q = from_codes<P>(codes.data(), s.data(), z.data(), M, K);
+    const std::size_t groups = K / 64;
+    c->q = random_quantized<P>(M, K, M * 131 + K);
+    const std::vector<uint8_t>& codes = c->q.codes;
     c->packed = std::make_unique<packed_weights<P>>(pack<P>(c->q));
     // ConvertDQ layout: per 16 bytes, code j of byte i is weight 16*j + i
     constexpr int per_byte = 8 / B;
@@ -351,6 +343,28 @@ void register_gemm(std::size_t M, std::size_t K, std::size_t N, int T, act_type 
       ->UseRealTime();
 }
 
+template <class P>
+void register_fused(const std::string& tail, std::size_t N, int T, bool cold) {
+  benchmark::RegisterBenchmark(("fused_dq_gemv/" + P::name() + tail).c_str(),
+                               [=](benchmark::State& st) { bm_fused_dq<P>(st, 4096, 14336, N, T, cold); })
+      ->Unit(benchmark::kMicrosecond)
+      ->UseRealTime();
+}
+
+// dequant/<lut|convertdq>/... rows of one policy
+template <class P>
+void register_dequant(const std::string& tail, int T, int out) {
+  const std::string cdq = "w" + std::to_string(P::spec.bits) + "_g64_asym_rowmajor";
+  for (source_kind sk : {source_kind::lut, source_kind::convertdq}) {
+    const std::string name =
+        sk == source_kind::lut ? "dequant/lut/" + P::name() + tail : "dequant/convertdq/" + cdq + tail;
+    benchmark::RegisterBenchmark(name.c_str(),
+                                 [=](benchmark::State& st) { bm_dequant<P>(st, sk, 4096, 14336, T, out); })
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+  }
+}
+
 }  // namespace
 
 void register_prefill() {
@@ -374,39 +388,15 @@ void register_prefill() {
     for (int T : {1, 2})
       for (bool cold : {true, false}) {
         const std::string t = "/4096x14336/n:" + std::to_string(N) + "/threads:" + std::to_string(T) + (cold ? "/cold" : "/warm");
-        benchmark::RegisterBenchmark(("fused_dq_gemv/" + W4::name() + t).c_str(),
-                                     [=](benchmark::State& st) { bm_fused_dq<W4>(st, 4096, 14336, N, T, cold); })
-            ->Unit(benchmark::kMicrosecond)
-            ->UseRealTime();
-        benchmark::RegisterBenchmark(("fused_dq_gemv/" + W2::name() + t).c_str(),
-                                     [=](benchmark::State& st) { bm_fused_dq<W2>(st, 4096, 14336, N, T, cold); })
-            ->Unit(benchmark::kMicrosecond)
-            ->UseRealTime();
+        register_fused<W4>(t, N, T, cold);
+        register_fused<W2>(t, N, T, cold);
       }
   for (int T : {1, 2})
     for (int out = 0; out < 3; ++out) {
       const char* o[3] = {"f32", "bf16", "codes"};
       const std::string t = "/4096x14336/threads:" + std::to_string(T) + "/" + o[out];
-      benchmark::RegisterBenchmark(("dequant/lut/" + W4::name() + t).c_str(),
-                                   [=](benchmark::State& st) { bm_dequant<W4>(st, source_kind::lut, 4096, 14336, T, out); })
-          ->Unit(benchmark::kMillisecond)
-          ->UseRealTime();
-      benchmark::RegisterBenchmark(("dequant/convertdq/w4_g64_asym_rowmajor" + t).c_str(),
-                                   [=](benchmark::State& st) {
-                                     bm_dequant<W4>(st, source_kind::convertdq, 4096, 14336, T, out);
-                                   })
-          ->Unit(benchmark::kMillisecond)
-          ->UseRealTime();
-      benchmark::RegisterBenchmark(("dequant/lut/" + W2::name() + t).c_str(),
-                                   [=](benchmark::State& st) { bm_dequant<W2>(st, source_kind::lut, 4096, 14336, T, out); })
-          ->Unit(benchmark::kMillisecond)
-          ->UseRealTime();
-      benchmark::RegisterBenchmark(("dequant/convertdq/w2_g64_asym_rowmajor" + t).c_str(),
-                                   [=](benchmark::State& st) {
-                                     bm_dequant<W2>(st, source_kind::convertdq, 4096, 14336, T, out);
-                                   })
-          ->Unit(benchmark::kMillisecond)
-          ->UseRealTime();
+      register_dequant<W4>(t, T, out);
+      register_dequant<W2>(t, T, out);
     }
 }
 

@@ -105,12 +105,22 @@ void mk_int8(const mk_int8_args& a) {
   }
 }
 
+template <int MR, int NC>
+void load_acc(float (&acc)[MR][NC], const float* C, std::size_t ldc) {
+  for (int r = 0; r < MR; ++r)
+    for (int n = 0; n < NC; ++n) acc[r][n] = C[std::size_t(r) * ldc + n];
+}
+template <int MR, int NC>
+void store_acc(const float (&acc)[MR][NC], float* C, std::size_t ldc) {
+  for (int r = 0; r < MR; ++r)
+    for (int n = 0; n < NC; ++n) C[std::size_t(r) * ldc + n] = acc[r][n];
+}
+
 template <int MR, int NV>
 void mk_bf16(const mk_bf16_args& a) {
   constexpr int NC = NV * 16;
   float acc[MR][NC];
-  for (int r = 0; r < MR; ++r)
-    for (int n = 0; n < NC; ++n) acc[r][n] = a.C[std::size_t(r) * a.ldc + n];
+  load_acc<MR, NC>(acc, a.C, a.ldc);
   for (std::size_t s = 0; s < a.steps; ++s) {
     const uint16_t* as = a.A + s * a.lda;
     for (int r = 0; r < MR; ++r) {
@@ -122,16 +132,14 @@ void mk_bf16(const mk_bf16_args& a) {
       }
     }
   }
-  for (int r = 0; r < MR; ++r)
-    for (int n = 0; n < NC; ++n) a.C[std::size_t(r) * a.ldc + n] = acc[r][n];
+  store_acc<MR, NC>(acc, a.C, a.ldc);
 }
 
 template <int MR, int NV>
 void mk_f32(const mk_f32_args& a) {
   constexpr int NC = NV * 16;
   float acc[MR][NC];
-  for (int r = 0; r < MR; ++r)
-    for (int n = 0; n < NC; ++n) acc[r][n] = a.C[std::size_t(r) * a.ldc + n];
+  load_acc<MR, NC>(acc, a.C, a.ldc);
   for (std::size_t s = 0; s < a.steps; ++s) {
     const float* as = a.A + s * a.lda;
     for (int r = 0; r < MR; ++r) {
@@ -139,8 +147,7 @@ void mk_f32(const mk_f32_args& a) {
       for (int n = 0; n < NC; ++n) acc[r][n] = std::fma(w, as[n], acc[r][n]);
     }
   }
-  for (int r = 0; r < MR; ++r)
-    for (int n = 0; n < NC; ++n) a.C[std::size_t(r) * a.ldc + n] = acc[r][n];
+  store_acc<MR, NC>(acc, a.C, a.ldc);
 }
 
 inline void fdq_dot(const fdq_dot_args& a) {

@@ -445,26 +445,36 @@ void check_dq_args(const packed_weights<P>& w, const float* x, std::size_t N, st
 
 }  // namespace detail
 
+namespace detail {
+// checks, activation packing and the tile split shared by dequant_gemm and dequant_gemm_rows
+template <class P>
+void dequant_gemm_impl(const packed_weights<P>& w, const float* x, std::size_t N, std::size_t K, float* y,
+                       std::size_t r0, std::size_t r1, act_type act, std::size_t ldx, std::size_t ldy,
+                       thread_pool* pool, dq_backend backend) {
+  if (ldx == 0) ldx = K;
+  if (ldy == 0) ldy = w.M();
+  check_dq_args(w, x, N, K, ldx, y, ldy, r0, r1);
+  if (act == act_type::int8 || act == act_type::int8_group)
+    require(format_traits<typename P::format>::integer_levels,
+            "dequant_gemm: the int8 paradigm needs integer levels; policy ", P::name(),
+            " has a float codebook (use act_type::bf16 or fp32)");
+  const auto& ks = dq_kernels_for(backend);
+  dq_activations A;
+  A.act = act;
+  A.geo = make_dq_geometry<P>(w.layout(), N, act);
+  prepare_activations(A, x, ldx, pool);
+  const lut_weight_source<P> src{w.data(), &w.layout(), &ks};
+  run_dq_gemm(src, A, ks, w.M(), r0, r1, y, ldy, pool);
+}
+}  // namespace detail
+
 // Prefill GEMM: y[n * ldy + m] = sum_k W[m][k] x[n][k] for x of N rows of K activations (row
 // stride ldx), with the weights dequantized on the fly from the LUT-GEMV blob.
 template <class P>
 void dequant_gemm(const packed_weights<P>& w, const float* x, std::size_t N, std::size_t K, float* y,
                   act_type act = act_type::int8, std::size_t ldx = 0, std::size_t ldy = 0,
                   thread_pool* pool = nullptr, dq_backend backend = dq_backend::best) {
-  if (ldx == 0) ldx = K;
-  if (ldy == 0) ldy = w.M();
-  detail::check_dq_args(w, x, N, K, ldx, y, ldy, 0, w.M());
-  if (act == act_type::int8 || act == act_type::int8_group)
-    detail::require(format_traits<typename P::format>::integer_levels,
-                    "dequant_gemm: the int8 paradigm needs integer levels; policy ", P::name(),
-                    " has a float codebook (use act_type::bf16 or fp32)");
-  const auto& ks = detail::dq_kernels_for(backend);
-  detail::dq_activations A;
-  A.act = act;
-  A.geo = detail::make_dq_geometry<P>(w.layout(), N, act);
-  detail::prepare_activations(A, x, ldx, pool);
-  detail::lut_weight_source<P> src{w.data(), &w.layout(), &ks};
-  detail::run_dq_gemm(src, A, ks, w.M(), 0, w.M(), y, ldy, pool);
+  detail::dequant_gemm_impl<P>(w, x, N, K, y, 0, w.M(), act, ldx, ldy, pool, backend);
 }
 
 // Rows [r0, r1) only, on the calling thread (an engine's own threads split M with this).
@@ -472,20 +482,7 @@ template <class P>
 void dequant_gemm_rows(const packed_weights<P>& w, const float* x, std::size_t N, std::size_t K, float* y,
                        std::size_t r0, std::size_t r1, act_type act = act_type::int8, std::size_t ldx = 0,
                        std::size_t ldy = 0, dq_backend backend = dq_backend::best) {
-  if (ldx == 0) ldx = K;
-  if (ldy == 0) ldy = w.M();
-  detail::check_dq_args(w, x, N, K, ldx, y, ldy, r0, r1);
-  if (act == act_type::int8 || act == act_type::int8_group)
-    detail::require(format_traits<typename P::format>::integer_levels,
-                    "dequant_gemm: the int8 paradigm needs integer levels; policy ", P::name(),
-                    " has a float codebook (use act_type::bf16 or fp32)");
-  const auto& ks = detail::dq_kernels_for(backend);
-  detail::dq_activations A;
-  A.act = act;
-  A.geo = detail::make_dq_geometry<P>(w.layout(), N, act);
-  detail::prepare_activations(A, x, ldx, nullptr);
-  detail::lut_weight_source<P> src{w.data(), &w.layout(), &ks};
-  detail::run_dq_gemm(src, A, ks, w.M(), r0, r1, y, ldy, nullptr);
+  detail::dequant_gemm_impl<P>(w, x, N, K, y, r0, r1, act, ldx, ldy, nullptr, backend);
 }
 
 // The whole matrix dequantized through the two LUT levels: out[m * ldo + k], k < K, as fp32 or

@@ -79,15 +79,19 @@ LUTKIT_AVX512_DQ void mk_int8(const mk_int8_args& a) {
   }
 }
 
+// fp32 accumulators of the bf16 and fp32 kernels: loaded from and stored back to C
+#define LK_LOAD_C(r)                                                  \
+  __m512 c##r##0 = _mm512_loadu_ps(a.C + std::size_t(r) * a.ldc);     \
+  __m512 c##r##1 = NV > 1 ? _mm512_loadu_ps(a.C + std::size_t(r) * a.ldc + 16) : c##r##0; \
+  __m512 c##r##2 = NV > 2 ? _mm512_loadu_ps(a.C + std::size_t(r) * a.ldc + 32) : c##r##0;
+#define LK_STORE_C(r)                                                 \
+  _mm512_storeu_ps(a.C + std::size_t(r) * a.ldc, c##r##0);            \
+  if constexpr (NV > 1) _mm512_storeu_ps(a.C + std::size_t(r) * a.ldc + 16, c##r##1); \
+  if constexpr (NV > 2) _mm512_storeu_ps(a.C + std::size_t(r) * a.ldc + 32, c##r##2);
+
 template <int NV>
 LUTKIT_AVX512_DQ void mk_bf16(const mk_bf16_args& a) {
-#define LK_DECL(r)                                                                 \
-  const float* C##r = a.C + std::size_t(r) * a.ldc;                                \
-  __m512 c##r##0 = _mm512_loadu_ps(C##r);                                          \
-  __m512 c##r##1 = NV > 1 ? _mm512_loadu_ps(C##r + 16) : c##r##0;                  \
-  __m512 c##r##2 = NV > 2 ? _mm512_loadu_ps(C##r + 32) : c##r##0;
-  LUTKIT_DQ_ROWS(LK_DECL)
-#undef LK_DECL
+  LUTKIT_DQ_ROWS(LK_LOAD_C)
   for (std::size_t s = 0; s < a.steps; ++s) {
     const uint16_t* as = a.A + s * a.lda;
     const __m512bh x0 = (__m512bh)_mm512_loadu_si512(as);
@@ -105,23 +109,12 @@ LUTKIT_AVX512_DQ void mk_bf16(const mk_bf16_args& a) {
     LUTKIT_DQ_ROWS(LK_ROW)
 #undef LK_ROW
   }
-#define LK_STORE(r)                                                              \
-  _mm512_storeu_ps(a.C + std::size_t(r) * a.ldc, c##r##0);                       \
-  if constexpr (NV > 1) _mm512_storeu_ps(a.C + std::size_t(r) * a.ldc + 16, c##r##1); \
-  if constexpr (NV > 2) _mm512_storeu_ps(a.C + std::size_t(r) * a.ldc + 32, c##r##2);
-  LUTKIT_DQ_ROWS(LK_STORE)
-#undef LK_STORE
+  LUTKIT_DQ_ROWS(LK_STORE_C)
 }
 
 template <int NV>
 LUTKIT_AVX512_DQ void mk_f32(const mk_f32_args& a) {
-#define LK_DECL(r)                                                                 \
-  const float* C##r = a.C + std::size_t(r) * a.ldc;                                \
-  __m512 c##r##0 = _mm512_loadu_ps(C##r);                                          \
-  __m512 c##r##1 = NV > 1 ? _mm512_loadu_ps(C##r + 16) : c##r##0;                  \
-  __m512 c##r##2 = NV > 2 ? _mm512_loadu_ps(C##r + 32) : c##r##0;
-  LUTKIT_DQ_ROWS(LK_DECL)
-#undef LK_DECL
+  LUTKIT_DQ_ROWS(LK_LOAD_C)
   for (std::size_t s = 0; s < a.steps; ++s) {
     const float* as = a.A + s * a.lda;
     const __m512 x0 = _mm512_loadu_ps(as);
@@ -137,13 +130,10 @@ LUTKIT_AVX512_DQ void mk_f32(const mk_f32_args& a) {
     LUTKIT_DQ_ROWS(LK_ROW)
 #undef LK_ROW
   }
-#define LK_STORE(r)                                                              \
-  _mm512_storeu_ps(a.C + std::size_t(r) * a.ldc, c##r##0);                       \
-  if constexpr (NV > 1) _mm512_storeu_ps(a.C + std::size_t(r) * a.ldc + 16, c##r##1); \
-  if constexpr (NV > 2) _mm512_storeu_ps(a.C + std::size_t(r) * a.ldc + 32, c##r##2);
-  LUTKIT_DQ_ROWS(LK_STORE)
-#undef LK_STORE
+  LUTKIT_DQ_ROWS(LK_STORE_C)
 }
+#undef LK_LOAD_C
+#undef LK_STORE_C
 #undef LUTKIT_DQ_ROWS
 
 // FusedDQP dot: 4 rows at a time share each activation load
