@@ -128,18 +128,22 @@ void ConvertDQRowsT(const uint8_t* codes, const uint16_t* sz, std::size_t K, std
     }
   }
 }
-// codes only (int8 paradigm): shift and mask every element into a byte
+// codes only (int8 paradigm): shift and mask every element into a byte, written in the
+// step-major layout of the int8 micro-kernel (k4 step s, row r at out[s * 256 + 4 * r]; rows == 64)
 template <int B>
 void ConvertDQRowsCodesT(const uint8_t* codes, std::size_t K, std::size_t m0, std::size_t rows, std::size_t k0,
-                         std::size_t k1, uint8_t* out, std::size_t ldo) {
+                         std::size_t k1, uint8_t* out) {
   constexpr int per_byte = 8 / B;
   const std::size_t row_bytes = K / per_byte;
   for (std::size_t r = 0; r < rows; ++r) {
     const uint8_t* c = codes + (m0 + r) * row_bytes;
-    uint8_t* o = out + r * ldo - k0;
+    uint8_t* o = out + 4 * r;
     for (std::size_t k = k0; k < k1; k += 16 * per_byte)
       for (int j = 0; j < per_byte; ++j)
-        for (int i = 0; i < 16; ++i) o[k + 16 * j + i] = uint8_t((c[k / per_byte + i] >> (j * B)) & ((1 << B) - 1));
+        for (int i = 0; i < 16; ++i) {
+          const std::size_t kk = k - k0 + 16 * j + i;
+          o[(kk / 4) * 256 + kk % 4] = uint8_t((c[k / per_byte + i] >> (j * B)) & ((1 << B) - 1));
+        }
   }
 }
 void ConvertDQRows(int bits, const uint8_t* codes, const uint16_t* sz, std::size_t K, std::size_t G, std::size_t m0,
@@ -153,9 +157,9 @@ void ConvertDQRowsBF16(int bits, const uint8_t* codes, const uint16_t* sz, std::
   else ConvertDQRowsT<4, uint16_t>(codes, sz, K, G, m0, rows, k0, k1, out, ldo);
 }
 void ConvertDQRowsCodes(int bits, const uint8_t* codes, std::size_t K, std::size_t m0, std::size_t rows, std::size_t k0,
-                        std::size_t k1, uint8_t* out, std::size_t ldo) {
-  if (bits == 2) ConvertDQRowsCodesT<2>(codes, K, m0, rows, k0, k1, out, ldo);
-  else ConvertDQRowsCodesT<4>(codes, K, m0, rows, k0, k1, out, ldo);
+                        std::size_t k1, uint8_t* out) {
+  if (bits == 2) ConvertDQRowsCodesT<2>(codes, K, m0, rows, k0, k1, out);
+  else ConvertDQRowsCodesT<4>(codes, K, m0, rows, k0, k1, out);
 }
 
 uint64_t ReadBandwidth(const uint64_t* p, std::size_t n, std::size_t prefetch) {

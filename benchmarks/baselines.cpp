@@ -25,8 +25,8 @@ void convert_dq_rows_bf16(int bits, const uint8_t* codes, const uint16_t* sz, st
   HWY_DYNAMIC_DISPATCH(ConvertDQRowsBF16)(bits, codes, sz, K, G, m0, rows, k0, k1, out, ldo);
 }
 void convert_dq_rows_codes(int bits, const uint8_t* codes, std::size_t K, std::size_t m0, std::size_t rows,
-                           std::size_t k0, std::size_t k1, uint8_t* out, std::size_t ldo) {
-  HWY_DYNAMIC_DISPATCH(ConvertDQRowsCodes)(bits, codes, K, m0, rows, k0, k1, out, ldo);
+                           std::size_t k0, std::size_t k1, uint8_t* out) {
+  HWY_DYNAMIC_DISPATCH(ConvertDQRowsCodes)(bits, codes, K, m0, rows, k0, k1, out);
 }
 void float_gemv(const float* W, const float* x, float* y, std::size_t M, std::size_t K, std::size_t N,
                 std::size_t r0, std::size_t r1) {

@@ -16,6 +16,6 @@ void convert_dq_rows_bf16(int bits, const uint8_t* codes, const uint16_t* sz, st
                           std::size_t m0, std::size_t rows, std::size_t k0, std::size_t k1, uint16_t* out,
                           std::size_t ldo);
 void convert_dq_rows_codes(int bits, const uint8_t* codes, std::size_t K, std::size_t m0, std::size_t rows,
-                           std::size_t k0, std::size_t k1, uint8_t* out, std::size_t ldo);
+                           std::size_t k0, std::size_t k1, uint8_t* out);
 uint64_t read_bandwidth(const uint64_t* p, std::size_t n, std::size_t prefetch_bytes);
 }  // namespace lutkit_bench

@@ -107,7 +107,7 @@ struct prefill_case {
   std::vector<uint16_t> cdq_sz;
   std::vector<float> full_f32;
   std::vector<uint16_t> full_bf16;
-  std::vector<uint8_t> full_codes;
+  std::vector<uint8_t> full_steps;  // levels, step-major per 64-row tile (the int8 kernel's layout)
 };
 
 template <class P>
@@ -145,7 +145,9 @@ prefill_case<P>& prefill_data(std::size_t M, std::size_t K, bool need_full) {
     c.full_bf16.resize(M * K);
     dequantize<P>(*c.packed, c.full_f32.data(), dq_type::f32, 0, &pool_for(2));
     dequantize<P>(*c.packed, c.full_bf16.data(), dq_type::bf16, 0, &pool_for(2));
-    c.full_codes = c.q.codes;
+    c.full_steps.resize(M * K);
+    for (std::size_t t = 0; t < M / 64; ++t)
+      detail::generic::levels_to_step_major(c.q.codes.data() + t * 64 * K, K, K, c.full_steps.data() + t * 64 * K);
   }
   return *cache;
 }
@@ -156,11 +158,8 @@ struct convertdq_source {
   const uint8_t* codes;
   const uint16_t* sz;
   std::size_t K, G;
-  const uint8_t* levels(std::size_t t, std::size_t k0, std::size_t k1, detail::dq_scratch& s, std::size_t& ld,
-                        std::size_t& wstep) const {
-    convert_dq_rows_codes(bits, codes, K, t * 64, 64, k0, k1, s.codes.get(), s.ldc);
-    ld = s.ldc;
-    wstep = 4;
+  const uint8_t* levels(std::size_t t, std::size_t k0, std::size_t k1, detail::dq_scratch& s) const {
+    convert_dq_rows_codes(bits, codes, K, t * 64, 64, k0, k1, s.codes.get());
     return s.codes.get();
   }
   void group_scales(std::size_t t, std::size_t k, float* sw, float* swz) const {
@@ -188,11 +187,8 @@ struct convertdq_source {
 template <class P>
 struct loadfull_source {
   const prefill_case<P>* c;
-  const uint8_t* levels(std::size_t t, std::size_t k0, std::size_t, detail::dq_scratch&, std::size_t& ld,
-                        std::size_t& wstep) const {
-    ld = c->K;
-    wstep = 4;
-    return c->full_codes.data() + t * 64 * c->K + k0;
+  const uint8_t* levels(std::size_t t, std::size_t k0, std::size_t, detail::dq_scratch&) const {
+    return c->full_steps.data() + t * 64 * c->K + (k0 / 4) * 256;
   }
   void group_scales(std::size_t t, std::size_t k, float* sw, float* swz) const {
     const std::size_t g = k / 64, groups = c->K / 64;
@@ -263,7 +259,7 @@ void bm_dequant(benchmark::State& st, source_kind sk, std::size_t M, std::size_t
     pool.run(std::size_t(threads), [&](std::size_t i) {
       detail::dq_scratch s;
       s.init(geo);
-      std::size_t ld = 0, ws = 0;
+      std::size_t ld = 0;
       float sw[64], swz[64];
       for (std::size_t t = tiles * i / threads; t < tiles * (i + 1) / threads; ++t)
         for (std::size_t k0 = 0; k0 < K; k0 += geo.kc) {
@@ -273,14 +269,14 @@ void bm_dequant(benchmark::State& st, source_kind sk, std::size_t M, std::size_t
             if (out == 0) p = lut.template values<float>(t, k0, k1, s, ld);
             else if (out == 1) p = lut.template values<uint16_t>(t, k0, k1, s, ld);
             else {
-              p = lut.levels(t, k0, k1, s, ld, ws);
+              p = lut.levels(t, k0, k1, s);
               for (std::size_t k = k0; k < k1; k += 64) lut.group_scales(t, k, sw, swz);
             }
           } else {
             if (out == 0) p = cdq.template values<float>(t, k0, k1, s, ld);
             else if (out == 1) p = cdq.template values<uint16_t>(t, k0, k1, s, ld);
             else {
-              p = cdq.levels(t, k0, k1, s, ld, ws);
+              p = cdq.levels(t, k0, k1, s);
               for (std::size_t k = k0; k < k1; k += 64) cdq.group_scales(t, k, sw, swz);
             }
           }

@@ -2,11 +2,17 @@
 // portable C++ (auto-vectorized for the build's baseline ISA). The AVX-512 VNNI / BF16 versions
 // in portable/dq_kernels_avx512.hpp implement the same contracts with intrinsics.
 //
-// Register tile: MR weight rows (broadcast) x NV*16 activation columns (vector lanes).
+// bf16 / fp32 register tile: MR weight rows (broadcast) x NV*16 activation columns (lanes).
 //   W   row-major, MR rows of the dequantized tile (stride ldw elements)
-//   A   activation panel, column-interleaved: for each k-step, NP columns x (4 int8 | 2 bf16 |
-//       1 fp32) consecutive activations of one column; lda elements between k-steps
+//   A   activation panel, column-interleaved: for each k-step, NP columns x (2 bf16 | 1 fp32)
+//       consecutive activations of one column; lda elements between k-steps
 //   C   MR rows x NV*16 fp32 accumulators (stride ldc), accumulated in place
+// int8 register tile ("rows in lanes"): the 64 weight rows of the tile in 4 vectors x NC
+// activation columns (broadcast), so the step-major levels are read with 4 full-width loads per
+// k4 step and the group scales and zeros are row vectors.
+//   W   step-major levels: k4 step s, row r at W[s * 256 + 4 * r] (4 bytes)
+//   A   the same column-interleaved panel: step s, column j at A[s * lda + 4 * j] (4 int8)
+//   C   column-major: column j, row r at C[j * 64 + r]
 #pragma once
 #include <cmath>
 #include <cstddef>
@@ -19,18 +25,14 @@
 namespace lutkit::detail {
 
 struct mk_int8_args {
-  const uint8_t* W;  // levels (u8): row r, k4 step s at W[r * ldw + s * wstep] (4 bytes)
-  std::size_t ldw;
-  std::size_t wstep;  // 4: row-major; 256: step-major (64 rows x 4 bytes per step)
-  const int8_t* A;  // [k4 step][NP][4]
-  std::size_t lda;  // bytes between k4 steps (NP * 4)
+  const uint8_t* W;    // step-major levels of the 64 rows, at the first step of the call
+  const int8_t* A;     // activation panel at the first column and step of the call
+  std::size_t lda;     // bytes between k4 steps of the panel (NP * 4)
   std::size_t steps;   // k4 steps per flush group
   std::size_t groups;  // flush groups in this call
-  float* C;
-  std::size_t ldc;
-  const float* sw;   // [group][lds]: weight scale of each row
-  const float* swz;  // [group][lds]: scale * zero of each row
-  std::size_t lds;
+  float* C;            // column-major accumulators of the call's first column
+  const float* sw;     // [group][64]: weight scale of each row
+  const float* swz;    // [group][64]: scale * zero of each row
   const float* sumx;  // [group][ldsum]: sum of the (scaled, if sa) int8 activations of the group
   const float* sa;    // [group][ldsum] activation scale per group, or null (per-row scale, applied later)
   std::size_t ldsum;
@@ -70,39 +72,45 @@ using mk_int8_fn = void (*)(const mk_int8_args&);
 using mk_bf16_fn = void (*)(const mk_bf16_args&);
 using mk_f32_fn = void (*)(const mk_f32_args&);
 
-inline constexpr int mk_rows = 8;  // MR: the dequantized tile (64 rows) is 8 register tiles
+inline constexpr int mk_rows = 8;  // bf16 / fp32 MR: the dequantized tile (64 rows) is 8 register tiles
+inline constexpr int mk_int8_cols = 3;  // int8: at most 3 columns x 64 rows per call
 
 namespace generic {
-template <int MR, int NV>
+template <int NC>
 void mk_int8(const mk_int8_args& a) {
-  constexpr int NC = NV * 16;
   const uint8_t* W = a.W;
   const int8_t* A = a.A;
   for (std::size_t g = 0; g < a.groups; ++g) {
-    int32_t acc[MR][NC] = {};
+    int32_t acc[NC][64] = {};
     for (std::size_t s = 0; s < a.steps; ++s) {
       const int8_t* as = A + s * a.lda;
-      for (int r = 0; r < MR; ++r) {
-        const uint8_t* w = W + std::size_t(r) * a.ldw + a.wstep * s;
-        for (int n = 0; n < NC; ++n)
-          acc[r][n] += int32_t(w[0]) * as[4 * n] + int32_t(w[1]) * as[4 * n + 1] + int32_t(w[2]) * as[4 * n + 2] +
-                       int32_t(w[3]) * as[4 * n + 3];
-      }
+      const uint8_t* ws = W + s * 256;
+      for (int n = 0; n < NC; ++n)
+        for (int r = 0; r < 64; ++r)
+          acc[n][r] += int32_t(ws[4 * r]) * as[4 * n] + int32_t(ws[4 * r + 1]) * as[4 * n + 1] +
+                       int32_t(ws[4 * r + 2]) * as[4 * n + 2] + int32_t(ws[4 * r + 3]) * as[4 * n + 3];
     }
     A += a.steps * a.lda;
-    W += a.wstep * a.steps;
-    const float* sx = a.sumx + g * a.ldsum;
-    for (int r = 0; r < MR; ++r) {
-      const float s = a.sw[g * a.lds + r], sz = a.swz[g * a.lds + r];
-      float* c = a.C + std::size_t(r) * a.ldc;
-      for (int n = 0; n < NC; ++n) {
-        float f = float(acc[r][n]);
+    W += 256 * a.steps;
+    const float* sw = a.sw + g * 64;
+    const float* swz = a.swz + g * 64;
+    for (int n = 0; n < NC; ++n) {
+      const float sx = a.sumx[g * a.ldsum + n];
+      float* c = a.C + n * 64;
+      for (int r = 0; r < 64; ++r) {
+        float f = float(acc[n][r]);
         if (a.sa) f *= a.sa[g * a.ldsum + n];
-        c[n] = std::fma(f, s, c[n]);
-        c[n] = std::fma(-sx[n], sz, c[n]);
+        c[r] = std::fma(f, sw[r], c[r]);
+        c[r] = std::fma(-sx, swz[r], c[r]);
       }
     }
   }
+}
+
+// Row-major levels (64 rows, stride ld, `len` a multiple of 4) -> the step-major layout of mk_int8.
+inline void levels_to_step_major(const uint8_t* in, std::size_t ld, std::size_t len, uint8_t* out) {
+  for (std::size_t s = 0; s < len / 4; ++s)
+    for (int r = 0; r < 64; ++r) std::memcpy(out + s * 256 + 4 * r, in + r * ld + 4 * s, 4);
 }
 
 template <int MR, int NC>
@@ -183,11 +191,11 @@ void group16(const uint8_t* codes, std::size_t ldc, const float* lv, const float
 
 }  // namespace generic
 
-// One backend's kernel set: micro-kernels by NV (index NV - 1), level-2 lookups of 16-entry
+// One backend's kernel set: int8 micro-kernels by NC, bf16 / fp32 by NV (index NC - 1 / NV - 1), level-2 lookups of 16-entry
 // tables (wider tables always use the portable lookup), FusedDQP dot, conversions.
 struct dq_kernel_set {
   const char* name;
-  mk_int8_fn int8[3];
+  mk_int8_fn int8[mk_int8_cols];  // by NC - 1
   mk_bf16_fn bf16[3];
   mk_f32_fn f32[3];
   fdq_dot_fn fdq;
@@ -203,7 +211,7 @@ struct dq_kernel_set {
 
 inline const dq_kernel_set& generic_kernels() {
   static const dq_kernel_set k{"generic",
-                               {&generic::mk_int8<mk_rows, 1>, &generic::mk_int8<mk_rows, 2>, &generic::mk_int8<mk_rows, 3>},
+                               {&generic::mk_int8<1>, &generic::mk_int8<2>, &generic::mk_int8<3>},
                                {&generic::mk_bf16<mk_rows, 1>, &generic::mk_bf16<mk_rows, 2>, &generic::mk_bf16<mk_rows, 3>},
                                {&generic::mk_f32<mk_rows, 1>, &generic::mk_f32<mk_rows, 2>, &generic::mk_f32<mk_rows, 3>},
                                &generic::fdq_dot,

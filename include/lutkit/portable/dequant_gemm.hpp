@@ -85,7 +85,7 @@ dq_geometry make_dq_geometry(const packed_layout& L, std::size_t N, act_type act
   g.K = L.K;
   g.K_pad = L.K_pad;
   g.flush_k = S.group_k > 0 ? std::size_t(S.group_k) : round_up(256, std::size_t(S.block_k));
-  const std::size_t base = act == act_type::fp32 ? 128 : (act == act_type::bf16 ? 256 : 512);
+  const std::size_t base = act == act_type::fp32 ? 128 : (act == act_type::bf16 ? 256 : 256);
   g.kc = round_up(base, g.flush_k);
   g.N = N;
   g.NP = round_up(N, 16);
@@ -246,15 +246,13 @@ struct lut_weight_source {
   const packed_layout* L;
   const dq_kernel_set* ks;
 
-  // int8: levels of rows 0..63 for k in [k0, k1) -> pointer, row stride, k4-step stride
-  const uint8_t* levels(std::size_t t, std::size_t k0, std::size_t k1, dq_scratch& s, std::size_t& ld,
-                        std::size_t& wstep) const {
+  // int8: levels of rows 0..63 for k in [k0, k1) in the step-major layout of mk_int8
+  // (k4 step s, row r at [s * 256 + 4 * r])
+  const uint8_t* levels(std::size_t t, std::size_t k0, std::size_t k1, dq_scratch& s) const {
 #if defined(LUTKIT_HAVE_AVX512_DQ)
     if constexpr (!P::spec.ternary && levels_are_codes<P>()) {
       if (ks->simd_level1) {
         avx512::unpack_levels_steps<P>(data, *L, t, k0, k1, s.codes.get());
-        ld = 4;
-        wstep = 256;
         return s.codes.get();
       }
     }
@@ -267,9 +265,8 @@ struct lut_weight_source {
       for (int r = 0; r < 64; ++r)
         for (std::size_t k = 0; k < k1 - k0; ++k) s.codes[r * s.ldc + k] = map[s.codes[r * s.ldc + k]];
     }
-    ld = s.ldc;
-    wstep = 4;
-    return s.codes.get();
+    generic::levels_to_step_major(s.codes.get(), s.ldc, k1 - k0, s.values.get());
+    return s.values.get();
   }
   // level 1 into the row-major code buffer (SIMD where the backend has it)
   void codes_rows(std::size_t t, std::size_t k0, std::size_t k1, dq_scratch& s) const {
@@ -358,31 +355,30 @@ void dq_gemm_tiles(const Src& src, const dq_activations& A, const dq_kernel_set&
       const std::size_t k1 = std::min(g.K_pad, k0 + g.kc);
       std::size_t ld = 0;
       if (A.act == act_type::int8 || A.act == act_type::int8_group) {
-        std::size_t wstep = 4;
-        const uint8_t* W = src.levels(t, k0, k1, s, ld, wstep);
+        const uint8_t* W = src.levels(t, k0, k1, s);
         const std::size_t nf = (k1 - k0 + g.flush_k - 1) / g.flush_k;
         for (std::size_t f = 0; f < nf; ++f) src.group_scales(t, k0 + f * g.flush_k, &s.sw[f * 64], &s.swz[f * 64]);
         const std::size_t full = (k1 - k0) / g.flush_k, tail = (k1 - k0) % g.flush_k;
-        const std::size_t f0 = k0 / g.flush_k;
+        const std::size_t f0 = k0 / g.flush_k, fsteps = g.flush_k / 4;
         const int8_t* Ad = reinterpret_cast<const int8_t*>(A.data.get()) + (k0 / 4) * NP * 4 + nb0 * 4;
-        for (std::size_t n0 = 0; n0 < nbw; n0 += 48) {
-          const std::size_t nv = std::min<std::size_t>(3, (nbw - n0) / 16);
-          for (int mr = 0; mr < 64; mr += mk_rows) {
-            mk_int8_args a{W + mr * ld, ld, wstep, Ad + n0 * 4, NP * 4, g.flush_k / 4, full, C + mr * NB + n0, NB,
-                           &s.sw[mr], &s.swz[mr], 64, A.sumx.data() + f0 * NP + nb0 + n0,
-                           A.sa.empty() ? nullptr : A.sa.data() + f0 * NP + nb0 + n0, NP};
-            if (full) ks.int8[nv - 1](a);
-            if (tail) {
-              a.W += full * (g.flush_k / 4) * wstep;
-              a.A += full * (g.flush_k / 4) * NP * 4;
-              a.steps = tail / 4;
-              a.groups = 1;
-              a.sw += full * 64;
-              a.swz += full * 64;
-              a.sumx += full * NP;
-              if (a.sa) a.sa += full * NP;
-              ks.int8[nv - 1](a);
-            }
+        // only the real columns: the padding up to NP holds zeros
+        const std::size_t ncols = std::min(nbw, g.N - nb0);
+        for (std::size_t n0 = 0; n0 < ncols; n0 += mk_int8_cols) {
+          const std::size_t nc = std::min<std::size_t>(mk_int8_cols, ncols - n0);
+          mk_int8_args a{W, Ad + n0 * 4, NP * 4, fsteps, full, C + n0 * 64, s.sw.data(), s.swz.data(),
+                         A.sumx.data() + f0 * NP + nb0 + n0,
+                         A.sa.empty() ? nullptr : A.sa.data() + f0 * NP + nb0 + n0, NP};
+          if (full) ks.int8[nc - 1](a);
+          if (tail) {
+            a.W += full * fsteps * 256;
+            a.A += full * fsteps * NP * 4;
+            a.steps = tail / 4;
+            a.groups = 1;
+            a.sw += full * 64;
+            a.swz += full * 64;
+            a.sumx += full * NP;
+            if (a.sa) a.sa += full * NP;
+            ks.int8[nc - 1](a);
           }
         }
       } else if (A.act == act_type::bf16) {
@@ -409,7 +405,11 @@ void dq_gemm_tiles(const Src& src, const dq_activations& A, const dq_kernel_set&
       const float mul = int8 ? A.row_scale[n] * A.nan_mul[n] : 1.f;
       float* yn = y + n * ldy;
       const float* c = C + (n - nb0);
-      for (std::size_t m = ma; m < mb; ++m) yn[m] = int8 ? c[(m - t * 64) * NB] * mul : c[(m - t * 64) * NB];
+      if (int8) {  // int8 accumulators are column-major
+        for (std::size_t m = ma; m < mb; ++m) yn[m] = C[(n - nb0) * 64 + (m - t * 64)] * mul;
+      } else {
+        for (std::size_t m = ma; m < mb; ++m) yn[m] = c[(m - t * 64) * NB];
+      }
     }
   }
   }

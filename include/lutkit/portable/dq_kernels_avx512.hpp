@@ -25,59 +25,200 @@ namespace lutkit::detail::avx512 {
 // (it exceeds its scalar-replacement size limit), which halves the kernel's speed.
 #define LUTKIT_DQ_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 static_assert(mk_rows == 8, "LUTKIT_DQ_ROWS lists mk_rows rows");
+#define LUTKIT_DQ_COLS(X) X(0) X(1) X(2)
+static_assert(mk_int8_cols == 3, "LUTKIT_DQ_COLS lists mk_int8_cols columns");
 
-template <int NV>
+// int8: 64 rows (4 vectors of 16 rows, step-major levels) x NC columns (broadcast int8 quads).
+// Per k4 step: 4 level loads, NC broadcasts, 4 * NC vpdpbusd. Per flush group: int32 -> fp32,
+// weight scale and zero applied as row vectors. The 4 * NC int32 and 4 * NC fp32 accumulators
+// stay in registers for the whole call. (A 6-column tile cannot hold both: storing and reloading
+// C every 16 steps of a g64 group cost a third of the time. And GCC 12 copies accumulators
+// around the loop of the intrinsics version; the full-width tile, NC = 3, is therefore written
+// as inline assembly with its int32 sums in fixed registers zmm20..31.)
+template <int NC>
 LUTKIT_AVX512_DQ void mk_int8(const mk_int8_args& a) {
   const uint8_t* W = a.W;
   const int8_t* A = a.A;
-  const __m512 one = _mm512_set1_ps(1.f);
+#define LK_LOAD_F(n)                                                                           \
+  __m512 f##n##0 = _mm512_setzero_ps(), f##n##1 = f##n##0, f##n##2 = f##n##0, f##n##3 = f##n##0; \
+  if constexpr (NC > n) {                                                                      \
+    f##n##0 = _mm512_loadu_ps(a.C + n * 64);                                                   \
+    f##n##1 = _mm512_loadu_ps(a.C + n * 64 + 16);                                              \
+    f##n##2 = _mm512_loadu_ps(a.C + n * 64 + 32);                                              \
+    f##n##3 = _mm512_loadu_ps(a.C + n * 64 + 48);                                              \
+  }
+  LUTKIT_DQ_COLS(LK_LOAD_F)
+#undef LK_LOAD_F
   for (std::size_t g = 0; g < a.groups; ++g) {
-#define LK_DECL(r) __m512i c##r##0 = _mm512_setzero_si512(), c##r##1 = c##r##0, c##r##2 = c##r##0;
-    LUTKIT_DQ_ROWS(LK_DECL)
+#define LK_DECL(n) __m512i c##n##0 = _mm512_setzero_si512(), c##n##1 = c##n##0, c##n##2 = c##n##0, c##n##3 = c##n##0;
+    LUTKIT_DQ_COLS(LK_DECL)
 #undef LK_DECL
     for (std::size_t s = 0; s < a.steps; ++s) {
+      const uint8_t* ws = W + s * 256;
+      const __m512i w0 = _mm512_loadu_si512(ws), w1 = _mm512_loadu_si512(ws + 64);
+      const __m512i w2 = _mm512_loadu_si512(ws + 128), w3 = _mm512_loadu_si512(ws + 192);
       const int8_t* as = A + s * a.lda;
-      const __m512i x0 = _mm512_loadu_si512(as);
-      const __m512i x1 = NV > 1 ? _mm512_loadu_si512(as + 64) : x0;
-      const __m512i x2 = NV > 2 ? _mm512_loadu_si512(as + 128) : x0;
-#define LK_ROW(r)                                                                \
-  {                                                                              \
-    int32_t wd;                                                                  \
-    __builtin_memcpy(&wd, W + std::size_t(r) * a.ldw + a.wstep * s, 4);          \
-    const __m512i w = _mm512_set1_epi32(wd);                                     \
-    c##r##0 = _mm512_dpbusd_epi32(c##r##0, w, x0);                               \
-    if constexpr (NV > 1) c##r##1 = _mm512_dpbusd_epi32(c##r##1, w, x1);         \
-    if constexpr (NV > 2) c##r##2 = _mm512_dpbusd_epi32(c##r##2, w, x2);         \
+#define LK_COL(n)                                               \
+  if constexpr (NC > n) {                                       \
+    int32_t xd;                                                 \
+    __builtin_memcpy(&xd, as + 4 * n, 4);                       \
+    const __m512i x = _mm512_set1_epi32(xd);                    \
+    c##n##0 = _mm512_dpbusd_epi32(c##n##0, w0, x);              \
+    c##n##1 = _mm512_dpbusd_epi32(c##n##1, w1, x);              \
+    c##n##2 = _mm512_dpbusd_epi32(c##n##2, w2, x);              \
+    c##n##3 = _mm512_dpbusd_epi32(c##n##3, w3, x);              \
   }
-      LUTKIT_DQ_ROWS(LK_ROW)
-#undef LK_ROW
+      LUTKIT_DQ_COLS(LK_COL)
+#undef LK_COL
     }
     A += a.steps * a.lda;
-    W += a.wstep * a.steps;
-    // spill the int32 sums explicitly: the epilogue then runs with few live registers (otherwise
-    // GCC spills accumulators inside the hot loop)
-    alignas(64) int32_t acc[8][3][16];
-#define LK_SPILL(r)                                                               \
-  _mm512_store_si512(acc[r][0], c##r##0);                                         \
-  if constexpr (NV > 1) _mm512_store_si512(acc[r][1], c##r##1);                   \
-  if constexpr (NV > 2) _mm512_store_si512(acc[r][2], c##r##2);
-    LUTKIT_DQ_ROWS(LK_SPILL)
-#undef LK_SPILL
-    const float* sxp = a.sumx + g * a.ldsum;
-    const float* sap = a.sa ? a.sa + g * a.ldsum : nullptr;
-    for (int v = 0; v < NV; ++v) {
-      const __m512 sx = _mm512_loadu_ps(sxp + 16 * v);
-      const __m512 sa = sap ? _mm512_loadu_ps(sap + 16 * v) : one;
-      for (int r = 0; r < 8; ++r) {
-        float* c = a.C + std::size_t(r) * a.ldc + 16 * v;
-        __m512 f = _mm512_cvtepi32_ps(_mm512_load_si512(acc[r][v]));
-        if (sap) f = _mm512_mul_ps(f, sa);
-        const __m512 cv = _mm512_fmadd_ps(f, _mm512_set1_ps(a.sw[g * a.lds + r]), _mm512_loadu_ps(c));
-        _mm512_storeu_ps(c, _mm512_fnmadd_ps(sx, _mm512_set1_ps(a.swz[g * a.lds + r]), cv));
+    W += 256 * a.steps;
+    const float* sw = a.sw + g * 64;
+    const float* swz = a.swz + g * 64;
+    const float* sx = a.sumx + g * a.ldsum;
+    const float* sa = a.sa ? a.sa + g * a.ldsum : nullptr;
+#define LK_EPI(n, v)                                                                      \
+  {                                                                                       \
+    __m512 f = _mm512_cvtepi32_ps(c##n##v);                                               \
+    if (sa) f = _mm512_mul_ps(f, ba);                                                     \
+    f##n##v = _mm512_fmadd_ps(f, _mm512_loadu_ps(sw + 16 * v), f##n##v);                  \
+    f##n##v = _mm512_fnmadd_ps(_mm512_loadu_ps(swz + 16 * v), bx, f##n##v);               \
+  }
+#define LK_EPI_COL(n)                                                  \
+  if constexpr (NC > n) {                                              \
+    const __m512 bx = _mm512_set1_ps(sx[n]);                           \
+    const __m512 ba = sa ? _mm512_set1_ps(sa[n]) : _mm512_set1_ps(1.f); \
+    LK_EPI(n, 0) LK_EPI(n, 1) LK_EPI(n, 2) LK_EPI(n, 3)                \
+  }
+    LUTKIT_DQ_COLS(LK_EPI_COL)
+#undef LK_EPI_COL
+#undef LK_EPI
+  }
+#define LK_STORE_F(n)                                 \
+  if constexpr (NC > n) {                             \
+    _mm512_storeu_ps(a.C + n * 64, f##n##0);          \
+    _mm512_storeu_ps(a.C + n * 64 + 16, f##n##1);     \
+    _mm512_storeu_ps(a.C + n * 64 + 32, f##n##2);     \
+    _mm512_storeu_ps(a.C + n * 64 + 48, f##n##3);     \
+  }
+  LUTKIT_DQ_COLS(LK_STORE_F)
+#undef LK_STORE_F
+}
+
+// The NC = 3 tile in inline assembly. One statement per flush group; the fp32 accumulators are
+// register operands, the int32 sums live in zmm20..31 (column n, rows 16v.. in zmm(20 + 4n + v)),
+// levels in zmm16..19, broadcast activations in zmm10..12 (broadcasting inside vpdpbusd from
+// memory, {1to16}, ran at half speed on Zen 4).
+struct mk_int8_asm_ctx {
+  const uint8_t* W;    // 0
+  const int8_t* A;     // 8
+  std::size_t lda;     // 16
+  std::size_t steps;   // 24 (>= 1)
+  const float* sw;     // 32
+  const float* swz;    // 40
+  const float* sumx;   // 48
+  const float* sa;     // 56
+};
+#define LK_STR(x) #x
+#define LK_XSTR(x) LK_STR(x)
+#define LK_ZERO(r) "vpxord %%zmm" #r ", %%zmm" #r ", %%zmm" #r "\n\t"
+#define LK_DP(x, w, c) "vpdpbusd %%zmm" #x ", %%zmm" #w ", %%zmm" #c "\n\t"
+#define LK_DP_COL(x, c0, c1, c2, c3) LK_DP(x, 16, c0) LK_DP(x, 17, c1) LK_DP(x, 18, c2) LK_DP(x, 19, c3)
+#define LK_MAIN_LOOP                                                                                     \
+  LK_ZERO(20) LK_ZERO(21) LK_ZERO(22) LK_ZERO(23) LK_ZERO(24) LK_ZERO(25) LK_ZERO(26) LK_ZERO(27)        \
+  LK_ZERO(28) LK_ZERO(29) LK_ZERO(30) LK_ZERO(31)                                                        \
+  "mov 0(%[p]), %%r8\n\t"                                                                                \
+  "mov 8(%[p]), %%r9\n\t"                                                                                \
+  "mov 16(%[p]), %%r10\n\t"                                                                              \
+  "mov 24(%[p]), %%r11\n\t"                                                                              \
+  "1:\n\t"                                                                                               \
+  "vmovdqu64 (%%r8), %%zmm16\n\t"                                                                        \
+  "vmovdqu64 64(%%r8), %%zmm17\n\t"                                                                      \
+  "vmovdqu64 128(%%r8), %%zmm18\n\t"                                                                     \
+  "vmovdqu64 192(%%r8), %%zmm19\n\t"                                                                     \
+  "vpbroadcastd 0(%%r9), %%zmm10\n\t"                                                                    \
+  "vpbroadcastd 4(%%r9), %%zmm11\n\t"                                                                    \
+  "vpbroadcastd 8(%%r9), %%zmm12\n\t"                                                                    \
+  LK_DP_COL(10, 20, 21, 22, 23) LK_DP_COL(11, 24, 25, 26, 27) LK_DP_COL(12, 28, 29, 30, 31)              \
+  "add $256, %%r8\n\t"                                                                                   \
+  "add %%r10, %%r9\n\t"                                                                                  \
+  "dec %%r11\n\t"                                                                                        \
+  "jnz 1b\n\t"                                                                                           \
+  "mov 32(%[p]), %%r8\n\t"                                                                               \
+  "mov 40(%[p]), %%r9\n\t"                                                                               \
+  "mov 48(%[p]), %%r10\n\t"                                                                              \
+  "mov 56(%[p]), %%r11\n\t"
+// f += sw * float(c) - swz * sumx[n]   (zmm11 = sumx[n]; with sa: float(c) * sa[n] first, zmm10)
+#define LK_EPI(c, off, f)                                                                                 \
+  "vcvtdq2ps %%zmm" #c ", %%zmm16\n\t"                                                                   \
+  "vfmadd231ps " #off "(%%r8), %%zmm16, %[" #f "]\n\t"                                                   \
+  "vfnmadd231ps " #off "(%%r9), %%zmm11, %[" #f "]\n\t"
+#define LK_EPI_SA(c, off, f)                                                                              \
+  "vcvtdq2ps %%zmm" #c ", %%zmm16\n\t"                                                                   \
+  "vmulps %%zmm10, %%zmm16, %%zmm16\n\t"                                                                 \
+  "vfmadd231ps " #off "(%%r8), %%zmm16, %[" #f "]\n\t"                                                   \
+  "vfnmadd231ps " #off "(%%r9), %%zmm11, %[" #f "]\n\t"
+#define LK_EPI_COL(E, n, c0, c1, c2, c3)                                                                  \
+  "vbroadcastss " #n "*4(%%r10), %%zmm11\n\t"                                                            \
+  E(c0, 0, f##n##0) E(c1, 64, f##n##1) E(c2, 128, f##n##2) E(c3, 192, f##n##3)
+#define LK_EPI_COL_SA(n, c0, c1, c2, c3)                                                                  \
+  "vbroadcastss " #n "*4(%%r11), %%zmm10\n\t" LK_EPI_COL(LK_EPI_SA, n, c0, c1, c2, c3)
+#define LK_OPERANDS                                                                                      \
+  : [f00] "+v"(f00), [f01] "+v"(f01), [f02] "+v"(f02), [f03] "+v"(f03), [f10] "+v"(f10), [f11] "+v"(f11), \
+    [f12] "+v"(f12), [f13] "+v"(f13), [f20] "+v"(f20), [f21] "+v"(f21), [f22] "+v"(f22), [f23] "+v"(f23)  \
+  : [p] "r"(&c)                                                                                          \
+  : "r8", "r9", "r10", "r11", "zmm10", "zmm11", "zmm12", "zmm16", "zmm17", "zmm18", "zmm19", "zmm20", "zmm21", "zmm22", "zmm23", "zmm24", "zmm25", "zmm26", "zmm27", "zmm28", "zmm29",    \
+    "zmm30", "zmm31", "memory", "cc"
+
+LUTKIT_AVX512_DQ inline void mk_int8_3(const mk_int8_args& a) {
+  float* C = a.C;
+  __m512 f00 = _mm512_loadu_ps(C), f01 = _mm512_loadu_ps(C + 16), f02 = _mm512_loadu_ps(C + 32),
+         f03 = _mm512_loadu_ps(C + 48), f10 = _mm512_loadu_ps(C + 64), f11 = _mm512_loadu_ps(C + 80),
+         f12 = _mm512_loadu_ps(C + 96), f13 = _mm512_loadu_ps(C + 112), f20 = _mm512_loadu_ps(C + 128),
+         f21 = _mm512_loadu_ps(C + 144), f22 = _mm512_loadu_ps(C + 160), f23 = _mm512_loadu_ps(C + 176);
+  if (a.steps > 0) {
+    mk_int8_asm_ctx c{a.W, a.A, a.lda, a.steps, a.sw, a.swz, a.sumx, a.sa};
+    for (std::size_t g = 0; g < a.groups; ++g) {
+      if (c.sa) {
+        asm volatile(LK_MAIN_LOOP LK_EPI_COL_SA(0, 20, 21, 22, 23) LK_EPI_COL_SA(1, 24, 25, 26, 27)
+                         LK_EPI_COL_SA(2, 28, 29, 30, 31) LK_OPERANDS);
+        c.sa += a.ldsum;
+      } else {
+        asm volatile(LK_MAIN_LOOP LK_EPI_COL(LK_EPI, 0, 20, 21, 22, 23) LK_EPI_COL(LK_EPI, 1, 24, 25, 26, 27)
+                         LK_EPI_COL(LK_EPI, 2, 28, 29, 30, 31) LK_OPERANDS);
       }
+      c.W += 256 * a.steps;
+      c.A += a.steps * a.lda;
+      c.sw += 64;
+      c.swz += 64;
+      c.sumx += a.ldsum;
     }
   }
+  _mm512_storeu_ps(C, f00);
+  _mm512_storeu_ps(C + 16, f01);
+  _mm512_storeu_ps(C + 32, f02);
+  _mm512_storeu_ps(C + 48, f03);
+  _mm512_storeu_ps(C + 64, f10);
+  _mm512_storeu_ps(C + 80, f11);
+  _mm512_storeu_ps(C + 96, f12);
+  _mm512_storeu_ps(C + 112, f13);
+  _mm512_storeu_ps(C + 128, f20);
+  _mm512_storeu_ps(C + 144, f21);
+  _mm512_storeu_ps(C + 160, f22);
+  _mm512_storeu_ps(C + 176, f23);
 }
+#undef LK_OPERANDS
+#undef LK_EPI_COL_SA
+#undef LK_EPI_COL
+#undef LK_EPI_SA
+#undef LK_EPI
+#undef LK_MAIN_LOOP
+#undef LK_DP_COL
+#undef LK_DP
+#undef LK_ZERO
+#undef LK_XSTR
+#undef LK_STR
+#undef LUTKIT_DQ_COLS
 
 // fp32 accumulators of the bf16 and fp32 kernels: loaded from and stored back to C
 #define LK_LOAD_C(r)                                                  \
@@ -357,7 +498,7 @@ inline bool cpu_supported() {
 
 inline const dq_kernel_set& kernels() {
   static const dq_kernel_set k{"avx512_vnni_bf16",
-                               {&mk_int8<1>, &mk_int8<2>, &mk_int8<3>},
+                               {&mk_int8<1>, &mk_int8<2>, &mk_int8_3},
                                {&mk_bf16<1>, &mk_bf16<2>, &mk_bf16<3>},
                                {&mk_f32<1>, &mk_f32<2>, &mk_f32<3>},
                                &fdq_dot,
