@@ -2,17 +2,14 @@
 // portable C++ (auto-vectorized for the build's baseline ISA). The AVX-512 VNNI / BF16 versions
 // in portable/dq_kernels_avx512.hpp implement the same contracts with intrinsics.
 //
-// bf16 / fp32 register tile: MR weight rows (broadcast) x NV*16 activation columns (lanes).
-//   W   row-major, MR rows of the dequantized tile (stride ldw elements)
-//   A   activation panel, column-interleaved: for each k-step, NP columns x (2 bf16 | 1 fp32)
-//       consecutive activations of one column; lda elements between k-steps
-//   C   MR rows x NV*16 fp32 accumulators (stride ldc), accumulated in place
-// int8 register tile ("rows in lanes"): the 64 weight rows of the tile in 4 vectors x NC
-// activation columns (broadcast), so the step-major levels are read with 4 full-width loads per
-// k4 step and the group scales and zeros are row vectors.
+// Register tile ("rows in lanes"): the 64 weight rows of the tile in 4 vectors x NC activation
+// columns (broadcast), so the step-major weights are read with 4 full-width loads per step and
+// (int8) the group scales and zeros are row vectors.
 //   W   step-major levels: k4 step s, row r at W[s * 256 + 4 * r] (4 bytes)
-//   A   the same column-interleaved panel: step s, column j at A[s * lda + 4 * j] (4 int8)
+//   A   activation panel, a block of columns: step s, column j at A[s * lda + 4 * j] (4 int8)
 //   C   column-major: column j, row r at C[j * 64 + r]
+// bf16 / fp32: the same with 32-bit elements: a step is a pair of bf16 (k2) or one fp32 (k);
+//   W   step-major values: step s, row r at W[s * 64 + r];  A  step s, column j at A[s * lda + j]
 #pragma once
 #include <cmath>
 #include <cstddef>
@@ -27,7 +24,7 @@ namespace lutkit::detail {
 struct mk_int8_args {
   const uint8_t* W;    // step-major levels of the 64 rows, at the first step of the call
   const int8_t* A;     // activation panel at the first column and step of the call
-  std::size_t lda;     // bytes between k4 steps of the panel (NP * 4)
+  std::size_t lda;     // bytes between k4 steps of the panel (4 * the column block)
   std::size_t steps;   // k4 steps per flush group
   std::size_t groups;  // flush groups in this call
   float* C;            // column-major accumulators of the call's first column
@@ -37,23 +34,12 @@ struct mk_int8_args {
   const float* sa;    // [group][ldsum] activation scale per group, or null (per-row scale, applied later)
   std::size_t ldsum;
 };
-struct mk_bf16_args {
-  const uint16_t* W;
-  std::size_t ldw;
-  const uint16_t* A;  // [k2 step][NP][2]
-  std::size_t lda;    // uint16 elements between k2 steps (NP * 2)
-  std::size_t steps;  // k2 steps
-  float* C;
-  std::size_t ldc;
-};
-struct mk_f32_args {
-  const float* W;
-  std::size_t ldw;
-  const float* A;  // [k][NP]
-  std::size_t lda;
-  std::size_t steps;  // k
-  float* C;
-  std::size_t ldc;
+struct mk_val_args {
+  const uint32_t* W;  // step-major values (bf16 pairs or fp32 bits) of the 64 rows
+  const uint32_t* A;  // activation panel at the call's first column and step
+  std::size_t lda;    // 32-bit elements between steps of the panel (the column block)
+  std::size_t steps;
+  float* C;  // column-major accumulators of the call's first column
 };
 // FusedDQP dot: for each of `rows` dequantized rows and each of N activation rows, 16-lane
 // partial sums of W[r][0:len] * x[n][0:len] added into part[(r * N + n) * 16 + lane].
@@ -69,11 +55,10 @@ struct fdq_dot_args {
 };
 using fdq_dot_fn = void (*)(const fdq_dot_args&);
 using mk_int8_fn = void (*)(const mk_int8_args&);
-using mk_bf16_fn = void (*)(const mk_bf16_args&);
-using mk_f32_fn = void (*)(const mk_f32_args&);
+using mk_val_fn = void (*)(const mk_val_args&);
 
-inline constexpr int mk_rows = 8;  // bf16 / fp32 MR: the dequantized tile (64 rows) is 8 register tiles
 inline constexpr int mk_int8_cols = 3;  // int8: at most 3 columns x 64 rows per call
+inline constexpr int mk_val_cols = 6;   // bf16 / fp32: at most 6 columns x 64 rows per call
 
 namespace generic {
 template <int NC>
@@ -113,49 +98,38 @@ inline void levels_to_step_major(const uint8_t* in, std::size_t ld, std::size_t 
     for (int r = 0; r < 64; ++r) std::memcpy(out + s * 256 + 4 * r, in + r * ld + 4 * s, 4);
 }
 
-template <int MR, int NC>
-void load_acc(float (&acc)[MR][NC], const float* C, std::size_t ldc) {
-  for (int r = 0; r < MR; ++r)
-    for (int n = 0; n < NC; ++n) acc[r][n] = C[std::size_t(r) * ldc + n];
-}
-template <int MR, int NC>
-void store_acc(const float (&acc)[MR][NC], float* C, std::size_t ldc) {
-  for (int r = 0; r < MR; ++r)
-    for (int n = 0; n < NC; ++n) C[std::size_t(r) * ldc + n] = acc[r][n];
-}
-
-template <int MR, int NV>
-void mk_bf16(const mk_bf16_args& a) {
-  constexpr int NC = NV * 16;
-  float acc[MR][NC];
-  load_acc<MR, NC>(acc, a.C, a.ldc);
+// bf16 (BF) or fp32 dot of the rows-in-lanes tile
+template <bool BF, int NC>
+void mk_val(const mk_val_args& a) {
+  float acc[NC][64];
+  for (int n = 0; n < NC; ++n)
+    for (int r = 0; r < 64; ++r) acc[n][r] = a.C[n * 64 + r];
+  auto lo = [](uint32_t v) { return BF ? bf16_to_f32(uint16_t(v & 0xFFFF)) : 0.f; };
+  auto hi = [](uint32_t v) { return bf16_to_f32(uint16_t(v >> 16)); };
   for (std::size_t s = 0; s < a.steps; ++s) {
-    const uint16_t* as = a.A + s * a.lda;
-    for (int r = 0; r < MR; ++r) {
-      const float w0 = bf16_to_f32(a.W[std::size_t(r) * a.ldw + 2 * s]);
-      const float w1 = bf16_to_f32(a.W[std::size_t(r) * a.ldw + 2 * s + 1]);
-      for (int n = 0; n < NC; ++n) {
-        acc[r][n] = std::fma(w0, bf16_to_f32(as[2 * n]), acc[r][n]);
-        acc[r][n] = std::fma(w1, bf16_to_f32(as[2 * n + 1]), acc[r][n]);
+    const uint32_t* ws = a.W + s * 64;
+    const uint32_t* as = a.A + s * a.lda;
+    for (int n = 0; n < NC; ++n)
+      for (int r = 0; r < 64; ++r) {
+        if constexpr (BF) {
+          acc[n][r] = std::fma(lo(ws[r]), lo(as[n]), acc[n][r]);
+          acc[n][r] = std::fma(hi(ws[r]), hi(as[n]), acc[n][r]);
+        } else {
+          float w, x;
+          std::memcpy(&w, ws + r, 4);
+          std::memcpy(&x, as + n, 4);
+          acc[n][r] = std::fma(w, x, acc[n][r]);
+        }
       }
-    }
   }
-  store_acc<MR, NC>(acc, a.C, a.ldc);
+  for (int n = 0; n < NC; ++n)
+    for (int r = 0; r < 64; ++r) a.C[n * 64 + r] = acc[n][r];
 }
 
-template <int MR, int NV>
-void mk_f32(const mk_f32_args& a) {
-  constexpr int NC = NV * 16;
-  float acc[MR][NC];
-  load_acc<MR, NC>(acc, a.C, a.ldc);
-  for (std::size_t s = 0; s < a.steps; ++s) {
-    const float* as = a.A + s * a.lda;
-    for (int r = 0; r < MR; ++r) {
-      const float w = a.W[std::size_t(r) * a.ldw + s];
-      for (int n = 0; n < NC; ++n) acc[r][n] = std::fma(w, as[n], acc[r][n]);
-    }
-  }
-  store_acc<MR, NC>(acc, a.C, a.ldc);
+// Row-major 32-bit elements (64 rows, stride ld, len per row) -> step-major [len][64].
+inline void rows_to_steps(const uint32_t* in, std::size_t ld, std::size_t len, uint32_t* out) {
+  for (std::size_t j = 0; j < len; ++j)
+    for (int r = 0; r < 64; ++r) out[j * 64 + r] = in[r * ld + j];
 }
 
 inline void fdq_dot(const fdq_dot_args& a) {
@@ -196,8 +170,9 @@ void group16(const uint8_t* codes, std::size_t ldc, const float* lv, const float
 struct dq_kernel_set {
   const char* name;
   mk_int8_fn int8[mk_int8_cols];  // by NC - 1
-  mk_bf16_fn bf16[3];
-  mk_f32_fn f32[3];
+  mk_val_fn bf16[mk_val_cols];  // by NC - 1
+  mk_val_fn f32[mk_val_cols];
+  void (*rows_to_steps)(const uint32_t*, std::size_t, std::size_t, uint32_t*);
   fdq_dot_fn fdq;
   void (*halves)(const uint16_t*, std::size_t, float*);  // fp16 -> fp32 (group scales, zeros)
   // level 2 of one scale group for the 64 rows of a tile (16-entry tables): per row r,
@@ -212,8 +187,11 @@ struct dq_kernel_set {
 inline const dq_kernel_set& generic_kernels() {
   static const dq_kernel_set k{"generic",
                                {&generic::mk_int8<1>, &generic::mk_int8<2>, &generic::mk_int8<3>},
-                               {&generic::mk_bf16<mk_rows, 1>, &generic::mk_bf16<mk_rows, 2>, &generic::mk_bf16<mk_rows, 3>},
-                               {&generic::mk_f32<mk_rows, 1>, &generic::mk_f32<mk_rows, 2>, &generic::mk_f32<mk_rows, 3>},
+                               {&generic::mk_val<true, 1>, &generic::mk_val<true, 2>, &generic::mk_val<true, 3>,
+                                &generic::mk_val<true, 4>, &generic::mk_val<true, 5>, &generic::mk_val<true, 6>},
+                               {&generic::mk_val<false, 1>, &generic::mk_val<false, 2>, &generic::mk_val<false, 3>,
+                                &generic::mk_val<false, 4>, &generic::mk_val<false, 5>, &generic::mk_val<false, 6>},
+                               &generic::rows_to_steps,
                                &generic::fdq_dot,
                                &generic::halves_to_float,
                                &generic::group16<float>,

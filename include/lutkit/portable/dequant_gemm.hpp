@@ -71,10 +71,14 @@ struct dq_geometry {
   std::size_t K = 0, K_pad = 0;
   std::size_t flush_k = 0;  // k per int8 flush group (= the scale group, or a block multiple)
   std::size_t kc = 0;       // k per chunk: a multiple of flush_k
-  std::size_t N = 0, NP = 0;  // NP: N rounded up to 16 (vector lanes)
+  std::size_t N = 0, NP = 0;  // NP: N rounded up to 48 (whole column blocks of every kernel)
+  // the activation panel: 32-bit elements (4 int8 | 2 bf16 | 1 fp32 of one column), in blocks
+  // of cb columns (the micro-kernel's NC), each block [step][cb] over all psteps steps
+  std::size_t cb = 0, psteps = 0;
+  std::size_t panel_index(std::size_t n, std::size_t s) const { return (n / cb) * psteps * cb + s * cb + n % cb; }
   std::size_t flushes() const { return (K_pad + flush_k - 1) / flush_k; }
   std::size_t chunks() const { return (K_pad + kc - 1) / kc; }
-  // columns per pass of the GEMM: all of them up to 768, else 768 (a multiple of the 48-column panel)
+  // columns per pass of the GEMM: all of them up to 768, else 768 (a multiple of 48)
   std::size_t n_block() const { return NP <= 768 ? NP : 768; }
 };
 
@@ -88,7 +92,9 @@ dq_geometry make_dq_geometry(const packed_layout& L, std::size_t N, act_type act
   const std::size_t base = act == act_type::fp32 ? 128 : (act == act_type::bf16 ? 256 : 256);
   g.kc = round_up(base, g.flush_k);
   g.N = N;
-  g.NP = round_up(N, 16);
+  g.NP = round_up(N, 48);
+  g.cb = act == act_type::int8 || act == act_type::int8_group ? std::size_t(mk_int8_cols) : std::size_t(mk_val_cols);
+  g.psteps = g.K_pad / (act == act_type::fp32 ? 1 : act == act_type::bf16 ? 2 : 4);
   return g;
 }
 
@@ -131,7 +137,7 @@ inline bool quantize_act_int8(const float* x, std::size_t K, std::size_t group, 
 struct dq_activations {
   act_type act = act_type::fp32;
   dq_geometry geo;
-  aligned_bytes data;          // int8 [K_pad/4][NP][4] | bf16 [K_pad/2][NP][2] | fp32 [K_pad][NP]
+  aligned_bytes data;          // the panel (dq_geometry::panel_index), NP * K_pad int8 | bf16 | fp32
   std::vector<float> row_scale;  // int8: [NP] per-row scale (1 for int8_group)
   std::vector<float> sa;         // int8_group: [flushes][NP] per-group scale
   std::vector<float> sumx;       // int8: [flushes][NP] sum of the group's int8 values (x scale for int8_group)
@@ -156,7 +162,7 @@ inline void prepare_activations(dq_activations& A, const float* x, std::size_t l
     if (A.act == act_type::int8_group) A.sa.assign(F * NP, 0.f);
   }
   // Blocks of 16 activation rows: each row is converted / quantized into a contiguous buffer,
-  // then the block is interleaved so every 64-byte line of the layout is written once.
+  // then the block is interleaved into the panel.
   auto rows = [&](std::size_t b0, std::size_t b1) {
     constexpr std::size_t BN = 16;
     std::vector<float> xb(BN * g.K_pad, 0.f);
@@ -187,24 +193,24 @@ inline void prepare_activations(dq_activations& A, const float* x, std::size_t l
         }
       }
       if (A.act == act_type::fp32) {
-        float* d = reinterpret_cast<float*>(A.data.get()) + n0;
+        float* d = reinterpret_cast<float*>(A.data.get());
         for (std::size_t k = 0; k < g.K; ++k)
-          for (std::size_t i = 0; i < nb; ++i) d[k * NP + i] = xb[i * g.K_pad + k];
+          for (std::size_t i = 0; i < nb; ++i) d[g.panel_index(n0 + i, k)] = xb[i * g.K_pad + k];
       } else if (A.act == act_type::bf16) {
-        uint32_t* d = reinterpret_cast<uint32_t*>(A.data.get()) + n0;
+        uint32_t* d = reinterpret_cast<uint32_t*>(A.data.get());
         for (std::size_t s2 = 0; s2 < g.K_pad / 2; ++s2)
           for (std::size_t i = 0; i < nb; ++i) {
             uint32_t v;
             std::memcpy(&v, hb.data() + i * g.K_pad + 2 * s2, 4);
-            d[s2 * NP + i] = v;
+            d[g.panel_index(n0 + i, s2)] = v;
           }
       } else {
-        uint32_t* d = reinterpret_cast<uint32_t*>(A.data.get()) + n0;
+        uint32_t* d = reinterpret_cast<uint32_t*>(A.data.get());
         for (std::size_t s4 = 0; s4 < g.K_pad / 4; ++s4)
           for (std::size_t i = 0; i < nb; ++i) {
             uint32_t v;
             std::memcpy(&v, qb.data() + i * g.K_pad + 4 * s4, 4);
-            d[s4 * NP + i] = v;
+            d[g.panel_index(n0 + i, s4)] = v;
           }
       }
     }
@@ -222,7 +228,8 @@ inline void prepare_activations(dq_activations& A, const float* x, std::size_t l
 struct dq_scratch {
   aligned_bytes codes;  // [64][ldc] level-1 output
   aligned_bytes values; // [64][ldv] level-2 output (fp32 or bf16)
-  aligned_bytes acc;    // [64][NP] fp32 accumulators of the tile
+  aligned_bytes steps;  // bf16 / fp32: the values in the step-major layout of the micro-kernel
+  aligned_bytes acc;    // [NB][64] fp32 accumulators of the tile (column-major)
   std::vector<float> sw, swz;  // [flush group in chunk][64]
   std::size_t ldc = 0, ldv = 0;
   void init(const dq_geometry& g) {
@@ -231,6 +238,7 @@ struct dq_scratch {
     codes = alloc_aligned(64 * ldc);
     std::memset(codes.get(), 0, 64 * ldc);
     values = alloc_aligned(64 * ldv * 4);
+    steps = alloc_aligned(64 * g.kc * 4);
     acc = alloc_aligned(64 * g.n_block() * 4);
     sw.assign((g.kc / g.flush_k + 1) * 64, 0.f);
     swz.assign(sw.size(), 0.f);
@@ -360,18 +368,19 @@ void dq_gemm_tiles(const Src& src, const dq_activations& A, const dq_kernel_set&
         for (std::size_t f = 0; f < nf; ++f) src.group_scales(t, k0 + f * g.flush_k, &s.sw[f * 64], &s.swz[f * 64]);
         const std::size_t full = (k1 - k0) / g.flush_k, tail = (k1 - k0) % g.flush_k;
         const std::size_t f0 = k0 / g.flush_k, fsteps = g.flush_k / 4;
-        const int8_t* Ad = reinterpret_cast<const int8_t*>(A.data.get()) + (k0 / 4) * NP * 4 + nb0 * 4;
+        const int8_t* Ad = reinterpret_cast<const int8_t*>(A.data.get());
         // only the real columns: the padding up to NP holds zeros
         const std::size_t ncols = std::min(nbw, g.N - nb0);
         for (std::size_t n0 = 0; n0 < ncols; n0 += mk_int8_cols) {
           const std::size_t nc = std::min<std::size_t>(mk_int8_cols, ncols - n0);
-          mk_int8_args a{W, Ad + n0 * 4, NP * 4, fsteps, full, C + n0 * 64, s.sw.data(), s.swz.data(),
+          mk_int8_args a{W, Ad + 4 * g.panel_index(nb0 + n0, k0 / 4), 4 * g.cb, fsteps, full, C + n0 * 64,
+                         s.sw.data(), s.swz.data(),
                          A.sumx.data() + f0 * NP + nb0 + n0,
                          A.sa.empty() ? nullptr : A.sa.data() + f0 * NP + nb0 + n0, NP};
           if (full) ks.int8[nc - 1](a);
           if (tail) {
             a.W += full * fsteps * 256;
-            a.A += full * fsteps * NP * 4;
+            a.A += full * fsteps * a.lda;
             a.steps = tail / 4;
             a.groups = 1;
             a.sw += full * 64;
@@ -381,21 +390,26 @@ void dq_gemm_tiles(const Src& src, const dq_activations& A, const dq_kernel_set&
             ks.int8[nc - 1](a);
           }
         }
-      } else if (A.act == act_type::bf16) {
-        const uint16_t* W = src.template values<uint16_t>(t, k0, k1, s, ld);
-        const uint16_t* Ad = reinterpret_cast<const uint16_t*>(A.data.get()) + (k0 / 2) * NP * 2 + nb0 * 2;
-        for (std::size_t n0 = 0; n0 < nbw; n0 += 48) {
-          const std::size_t nv = std::min<std::size_t>(3, (nbw - n0) / 16);
-          for (int mr = 0; mr < 64; mr += mk_rows)
-            ks.bf16[nv - 1](mk_bf16_args{W + mr * ld, ld, Ad + n0 * 2, NP * 2, (k1 - k0) / 2, C + mr * NB + n0, NB});
-        }
       } else {
-        const float* W = src.template values<float>(t, k0, k1, s, ld);
-        const float* Ad = reinterpret_cast<const float*>(A.data.get()) + k0 * NP + nb0;
-        for (std::size_t n0 = 0; n0 < nbw; n0 += 48) {
-          const std::size_t nv = std::min<std::size_t>(3, (nbw - n0) / 16);
-          for (int mr = 0; mr < 64; mr += mk_rows)
-            ks.f32[nv - 1](mk_f32_args{W + mr * ld, ld, Ad + n0, NP, k1 - k0, C + mr * NB + n0, NB});
+        // bf16 / fp32: level-2 values (row-major) -> step-major 32-bit elements (bf16 pairs or
+        // fp32), then the rows-in-lanes dot
+        const bool bf = A.act == act_type::bf16;
+        const uint32_t* Wr = nullptr;
+        if (bf) {
+          Wr = reinterpret_cast<const uint32_t*>(src.template values<uint16_t>(t, k0, k1, s, ld));
+          ld /= 2;
+        } else {
+          Wr = reinterpret_cast<const uint32_t*>(src.template values<float>(t, k0, k1, s, ld));
+        }
+        const std::size_t steps = bf ? (k1 - k0) / 2 : k1 - k0;
+        uint32_t* Ws = reinterpret_cast<uint32_t*>(s.steps.get());
+        ks.rows_to_steps(Wr, ld, steps, Ws);
+        const uint32_t* Ad = reinterpret_cast<const uint32_t*>(A.data.get());
+        const std::size_t ncols = std::min(nbw, g.N - nb0);
+        for (std::size_t n0 = 0; n0 < ncols; n0 += mk_val_cols) {
+          const std::size_t nc = std::min<std::size_t>(mk_val_cols, ncols - n0);
+          (bf ? ks.bf16 : ks.f32)[nc - 1](
+              mk_val_args{Ws, Ad + g.panel_index(nb0 + n0, bf ? k0 / 2 : k0), g.cb, steps, C + n0 * 64});
         }
       }
     }
@@ -404,12 +418,8 @@ void dq_gemm_tiles(const Src& src, const dq_activations& A, const dq_kernel_set&
     for (std::size_t n = nb0; n < std::min(g.N, nb0 + nbw); ++n) {
       const float mul = int8 ? A.row_scale[n] * A.nan_mul[n] : 1.f;
       float* yn = y + n * ldy;
-      const float* c = C + (n - nb0);
-      if (int8) {  // int8 accumulators are column-major
-        for (std::size_t m = ma; m < mb; ++m) yn[m] = C[(n - nb0) * 64 + (m - t * 64)] * mul;
-      } else {
-        for (std::size_t m = ma; m < mb; ++m) yn[m] = c[(m - t * 64) * NB];
-      }
+      const float* c = C + (n - nb0) * 64 - t * 64;  // column-major tile
+      for (std::size_t m = ma; m < mb; ++m) yn[m] = c[m] * mul;
     }
   }
   }

@@ -23,8 +23,6 @@ namespace lutkit::detail::avx512 {
 
 // The accumulators are named variables, not arrays: GCC keeps an array of 24 vectors in memory
 // (it exceeds its scalar-replacement size limit), which halves the kernel's speed.
-#define LUTKIT_DQ_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
-static_assert(mk_rows == 8, "LUTKIT_DQ_ROWS lists mk_rows rows");
 #define LUTKIT_DQ_COLS(X) X(0) X(1) X(2)
 static_assert(mk_int8_cols == 3, "LUTKIT_DQ_COLS lists mk_int8_cols columns");
 
@@ -220,62 +218,58 @@ LUTKIT_AVX512_DQ inline void mk_int8_3(const mk_int8_args& a) {
 #undef LK_STR
 #undef LUTKIT_DQ_COLS
 
-// fp32 accumulators of the bf16 and fp32 kernels: loaded from and stored back to C
-#define LK_LOAD_C(r)                                                  \
-  __m512 c##r##0 = _mm512_loadu_ps(a.C + std::size_t(r) * a.ldc);     \
-  __m512 c##r##1 = NV > 1 ? _mm512_loadu_ps(a.C + std::size_t(r) * a.ldc + 16) : c##r##0; \
-  __m512 c##r##2 = NV > 2 ? _mm512_loadu_ps(a.C + std::size_t(r) * a.ldc + 32) : c##r##0;
-#define LK_STORE_C(r)                                                 \
-  _mm512_storeu_ps(a.C + std::size_t(r) * a.ldc, c##r##0);            \
-  if constexpr (NV > 1) _mm512_storeu_ps(a.C + std::size_t(r) * a.ldc + 16, c##r##1); \
-  if constexpr (NV > 2) _mm512_storeu_ps(a.C + std::size_t(r) * a.ldc + 32, c##r##2);
-
-template <int NV>
-LUTKIT_AVX512_DQ void mk_bf16(const mk_bf16_args& a) {
-  LUTKIT_DQ_ROWS(LK_LOAD_C)
+// bf16 (vdpbf16ps on bf16 pairs) or fp32 (FMA): 64 rows (4 vectors, step-major values) x NC
+// broadcast columns, 4 * NC fp32 accumulators loaded from C once per call (no per-group
+// epilogue: the scales are baked into the level-2 values).
+#define LUTKIT_DQ_VCOLS(X) X(0) X(1) X(2) X(3) X(4) X(5)
+static_assert(mk_val_cols == 6, "LUTKIT_DQ_VCOLS lists mk_val_cols columns");
+template <bool BF, int NC>
+LUTKIT_AVX512_DQ void mk_val(const mk_val_args& a) {
+#define LK_LOAD(n)                                                                                       \
+  __m512 c##n##0 = _mm512_setzero_ps(), c##n##1 = c##n##0, c##n##2 = c##n##0, c##n##3 = c##n##0;         \
+  if constexpr (NC > n) {                                                                                \
+    c##n##0 = _mm512_loadu_ps(a.C + n * 64);                                                             \
+    c##n##1 = _mm512_loadu_ps(a.C + n * 64 + 16);                                                        \
+    c##n##2 = _mm512_loadu_ps(a.C + n * 64 + 32);                                                        \
+    c##n##3 = _mm512_loadu_ps(a.C + n * 64 + 48);                                                        \
+  }
+  LUTKIT_DQ_VCOLS(LK_LOAD)
+#undef LK_LOAD
   for (std::size_t s = 0; s < a.steps; ++s) {
-    const uint16_t* as = a.A + s * a.lda;
-    const __m512bh x0 = (__m512bh)_mm512_loadu_si512(as);
-    const __m512bh x1 = NV > 1 ? (__m512bh)_mm512_loadu_si512(as + 32) : x0;
-    const __m512bh x2 = NV > 2 ? (__m512bh)_mm512_loadu_si512(as + 64) : x0;
-#define LK_ROW(r)                                                              \
-  {                                                                            \
-    int32_t wd;                                                                \
-    __builtin_memcpy(&wd, a.W + std::size_t(r) * a.ldw + 2 * s, 4);            \
-    const __m512bh w = (__m512bh)_mm512_set1_epi32(wd);                       \
-    c##r##0 = _mm512_dpbf16_ps(c##r##0, x0, w);                                \
-    if constexpr (NV > 1) c##r##1 = _mm512_dpbf16_ps(c##r##1, x1, w);          \
-    if constexpr (NV > 2) c##r##2 = _mm512_dpbf16_ps(c##r##2, x2, w);          \
+    const uint32_t* ws = a.W + s * 64;
+    const __m512i w0 = _mm512_loadu_si512(ws), w1 = _mm512_loadu_si512(ws + 16);
+    const __m512i w2 = _mm512_loadu_si512(ws + 32), w3 = _mm512_loadu_si512(ws + 48);
+    const uint32_t* as = a.A + s * a.lda;
+#define LK_COL(n)                                                                                        \
+  if constexpr (NC > n) {                                                                                \
+    const __m512i x = _mm512_set1_epi32(int(as[n]));                                                     \
+    if constexpr (BF) {                                                                                  \
+      c##n##0 = _mm512_dpbf16_ps(c##n##0, (__m512bh)w0, (__m512bh)x);                                    \
+      c##n##1 = _mm512_dpbf16_ps(c##n##1, (__m512bh)w1, (__m512bh)x);                                    \
+      c##n##2 = _mm512_dpbf16_ps(c##n##2, (__m512bh)w2, (__m512bh)x);                                    \
+      c##n##3 = _mm512_dpbf16_ps(c##n##3, (__m512bh)w3, (__m512bh)x);                                    \
+    } else {                                                                                             \
+      const __m512 xf = _mm512_castsi512_ps(x);                                                          \
+      c##n##0 = _mm512_fmadd_ps(_mm512_castsi512_ps(w0), xf, c##n##0);                                   \
+      c##n##1 = _mm512_fmadd_ps(_mm512_castsi512_ps(w1), xf, c##n##1);                                   \
+      c##n##2 = _mm512_fmadd_ps(_mm512_castsi512_ps(w2), xf, c##n##2);                                   \
+      c##n##3 = _mm512_fmadd_ps(_mm512_castsi512_ps(w3), xf, c##n##3);                                   \
+    }                                                                                                    \
   }
-    LUTKIT_DQ_ROWS(LK_ROW)
-#undef LK_ROW
+    LUTKIT_DQ_VCOLS(LK_COL)
+#undef LK_COL
   }
-  LUTKIT_DQ_ROWS(LK_STORE_C)
+#define LK_STORE(n)                                  \
+  if constexpr (NC > n) {                            \
+    _mm512_storeu_ps(a.C + n * 64, c##n##0);         \
+    _mm512_storeu_ps(a.C + n * 64 + 16, c##n##1);    \
+    _mm512_storeu_ps(a.C + n * 64 + 32, c##n##2);    \
+    _mm512_storeu_ps(a.C + n * 64 + 48, c##n##3);    \
+  }
+  LUTKIT_DQ_VCOLS(LK_STORE)
+#undef LK_STORE
 }
-
-template <int NV>
-LUTKIT_AVX512_DQ void mk_f32(const mk_f32_args& a) {
-  LUTKIT_DQ_ROWS(LK_LOAD_C)
-  for (std::size_t s = 0; s < a.steps; ++s) {
-    const float* as = a.A + s * a.lda;
-    const __m512 x0 = _mm512_loadu_ps(as);
-    const __m512 x1 = NV > 1 ? _mm512_loadu_ps(as + 16) : x0;
-    const __m512 x2 = NV > 2 ? _mm512_loadu_ps(as + 32) : x0;
-#define LK_ROW(r)                                                              \
-  {                                                                            \
-    const __m512 w = _mm512_set1_ps(a.W[std::size_t(r) * a.ldw + s]);          \
-    c##r##0 = _mm512_fmadd_ps(x0, w, c##r##0);                                 \
-    if constexpr (NV > 1) c##r##1 = _mm512_fmadd_ps(x1, w, c##r##1);           \
-    if constexpr (NV > 2) c##r##2 = _mm512_fmadd_ps(x2, w, c##r##2);           \
-  }
-    LUTKIT_DQ_ROWS(LK_ROW)
-#undef LK_ROW
-  }
-  LUTKIT_DQ_ROWS(LK_STORE_C)
-}
-#undef LK_LOAD_C
-#undef LK_STORE_C
-#undef LUTKIT_DQ_ROWS
+#undef LUTKIT_DQ_VCOLS
 
 // FusedDQP dot: 4 rows at a time share each activation load
 LUTKIT_AVX512_DQ inline void fdq_dot(const fdq_dot_args& a) {
@@ -444,6 +438,24 @@ LUTKIT_AVX512_DQ void unpack_codes_rows(const uint8_t* data, const packed_layout
   }
 }
 
+// Row-major 32-bit elements (64 rows, stride ld, len per row) -> step-major [len][64], by
+// 16 x 16 transposes
+LUTKIT_AVX512_DQ inline void rows_to_steps(const uint32_t* in, std::size_t ld, std::size_t len, uint32_t* out) {
+  for (std::size_t j0 = 0; j0 < len; j0 += 16) {
+    const std::size_t n = std::min<std::size_t>(16, len - j0);
+    const __mmask16 keep = __mmask16((1u << n) - 1u);
+    for (int rg = 0; rg < 4; ++rg) {
+      __m512i r[16];
+#pragma GCC unroll 16
+      for (int i = 0; i < 16; ++i) r[i] = _mm512_maskz_loadu_epi32(keep, in + std::size_t(rg * 16 + i) * ld + j0);
+      transpose16_epi32(r);
+#pragma GCC unroll 16
+      for (int j = 0; j < 16; ++j)
+        if (std::size_t(j) < n) _mm512_storeu_si512(out + (j0 + std::size_t(j)) * 64 + rg * 16, r[j]);
+    }
+  }
+}
+
 // level 2 of one scale group, 64 rows: the 16-entry table of a row lives in one register
 // (vcvtneps2bf16 rounds to nearest even like f32_to_bf16; the values are never fp32-subnormal)
 LUTKIT_AVX512_DQ inline void group16_f32(const uint8_t* codes, std::size_t ldc, const float* lv, const float* sc,
@@ -499,8 +511,11 @@ inline bool cpu_supported() {
 inline const dq_kernel_set& kernels() {
   static const dq_kernel_set k{"avx512_vnni_bf16",
                                {&mk_int8<1>, &mk_int8<2>, &mk_int8_3},
-                               {&mk_bf16<1>, &mk_bf16<2>, &mk_bf16<3>},
-                               {&mk_f32<1>, &mk_f32<2>, &mk_f32<3>},
+                               {&mk_val<true, 1>, &mk_val<true, 2>, &mk_val<true, 3>, &mk_val<true, 4>,
+                                &mk_val<true, 5>, &mk_val<true, 6>},
+                               {&mk_val<false, 1>, &mk_val<false, 2>, &mk_val<false, 3>, &mk_val<false, 4>,
+                                &mk_val<false, 5>, &mk_val<false, 6>},
+                               &rows_to_steps,
                                &fdq_dot,
                                &halves_to_float,
                                &group16_f32,
