@@ -105,8 +105,8 @@ struct prefill_case {
   // ConvertDQ layout of the same codes (see baselines-inl.h) and the pre-dequantized copies
   std::vector<uint8_t> cdq_codes;
   std::vector<uint16_t> cdq_sz;
-  std::vector<float> full_f32;
-  std::vector<uint16_t> full_bf16;
+  std::vector<uint32_t> full_f32_steps;   // fp32 bits, step-major per 64-row tile ([k][64])
+  std::vector<uint32_t> full_bf16_steps;  // bf16 pairs, step-major per 64-row tile ([k/2][64])
   std::vector<uint8_t> full_steps;  // levels, step-major per 64-row tile (the int8 kernel's layout)
 };
 
@@ -139,12 +139,22 @@ prefill_case<P>& prefill_data(std::size_t M, std::size_t K, bool need_full) {
     }
     cache = std::move(c);
   }
-  if (need_full && cache->full_f32.empty()) {
+  if (need_full && cache->full_f32_steps.empty()) {
     auto& c = *cache;
-    c.full_f32.resize(M * K);
-    c.full_bf16.resize(M * K);
-    dequantize<P>(*c.packed, c.full_f32.data(), dq_type::f32, 0, &pool_for(2));
-    dequantize<P>(*c.packed, c.full_bf16.data(), dq_type::bf16, 0, &pool_for(2));
+    {
+      std::vector<float> f32(M * K);
+      std::vector<uint16_t> bf(M * K);
+      dequantize<P>(*c.packed, f32.data(), dq_type::f32, 0, &pool_for(2));
+      dequantize<P>(*c.packed, bf.data(), dq_type::bf16, 0, &pool_for(2));
+      c.full_f32_steps.resize(M * K);
+      c.full_bf16_steps.resize(M * K / 2);
+      for (std::size_t t = 0; t < M / 64; ++t) {
+        detail::generic::rows_to_steps(reinterpret_cast<const uint32_t*>(f32.data()) + t * 64 * K, K, K,
+                                       c.full_f32_steps.data() + t * 64 * K);
+        detail::generic::rows_to_steps(reinterpret_cast<const uint32_t*>(bf.data()) + t * 32 * K, K / 2, K / 2,
+                                       c.full_bf16_steps.data() + t * 32 * K);
+      }
+    }
     c.full_steps.resize(M * K);
     for (std::size_t t = 0; t < M / 64; ++t)
       detail::generic::levels_to_step_major(c.q.codes.data() + t * 64 * K, K, K, c.full_steps.data() + t * 64 * K);
@@ -181,6 +191,12 @@ struct convertdq_source {
     }
     return reinterpret_cast<const T*>(s.values.get());
   }
+  template <class T>
+  const uint32_t* value_steps(std::size_t t, std::size_t k0, std::size_t k1, detail::dq_scratch& s) const {
+    std::size_t ld = 0;
+    const T* v = values<T>(t, k0, k1, s, ld);
+    return detail::values_to_steps(v, ld, k1 - k0, s, detail::dq_kernels_for(dq_backend::best));
+  }
 };
 
 // LoadFull weight source: pre-dequantized matrices, read in place
@@ -197,13 +213,13 @@ struct loadfull_source {
       swz[r] = sw[r] * c->q.zeros[(t * 64 + r) * groups + g];
     }
   }
+  // pre-dequantized AND pre-arranged in the micro-kernels' step-major layout (no per-call work)
   template <class T>
-  const T* values(std::size_t t, std::size_t k0, std::size_t, detail::dq_scratch&, std::size_t& ld) const {
-    ld = c->K;
+  const uint32_t* value_steps(std::size_t t, std::size_t k0, std::size_t, detail::dq_scratch&) const {
     if constexpr (std::is_same_v<T, float>)
-      return c->full_f32.data() + t * 64 * c->K + k0;
+      return c->full_f32_steps.data() + t * 64 * c->K + k0 * 64;
     else
-      return c->full_bf16.data() + t * 64 * c->K + k0;
+      return c->full_bf16_steps.data() + t * 32 * c->K + (k0 / 2) * 64;
   }
 };
 

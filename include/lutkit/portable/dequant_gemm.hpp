@@ -7,8 +7,8 @@
 //   2. int8 paradigm: the codes (levels) are multiplied as u8 by int8 activations (VNNI), the
 //      scale and zero applied once per group from integer sums;  fp32 / bf16 paradigms: level-2
 //      tables (scale and zero baked in) turn codes into values;
-//   3. a register-blocked micro-kernel (8 weight rows broadcast x 16..48 activation columns in
-//      vector lanes) accumulates into a 64 x N fp32 tile that stays in L1/L2.
+//   3. a register-blocked micro-kernel (the 64 weight rows in vector lanes, step-major, x 3 or 6
+//      broadcast activation columns) accumulates into a column-major 64 x N fp32 tile.
 // The dequantized chunk (<= 64 KiB) is consumed from L1/L2 right after it is produced, which is
 // the CPU analogue of T-MAN's DMA -> vector -> matrix pipeline: the next chunk's weight bytes are
 // streamed in by the hardware prefetcher while the micro-kernel works on the current one.
@@ -89,7 +89,7 @@ dq_geometry make_dq_geometry(const packed_layout& L, std::size_t N, act_type act
   g.K = L.K;
   g.K_pad = L.K_pad;
   g.flush_k = S.group_k > 0 ? std::size_t(S.group_k) : round_up(256, std::size_t(S.block_k));
-  const std::size_t base = act == act_type::fp32 ? 128 : (act == act_type::bf16 ? 256 : 256);
+  const std::size_t base = act == act_type::fp32 ? 64 : (act == act_type::bf16 ? 256 : 256);
   g.kc = round_up(base, g.flush_k);
   g.N = N;
   g.NP = round_up(N, 48);
@@ -133,7 +133,7 @@ inline bool quantize_act_int8(const float* x, std::size_t K, std::size_t group, 
   return true;
 }
 
-// Activations of one call in the micro-kernels' column-interleaved layout.
+// Activations of one call in the micro-kernels' panel layout (column blocks, see dq_geometry).
 struct dq_activations {
   act_type act = act_type::fp32;
   dq_geometry geo;
@@ -245,6 +245,17 @@ struct dq_scratch {
   }
 };
 
+// Row-major fp32 / bf16 values of rows 0..63 (stride ld elements, k1 - k0 per row) -> the
+// step-major 32-bit elements of the bf16 / fp32 micro-kernels, in s.steps.
+template <class T>
+const uint32_t* values_to_steps(const T* v, std::size_t ld, std::size_t len, dq_scratch& s, const dq_kernel_set& ks) {
+  static_assert(sizeof(T) == 2 || sizeof(T) == 4);
+  constexpr std::size_t per = 4 / sizeof(T);
+  uint32_t* out = reinterpret_cast<uint32_t*>(s.steps.get());
+  ks.rows_to_steps(reinterpret_cast<const uint32_t*>(v), ld / per, len / per, out);
+  return out;
+}
+
 // The weight source of the dequant-GEMM built from a packed blob: level-1 + level-2 LUT
 // dequantization. (Benchmarks plug in other sources — per-element conversion, pre-dequantized
 // weights — through the same interface to compare the dequantization methods alone.)
@@ -301,6 +312,13 @@ struct lut_weight_source {
     } else {
       for (int r = 0; r < 64; ++r) swz[r] = sw[r] * P::spec.sym_zero;
     }
+  }
+  // the same in the step-major layout of the micro-kernels
+  template <class T>
+  const uint32_t* value_steps(std::size_t t, std::size_t k0, std::size_t k1, dq_scratch& s) const {
+    std::size_t ld = 0;
+    const T* v = values<T>(t, k0, k1, s, ld);
+    return values_to_steps(v, ld, k1 - k0, s, *ks);
   }
   // fp32 / bf16 values of rows 0..63 for k in [k0, k1)
   template <class T>
@@ -391,19 +409,11 @@ void dq_gemm_tiles(const Src& src, const dq_activations& A, const dq_kernel_set&
           }
         }
       } else {
-        // bf16 / fp32: level-2 values (row-major) -> step-major 32-bit elements (bf16 pairs or
-        // fp32), then the rows-in-lanes dot
+        // bf16 / fp32: values in the step-major layout (32-bit elements: bf16 pairs or fp32)
         const bool bf = A.act == act_type::bf16;
-        const uint32_t* Wr = nullptr;
-        if (bf) {
-          Wr = reinterpret_cast<const uint32_t*>(src.template values<uint16_t>(t, k0, k1, s, ld));
-          ld /= 2;
-        } else {
-          Wr = reinterpret_cast<const uint32_t*>(src.template values<float>(t, k0, k1, s, ld));
-        }
+        const uint32_t* Ws = bf ? src.template value_steps<uint16_t>(t, k0, k1, s)
+                                : src.template value_steps<float>(t, k0, k1, s);
         const std::size_t steps = bf ? (k1 - k0) / 2 : k1 - k0;
-        uint32_t* Ws = reinterpret_cast<uint32_t*>(s.steps.get());
-        ks.rows_to_steps(Wr, ld, steps, Ws);
         const uint32_t* Ad = reinterpret_cast<const uint32_t*>(A.data.get());
         const std::size_t ncols = std::min(nbw, g.N - nb0);
         for (std::size_t n0 = 0; n0 < ncols; n0 += mk_val_cols) {
