@@ -38,7 +38,7 @@ void fuzz_policy(uint64_t seed_base) {
                    << " case " << c);
     std::vector<float> first;
     for (const int64_t tg : targets) {
-      INFO("target " << hwy::TargetName(tg));
+      INFO("target " << portable::target_name(tg));
       std::vector<float> y(N * M, -12345.f);
       lut_gemv<P>(wp, t, y.data(), 0, nullptr, tg);
       const std::string msg = compare_to_ref<P>(q, t, x, yref, y.data(), M, 0, M);

@@ -8,8 +8,11 @@
 //   V  load(const uint8_t*)                  64 bytes
 //   V  lo_nibbles(V), hi_nibbles(V)          4-bit indices
 //   V  table1(const int8_t* t)               one 16-byte table in all four 128-bit blocks
-//   V  table2(const int8_t* a, const int8_t* b)   blocks 0,1 <- a; blocks 2,3 <- b
-//   V  lookup(V table, V idx)                per-128-bit-block byte lookup (pshufb semantics)
+//   T2 table2(const int8_t* a, const int8_t* b)   blocks 0,1 <- a; blocks 2,3 <- b (V, or an
+//                                            Ops type of its own)
+//   V  lookup(V table, V idx)                byte lookup of a table1 table by lo_/hi_nibbles
+//   V  lookup(T2 table, V idx)               per-128-bit-block lookup (pshufb semantics)
+//   (lo_nibbles / hi_nibbles may leave bits above the nibble set if both lookups ignore them)
 //   V  negate_if(V v, const uint8_t* bits)   byte i negated where bit i of the 64-bit mask is set
 //   W  madd(V u, V s)                        int16 lane w = u[2w]*s[2w] + u[2w+1]*s[2w+1],
 //                                            u unsigned, s signed (pmaddubsw)
@@ -109,7 +112,7 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
         const uint8_t* sg = bp + S.sign_in_block(spi);
         for (int n = 0; n < NB; ++n) {
           const int8_t* tp = E[n] + j * TB;
-          const V tb = Ops::table2(tp, tp + TB);
+          const auto tb = Ops::table2(tp, tp + TB);  // Ops may give lone tables their own type
           V kl = Ops::lookup(tb, lo), kh = Ops::lookup(tb, hi);
           if constexpr (S.ternary) {
             kl = Ops::negate_if(kl, sg);
@@ -120,7 +123,7 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
             accL[n][0][1] = Ops::add16(accL[n][0][1], Ops::madd(kl, co));
             accL[n][0][2] = Ops::add16(accL[n][0][2], Ops::madd(kh, ce));
             accL[n][0][3] = Ops::add16(accL[n][0][3], Ops::madd(kh, co));
-            const V th = Ops::table2(tp + 16, tp + TB + 16);
+            const auto th = Ops::table2(tp + 16, tp + TB + 16);
             const V ql = Ops::lookup(th, lo), qh = Ops::lookup(th, hi);
             accL[n][SETS - 1][0] = Ops::add16(accL[n][SETS - 1][0], Ops::madd(ce, ql));
             accL[n][SETS - 1][1] = Ops::add16(accL[n][SETS - 1][1], Ops::madd(co, ql));
@@ -154,8 +157,12 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
             part[q] = Ops::addf(part[q], Ops::addf(lo, hi));
           }
         }
-        const F wgt = Ops::setf((I16 && s == SETS - 1) ? 256.f : 1.f);
-        for (int q = 0; q < 4; ++q) rows[q] = Ops::fmaf(part[q], wgt, rows[q]);
+        if (s == 0) {
+          for (int q = 0; q < 4; ++q) rows[q] = part[q];
+        } else {  // int16 entries: the high-byte set weighs 256
+          const F wgt = Ops::setf(256.f);
+          for (int q = 0; q < 4; ++q) rows[q] = Ops::fmaf(part[q], wgt, rows[q]);
+        }
       }
       const F ts = Ops::setf(TS[n][blk]), sx = Ops::setf(XS[n][blk]);
       float* an = acc + n * R;

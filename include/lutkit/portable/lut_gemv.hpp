@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "lutkit/detail/gemv_driver.hpp"
+#include "lutkit/portable/lut_gemv_vbmi.hpp"
 
 namespace lutkit {
 namespace portable {
@@ -36,11 +37,34 @@ inline std::size_t target_index(int64_t target) {
   return hwy::Num0BitsBelowLS1Bit_Nonzero64(uint64_t(HWY_CHOSEN_TARGET_SHIFT(target)));
 }
 
+// lutkit's own AVX-512 VBMI kernel (lut_gemv_vbmi.hpp), as a target value next to Highway's bits.
+inline constexpr int64_t target_avx512_vbmi = INT64_MIN;
+inline bool vbmi_available() {
+#if defined(LUTKIT_HAVE_VBMI_GEMV)
+  return vbmi_backend::cpu_supported();
+#else
+  return false;
+#endif
+}
+inline const char* target_name(int64_t target) {
+  return target == target_avx512_vbmi ? "AVX512_VBMI (lutkit)" : hwy::TargetName(target);
+}
+
 // The targets this translation unit compiled that the CPU supports, best first.
-inline std::vector<int64_t> available_targets() { return hwy::SupportedAndGeneratedTargets(); }
+inline std::vector<int64_t> available_targets() {
+  std::vector<int64_t> t = hwy::SupportedAndGeneratedTargets();
+  if (vbmi_available()) t.insert(t.begin(), target_avx512_vbmi);
+  return t;
+}
 
 template <class P>
 detail::gemv_entry entry_for(int64_t target) {
+  if (target == target_avx512_vbmi) {
+    detail::require(vbmi_available(), "portable LUT-GEMV: this CPU lacks AVX-512 VBMI");
+#if defined(LUTKIT_HAVE_VBMI_GEMV)
+    return &vbmi_backend::entry<P>;
+#endif
+  }
   const detail::gemv_entry e = dispatch_table<P>()[target_index(target)];
   detail::require(e != nullptr, std::string("portable LUT-GEMV: target ") + hwy::TargetName(target) +
                                     " was not compiled");
@@ -62,6 +86,9 @@ tables_entry best_tables_entry() {
 
 template <class P>
 detail::gemv_entry best_entry() {
+#if defined(LUTKIT_HAVE_VBMI_GEMV)
+  if (vbmi_available()) return &vbmi_backend::entry<P>;
+#endif
   static const std::size_t index = [] {
     hwy::GetChosenTarget().Update(hwy::SupportedTargets());
     return hwy::GetChosenTarget().GetIndex();
