@@ -192,26 +192,29 @@ inline void prepare_activations(dq_activations& A, const float* x, std::size_t l
           }
         }
       }
+      // column n of the panel: element (n, s) at base(n) + s * cb
+      const std::size_t cb = g.cb;
       if (A.act == act_type::fp32) {
         float* d = reinterpret_cast<float*>(A.data.get());
-        for (std::size_t k = 0; k < g.K; ++k)
-          for (std::size_t i = 0; i < nb; ++i) d[g.panel_index(n0 + i, k)] = xb[i * g.K_pad + k];
-      } else if (A.act == act_type::bf16) {
-        uint32_t* d = reinterpret_cast<uint32_t*>(A.data.get());
-        for (std::size_t s2 = 0; s2 < g.K_pad / 2; ++s2)
-          for (std::size_t i = 0; i < nb; ++i) {
-            uint32_t v;
-            std::memcpy(&v, hb.data() + i * g.K_pad + 2 * s2, 4);
-            d[g.panel_index(n0 + i, s2)] = v;
-          }
+        for (std::size_t i = 0; i < nb; ++i) {
+          float* col = d + g.panel_index(n0 + i, 0);
+          const float* src = xb.data() + i * g.K_pad;
+          for (std::size_t k = 0; k < g.K; ++k) col[k * cb] = src[k];
+        }
       } else {
         uint32_t* d = reinterpret_cast<uint32_t*>(A.data.get());
-        for (std::size_t s4 = 0; s4 < g.K_pad / 4; ++s4)
-          for (std::size_t i = 0; i < nb; ++i) {
+        const bool bf = A.act == act_type::bf16;
+        const std::size_t steps = bf ? g.K_pad / 2 : g.K_pad / 4;
+        for (std::size_t i = 0; i < nb; ++i) {
+          uint32_t* col = d + g.panel_index(n0 + i, 0);
+          const uint8_t* src = bf ? reinterpret_cast<const uint8_t*>(hb.data() + i * g.K_pad)
+                                  : reinterpret_cast<const uint8_t*>(qb.data() + i * g.K_pad);
+          for (std::size_t st = 0; st < steps; ++st) {
             uint32_t v;
-            std::memcpy(&v, qb.data() + i * g.K_pad + 4 * s4, 4);
-            d[g.panel_index(n0 + i, s4)] = v;
+            std::memcpy(&v, src + 4 * st, 4);
+            col[st * cb] = v;
           }
+        }
       }
     }
   };
