@@ -302,19 +302,23 @@ struct lut_weight_source {
 #endif
     unpack_codes<P>(data, *L, t, k0, k1, s.codes.get(), s.ldc);
   }
-  // int8: scale and scale*zero of each row for the flush group starting at k
-  void group_scales(std::size_t t, std::size_t k, float* sw, float* swz) const {
-    const std::size_t g = L->group_of_k(k);
+  // scale and zero of the 64 rows of tile t in scale group g (fp16 in the blob; the format's
+  // fixed zero for symmetric formats)
+  void scale_zero_rows(std::size_t t, std::size_t g, float* sc, float* zz) const {
     uint16_t h[64];
     std::memcpy(h, data + L->scale_offset(t, g), 128);
-    ks->halves(h, 64, sw);
+    ks->halves(h, 64, sc);
     if constexpr (P::spec.asymmetric) {
       std::memcpy(h, data + L->zero_offset(t, g), 128);
-      ks->halves(h, 64, swz);
-      for (int r = 0; r < 64; ++r) swz[r] *= sw[r];
+      ks->halves(h, 64, zz);
     } else {
-      for (int r = 0; r < 64; ++r) swz[r] = sw[r] * P::spec.sym_zero;
+      for (int r = 0; r < 64; ++r) zz[r] = P::spec.sym_zero;
     }
+  }
+  // int8: scale and scale*zero of each row for the flush group starting at k
+  void group_scales(std::size_t t, std::size_t k, float* sw, float* swz) const {
+    scale_zero_rows(t, L->group_of_k(k), sw, swz);
+    for (int r = 0; r < 64; ++r) swz[r] *= sw[r];
   }
   // the same in the step-major layout of the micro-kernels
   template <class T>
@@ -334,16 +338,8 @@ struct lut_weight_source {
     alignas(64) float sc[64], zz[64], lv[16] = {};
     for (int c = 0; c < code_count<P>() && c < 16; ++c) lv[c] = FT::level(c);
     for (std::size_t g0 = k0; g0 < k1;) {
-      const std::size_t g1 = std::min(k1, (g0 / G + 1) * G), gi = L->group_of_k(g0);
-      uint16_t h[64];
-      std::memcpy(h, data + L->scale_offset(t, gi), 128);
-      ks->halves(h, 64, sc);
-      if constexpr (P::spec.asymmetric) {
-        std::memcpy(h, data + L->zero_offset(t, gi), 128);
-        ks->halves(h, 64, zz);
-      } else {
-        for (int r = 0; r < 64; ++r) zz[r] = P::spec.sym_zero;
-      }
+      const std::size_t g1 = std::min(k1, (g0 / G + 1) * G);
+      scale_zero_rows(t, L->group_of_k(g0), sc, zz);
       const uint8_t* c = s.codes.get() + (g0 - k0);
       T* o = out + (g0 - k0);
       if constexpr (code_count<P>() <= 16) {

@@ -26,6 +26,29 @@ namespace lutkit::detail::avx512 {
 #define LUTKIT_DQ_COLS(X) X(0) X(1) X(2)
 static_assert(mk_int8_cols == 3, "LUTKIT_DQ_COLS lists mk_int8_cols columns");
 
+// fp32 accumulators of column n of a column-major 64-row tile: v##n##0..3 (rows 16q..16q+15),
+// loaded from / stored to C + 64 n when n < NC (declared zero otherwise). Every kernel below uses
+// these two.
+#define LK_ACC_LOAD(v, n)                                                                          \
+  __m512 v##n##0 = _mm512_setzero_ps(), v##n##1 = v##n##0, v##n##2 = v##n##0, v##n##3 = v##n##0;   \
+  if constexpr (NC > n) {                                                                          \
+    v##n##0 = _mm512_loadu_ps(a.C + n * 64);                                                       \
+    v##n##1 = _mm512_loadu_ps(a.C + n * 64 + 16);                                                  \
+    v##n##2 = _mm512_loadu_ps(a.C + n * 64 + 32);                                                  \
+    v##n##3 = _mm512_loadu_ps(a.C + n * 64 + 48);                                                  \
+  }
+#define LK_ACC_STORE(v, n)                       \
+  if constexpr (NC > n) {                        \
+    _mm512_storeu_ps(a.C + n * 64, v##n##0);      \
+    _mm512_storeu_ps(a.C + n * 64 + 16, v##n##1); \
+    _mm512_storeu_ps(a.C + n * 64 + 32, v##n##2); \
+    _mm512_storeu_ps(a.C + n * 64 + 48, v##n##3); \
+  }
+#define LK_LOAD_F(n) LK_ACC_LOAD(f, n)
+#define LK_STORE_F(n) LK_ACC_STORE(f, n)
+#define LK_LOAD_C(n) LK_ACC_LOAD(c, n)
+#define LK_STORE_C(n) LK_ACC_STORE(c, n)
+
 // int8: 64 rows (4 vectors of 16 rows, step-major levels) x NC columns (broadcast int8 quads).
 // Per k4 step: 4 level loads, NC broadcasts, 4 * NC vpdpbusd. Per flush group: int32 -> fp32,
 // weight scale and zero applied as row vectors. The 4 * NC int32 and 4 * NC fp32 accumulators
@@ -37,16 +60,7 @@ template <int NC>
 LUTKIT_AVX512_DQ void mk_int8(const mk_int8_args& a) {
   const uint8_t* W = a.W;
   const int8_t* A = a.A;
-#define LK_LOAD_F(n)                                                                           \
-  __m512 f##n##0 = _mm512_setzero_ps(), f##n##1 = f##n##0, f##n##2 = f##n##0, f##n##3 = f##n##0; \
-  if constexpr (NC > n) {                                                                      \
-    f##n##0 = _mm512_loadu_ps(a.C + n * 64);                                                   \
-    f##n##1 = _mm512_loadu_ps(a.C + n * 64 + 16);                                              \
-    f##n##2 = _mm512_loadu_ps(a.C + n * 64 + 32);                                              \
-    f##n##3 = _mm512_loadu_ps(a.C + n * 64 + 48);                                              \
-  }
   LUTKIT_DQ_COLS(LK_LOAD_F)
-#undef LK_LOAD_F
   for (std::size_t g = 0; g < a.groups; ++g) {
 #define LK_DECL(n) __m512i c##n##0 = _mm512_setzero_si512(), c##n##1 = c##n##0, c##n##2 = c##n##0, c##n##3 = c##n##0;
     LUTKIT_DQ_COLS(LK_DECL)
@@ -92,15 +106,7 @@ LUTKIT_AVX512_DQ void mk_int8(const mk_int8_args& a) {
 #undef LK_EPI_COL
 #undef LK_EPI
   }
-#define LK_STORE_F(n)                                 \
-  if constexpr (NC > n) {                             \
-    _mm512_storeu_ps(a.C + n * 64, f##n##0);          \
-    _mm512_storeu_ps(a.C + n * 64 + 16, f##n##1);     \
-    _mm512_storeu_ps(a.C + n * 64 + 32, f##n##2);     \
-    _mm512_storeu_ps(a.C + n * 64 + 48, f##n##3);     \
-  }
   LUTKIT_DQ_COLS(LK_STORE_F)
-#undef LK_STORE_F
 }
 
 // The NC = 3 tile in inline assembly. One statement per flush group; the fp32 accumulators are
@@ -169,11 +175,8 @@ struct mk_int8_asm_ctx {
     "zmm30", "zmm31", "memory", "cc"
 
 LUTKIT_AVX512_DQ inline void mk_int8_3(const mk_int8_args& a) {
-  float* C = a.C;
-  __m512 f00 = _mm512_loadu_ps(C), f01 = _mm512_loadu_ps(C + 16), f02 = _mm512_loadu_ps(C + 32),
-         f03 = _mm512_loadu_ps(C + 48), f10 = _mm512_loadu_ps(C + 64), f11 = _mm512_loadu_ps(C + 80),
-         f12 = _mm512_loadu_ps(C + 96), f13 = _mm512_loadu_ps(C + 112), f20 = _mm512_loadu_ps(C + 128),
-         f21 = _mm512_loadu_ps(C + 144), f22 = _mm512_loadu_ps(C + 160), f23 = _mm512_loadu_ps(C + 176);
+  constexpr int NC = 3;
+  LUTKIT_DQ_COLS(LK_LOAD_F)
   if (a.steps > 0) {
     mk_int8_asm_ctx c{a.W, a.A, a.lda, a.steps, a.sw, a.swz, a.sumx, a.sa};
     for (std::size_t g = 0; g < a.groups; ++g) {
@@ -192,18 +195,7 @@ LUTKIT_AVX512_DQ inline void mk_int8_3(const mk_int8_args& a) {
       c.sumx += a.ldsum;
     }
   }
-  _mm512_storeu_ps(C, f00);
-  _mm512_storeu_ps(C + 16, f01);
-  _mm512_storeu_ps(C + 32, f02);
-  _mm512_storeu_ps(C + 48, f03);
-  _mm512_storeu_ps(C + 64, f10);
-  _mm512_storeu_ps(C + 80, f11);
-  _mm512_storeu_ps(C + 96, f12);
-  _mm512_storeu_ps(C + 112, f13);
-  _mm512_storeu_ps(C + 128, f20);
-  _mm512_storeu_ps(C + 144, f21);
-  _mm512_storeu_ps(C + 160, f22);
-  _mm512_storeu_ps(C + 176, f23);
+  LUTKIT_DQ_COLS(LK_STORE_F)
 }
 #undef LK_OPERANDS
 #undef LK_EPI_COL_SA
@@ -225,16 +217,7 @@ LUTKIT_AVX512_DQ inline void mk_int8_3(const mk_int8_args& a) {
 static_assert(mk_val_cols == 6, "LUTKIT_DQ_VCOLS lists mk_val_cols columns");
 template <bool BF, int NC>
 LUTKIT_AVX512_DQ void mk_val(const mk_val_args& a) {
-#define LK_LOAD(n)                                                                                       \
-  __m512 c##n##0 = _mm512_setzero_ps(), c##n##1 = c##n##0, c##n##2 = c##n##0, c##n##3 = c##n##0;         \
-  if constexpr (NC > n) {                                                                                \
-    c##n##0 = _mm512_loadu_ps(a.C + n * 64);                                                             \
-    c##n##1 = _mm512_loadu_ps(a.C + n * 64 + 16);                                                        \
-    c##n##2 = _mm512_loadu_ps(a.C + n * 64 + 32);                                                        \
-    c##n##3 = _mm512_loadu_ps(a.C + n * 64 + 48);                                                        \
-  }
-  LUTKIT_DQ_VCOLS(LK_LOAD)
-#undef LK_LOAD
+  LUTKIT_DQ_VCOLS(LK_LOAD_C)
   for (std::size_t s = 0; s < a.steps; ++s) {
     const uint32_t* ws = a.W + s * 64;
     const __m512i w0 = _mm512_loadu_si512(ws), w1 = _mm512_loadu_si512(ws + 16);
@@ -259,17 +242,15 @@ LUTKIT_AVX512_DQ void mk_val(const mk_val_args& a) {
     LUTKIT_DQ_VCOLS(LK_COL)
 #undef LK_COL
   }
-#define LK_STORE(n)                                  \
-  if constexpr (NC > n) {                            \
-    _mm512_storeu_ps(a.C + n * 64, c##n##0);         \
-    _mm512_storeu_ps(a.C + n * 64 + 16, c##n##1);    \
-    _mm512_storeu_ps(a.C + n * 64 + 32, c##n##2);    \
-    _mm512_storeu_ps(a.C + n * 64 + 48, c##n##3);    \
-  }
-  LUTKIT_DQ_VCOLS(LK_STORE)
-#undef LK_STORE
+  LUTKIT_DQ_VCOLS(LK_STORE_C)
 }
 #undef LUTKIT_DQ_VCOLS
+#undef LK_LOAD_F
+#undef LK_STORE_F
+#undef LK_LOAD_C
+#undef LK_STORE_C
+#undef LK_ACC_LOAD
+#undef LK_ACC_STORE
 
 // FusedDQP dot: 4 rows at a time share each activation load
 LUTKIT_AVX512_DQ inline void fdq_dot(const fdq_dot_args& a) {
