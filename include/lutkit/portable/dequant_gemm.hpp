@@ -119,8 +119,16 @@ inline bool quantize_act_int8(const float* x, std::size_t K, std::size_t group, 
   }
   for (std::size_t g0 = 0, gi = 0; g0 < K; g0 += group, ++gi) {
     const std::size_t g1 = std::min(K, g0 + group);
-    float amax = 0.f;
-    for (std::size_t k = g0; k < g1; ++k) amax = std::max(amax, std::fabs(x[k]));
+    // |x| compared as bit patterns (all finite here): a max the compiler vectorizes, unlike
+    // std::max on floats, whose NaN rule kept this loop scalar and made it a serial chain
+    uint32_t abits = 0;
+    for (std::size_t k = g0; k < g1; ++k) {
+      uint32_t b;
+      std::memcpy(&b, x + k, 4);
+      abits = std::max(abits, b & 0x7FFFFFFFu);
+    }
+    float amax;
+    std::memcpy(&amax, &abits, 4);
     const float s = amax / 127.f;
     const float inv = s > 0.f ? 1.f / s : 0.f;
     for (std::size_t k = g0; k < g1; ++k) {
@@ -165,9 +173,10 @@ inline void prepare_activations(dq_activations& A, const float* x, std::size_t l
   // then the block is interleaved into the panel.
   auto rows = [&](std::size_t b0, std::size_t b1) {
     constexpr std::size_t BN = 16;
-    std::vector<float> xb(BN * g.K_pad, 0.f);
-    std::vector<uint16_t> hb(BN * g.K_pad, 0);
-    std::vector<int8_t> qb(BN * g.K_pad, 0);
+    // only the buffer of this call's paradigm
+    std::vector<float> xb(A.act == act_type::fp32 ? BN * g.K_pad : 0, 0.f);
+    std::vector<uint16_t> hb(A.act == act_type::bf16 ? BN * g.K_pad : 0, 0);
+    std::vector<int8_t> qb(A.act == act_type::int8 || A.act == act_type::int8_group ? BN * g.K_pad : 0, 0);
     std::vector<float> sc(F + 1);
     for (std::size_t blk = b0; blk < b1; ++blk) {
       const std::size_t n0 = blk * BN, nb = std::min(BN, g.N - n0);
