@@ -67,7 +67,9 @@ dq_expect<P> dq_reference(const lutkit::quantized<P>& q, const std::vector<float
       const int c = q.codes[m * K + k];
       const float v = FT::value(s, z, c);
       wv[k] = act == act_type::bf16 ? double(round_to_bf16(v)) : double(v);
-      wmag[k] = std::fabs(double(s)) * (std::fabs(double(FT::level(c))) + std::fabs(double(z))) + std::fabs(wv[k]);
+      // min form (z is the group minimum): the kernels form s * level and m separately
+      wmag[k] = P::spec.min_form ? std::fabs(double(s)) * std::fabs(double(FT::level(c))) + std::fabs(double(z)) + std::fabs(wv[k])
+                                 : std::fabs(double(s)) * (std::fabs(double(FT::level(c))) + std::fabs(double(z))) + std::fabs(wv[k]);
     }
     for (std::size_t n = 0; n < N; ++n) {
       double acc = 0, mag = 0;

@@ -7,6 +7,7 @@
 
 #include <lutkit/core/concepts.hpp>
 #include <lutkit/core/policy.hpp>
+#include <lutkit/formats/q4nx.hpp>
 
 namespace lutkit_test {
 using namespace lutkit;
@@ -38,7 +39,7 @@ using policy_list = std::tuple<
 inline constexpr std::size_t policy_count = std::tuple_size_v<policy_list>;
 
 // The dequant kernels' list: every LUT policy above plus the formats only they run (codebooks,
-// 8 bits) and the llama.cpp block shapes. The table layout is irrelevant to these formats but
+// 8 bits, Q4NX's min form with bf16 parameters) and the llama.cpp block shapes. The table layout is irrelevant to these formats but
 // part of the policy type (i8 here).
 template <class... Extra>
 struct append_policies;
@@ -52,7 +53,8 @@ using dq_policy_list = append_policies<
     policy<fmt::codebook4<book::fp4_e2m1>, group<32>, i8>,
     policy<fmt::codebook4<book::iq4_nl>, group<32>, i8>,  // llama.cpp IQ4_NL blocks
     policy<fmt::uint_sym<8>, group<32>, i8>,              // llama.cpp Q8_0 blocks
-    policy<fmt::uint_sym<4>, group<32>, i8>>::type;       // llama.cpp Q4_0 blocks
+    policy<fmt::uint_sym<4>, group<32>, i8>,              // llama.cpp Q4_0 blocks
+    policy<fmt::q4nx, group<32>, i8>>::type;              // Q4NX: bf16 scale and min per 32
 inline constexpr std::size_t dq_policy_count = std::tuple_size_v<dq_policy_list>;
 
 // Calls f.template operator()<P>() for the policies with index in [Begin, End).

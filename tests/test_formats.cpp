@@ -119,7 +119,7 @@ TEST_CASE("canonical names of the new formats", "[formats]") {
   std::set<std::string> names;
   for_each_policy_in<dq_policy_list>([&]<class P>() { names.insert(P::name()); });
   CHECK(names.size() == dq_policy_count);
-  CHECK(dq_policy_count == policy_count + 5);
+  CHECK(dq_policy_count == policy_count + 6);
 }
 
 TEST_CASE("tiling spec of non-LUT formats: min(16, group/4) steps, no int16 bound", "[formats]") {

@@ -9,6 +9,9 @@
 #include <vector>
 
 #include <lutkit/formats/q4nx.hpp>
+#include <lutkit/pack.hpp>
+#include <lutkit/portable/dequant_gemm.hpp>
+#include <lutkit/portable/fused_dq_gemv.hpp>
 
 using namespace lutkit;
 
@@ -212,4 +215,85 @@ TEST_CASE("Q4NX bad input", "[tilegroup][q4nx]") {
   CHECK_THROWS_WITH(export_q4nx(q), Catch::Contains("exceeds 15"));
   q.mins.pop_back();
   CHECK_THROWS_WITH(export_q4nx(q), Catch::Contains("inconsistent"));
+}
+
+// Q4NX in the lutkit blob: the dequant-GEMM, FusedDQP and dequantize read the bf16 scale and
+// the bf16 minimum of each group from the packed blob (min form: w = scale * q + min).
+TEST_CASE("Q4NX blob: pack/unpack identity, dequantize bit-exact, kernels, policy check", "[tilegroup][q4nx]") {
+  using P = policy<fmt::q4nx, group<32>, table::lut4<int8_t, false>>;
+  using A4 = policy<fmt::uint_asym<4>, group<32>, table::lut4<int8_t, false>>;
+  STATIC_REQUIRE(P::spec.min_form);
+  STATIC_REQUIRE(P::spec.bf16_params);
+  CHECK(P::name().rfind("w4nx_g32_asym", 0) == 0);
+  const hand_built h = build_blocks(23);
+  const q4nx_quantized q = import_q4nx(h.bytes.data(), h.bytes.size(), h.M, h.K);
+  const auto wp = pack<P>(from_q4nx<P>(q));
+  // the blob holds the bf16 parameters exactly: unpack and export give the original stream back
+  const auto u = unpack<P>(wp);
+  CHECK(u.codes == q.codes);
+  CHECK(u.scales == q.scales);
+  CHECK(u.zeros == q.mins);
+  CHECK(export_q4nx(to_q4nx(u)) == h.bytes);
+  // level-1 + level-2 dequantization reproduces Q4NX's fp32 value bit for bit, on every backend
+  const std::vector<float> ref = q.dequantize();
+  std::vector<dq_backend> backends{dq_backend::generic};
+#if defined(LUTKIT_HAVE_AVX512_DQ)
+  if (detail::avx512::cpu_supported()) backends.push_back(dq_backend::avx512);
+#endif
+  for (dq_backend be : backends) {
+    std::vector<float> f(h.M * h.K);
+    dequantize<P>(wp, f.data(), dq_type::f32, 0, nullptr, be);
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < f.size(); ++i) bad += std::memcmp(&f[i], &ref[i], 4) != 0;
+    CHECK(bad == 0);
+  }
+  // the kernels on the blob of quantize_q4nx (moderate weights), against the double reference
+  const std::size_t M = 96, K = 768, N = 3;
+  std::mt19937_64 rng(5);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  std::vector<float> w(M * K), x(N * K);
+  for (auto& v : w) v = 0.3f + nd(rng);
+  for (auto& v : x) v = nd(rng);
+  const auto qq = from_q4nx<P>(quantize_q4nx(w.data(), M, K));
+  const auto bp = pack<P>(qq);
+  // reference in double, and the error bound: fp32 accumulation of K products whose operands
+  // are formed as scale * q and + min separately (magnitude (|s q| + |m| + |w|) |x|)
+  std::vector<double> yr(N * M), bound(N * M), wabs(M, 0.0);
+  for (std::size_t m = 0; m < M; ++m)
+    for (std::size_t k = 0; k < K; ++k) wabs[m] += std::fabs(qq.weight(m, k));
+  for (std::size_t n = 0; n < N; ++n)
+    for (std::size_t m = 0; m < M; ++m) {
+      double a = 0, mag = 0;
+      for (std::size_t k = 0; k < K; ++k) {
+        const std::size_t g = k / 32;
+        const double xv = double(x[n * K + k]);
+        a += qq.weight(m, k) * xv;
+        mag += (std::fabs(double(qq.scale(m, g)) * qq.codes[m * K + k]) + std::fabs(double(qq.zero(m, g))) +
+                std::fabs(qq.weight(m, k))) * std::fabs(xv);
+      }
+      yr[n * M + m] = a;
+      bound[n * M + m] = (double(K) + 16.0) * 0x1p-24 * mag;
+    }
+  for (dq_backend be : backends) {
+    std::vector<float> y(N * M), yf(N * M);
+    dequant_gemm<P>(bp, x.data(), N, K, y.data(), act_type::fp32, 0, 0, nullptr, be);
+    fused_dq_gemv<P>(bp, x.data(), N, K, yf.data(), 0, 0, nullptr, be);
+    for (std::size_t i = 0; i < y.size(); ++i) {
+      INFO("i=" << i << " backend " << int(be));
+      REQUIRE(std::fabs(double(y[i]) - yr[i]) <= bound[i]);
+      REQUIRE(std::fabs(double(yf[i]) - yr[i]) <= bound[i]);
+    }
+    // int8 activations: the activation quantization error dominates (|x| / 127 per element)
+    std::vector<float> y8(N * M);
+    dequant_gemm<P>(bp, x.data(), N, K, y8.data(), act_type::int8, 0, 0, nullptr, be);
+    for (std::size_t n = 0; n < N; ++n) {
+      float amax = 0;
+      for (std::size_t k = 0; k < K; ++k) amax = std::max(amax, std::fabs(x[n * K + k]));
+      for (std::size_t m = 0; m < M; ++m)
+        REQUIRE(std::fabs(double(y8[n * M + m]) - yr[n * M + m]) <=
+                0.5 * double(amax) / 127.0 * wabs[m] + bound[n * M + m]);
+    }
+  }
+  // the same bytes are not a uint_asym<4> g32 blob (same bits and group, other parameters)
+  CHECK_THROWS_AS(packed_weights<A4>::from_bytes(bp.bytes(), bp.size_bytes()), lutkit::error);
 }

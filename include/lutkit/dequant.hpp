@@ -59,10 +59,10 @@ inline void group_params(const uint8_t* data, const packed_layout& L, std::size_
                          float& s, float& z) {
   uint16_t h;
   std::memcpy(&h, data + L.scale_offset(t, g) + 2 * std::size_t(r), 2);
-  s = f16_to_f32(h);
+  s = decode_param(P::spec, h);
   if constexpr (P::spec.asymmetric) {
     std::memcpy(&h, data + L.zero_offset(t, g) + 2 * std::size_t(r), 2);
-    z = f16_to_f32(h);
+    z = decode_param(P::spec, h);
   } else {
     z = P::spec.sym_zero;
   }

@@ -157,10 +157,10 @@ packed_weights<P> pack(const quantized<P>& q) {
   for (std::size_t m = 0; m < q.M; ++m)
     for (std::size_t g = 0; g < L.groups; ++g) {
       const std::size_t t = m / S.rows_per_tile, r = m % S.rows_per_tile;
-      const uint16_t s = f32_to_f16(q.scale(m, g));
+      const uint16_t s = encode_param(S, q.scale(m, g));
       std::memcpy(d + L.scale_offset(t, g) + 2 * r, &s, 2);
       if (S.asymmetric) {
-        const uint16_t z = f32_to_f16(q.zero(m, g));
+        const uint16_t z = encode_param(S, q.zero(m, g));
         std::memcpy(d + L.zero_offset(t, g) + 2 * r, &z, 2);
       }
     }
@@ -211,11 +211,11 @@ quantized<P> unpack(const packed_weights<P>& w) {
       const std::size_t t = m / S.rows_per_tile, r = m % S.rows_per_tile;
       uint16_t s;
       std::memcpy(&s, d + L.scale_offset(t, g) + 2 * r, 2);
-      q.scales[m * q.groups + g] = f16_to_f32(s);
+      q.scales[m * q.groups + g] = decode_param(S, s);
       if (S.asymmetric) {
         uint16_t z;
         std::memcpy(&z, d + L.zero_offset(t, g) + 2 * r, 2);
-        q.zeros[m * q.groups + g] = f16_to_f32(z);
+        q.zeros[m * q.groups + g] = decode_param(S, z);
       }
     }
   if constexpr (S.ternary) {

@@ -32,10 +32,14 @@ struct quantized {
   // the value a code stands for (what every kernel must reproduce): format_traits::value's
   // formula scale * (level(code) - zero) in double. For symmetric formats level - zero is exact
   // in float and the product exact in double, so float(weight) == format_traits::value bit for bit.
+  // Min-form formats (zero() is the group minimum m): scale * level(code) + m.
   double weight(std::size_t m, std::size_t k) const {
     const std::size_t g = k / group_k();
     using FT = format_traits<typename P::format>;
-    return double(scale(m, g)) * (double(FT::level(codes[m * K + k])) - double(zero(m, g)));
+    if constexpr (P::spec.min_form)
+      return double(scale(m, g)) * double(FT::level(codes[m * K + k])) + double(zero(m, g));
+    else
+      return double(scale(m, g)) * (double(FT::level(codes[m * K + k])) - double(zero(m, g)));
   }
 };
 
@@ -116,11 +120,21 @@ float fit_codebook_scale(const float* w, std::size_t n, std::size_t stride) {
 }
 
 // (scale, zero) of one group of weights for a non-ternary format
+// a group parameter as the blob stores it (fp16, or bf16 for bf16_params formats)
+template <class P>
+float round_param(float v) {
+  return decode_param(P::spec, encode_param(P::spec, v));
+}
+
 template <class P>
 void fit_group(const float* w, std::size_t n, std::size_t stride, float& s, float& z) {
   constexpr int B = P::spec.bits;
   constexpr int maxq = (1 << B) - 1;
-  if constexpr (format_traits<typename P::format>::is_codebook) {
+  if constexpr (P::spec.min_form) {
+    // the format's own rule (scale and minimum, e.g. Q4NX's bf16 grid that covers every weight)
+    require(format_traits<typename P::format>::fit_group(w, n, stride, s, z),
+            "quantize: a group's range exceeds what the format's scale can represent");
+  } else if constexpr (format_traits<typename P::format>::is_codebook) {
     s = fit_codebook_scale<format_traits<typename P::format>>(w, n, stride);
     z = P::spec.sym_zero;
   } else if constexpr (P::spec.asymmetric) {
@@ -152,7 +166,9 @@ void fit_group(const float* w, std::size_t n, std::size_t stride, float& s, floa
 template <class P>
 uint8_t code_of(float w, float s, float z) {
   constexpr int maxq = format_traits<typename P::format>::max_code;
-  if constexpr (format_traits<typename P::format>::is_codebook) {
+  if constexpr (P::spec.min_form) {
+    return format_traits<typename P::format>::code_of(w, s, z);
+  } else if constexpr (format_traits<typename P::format>::is_codebook) {
     (void)z;
     return nearest_level<format_traits<typename P::format>>(w, s);
   } else if constexpr (P::spec.bits == 1 && !P::spec.asymmetric && !P::spec.ternary) {
@@ -208,7 +224,8 @@ quantized<P> quantize(const float* w, std::size_t M, std::size_t K) {
 }
 
 // Import codes (M x K bytes), scales (M x groups) and, for asymmetric formats, zeros (M x groups),
-// e.g. from another quantizer. Scales and zeros must be finite; they are rounded to fp16.
+// e.g. from another quantizer. Scales and zeros must be finite; they are rounded to fp16 (bf16
+// for bf16_params formats; for min-form formats `zeros` are the group minima).
 template <class P>
 quantized<P> from_codes(const uint8_t* codes, const float* scales, const float* zeros, std::size_t M,
                         std::size_t K) {
@@ -222,10 +239,10 @@ quantized<P> from_codes(const uint8_t* codes, const float* scales, const float* 
   }
   for (std::size_t i = 0; i < M * q.groups; ++i) {
     detail::require(std::isfinite(scales[i]), "from_codes: scale is not finite");
-    q.scales[i] = round_to_f16(scales[i]);
+    q.scales[i] = detail::round_param<P>(scales[i]);
     if (P::spec.asymmetric) {
       detail::require(std::isfinite(zeros[i]), "from_codes: zero is not finite");
-      q.zeros[i] = round_to_f16(zeros[i]);
+      q.zeros[i] = detail::round_param<P>(zeros[i]);
     }
   }
   if (P::spec.per_tensor)

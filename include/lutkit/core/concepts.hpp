@@ -128,6 +128,11 @@ struct format_traits {
   // codebook formats: their book's name token (nullptr for the linear formats)
   static constexpr bool is_codebook = false;
   static constexpr const char* book_name = nullptr;
+  // Group parameters. `min_form`: the second per-group parameter is an additive minimum m and
+  // value(scale, m, code) = scale * level(code) + m (Q4NX); otherwise it is the zero above.
+  // `bf16_params`: the packed blob stores scale and zero/min as bf16 instead of fp16.
+  static constexpr bool min_form = false;
+  static constexpr bool bf16_params = false;
 };
 
 // Codebooks: the 4-bit plane structure of uint_sym<4> with the book's levels and zero.

@@ -27,7 +27,9 @@
 #include <cstdint>
 
 #include "concepts.hpp"
+#include "bf16.hpp"
 #include "error.hpp"
+#include "half.hpp"
 
 namespace lutkit {
 
@@ -45,6 +47,8 @@ struct tiling_spec {
   int plane_weight_sum = 0;
   float sym_zero = 0;
   bool lut = true;        // format_traits::lut_gemv_capable: the int16 bound applies
+  bool min_form = false;     // format_traits::min_form: the zero slot holds an additive minimum
+  bool bf16_params = false;  // format_traits::bf16_params: scale and zero/min slots are bf16
   // ---- tunables / derived
   int rows_per_tile = 64;
   int chunk_bytes = 64;
@@ -108,6 +112,11 @@ constexpr int largest_pow2_le(long v) {
 }
 }  // namespace detail
 
+// The 2-byte group parameters (scale; zero or min) of a packed blob: fp16, or bf16 for formats
+// with bf16_params. Every reader and writer of those slots goes through these two.
+inline float decode_param(const tiling_spec& s, uint16_t bits) { return s.bf16_params ? bf16_to_f32(bits) : f16_to_f32(bits); }
+inline uint16_t encode_param(const tiling_spec& s, float v) { return s.bf16_params ? f32_to_bf16(v) : f32_to_f16(v); }
+
 template <class Fmt, class Group, class Table>
 constexpr tiling_spec make_tiling_spec() {
   using FT = format_traits<Fmt>;
@@ -124,6 +133,8 @@ constexpr tiling_spec make_tiling_spec() {
   s.plane_weight_sum = FT::plane_weight_sum;
   s.sym_zero = FT::sym_zero;
   s.lut = FT::lut_gemv_capable;
+  s.min_form = FT::min_form;
+  s.bf16_params = FT::bf16_params;
   // Block length: as many steps as the int16 bound allows, at most 16 (64 activations) for
   // bit planes — a power of two dividing the group — and 32 steps (96 activations) for ternary.
   // Formats the LUT-GEMV cannot run have no int16 bound: min(16, group / 4) steps.

@@ -150,13 +150,14 @@ inline void halves_to_float(const uint16_t* h, std::size_t n, float* f) {
   for (std::size_t i = 0; i < n; ++i) f[i] = f16_to_f32(h[i]);
 }
 
+// value = sc * (level - zz), or sc * level + zz for min-form formats (zz the group minimum)
 template <class T>
-void group16(const uint8_t* codes, std::size_t ldc, const float* lv, const float* sc, const float* zz, std::size_t len,
-             T* out, std::size_t ldo) {
+void group16(const uint8_t* codes, std::size_t ldc, const float* lv, const float* sc, const float* zz, bool min_form,
+             std::size_t len, T* out, std::size_t ldo) {
   for (int r = 0; r < 64; ++r) {
     T t[16];
     for (int c = 0; c < 16; ++c) {
-      const float v = sc[r] * (lv[c] - zz[r]);
+      const float v = min_form ? sc[r] * lv[c] + zz[r] : sc[r] * (lv[c] - zz[r]);
       if constexpr (sizeof(T) == 4) t[c] = v; else t[c] = f32_to_bf16(v);
     }
     for (std::size_t i = 0; i < len; ++i) out[r * ldo + i] = t[codes[r * ldc + i]];
@@ -178,9 +179,9 @@ struct dq_kernel_set {
   // level 2 of one scale group for the 64 rows of a tile (16-entry tables): per row r,
   // tbl[c] = sc[r] * (lv[c] - zz[r]) (fp32, or rounded to bf16), out[r * ldo + i] = tbl[codes[r * ldc + i]]
   void (*group16_f32)(const uint8_t* codes, std::size_t ldc, const float* lv, const float* sc, const float* zz,
-                      std::size_t len, float* out, std::size_t ldo);
+                      bool min_form, std::size_t len, float* out, std::size_t ldo);
   void (*group16_bf16)(const uint8_t* codes, std::size_t ldc, const float* lv, const float* sc, const float* zz,
-                       std::size_t len, uint16_t* out, std::size_t ldo);
+                       bool min_form, std::size_t len, uint16_t* out, std::size_t ldo);
   bool simd_level1;  // the backend has a SIMD level-1 unpacker to the step-major layout
 };
 

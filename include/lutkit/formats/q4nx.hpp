@@ -21,6 +21,7 @@
 #include "../core/bf16.hpp"
 #include "../core/concepts.hpp"
 #include "../core/error.hpp"
+#include "../quant.hpp"
 
 namespace lutkit {
 
@@ -49,18 +50,41 @@ struct format_traits<fmt::q4nx> {
   static constexpr bool bf16_params = true;
   static constexpr float value(float scale, float min, int code) { return scale * level(code) + min; }
   static constexpr bool lut_gemv_capable = false;
+  static constexpr bool is_codebook = false;
+  static constexpr const char* book_name = "nx";  // policy names read w4nx_g32_asym_...
+  // The group fit of quantize_q4nx (and of lutkit::quantize for Q4NX policies):
+  //   min   = the largest bf16 <= min(w)              (rounded down: the grid starts below every w)
+  //   scale = the smallest bf16 >= (max(w) - min)/15  (rounded up: the grid ends above every w)
+  // so every weight is within scale/2 of d*q + m (plus one float rounding of the sum). Plain
+  // round-to-nearest of min and scale would not guarantee this: bf16 keeps 8 significant bits,
+  // so rounding the min moves it by up to 2^-9 |min|, more than scale/2 for a narrow group far
+  // from 0. False when scale * 15 is not finite in float (the top codes would be Inf).
+  static bool fit_group(const float* w, std::size_t n, std::size_t stride, float& scale, float& min) {
+    float lo = w[0], hi = w[0];
+    for (std::size_t i = 1; i < n; ++i) {
+      lo = std::min(lo, w[i * stride]);
+      hi = std::max(hi, w[i * stride]);
+    }
+    const float mn = bf16_to_f32(f32_to_bf16_floor(lo));
+    const double range = double(hi) - double(mn);
+    float d = bf16_to_f32(f32_to_bf16_ceil(float(range / 15.0)));
+    if (double(d) * 15.0 < range) d = bf16_to_f32(detail::bf16_next(f32_to_bf16(d), true));
+    scale = d;
+    min = mn;
+    return std::isfinite(mn) && std::isfinite(d) && std::isfinite(d * 15.0f);
+  }
+  // q = round((w - min) / scale) clamped to 0..15 (0 for a zero scale: a constant group)
+  static uint8_t code_of(float w, float scale, float min) {
+    if (!(scale > 0)) return 0;
+    const double t = std::nearbyint((double(w) - double(min)) / double(scale));
+    return uint8_t(t < 0 ? 0 : (t > 15 ? 15 : int(t)));
+  }
 };
 
 // format_min_form_v<F>: true when format_traits<F>::value takes (scale, min, code) and computes
-// scale * level + min. False for every format whose traits do not declare `min_form`.
-namespace detail {
-template <class T, class = void>
-struct has_min_form : std::false_type {};
-template <class T>
-struct has_min_form<T, std::void_t<decltype(T::min_form)>> : std::bool_constant<T::min_form> {};
-}  // namespace detail
+// scale * level + min (the traits hook `min_form`, false for every other format).
 template <class F>
-inline constexpr bool format_min_form_v = detail::has_min_form<format_traits<F>>::value;
+inline constexpr bool format_min_form_v = format_traits<F>::min_form;
 
 // ---------------------------------------------------------------- geometry of the block format
 struct q4nx_spec {
@@ -132,14 +156,10 @@ inline q4nx_quantized make_q4nx(std::size_t M, std::size_t K, const char* who) {
 }
 }  // namespace detail
 
-// Quantize row-major M x K float weights to Q4NX: per group of 32, min/max ->
-//   min   = the largest bf16 <= min(w)              (rounded down: the grid starts below every w)
-//   scale = the smallest bf16 >= (max(w) - min)/15  (rounded up: the grid ends above every w)
-//   q     = round((w - min) / scale) clamped to 0..15
-// so every weight is within scale/2 of d*q + m (plus one float rounding of the sum). Plain
-// round-to-nearest of min and scale would not guarantee this: bf16 keeps 8 significant bits, so
-// rounding the min moves it by up to 2^-9 |min|, more than scale/2 for a narrow group far from 0.
+// Quantize row-major M x K float weights to Q4NX: per group of 32, the traits' fit_group and
+// code_of (min rounded down and scale rounded up to bf16, q = round((w - min) / scale)).
 inline q4nx_quantized quantize_q4nx(const float* w, std::size_t M, std::size_t K) {
+  using FT = format_traits<fmt::q4nx>;
   detail::require(w != nullptr, "quantize_q4nx: null weight pointer");
   q4nx_quantized q = detail::make_q4nx(M, K, "quantize_q4nx");
   for (std::size_t i = 0; i < M * K; ++i)
@@ -148,24 +168,12 @@ inline q4nx_quantized quantize_q4nx(const float* w, std::size_t M, std::size_t K
   for (std::size_t m = 0; m < M; ++m)
     for (std::size_t g = 0; g < q.groups; ++g) {
       const float* wg = w + m * K + g * G;
-      const auto [pmn, pmx] = std::minmax_element(wg, wg + G);
-      const float mn = bf16_to_f32(f32_to_bf16_floor(*pmn));
-      const double range = double(*pmx) - double(mn);
-      float d = bf16_to_f32(f32_to_bf16_ceil(float(range / 15.0)));
-      if (double(d) * 15.0 < range) d = bf16_to_f32(detail::bf16_next(f32_to_bf16(d), true));
-      // d * 15 must stay finite in float too, or the top codes would dequantize to Inf
-      detail::require(std::isfinite(mn) && std::isfinite(d) && std::isfinite(d * 15.0f), "quantize_q4nx: group (",
-                      m, ", ", g, ") has a range beyond bf16 / float (scale * 15 overflows)");
+      float d = 0, mn = 0;
+      detail::require(FT::fit_group(wg, G, 1, d, mn), "quantize_q4nx: group (", m, ", ", g,
+                      ") has a range beyond bf16 / float (scale * 15 overflows)");
       q.scales[m * q.groups + g] = d;
       q.mins[m * q.groups + g] = mn;
-      for (std::size_t i = 0; i < G; ++i) {
-        int c = 0;
-        if (d > 0) {
-          const double t = std::nearbyint((double(wg[i]) - double(mn)) / double(d));
-          c = t < 0 ? 0 : (t > 15 ? 15 : int(t));
-        }
-        q.codes[m * K + g * G + i] = uint8_t(c);
-      }
+      for (std::size_t i = 0; i < G; ++i) q.codes[m * K + g * G + i] = FT::code_of(wg[i], d, mn);
     }
   return q;
 }
@@ -228,6 +236,32 @@ inline std::vector<uint8_t> export_q4nx(const q4nx_quantized& q) {
           }
         }
     }
+  return out;
+}
+
+// Q4NX weights as the quantized tensor of a lutkit policy over fmt::q4nx with group<32>
+// (codes, bf16 scales, bf16 minima unchanged), e.g. pack<P>(from_q4nx<P>(import_q4nx(...))):
+// the packed blob that dequant_gemm and fused_dq_gemv read. to_q4nx is the inverse.
+template <class P>
+quantized<P> from_q4nx(const q4nx_quantized& q) {
+  static_assert(std::is_same_v<typename P::format, fmt::q4nx> && P::spec.group_k == q4nx_spec::group,
+                "from_q4nx: the policy must be policy<fmt::q4nx, group<32>, ...>");
+  detail::require(q.codes.size() == q.M * q.K && q.scales.size() == q.M * q.groups && q.mins.size() == q.scales.size(),
+                  "from_q4nx: inconsistent Q4NX tensor");
+  quantized<P> out = detail::make_quantized<P>(q.M, q.K);
+  out.codes = q.codes;
+  out.scales = q.scales;
+  out.zeros = q.mins;
+  return out;
+}
+template <class P>
+q4nx_quantized to_q4nx(const quantized<P>& q) {
+  static_assert(std::is_same_v<typename P::format, fmt::q4nx> && P::spec.group_k == q4nx_spec::group,
+                "to_q4nx: the policy must be policy<fmt::q4nx, group<32>, ...>");
+  q4nx_quantized out = detail::make_q4nx(q.M, q.K, "to_q4nx");
+  out.codes = q.codes;
+  out.scales = q.scales;
+  out.mins = q.zeros;
   return out;
 }
 

@@ -311,23 +311,32 @@ struct lut_weight_source {
 #endif
     unpack_codes<P>(data, *L, t, k0, k1, s.codes.get(), s.ldc);
   }
-  // scale and zero of the 64 rows of tile t in scale group g (fp16 in the blob; the format's
-  // fixed zero for symmetric formats)
+  // scale and zero (min, for min-form formats) of the 64 rows of tile t in scale group g (fp16
+  // or bf16 in the blob; the format's fixed zero for symmetric formats)
   void scale_zero_rows(std::size_t t, std::size_t g, float* sc, float* zz) const {
     uint16_t h[64];
+    auto decode = [&](float* out) {
+      if constexpr (P::spec.bf16_params) {
+        for (int r = 0; r < 64; ++r) out[r] = decode_param(P::spec, h[r]);
+      } else {
+        ks->halves(h, 64, out);
+      }
+    };
     std::memcpy(h, data + L->scale_offset(t, g), 128);
-    ks->halves(h, 64, sc);
+    decode(sc);
     if constexpr (P::spec.asymmetric) {
       std::memcpy(h, data + L->zero_offset(t, g), 128);
-      ks->halves(h, 64, zz);
+      decode(zz);
     } else {
       for (int r = 0; r < 64; ++r) zz[r] = P::spec.sym_zero;
     }
   }
-  // int8: scale and scale*zero of each row for the flush group starting at k
+  // int8: the scale of each row for the flush group starting at k, and the coefficient of the
+  // group's activation sum it subtracts: scale * zero (w = s * (level - z)), or -min for
+  // min-form formats (w = s * level + m)
   void group_scales(std::size_t t, std::size_t k, float* sw, float* swz) const {
     scale_zero_rows(t, L->group_of_k(k), sw, swz);
-    for (int r = 0; r < 64; ++r) swz[r] *= sw[r];
+    for (int r = 0; r < 64; ++r) swz[r] = P::spec.min_form ? -swz[r] : swz[r] * sw[r];
   }
   // the same in the step-major layout of the micro-kernels
   template <class T>
@@ -353,9 +362,9 @@ struct lut_weight_source {
       T* o = out + (g0 - k0);
       if constexpr (code_count<P>() <= 16) {
         if constexpr (std::is_same_v<T, float>)
-          ks->group16_f32(c, s.ldc, lv, sc, zz, g1 - g0, o, s.ldv);
+          ks->group16_f32(c, s.ldc, lv, sc, zz, P::spec.min_form, g1 - g0, o, s.ldv);
         else
-          ks->group16_bf16(c, s.ldc, lv, sc, zz, g1 - g0, o, s.ldv);
+          ks->group16_bf16(c, s.ldc, lv, sc, zz, P::spec.min_form, g1 - g0, o, s.ldv);
       } else {
         for (int r = 0; r < 64; ++r) {
           level2_table<P, T>(sc[r], zz[r], tbl);
@@ -387,7 +396,6 @@ void dq_gemm_tiles(const Src& src, const dq_activations& A, const dq_kernel_set&
     std::memset(C, 0, 64 * NB * 4);
     for (std::size_t k0 = 0; k0 < g.K_pad; k0 += g.kc) {
       const std::size_t k1 = std::min(g.K_pad, k0 + g.kc);
-      std::size_t ld = 0;
       if (A.act == act_type::int8 || A.act == act_type::int8_group) {
         const uint8_t* W = src.levels(t, k0, k1, s);
         const std::size_t nf = (k1 - k0 + g.flush_k - 1) / g.flush_k;

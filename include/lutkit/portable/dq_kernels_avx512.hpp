@@ -439,11 +439,16 @@ LUTKIT_AVX512_DQ inline void rows_to_steps(const uint32_t* in, std::size_t ld, s
 
 // level 2 of one scale group, 64 rows: the 16-entry table of a row lives in one register
 // (vcvtneps2bf16 rounds to nearest even like f32_to_bf16; the values are never fp32-subnormal)
+// (the row's table: sc * (lv - zz), or sc * lv + zz for min-form formats, as generic::group16)
+LUTKIT_AVX512_DQ inline __m512 group16_table(__m512 l, float sc, float zz, bool min_form) {
+  const __m512 s = _mm512_set1_ps(sc), z = _mm512_set1_ps(zz);
+  return min_form ? _mm512_add_ps(_mm512_mul_ps(s, l), z) : _mm512_mul_ps(s, _mm512_sub_ps(l, z));
+}
 LUTKIT_AVX512_DQ inline void group16_f32(const uint8_t* codes, std::size_t ldc, const float* lv, const float* sc,
-                                         const float* zz, std::size_t len, float* out, std::size_t ldo) {
+                                         const float* zz, bool min_form, std::size_t len, float* out, std::size_t ldo) {
   const __m512 l = _mm512_loadu_ps(lv);
   for (int r = 0; r < 64; ++r) {
-    const __m512 t = _mm512_mul_ps(_mm512_set1_ps(sc[r]), _mm512_sub_ps(l, _mm512_set1_ps(zz[r])));
+    const __m512 t = group16_table(l, sc[r], zz[r], min_form);
     const uint8_t* c = codes + r * ldc;
     float* o = out + r * ldo;
     std::size_t i = 0;
@@ -456,10 +461,11 @@ LUTKIT_AVX512_DQ inline void group16_f32(const uint8_t* codes, std::size_t ldc, 
   }
 }
 LUTKIT_AVX512_DQ inline void group16_bf16(const uint8_t* codes, std::size_t ldc, const float* lv, const float* sc,
-                                          const float* zz, std::size_t len, uint16_t* out, std::size_t ldo) {
+                                          const float* zz, bool min_form, std::size_t len, uint16_t* out,
+                                          std::size_t ldo) {
   const __m512 l = _mm512_loadu_ps(lv);
   for (int r = 0; r < 64; ++r) {
-    const __m512 v = _mm512_mul_ps(_mm512_set1_ps(sc[r]), _mm512_sub_ps(l, _mm512_set1_ps(zz[r])));
+    const __m512 v = group16_table(l, sc[r], zz[r], min_form);
     const __m512i t = _mm512_zextsi256_si512((__m256i)_mm512_cvtneps_pbh(v));
     const uint8_t* c = codes + r * ldc;
     uint16_t* o = out + r * ldo;
