@@ -129,6 +129,34 @@ void bm_lut_gemv(benchmark::State& st, std::size_t M, std::size_t K, std::size_t
   set_counters(st, double(c.copies[0].size_bytes()), 2.0 * double(M) * K * N, threads);
 }
 
+// The practical roofline of one cold GEMV: a plain streaming read (no compute) of exactly the
+// bytes of the same cold weight copies, split over the same pool the way the kernel splits its
+// rows. A one-shot read of a few tens of MB runs below the 1 GiB dram_read figure (thread
+// wake-up, the ramp of the hardware prefetcher at every page and tile start), and this is the
+// time the LUT-GEMV is compared against in the summary ("vs stream").
+template <class P>
+void bm_stream_read(benchmark::State& st, std::size_t M, std::size_t K, int threads) {
+  auto& c = lut_data<P>(M, K, true);
+  thread_pool* pool = threads > 1 ? &pool_for(threads) : nullptr;
+  std::size_t i = 0;
+  for (auto _ : st) {
+    const auto& w = c.copies[i++ % c.copies.size()];
+    const std::size_t words = w.size_bytes() / 8;
+    const uint64_t* p = reinterpret_cast<const uint64_t*>(w.bytes());
+    uint64_t sink[8] = {};
+    if (pool) {
+      pool->run(std::size_t(threads), [&](std::size_t t) {
+        const std::size_t a = words * t / std::size_t(threads), b = words * (t + 1) / std::size_t(threads);
+        sink[t] = lutkit_bench::read_bandwidth(p + a, b - a, 0);
+      });
+    } else {
+      sink[0] = lutkit_bench::read_bandwidth(p, words, 0);
+    }
+    benchmark::DoNotOptimize(sink);
+  }
+  set_counters(st, double(c.copies[0].size_bytes()), 0.0, threads);
+}
+
 template <class P>
 void bm_lut_precompute(benchmark::State& st, std::size_t K, std::size_t N) {
   std::vector<float> x(N * K, 0.5f);
@@ -197,6 +225,11 @@ void register_lut(std::size_t M, std::size_t K, std::size_t N, int T, bool cold)
                                [=](benchmark::State& st) { bm_lut_gemv<P>(st, M, K, N, T, cold); })
       ->Unit(benchmark::kMicrosecond)
       ->UseRealTime();
+  if (cold && N == 1)  // right after its GEMV: the same cached cold copies
+    benchmark::RegisterBenchmark(("stream_read/" + P::name() + "/" + tail(M, K, N, T, cold)).c_str(),
+                                 [=](benchmark::State& st) { bm_stream_read<P>(st, M, K, T); })
+        ->Unit(benchmark::kMicrosecond)
+        ->UseRealTime();
 }
 
 using W1 = policy<fmt::uint_sym<1>, group<64>, i8>;

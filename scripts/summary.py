@@ -32,7 +32,8 @@ def main(path):
     times = {r[0]: r[1] for r in rows}
     for thr, bw in sorted(dram.items()):
         print(f"measured DRAM read bandwidth, {thr} thread(s): {bw:.1f} GB/s")
-    hdr = f"{'kernel':<12} {'policy':<36} {'shape':<11} {'N':>3} {'thr':>3} {'mode':<5} {'time us':>9} {'GB/s':>6} {'roofline':>8} {'vs ConvertDQ':>12} {'vs float':>8}"
+    print("vs stream: time of a plain one-shot streaming read of the same cold bytes (stream_read) / the GEMV's time")
+    hdr = f"{'kernel':<12} {'policy':<36} {'shape':<11} {'N':>3} {'thr':>3} {'mode':<5} {'time us':>9} {'GB/s':>6} {'roofline':>8} {'vs ConvertDQ':>12} {'vs float':>8} {'vs stream':>9}"
     print(hdr)
     print("-" * len(hdr))
     for (kernel, pol, shape, n, thr, mode), t, gbps, roof in rows:
@@ -41,8 +42,10 @@ def main(path):
         flt = times.get(("float_gemv", "f32_dense", shape, n, thr, "cold"))
         s_cdq = f"{cdq / t:.2f}x" if cdq and kernel == "lut_gemv" else "-"
         s_flt = f"{flt / t:.2f}x" if flt and kernel != "float_gemv" and mode == "cold" else "-"
+        strm = times.get(("stream_read", pol, shape, n, thr, mode))
+        s_str = f"{strm / t:.2f}" if strm and kernel.startswith("lut_gemv") else "-"
         print(f"{kernel:<12} {pol:<36} {shape:<11} {n.split(':')[1]:>3} {thr.split(':')[1]:>3} {mode:<5} "
-              f"{t:9.1f} {gbps:6.1f} {roof:8.2f} {s_cdq:>12} {s_flt:>8}")
+              f"{t:9.1f} {gbps:6.1f} {roof:8.2f} {s_cdq:>12} {s_flt:>8} {s_str:>9}")
 
 
 def prefill(path):
