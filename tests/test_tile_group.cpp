@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include <lutkit/portable/tile_group_gemm.hpp>
 #include <lutkit/quant_tile_group.hpp>
 
 using namespace lutkit;
@@ -275,4 +276,108 @@ TEST_CASE("tile-group vs conventional on structured weights (reported, not asser
   rows.push_back({"Gaussian x k scale (lognormal 0.5)", "W4 asym", measure<fmt::uint_asym<4>>(by_k, M, K)});
   print_table("structured weights (informational)", rows);
   for (const auto& x : rows) CHECK(x.r.tile_group > 0);
+}
+
+// ---------------------------------------------------------------- the kernels on tile groups
+namespace {
+template <class Fmt>
+void tile_group_kernel_case(std::mt19937_64& rng, std::size_t M, std::size_t K, std::size_t N) {
+  const auto w = gaussian(M * K, rng());
+  const auto q = quantize_tile_group<Fmt>(w.data(), M, K);
+  const tile_group_weights<Fmt> tw(q);
+  std::vector<float> x(N * K);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  for (auto& v : x) v = nd(rng);
+  std::vector<dq_backend> backends{dq_backend::generic};
+#if defined(LUTKIT_HAVE_AVX512_DQ)
+  if (detail::avx512::cpu_supported()) backends.push_back(dq_backend::avx512);
+#endif
+  for (act_type act : {act_type::fp32, act_type::bf16}) {
+    // the reference: the weights and activations the paradigm specifies (bf16-rounded for bf16),
+    // in double; bound: fp32 accumulation of K products, magnitude sum |s| (|level| + |zero|) |x|
+    const bool bf = act == act_type::bf16;
+    std::vector<double> yr(N * M), bound(N * M);
+    for (std::size_t m = 0; m < M; ++m)
+      for (std::size_t n = 0; n < N; ++n) {
+        double a = 0, mag = 0;
+        for (std::size_t k = 0; k < K; ++k) {
+          const float wv = q.weight(m, k);
+          const double wq = bf ? double(round_to_bf16(wv)) : double(wv);
+          const double xv = bf ? double(round_to_bf16(x[n * K + k])) : double(x[n * K + k]);
+          a += wq * xv;
+          mag += (std::fabs(double(q.scale(m, k))) * (double(q.code(m, k)) + std::fabs(double(q.zero(m, k)))) +
+                  std::fabs(wq)) * std::fabs(xv);
+        }
+        yr[n * M + m] = a;
+        bound[n * M + m] = (double(K) + 16.0) * 0x1p-24 * mag;
+      }
+    for (dq_backend be : backends) {
+      std::vector<float> y(N * M, -1.f);
+      tile_group_gemm<Fmt>(tw, x.data(), N, K, y.data(), act, 0, 0, nullptr, be);
+      for (std::size_t i = 0; i < y.size(); ++i) {
+        INFO("M=" << M << " K=" << K << " N=" << N << " act " << act_name(act) << " backend " << int(be) << " i=" << i);
+        REQUIRE(std::fabs(double(y[i]) - yr[i]) <= bound[i]);
+      }
+      if (!bf && N <= 4) {  // decode GEMV (fp32)
+        std::vector<float> yv(N * M, -1.f);
+        tile_group_gemv<Fmt>(tw, x.data(), N, K, yv.data(), 0, 0, nullptr, be);
+        for (std::size_t i = 0; i < yv.size(); ++i) {
+          INFO("gemv M=" << M << " K=" << K << " N=" << N << " backend " << int(be) << " i=" << i);
+          REQUIRE(std::fabs(double(yv[i]) - yr[i]) <= bound[i]);
+        }
+      }
+    }
+  }
+}
+}  // namespace
+
+TEST_CASE("tile-group kernels: dequant-GEMM (fp32, bf16) and GEMV match the reference", "[tilegroup][fuzz]") {
+  std::mt19937_64 rng(2024);
+  std::uniform_int_distribution<int> mt(1, 6), kt(1, 12), nn(1, 21);
+  for (int c = 0; c < 12; ++c) {
+    const std::size_t M = 32 * std::size_t(mt(rng)), K = 32 * std::size_t(kt(rng)), N = std::size_t(nn(rng));
+    tile_group_kernel_case<fmt::uint_asym<4>>(rng, M, K, N);
+    tile_group_kernel_case<fmt::uint_sym<4>>(rng, M, K, N);
+    tile_group_kernel_case<fmt::uint_asym<2>>(rng, M, K, N);
+    tile_group_kernel_case<fmt::uint_sym<2>>(rng, M, K, N);
+  }
+  // a multi-threaded call splits the tiles like the single-threaded one
+  const std::size_t M = 192, K = 256, N = 5;
+  const auto w = gaussian(M * K, 3);
+  const tile_group_weights<fmt::uint_asym<4>> tw(quantize_tile_group<fmt::uint_asym<4>>(w.data(), M, K));
+  const auto x = gaussian(N * K, 4);
+  std::vector<float> y1(N * M), y2(N * M);
+  thread_pool pool(2);
+  tile_group_gemm(tw, x.data(), N, K, y1.data(), act_type::bf16);
+  tile_group_gemm(tw, x.data(), N, K, y2.data(), act_type::bf16, 0, 0, &pool);
+  CHECK(y1 == y2);
+}
+
+TEST_CASE("tile-group kernels: bad input", "[tilegroup][bad_input]") {
+  const std::size_t M = 64, K = 128;
+  const auto w = gaussian(M * K, 9);
+  const auto q = quantize_tile_group<fmt::uint_asym<4>>(w.data(), M, K);
+  const tile_group_weights<fmt::uint_asym<4>> tw(q);
+  std::vector<float> x(2 * K, 1.f), y(2 * M);
+  CHECK_THROWS_WITH(tile_group_gemm(tw, x.data(), 2, K, y.data(), act_type::int8), Catch::Contains("2 k"));
+  CHECK_THROWS_WITH(tile_group_gemm(tw, x.data(), 2, K - 32, y.data()), Catch::Contains("K = "));
+  CHECK_THROWS_WITH(tile_group_gemm(tw, nullptr, 2, K, y.data()), Catch::Contains("null"));
+  CHECK_THROWS_WITH(tile_group_gemv(tw, x.data(), 2, K, y.data(), K, M - 1), Catch::Contains("ldy"));
+  CHECK_THROWS_WITH(tile_group_gemm(tw, x.data(), 0, K, y.data()), Catch::Contains("positive"));
+  // the byte stream: wrong size, NaN scale
+  const auto bytes = pack_super_groups(q);
+  CHECK_THROWS_WITH(tile_group_weights<fmt::uint_asym<4>>::from_bytes(bytes.data(), bytes.size() - 1, M, K),
+                    Catch::Contains("expected"));
+  auto bad = bytes;
+  const uint16_t nan16 = 0x7E00;
+  std::memcpy(bad.data() + super_group_map<fmt::uint_asym<4>>(hmx_fp16_tile_groups).scale_offset(3), &nan16, 2);
+  CHECK_THROWS_WITH(tile_group_weights<fmt::uint_asym<4>>::from_bytes(bad.data(), bad.size(), M, K),
+                    Catch::Contains("not finite"));
+  const auto back = tile_group_weights<fmt::uint_asym<4>>::from_bytes(bytes.data(), bytes.size(), M, K);
+  CHECK(std::memcmp(back.data(), bytes.data(), bytes.size()) == 0);
+  // another geometry is refused by the kernels
+  tile_group_geometry g4 = hmx_fp16_tile_groups;
+  g4.super_groups = 4;
+  CHECK_THROWS_WITH(tile_group_weights<fmt::uint_asym<4>>(quantize_tile_group<fmt::uint_asym<4>>(w.data(), M, K, g4)),
+                    Catch::Contains("HMX geometry"));
 }

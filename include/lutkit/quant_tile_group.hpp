@@ -109,29 +109,44 @@ constexpr std::size_t super_group_bytes(const tile_group_geometry& geo) {
   return std::size_t(geo.super_group_elems()) * format_traits<Fmt>::bits / 8 +
          std::size_t(geo.super_groups) * 2 * (format_traits<Fmt>::asymmetric ? 2 : 1);
 }
+// Byte offsets inside one super-group (the only place they are computed): read position i of
+// the super-group (0 .. E-1) is bits [shift, shift + B) of byte code_byte(i); the fp16 scale and
+// zero of its group gi (0 .. super_groups-1).
+template <class Fmt>
+struct super_group_map {
+  static constexpr int B = format_traits<Fmt>::bits;
+  std::size_t E, cb, SG;
+  explicit constexpr super_group_map(const tile_group_geometry& geo)
+      : E(std::size_t(geo.super_group_elems())), cb(E * B / 8), SG(std::size_t(geo.super_groups)) {}
+  constexpr std::size_t code_byte(std::size_t i) const { return i % cb; }
+  constexpr int code_shift(std::size_t i) const { return int(i / cb) * B; }
+  constexpr std::size_t scale_offset(std::size_t gi) const { return cb + 2 * gi; }
+  constexpr std::size_t zero_offset(std::size_t gi) const { return cb + 2 * SG + 2 * gi; }
+};
 
 template <class Fmt>
 std::vector<uint8_t> pack_super_groups(const tile_group_quantized<Fmt>& q) {
   constexpr int B = format_traits<Fmt>::bits;
   static_assert(8 % B == 0, "super-group packing: 2- or 4-bit codes");
   const tile_group_geometry& geo = q.layout.geo;
-  const std::size_t E = std::size_t(geo.super_group_elems()), cb = E * B / 8, SG = std::size_t(geo.super_groups);
+  const super_group_map<Fmt> map(geo);
+  const std::size_t E = map.E, SG = map.SG;
   const std::size_t per = super_group_bytes<Fmt>(geo);
   detail::require(q.codes.size() == q.layout.size(), "pack_super_groups: inconsistent codes");
   std::vector<uint8_t> out(q.layout.super_groups() * per, 0);
   for (std::size_t s = 0; s < q.layout.super_groups(); ++s) {
     uint8_t* d = out.data() + s * per;
-    for (std::size_t i = 0; i < E; ++i)
-      d[i % cb] |= uint8_t(q.codes[s * E + i] << (int(i / cb) * B));
+    for (std::size_t i = 0; i < E; ++i) d[map.code_byte(i)] |= uint8_t(q.codes[s * E + i] << map.code_shift(i));
     for (std::size_t g = 0; g < SG; ++g) {
       const uint16_t h = f32_to_f16(q.scales[s * SG + g]);
-      std::memcpy(d + cb + 2 * g, &h, 2);
+      std::memcpy(d + map.scale_offset(g), &h, 2);
       if (format_traits<Fmt>::asymmetric) {
         const uint16_t z = f32_to_f16(q.zeros[s * SG + g]);
-        std::memcpy(d + cb + 2 * SG + 2 * g, &z, 2);
+        std::memcpy(d + map.zero_offset(g), &z, 2);
       }
     }
   }
+  (void)B;
   return out;
 }
 
@@ -143,7 +158,8 @@ tile_group_quantized<Fmt> unpack_super_groups(const uint8_t* bytes, std::size_t 
   detail::require(bytes != nullptr, "unpack_super_groups: null pointer");
   tile_group_quantized<Fmt> q;
   q.layout = tile_group_layout(M, K, geo);
-  const std::size_t E = std::size_t(geo.super_group_elems()), cb = E * B / 8, SG = std::size_t(geo.super_groups);
+  const super_group_map<Fmt> map(geo);
+  const std::size_t E = map.E, SG = map.SG;
   const std::size_t per = super_group_bytes<Fmt>(geo);
   detail::require(n == q.layout.super_groups() * per, "unpack_super_groups: ", n, " bytes, expected ",
                   q.layout.super_groups() * per, " for ", M, " x ", K);
@@ -153,14 +169,14 @@ tile_group_quantized<Fmt> unpack_super_groups(const uint8_t* bytes, std::size_t 
   for (std::size_t s = 0; s < q.layout.super_groups(); ++s) {
     const uint8_t* d = bytes + s * per;
     for (std::size_t i = 0; i < E; ++i)
-      q.codes[s * E + i] = uint8_t((d[i % cb] >> (int(i / cb) * B)) & ((1u << B) - 1u));
+      q.codes[s * E + i] = uint8_t((d[map.code_byte(i)] >> map.code_shift(i)) & ((1u << B) - 1u));
     for (std::size_t g = 0; g < SG; ++g) {
       uint16_t h;
-      std::memcpy(&h, d + cb + 2 * g, 2);
+      std::memcpy(&h, d + map.scale_offset(g), 2);
       q.scales[s * SG + g] = f16_to_f32(h);
       detail::require(std::isfinite(q.scales[s * SG + g]), "unpack_super_groups: scale is not finite");
       if (format_traits<Fmt>::asymmetric) {
-        std::memcpy(&h, d + cb + 2 * SG + 2 * g, 2);
+        std::memcpy(&h, d + map.zero_offset(g), 2);
         q.zeros[s * SG + g] = f16_to_f32(h);
         detail::require(std::isfinite(q.zeros[s * SG + g]), "unpack_super_groups: zero is not finite");
       }

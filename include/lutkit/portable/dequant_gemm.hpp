@@ -82,13 +82,13 @@ struct dq_geometry {
   std::size_t n_block() const { return NP <= 768 ? NP : 768; }
 };
 
-template <class P>
-dq_geometry make_dq_geometry(const packed_layout& L, std::size_t N, act_type act) {
-  constexpr auto& S = P::spec;
+// K, the padded K of the weights, and the int8 flush group (a divisor of K_pad)
+inline dq_geometry make_dq_geometry_k(std::size_t K, std::size_t K_pad, std::size_t flush_k, std::size_t N,
+                                      act_type act) {
   dq_geometry g;
-  g.K = L.K;
-  g.K_pad = L.K_pad;
-  g.flush_k = S.group_k > 0 ? std::size_t(S.group_k) : round_up(256, std::size_t(S.block_k));
+  g.K = K;
+  g.K_pad = K_pad;
+  g.flush_k = flush_k;
   const std::size_t base = act == act_type::fp32 ? 64 : (act == act_type::bf16 ? 256 : 256);
   g.kc = round_up(base, g.flush_k);
   g.N = N;
@@ -96,6 +96,12 @@ dq_geometry make_dq_geometry(const packed_layout& L, std::size_t N, act_type act
   g.cb = act == act_type::int8 || act == act_type::int8_group ? std::size_t(mk_int8_cols) : std::size_t(mk_val_cols);
   g.psteps = g.K_pad / (act == act_type::fp32 ? 1 : act == act_type::bf16 ? 2 : 4);
   return g;
+}
+template <class P>
+dq_geometry make_dq_geometry(const packed_layout& L, std::size_t N, act_type act) {
+  constexpr auto& S = P::spec;
+  return make_dq_geometry_k(L.K, L.K_pad, S.group_k > 0 ? std::size_t(S.group_k) : round_up(256, std::size_t(S.block_k)),
+                            N, act);
 }
 
 // Per-row (group == 0) or per-group symmetric int8 quantization of one activation row of length

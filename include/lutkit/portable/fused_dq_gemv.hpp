@@ -21,28 +21,26 @@ namespace lutkit {
 namespace detail {
 inline constexpr std::size_t fdq_sub_block = 256;
 
-template <class P>
-void fused_dq_tiles(const packed_weights<P>& w, const dq_kernel_set& ks, const float* xp, std::size_t ldxp,
-                    std::size_t N, std::size_t t0, std::size_t t1, std::size_t r0, std::size_t r1, float* y,
-                    std::size_t ldy) {
-  const packed_layout& L = w.layout();
-  dq_geometry g = make_dq_geometry<P>(L, N, act_type::fp32);
-  g.kc = round_up(fdq_sub_block, g.flush_k);
+// Tiles [t0, t1) of any weight source with values<float> (64 rows, k in [k0, k1)); g: the
+// fp32 geometry with kc the sub-block; M: rows of the matrix.
+template <class Src>
+void fused_dq_tiles_src(const Src& src, const dq_kernel_set& ks, const dq_geometry& g, std::size_t M, const float* xp,
+                        std::size_t ldxp, std::size_t N, std::size_t t0, std::size_t t1, std::size_t r0,
+                        std::size_t r1, float* y, std::size_t ldy) {
   dq_scratch s;
   s.init(g);
-  const lut_weight_source<P> src{w.data(), &L, &ks};
   std::vector<float> part(64 * N * 16);
   for (std::size_t t = t0; t < t1; ++t) {
     std::fill(part.begin(), part.end(), 0.f);
-    for (std::size_t k0 = 0; k0 < L.K_pad; k0 += g.kc) {
-      const std::size_t k1 = std::min(L.K_pad, k0 + g.kc);
+    for (std::size_t k0 = 0; k0 < g.K_pad; k0 += g.kc) {
+      const std::size_t k1 = std::min(g.K_pad, k0 + g.kc);
       std::size_t ld = 0;
       const float* W = src.template values<float>(t, k0, k1, s, ld);
       ks.fdq(fdq_dot_args{W, ld, 64, k1 - k0, xp + k0, ldxp, N, part.data()});
     }
     for (std::size_t r = 0; r < 64; ++r) {
       const std::size_t m = t * 64 + r;
-      if (m < r0 || m >= r1 || m >= L.M) continue;
+      if (m < r0 || m >= r1 || m >= M) continue;
       for (std::size_t n = 0; n < N; ++n) {
         const float* p = part.data() + (r * N + n) * 16;
         float acc = 0.f;
@@ -51,6 +49,17 @@ void fused_dq_tiles(const packed_weights<P>& w, const dq_kernel_set& ks, const f
       }
     }
   }
+}
+
+template <class P>
+void fused_dq_tiles(const packed_weights<P>& w, const dq_kernel_set& ks, const float* xp, std::size_t ldxp,
+                    std::size_t N, std::size_t t0, std::size_t t1, std::size_t r0, std::size_t r1, float* y,
+                    std::size_t ldy) {
+  const packed_layout& L = w.layout();
+  dq_geometry g = make_dq_geometry<P>(L, N, act_type::fp32);
+  g.kc = round_up(fdq_sub_block, g.flush_k);
+  const lut_weight_source<P> src{w.data(), &L, &ks};
+  fused_dq_tiles_src(src, ks, g, L.M, xp, ldxp, N, t0, t1, r0, r1, y, ldy);
 }
 
 template <class P>
