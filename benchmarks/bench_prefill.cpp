@@ -33,6 +33,7 @@ using namespace lutkit;
 using i8 = table::lut4<int8_t, false>;
 using W2 = policy<fmt::uint_asym<2>, group<64>, i8>;
 using W4 = policy<fmt::uint_asym<4>, group<64>, i8>;
+using Q4NX = policy<fmt::q4nx, group<32>, i8>;
 
 std::map<std::string, double> g_peak;  // "<paradigm>/<threads>" -> GFLOP/s
 
@@ -379,6 +380,37 @@ void register_dequant(const std::string& tail, int T, int out) {
 
 }  // namespace
 
+// tile-group weights (HMX geometry, W4 asymmetric): the dequant-GEMM reading the super-group
+// stream, named like the other GEMMs (w4, groups of 32 = 2 k x 16 rows, asym)
+void bm_tile_group_gemm(benchmark::State& st, std::size_t M, std::size_t K, std::size_t N, int threads, act_type act) {
+  using F = fmt::uint_asym<4>;
+  static std::unique_ptr<tile_group_weights<F>> cache;
+  static std::size_t cm = 0, ck = 0;
+  if (!cache || cm != M || ck != K) {
+    std::mt19937_64 rng(21);
+    std::normal_distribution<float> nd(0.f, 0.02f);
+    std::vector<float> w(M * K);
+    for (auto& v : w) v = nd(rng);
+    cache = std::make_unique<tile_group_weights<F>>(quantize_tile_group<F>(w.data(), M, K));
+    cm = M;
+    ck = K;
+  }
+  std::mt19937_64 rng(11);
+  std::normal_distribution<float> nd;
+  std::vector<float> x(N * K), y(N * M);
+  for (auto& v : x) v = nd(rng);
+  thread_pool* pool = threads > 1 ? &pool_for(threads) : nullptr;
+  for (auto _ : st) {
+    tile_group_gemm(*cache, x.data(), N, K, y.data(), act, 0, 0, pool);
+    benchmark::DoNotOptimize(y.data());
+  }
+  const double flops = 2.0 * double(M) * double(K) * double(N);
+  st.counters["GFLOPs"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  const std::string pk = std::string(act == act_type::bf16 ? "bf16_dot" : "fp32_fma") + "/" + std::to_string(threads);
+  if (g_peak.count(pk) && g_peak[pk] > 0)
+    st.counters["of_peak"] = benchmark::Counter(flops * 1e-9 / g_peak[pk], benchmark::Counter::kIsIterationInvariantRate);
+}
+
 void register_prefill() {
   const char* kinds[3] = {"vnni_int8", "bf16_dot", "fp32_fma"};
   for (int T : {1, 2})
@@ -396,6 +428,14 @@ void register_prefill() {
           register_gemm<W4>(M, K, N, T, a, N == 128);
           register_gemm<W2>(M, K, N, T, a, N == 128);
         }
+  // the formats outside the W2/W4 sweep, at the headline shape: Q4NX (bf16 scale and min per
+  // 32, min form) and tile-group weights
+  for (act_type a : {act_type::int8, act_type::bf16}) register_gemm<Q4NX>(4096, 14336, 128, 2, a, false);
+  for (act_type a : {act_type::bf16, act_type::fp32})
+    benchmark::RegisterBenchmark(("dequant_gemm/w4_g32_asym_tilegroup_hmx/" + gemm_tail(4096, 14336, 128, 2, a)).c_str(),
+                                 [=](benchmark::State& st) { bm_tile_group_gemm(st, 4096, 14336, 128, 2, a); })
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
   for (std::size_t N : {1, 4})
     for (int T : {1, 2})
       for (bool cold : {true, false}) {
