@@ -75,8 +75,10 @@ def prefill(path):
             cdq = gemm.get(("convertdq_gemm", f"{bits}_g64_asym_rowmajor", shape, n, thr, act))
             dense = {"act:fp32": "f32_dense", "act:bf16": "bf16_dense"}.get(act, "u8_dense")
             lf = gemm.get(("loadfull_gemm", dense, shape, n, thr, act))
-            s_c = f"{cdq[0] / t:.2f}x" if cdq and k == "dequant_gemm" else "-"
-            s_l = f"{lf[0] / t:.2f}x" if lf and k == "dequant_gemm" else "-"
+            # the baselines are W<bits> g64 asym weights: compare only the same weights
+            same = "_g64_asym_" in pol
+            s_c = f"{cdq[0] / t:.2f}x" if cdq and k == "dequant_gemm" and same else "-"
+            s_l = f"{lf[0] / t:.2f}x" if lf and k == "dequant_gemm" and same else "-"
             print(f"{k:<15} {pol:<34} {shape:<11} {n.split(':')[1]:>4} {thr.split(':')[1]:>3} {act.split(':')[1]:<6} "
                   f"{t:8.1f} {gf:8.1f} {op:7.2f} {s_c:>12} {s_l:>11}")
     if deq:
