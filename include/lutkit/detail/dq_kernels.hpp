@@ -164,6 +164,27 @@ void group16(const uint8_t* codes, std::size_t ldc, const float* lv, const float
   }
 }
 
+// Tile groups (portable/tile_group_gemm.hpp): n groups of 32 codes of `bits` bits, group i's
+// codes at bits [shift[i], shift[i] + bits) of bytes codes[i][0..31] (unsigned, level = code),
+// value = s[i] * (code - z[i]) rounded to bf16, written to out[32 * i + j].
+struct tg_groups_args {
+  const uint8_t* const* codes;
+  const int* shift;
+  const float* s;
+  const float* z;
+  std::size_t n;
+  int bits;
+  uint16_t* out;
+};
+inline void tg_groups_bf16(const tg_groups_args& a) {
+  const unsigned mask = (1u << a.bits) - 1u;
+  for (std::size_t i = 0; i < a.n; ++i)
+    for (int j = 0; j < 32; ++j) {
+      const float c = float((a.codes[i][j] >> a.shift[i]) & mask);
+      a.out[32 * i + std::size_t(j)] = f32_to_bf16(a.s[i] * (c - a.z[i]));
+    }
+}
+
 }  // namespace generic
 
 // One backend's kernel set: int8 micro-kernels by NC, bf16 / fp32 by NV (index NC - 1 / NV - 1), level-2 lookups of 16-entry
@@ -182,6 +203,7 @@ struct dq_kernel_set {
                       bool min_form, std::size_t len, float* out, std::size_t ldo);
   void (*group16_bf16)(const uint8_t* codes, std::size_t ldc, const float* lv, const float* sc, const float* zz,
                        bool min_form, std::size_t len, uint16_t* out, std::size_t ldo);
+  void (*tg_groups_bf16)(const generic::tg_groups_args&);  // tile groups -> bf16 (one vector each)
   bool simd_level1;  // the backend has a SIMD level-1 unpacker to the step-major layout
 };
 
@@ -197,6 +219,7 @@ inline const dq_kernel_set& generic_kernels() {
                                &generic::halves_to_float,
                                &generic::group16<float>,
                                &generic::group16<uint16_t>,
+                               &generic::tg_groups_bf16,
                                false};
   return k;
 }

@@ -495,6 +495,21 @@ inline bool cpu_supported() {
   return ok;
 }
 
+// tile groups -> bf16: 32 codes (one 256-bit load, shift, mask) -> 2 x 16 floats, (c - z) * s
+// (the order of generic::tg_groups_bf16), vcvtne2ps2bf16 (round to nearest even) -> 64 bytes
+LUTKIT_AVX512_DQ inline void tg_groups_bf16(const generic::tg_groups_args& a) {
+  const __m256i mask = _mm256_set1_epi8(char((1u << a.bits) - 1u));
+  for (std::size_t i = 0; i < a.n; ++i) {
+    const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.codes[i]));
+    const __m256i c = _mm256_and_si256(_mm256_srl_epi16(raw, _mm_cvtsi32_si128(a.shift[i])), mask);
+    const __m512 s = _mm512_set1_ps(a.s[i]), z = _mm512_set1_ps(a.z[i]);
+    const __m512 lo = _mm512_mul_ps(_mm512_sub_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm256_castsi256_si128(c))), z), s);
+    const __m512 hi =
+        _mm512_mul_ps(_mm512_sub_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm256_extracti128_si256(c, 1))), z), s);
+    _mm512_storeu_si512(a.out + 32 * i, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+  }
+}
+
 inline const dq_kernel_set& kernels() {
   static const dq_kernel_set k{"avx512_vnni_bf16",
                                {&mk_int8<1>, &mk_int8<2>, &mk_int8_3},
@@ -507,6 +522,7 @@ inline const dq_kernel_set& kernels() {
                                &halves_to_float,
                                &group16_f32,
                                &group16_bf16,
+                               &tg_groups_bf16,
                                true};
   return k;
 }

@@ -68,33 +68,63 @@ struct tile_group_source {
   using FT = format_traits<Fmt>;
   const uint8_t* data;
   const tile_group_layout* L;
+  const dq_kernel_set* ks;
 
-  // The 32 values of the group holding rows [m, m + 16) x k-pair (k, k + 1) (m a multiple of 16,
-  // k even), in read order: out[2 * i + j] = W[m + i][k + j].
-  void group_values(std::size_t m, std::size_t k, float* out) const {
+  // where group g's codes, shift, scale and zero are (super_group_map: the byte offsets)
+  void locate(std::size_t g, const uint8_t*& codes, int& shift, float& s, float& z) const {
     const super_group_map<Fmt> map(L->geo);
-    const std::size_t G = std::size_t(L->geo.group);
-    const std::size_t g = L->group_of(m, k), sg = g / map.SG, gi = g % map.SG;
+    const std::size_t sg = g / map.SG, gi = g % map.SG, i0 = gi * std::size_t(L->geo.group);
     const uint8_t* d = data + sg * super_group_bytes<Fmt>(L->geo);
     uint16_t h;
     std::memcpy(&h, d + map.scale_offset(gi), 2);
-    const float s = f16_to_f32(h);
-    float z = FT::sym_zero;
+    s = f16_to_f32(h);
+    z = FT::sym_zero;
     if constexpr (FT::asymmetric) {
       std::memcpy(&h, d + map.zero_offset(gi), 2);
       z = f16_to_f32(h);
     }
-    // the group's read positions gi*G .. gi*G + G - 1 of its super-group share one shift
-    const std::size_t i0 = gi * G;
-    const uint8_t* c = d + map.code_byte(i0);
-    const int sh = map.code_shift(i0);
+    codes = d + map.code_byte(i0);
+    shift = map.code_shift(i0);
+  }
+
+  // The 32 values of the group holding rows [m, m + 16) x k-pair (k, k + 1) (m a multiple of 16,
+  // k even), in read order: out[2 * i + j] = W[m + i][k + j].
+  void group_values(std::size_t m, std::size_t k, float* out) const {
+    const uint8_t* c;
+    int sh;
+    float s, z;
+    locate(L->group_of(m, k), c, sh, s, z);  // the group's 32 positions share one shift
     constexpr unsigned mask = (1u << FT::bits) - 1u;
-    for (std::size_t j = 0; j < G; ++j) out[j] = FT::value(s, z, int((c[j] >> sh) & mask));
+    for (std::size_t j = 0; j < std::size_t(L->geo.group); ++j) out[j] = FT::value(s, z, int((c[j] >> sh) & mask));
   }
   // the step-major panel values of the bf16 / fp32 micro-kernels for rows of tile t, k in [k0, k1)
   template <class T>
   const uint32_t* value_steps(std::size_t t, std::size_t k0, std::size_t k1, dq_scratch& s) const {
     uint32_t* out = reinterpret_cast<uint32_t*>(s.steps.get());
+    if constexpr (sizeof(T) == 2) {
+      // bf16: group (k-pair step st, vector q) is the 64 bytes at out + 16 * (4 * st + q), so the
+      // whole chunk is one batch of groups in order; rows beyond M read a zero group
+      static const uint8_t zero_codes[32] = {};
+      const std::size_t n = (k1 - k0) / 2 * 4;
+      std::vector<const uint8_t*> codes(n);
+      std::vector<int> shift(n);
+      std::vector<float> sc(n), zz(n);
+      for (std::size_t k = k0, i = 0; k < k1; k += 2)
+        for (std::size_t q = 0; q < 4; ++q, ++i) {
+          const std::size_t m = t * 64 + 16 * q;
+          if (m < L->M) {
+            locate(L->group_of(m, k), codes[i], shift[i], sc[i], zz[i]);
+          } else {
+            codes[i] = zero_codes;
+            shift[i] = 0;
+            sc[i] = 0.f;
+            zz[i] = 0.f;
+          }
+        }
+      ks->tg_groups_bf16(generic::tg_groups_args{codes.data(), shift.data(), sc.data(), zz.data(), n, FT::bits,
+                                                 reinterpret_cast<uint16_t*>(out)});
+      return out;
+    }
     alignas(64) float v[32];
     for (std::size_t k = k0; k < k1; k += 2)
       for (std::size_t q = 0; q < 4; ++q) {
@@ -103,17 +133,12 @@ struct tile_group_source {
           group_values(m, k, v);
         else
           std::fill(v, v + 32, 0.f);
-        if constexpr (sizeof(T) == 2) {
-          // one k-pair step: 16 rows x (bf16 k, bf16 k + 1), the group's own order
-          uint16_t* o = reinterpret_cast<uint16_t*>(out + ((k - k0) / 2) * 64 + 16 * q);
-          for (int j = 0; j < 32; ++j) o[j] = f32_to_bf16(v[j]);
-        } else {
-          float* o0 = reinterpret_cast<float*>(out + (k - k0) * 64 + 16 * q);
-          float* o1 = o0 + 64;
-          for (int i = 0; i < 16; ++i) {
-            o0[i] = v[2 * i];
-            o1[i] = v[2 * i + 1];
-          }
+        // fp32: the group's two k-columns are two steps
+        float* o0 = reinterpret_cast<float*>(out + (k - k0) * 64 + 16 * q);
+        float* o1 = o0 + 64;
+        for (int i = 0; i < 16; ++i) {
+          o0[i] = v[2 * i];
+          o1[i] = v[2 * i + 1];
         }
       }
     return out;
@@ -174,7 +199,7 @@ void tile_group_gemm(const tile_group_weights<Fmt>& w, const float* x, std::size
   A.act = act;
   A.geo = detail::make_dq_geometry_k(K, K, std::size_t(w.layout().geo.group), N, act);
   detail::prepare_activations(A, x, ldx, pool);
-  const detail::tile_group_source<Fmt> src{w.data(), &w.layout()};
+  const detail::tile_group_source<Fmt> src{w.data(), &w.layout(), &ks};
   detail::run_dq_gemm(src, A, ks, w.M(), 0, w.M(), y, ldy, pool);
 }
 
@@ -193,7 +218,7 @@ void tile_group_gemv(const tile_group_weights<Fmt>& w, const float* x, std::size
   const std::size_t ldxp = detail::round_up(K, 16) + 16;
   std::vector<float> xp(N * ldxp, 0.f);
   for (std::size_t n = 0; n < N; ++n) std::memcpy(xp.data() + n * ldxp, x + n * ldx, K * 4);
-  const detail::tile_group_source<Fmt> src{w.data(), &w.layout()};
+  const detail::tile_group_source<Fmt> src{w.data(), &w.layout(), &ks};
   const std::size_t M = w.M(), tiles = (M + 63) / 64;
   const std::size_t parts = pool ? std::min(tiles, pool->size()) : 1;
   auto run = [&](std::size_t t0, std::size_t t1) {
