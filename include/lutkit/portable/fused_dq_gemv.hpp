@@ -51,15 +51,27 @@ void fused_dq_tiles_src(const Src& src, const dq_kernel_set& ks, const dq_geomet
   }
 }
 
-template <class P>
-void fused_dq_tiles(const packed_weights<P>& w, const dq_kernel_set& ks, const float* xp, std::size_t ldxp,
-                    std::size_t N, std::size_t t0, std::size_t t1, std::size_t r0, std::size_t r1, float* y,
-                    std::size_t ldy) {
-  const packed_layout& L = w.layout();
-  dq_geometry g = make_dq_geometry<P>(L, N, act_type::fp32);
-  g.kc = round_up(fdq_sub_block, g.flush_k);
-  const lut_weight_source<P> src{w.data(), &L, &ks};
-  fused_dq_tiles_src(src, ks, g, L.M, xp, ldxp, N, t0, t1, r0, r1, y, ldy);
+// Rows [r0, r1) of any weight source (g: its fp32 geometry, kc the sub-block), split over the
+// pool by 64-row tiles. The activations are padded with zeros to g.K_pad (per-channel blobs pad
+// K to a block).
+template <class Src>
+void run_fused_dq_src(const Src& src, const dq_kernel_set& ks, const dq_geometry& g, std::size_t M, const float* x,
+                      std::size_t N, std::size_t K, std::size_t ldx, float* y, std::size_t ldy, std::size_t r0,
+                      std::size_t r1, thread_pool* pool) {
+  const std::size_t ldxp = round_up(g.K_pad, 16) + 16;
+  std::vector<float> xp(N * ldxp, 0.f);
+  for (std::size_t n = 0; n < N; ++n) std::memcpy(xp.data() + n * ldxp, x + n * ldx, K * 4);
+  if (r0 == r1) return;
+  const std::size_t ta = r0 / 64, tb = (r1 + 63) / 64, tiles = tb - ta;
+  const std::size_t parts = pool ? std::min(tiles, pool->size()) : 1;
+  if (parts <= 1) {
+    fused_dq_tiles_src(src, ks, g, M, xp.data(), ldxp, N, ta, tb, r0, r1, y, ldy);
+    return;
+  }
+  pool->run(parts, [&](std::size_t i) {
+    fused_dq_tiles_src(src, ks, g, M, xp.data(), ldxp, N, ta + tiles * i / parts, ta + tiles * (i + 1) / parts, r0,
+                       r1, y, ldy);
+  });
 }
 
 template <class P>
@@ -68,21 +80,11 @@ void run_fused_dq(const packed_weights<P>& w, const float* x, std::size_t N, std
                   dq_backend backend) {
   check_dq_args(w, x, N, K, ldx, y, ldy, r0, r1);
   const auto& ks = dq_kernels_for(backend);
-  // activations padded with zeros to the packed K (per-channel blobs pad K to a block)
-  const std::size_t Kp = w.layout().K_pad, ldxp = round_up(Kp, 16) + 16;
-  std::vector<float> xp(N * ldxp, 0.f);
-  for (std::size_t n = 0; n < N; ++n) std::memcpy(xp.data() + n * ldxp, x + n * ldx, K * 4);
-  if (r0 == r1) return;
-  const std::size_t ta = r0 / 64, tb = (r1 + 63) / 64, tiles = tb - ta;
-  const std::size_t parts = pool ? std::min(tiles, pool->size()) : 1;
-  if (parts <= 1) {
-    fused_dq_tiles<P>(w, ks, xp.data(), ldxp, N, ta, tb, r0, r1, y, ldy);
-    return;
-  }
-  pool->run(parts, [&](std::size_t i) {
-    fused_dq_tiles<P>(w, ks, xp.data(), ldxp, N, ta + tiles * i / parts, ta + tiles * (i + 1) / parts, r0, r1, y,
-                      ldy);
-  });
+  const packed_layout& L = w.layout();
+  dq_geometry g = make_dq_geometry<P>(L, N, act_type::fp32);
+  g.kc = round_up(fdq_sub_block, g.flush_k);
+  const lut_weight_source<P> src{w.data(), &L, &ks};
+  run_fused_dq_src(src, ks, g, L.M, x, N, K, ldx, y, ldy, r0, r1, pool);
 }
 }  // namespace detail
 

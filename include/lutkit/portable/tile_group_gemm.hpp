@@ -215,20 +215,8 @@ void tile_group_gemv(const tile_group_weights<Fmt>& w, const float* x, std::size
   const auto& ks = detail::dq_kernels_for(backend);
   detail::dq_geometry g = detail::make_dq_geometry_k(K, K, std::size_t(w.layout().geo.group), N, act_type::fp32);
   g.kc = detail::fdq_sub_block;
-  const std::size_t ldxp = detail::round_up(K, 16) + 16;
-  std::vector<float> xp(N * ldxp, 0.f);
-  for (std::size_t n = 0; n < N; ++n) std::memcpy(xp.data() + n * ldxp, x + n * ldx, K * 4);
   const detail::tile_group_source<Fmt> src{w.data(), &w.layout(), &ks};
-  const std::size_t M = w.M(), tiles = (M + 63) / 64;
-  const std::size_t parts = pool ? std::min(tiles, pool->size()) : 1;
-  auto run = [&](std::size_t t0, std::size_t t1) {
-    detail::fused_dq_tiles_src(src, ks, g, M, xp.data(), ldxp, N, t0, t1, 0, M, y, ldy);
-  };
-  if (parts <= 1) {
-    run(0, tiles);
-  } else {
-    pool->run(parts, [&](std::size_t i) { run(tiles * i / parts, tiles * (i + 1) / parts); });
-  }
+  detail::run_fused_dq_src(src, ks, g, w.M(), x, N, K, ldx, y, ldy, 0, w.M(), pool);
 }
 
 }  // namespace lutkit
