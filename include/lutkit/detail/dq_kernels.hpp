@@ -185,6 +185,20 @@ inline void tg_groups_bf16(const tg_groups_args& a) {
     }
 }
 
+// The same in fp32 for the fp32 micro-kernel, whose step is one k: group i = 4 * st + q (k-pair
+// step st, vector q) writes its k column to out[128 * st + 16 * q + r] and its k + 1 column 64
+// floats further.
+inline void tg_groups_f32(const tg_groups_args& a, float* out) {
+  const unsigned mask = (1u << a.bits) - 1u;
+  for (std::size_t i = 0; i < a.n; ++i) {
+    float* o = out + 128 * (i / 4) + 16 * (i % 4);
+    for (int j = 0; j < 32; ++j) {
+      const float c = float((a.codes[i][j] >> a.shift[i]) & mask);
+      o[(j & 1) * 64 + j / 2] = a.s[i] * (c - a.z[i]);
+    }
+  }
+}
+
 }  // namespace generic
 
 // One backend's kernel set: int8 micro-kernels by NC, bf16 / fp32 by NV (index NC - 1 / NV - 1), level-2 lookups of 16-entry
@@ -204,6 +218,7 @@ struct dq_kernel_set {
   void (*group16_bf16)(const uint8_t* codes, std::size_t ldc, const float* lv, const float* sc, const float* zz,
                        bool min_form, std::size_t len, uint16_t* out, std::size_t ldo);
   void (*tg_groups_bf16)(const generic::tg_groups_args&);  // tile groups -> bf16 (one vector each)
+  void (*tg_groups_f32)(const generic::tg_groups_args&, float*);  // tile groups -> fp32 (two steps each)
   bool simd_level1;  // the backend has a SIMD level-1 unpacker to the step-major layout
 };
 
@@ -220,6 +235,7 @@ inline const dq_kernel_set& generic_kernels() {
                                &generic::group16<float>,
                                &generic::group16<uint16_t>,
                                &generic::tg_groups_bf16,
+                               &generic::tg_groups_f32,
                                false};
   return k;
 }

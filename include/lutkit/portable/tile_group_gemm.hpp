@@ -101,46 +101,32 @@ struct tile_group_source {
   template <class T>
   const uint32_t* value_steps(std::size_t t, std::size_t k0, std::size_t k1, dq_scratch& s) const {
     uint32_t* out = reinterpret_cast<uint32_t*>(s.steps.get());
-    if constexpr (sizeof(T) == 2) {
-      // bf16: group (k-pair step st, vector q) is the 64 bytes at out + 16 * (4 * st + q), so the
-      // whole chunk is one batch of groups in order; rows beyond M read a zero group
-      static const uint8_t zero_codes[32] = {};
-      const std::size_t n = (k1 - k0) / 2 * 4;
-      std::vector<const uint8_t*> codes(n);
-      std::vector<int> shift(n);
-      std::vector<float> sc(n), zz(n);
-      for (std::size_t k = k0, i = 0; k < k1; k += 2)
-        for (std::size_t q = 0; q < 4; ++q, ++i) {
-          const std::size_t m = t * 64 + 16 * q;
-          if (m < L->M) {
-            locate(L->group_of(m, k), codes[i], shift[i], sc[i], zz[i]);
-          } else {
-            codes[i] = zero_codes;
-            shift[i] = 0;
-            sc[i] = 0.f;
-            zz[i] = 0.f;
-          }
-        }
-      ks->tg_groups_bf16(generic::tg_groups_args{codes.data(), shift.data(), sc.data(), zz.data(), n, FT::bits,
-                                                 reinterpret_cast<uint16_t*>(out)});
-      return out;
-    }
-    alignas(64) float v[32];
-    for (std::size_t k = k0; k < k1; k += 2)
-      for (std::size_t q = 0; q < 4; ++q) {
+    // group (k-pair step st, vector q) is batch element 4 * st + q: bf16 writes it as the 64
+    // bytes at out + 16 * (4 * st + q) (the group's own element order), fp32 as two steps of 16
+    // floats; rows beyond M read a zero group
+    static const uint8_t zero_codes[32] = {};
+    const std::size_t n = (k1 - k0) / 2 * 4;
+    std::vector<const uint8_t*> codes(n);
+    std::vector<int> shift(n);
+    std::vector<float> sc(n), zz(n);
+    for (std::size_t k = k0, i = 0; k < k1; k += 2)
+      for (std::size_t q = 0; q < 4; ++q, ++i) {
         const std::size_t m = t * 64 + 16 * q;
-        if (m < L->M)
-          group_values(m, k, v);
-        else
-          std::fill(v, v + 32, 0.f);
-        // fp32: the group's two k-columns are two steps
-        float* o0 = reinterpret_cast<float*>(out + (k - k0) * 64 + 16 * q);
-        float* o1 = o0 + 64;
-        for (int i = 0; i < 16; ++i) {
-          o0[i] = v[2 * i];
-          o1[i] = v[2 * i + 1];
+        if (m < L->M) {
+          locate(L->group_of(m, k), codes[i], shift[i], sc[i], zz[i]);
+        } else {
+          codes[i] = zero_codes;
+          shift[i] = 0;
+          sc[i] = 0.f;
+          zz[i] = 0.f;
         }
       }
+    const generic::tg_groups_args a{codes.data(), shift.data(), sc.data(), zz.data(), n, FT::bits,
+                                    reinterpret_cast<uint16_t*>(out)};
+    if constexpr (sizeof(T) == 2)
+      ks->tg_groups_bf16(a);
+    else
+      ks->tg_groups_f32(a, reinterpret_cast<float*>(out));
     return out;
   }
   // row-major fp32 values (FusedDQP): out[r * ld + (k - k0)]
