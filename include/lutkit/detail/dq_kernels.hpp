@@ -176,26 +176,23 @@ struct tg_groups_args {
   int bits;
   uint16_t* out;
 };
+// element j of group i: s * (code - z)
+inline float tg_value(const tg_groups_args& a, std::size_t i, int j) {
+  const float c = float((a.codes[i][j] >> a.shift[i]) & ((1u << a.bits) - 1u));
+  return a.s[i] * (c - a.z[i]);
+}
 inline void tg_groups_bf16(const tg_groups_args& a) {
-  const unsigned mask = (1u << a.bits) - 1u;
   for (std::size_t i = 0; i < a.n; ++i)
-    for (int j = 0; j < 32; ++j) {
-      const float c = float((a.codes[i][j] >> a.shift[i]) & mask);
-      a.out[32 * i + std::size_t(j)] = f32_to_bf16(a.s[i] * (c - a.z[i]));
-    }
+    for (int j = 0; j < 32; ++j) a.out[32 * i + std::size_t(j)] = f32_to_bf16(tg_value(a, i, j));
 }
 
 // The same in fp32 for the fp32 micro-kernel, whose step is one k: group i = 4 * st + q (k-pair
 // step st, vector q) writes its k column to out[128 * st + 16 * q + r] and its k + 1 column 64
 // floats further.
 inline void tg_groups_f32(const tg_groups_args& a, float* out) {
-  const unsigned mask = (1u << a.bits) - 1u;
   for (std::size_t i = 0; i < a.n; ++i) {
     float* o = out + 128 * (i / 4) + 16 * (i % 4);
-    for (int j = 0; j < 32; ++j) {
-      const float c = float((a.codes[i][j] >> a.shift[i]) & mask);
-      o[(j & 1) * 64 + j / 2] = a.s[i] * (c - a.z[i]);
-    }
+    for (int j = 0; j < 32; ++j) o[(j & 1) * 64 + j / 2] = tg_value(a, i, j);
   }
 }
 

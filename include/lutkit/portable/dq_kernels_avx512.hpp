@@ -495,33 +495,33 @@ inline bool cpu_supported() {
   return ok;
 }
 
-// tile groups -> bf16: 32 codes (one 256-bit load, shift, mask) -> 2 x 16 floats, (c - z) * s
-// (the order of generic::tg_groups_bf16), vcvtne2ps2bf16 (round to nearest even) -> 64 bytes
+// tile groups: group i's 32 codes (one 256-bit load, shift, mask) -> (c - z) * s as two vectors
+// of 16 floats, read-order elements 0..15 and 16..31 (the arithmetic of generic::tg_value)
+LUTKIT_AVX512_DQ inline void tg_group_floats(const generic::tg_groups_args& a, std::size_t i, __m256i mask, __m512& lo,
+                                             __m512& hi) {
+  const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.codes[i]));
+  const __m256i c = _mm256_and_si256(_mm256_srl_epi16(raw, _mm_cvtsi32_si128(a.shift[i])), mask);
+  const __m512 s = _mm512_set1_ps(a.s[i]), z = _mm512_set1_ps(a.z[i]);
+  lo = _mm512_mul_ps(_mm512_sub_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm256_castsi256_si128(c))), z), s);
+  hi = _mm512_mul_ps(_mm512_sub_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm256_extracti128_si256(c, 1))), z), s);
+}
+// -> bf16, vcvtne2ps2bf16 (round to nearest even): 64 bytes per group
 LUTKIT_AVX512_DQ inline void tg_groups_bf16(const generic::tg_groups_args& a) {
   const __m256i mask = _mm256_set1_epi8(char((1u << a.bits) - 1u));
   for (std::size_t i = 0; i < a.n; ++i) {
-    const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.codes[i]));
-    const __m256i c = _mm256_and_si256(_mm256_srl_epi16(raw, _mm_cvtsi32_si128(a.shift[i])), mask);
-    const __m512 s = _mm512_set1_ps(a.s[i]), z = _mm512_set1_ps(a.z[i]);
-    const __m512 lo = _mm512_mul_ps(_mm512_sub_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm256_castsi256_si128(c))), z), s);
-    const __m512 hi =
-        _mm512_mul_ps(_mm512_sub_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm256_extracti128_si256(c, 1))), z), s);
+    __m512 lo, hi;
+    tg_group_floats(a, i, mask, lo, hi);
     _mm512_storeu_si512(a.out + 32 * i, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
   }
 }
-
-// tile groups -> fp32, the group's k and k + 1 columns deinterleaved into two steps
+// -> fp32, the group's k and k + 1 columns deinterleaved into two steps
 LUTKIT_AVX512_DQ inline void tg_groups_f32(const generic::tg_groups_args& a, float* out) {
   const __m256i mask = _mm256_set1_epi8(char((1u << a.bits) - 1u));
   const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
   for (std::size_t i = 0; i < a.n; ++i) {
-    const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.codes[i]));
-    const __m256i c = _mm256_and_si256(_mm256_srl_epi16(raw, _mm_cvtsi32_si128(a.shift[i])), mask);
-    const __m512 s = _mm512_set1_ps(a.s[i]), z = _mm512_set1_ps(a.z[i]);
-    const __m512 lo = _mm512_mul_ps(_mm512_sub_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm256_castsi256_si128(c))), z), s);
-    const __m512 hi =
-        _mm512_mul_ps(_mm512_sub_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm256_extracti128_si256(c, 1))), z), s);
+    __m512 lo, hi;
+    tg_group_floats(a, i, mask, lo, hi);
     float* o = out + 128 * (i / 4) + 16 * (i % 4);
     _mm512_storeu_ps(o, _mm512_permutex2var_ps(lo, even, hi));
     _mm512_storeu_ps(o + 64, _mm512_permutex2var_ps(lo, odd, hi));

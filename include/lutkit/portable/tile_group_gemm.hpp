@@ -158,9 +158,12 @@ struct tile_group_source {
   void group_scales(std::size_t, std::size_t, float*, float*) const { require(false, "tile-group weights: no int8 paradigm"); }
 };
 
+// the entry points' common prologue: default strides (0 -> K, M), then the checks
 template <class Fmt>
 void check_tile_group_args(const tile_group_weights<Fmt>& w, const float* x, std::size_t N, std::size_t K,
-                           std::size_t ldx, const float* y, std::size_t ldy, const char* who) {
+                           std::size_t& ldx, const float* y, std::size_t& ldy, const char* who) {
+  if (ldx == 0) ldx = K;
+  if (ldy == 0) ldy = w.M();
   require(w.M() > 0 && w.size_bytes() > 0, who, ": empty weights");
   require(x != nullptr && y != nullptr, who, ": null activation or output pointer");
   require(N > 0, who, ": N must be positive");
@@ -175,8 +178,6 @@ template <class Fmt>
 void tile_group_gemm(const tile_group_weights<Fmt>& w, const float* x, std::size_t N, std::size_t K, float* y,
                      act_type act = act_type::bf16, std::size_t ldx = 0, std::size_t ldy = 0,
                      thread_pool* pool = nullptr, dq_backend backend = dq_backend::best) {
-  if (ldx == 0) ldx = K;
-  if (ldy == 0) ldy = w.M();
   detail::check_tile_group_args(w, x, N, K, ldx, y, ldy, "tile_group_gemm");
   detail::require(act == act_type::fp32 || act == act_type::bf16, "tile_group_gemm: act ", act_name(act),
                   " is not supported: a tile group spans 2 k, a VNNI int8 step 4 (use act_type::bf16 or fp32)");
@@ -195,8 +196,6 @@ template <class Fmt>
 void tile_group_gemv(const tile_group_weights<Fmt>& w, const float* x, std::size_t N, std::size_t K, float* y,
                      std::size_t ldx = 0, std::size_t ldy = 0, thread_pool* pool = nullptr,
                      dq_backend backend = dq_backend::best) {
-  if (ldx == 0) ldx = K;
-  if (ldy == 0) ldy = w.M();
   detail::check_tile_group_args(w, x, N, K, ldx, y, ldy, "tile_group_gemv");
   const auto& ks = detail::dq_kernels_for(backend);
   detail::dq_geometry g = detail::make_dq_geometry_k(K, K, std::size_t(w.layout().geo.group), N, act_type::fp32);
