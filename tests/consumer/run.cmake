@@ -1,6 +1,8 @@
 # ctest driver (cmake -P): install the lutkit build tree LUTKIT_BINARY_DIR into WORK/prefix,
 # then configure, build and run tests/consumer twice: with find_package(lutkit) against that
 # prefix, and with add_subdirectory(LUTKIT_SOURCE_DIR). Any failing step fails the test.
+# EXPECT_XSIMD (true where the lutkit build found xsimd on x86-64): the xsimd variant must be
+# built and run too.
 foreach(v LUTKIT_SOURCE_DIR LUTKIT_BINARY_DIR WORK GENERATOR)
   if(NOT DEFINED ${v})
     message(FATAL_ERROR "run.cmake needs -D${v}=...")
@@ -29,4 +31,7 @@ foreach(mode installed subdir)
        -DCMAKE_BUILD_TYPE=Release ${how})
   step("build (${mode})" ${CMAKE_COMMAND} --build ${WORK}/${mode})
   step("run (${mode})" ${WORK}/${mode}/lutkit_consumer)
+  if(EXPECT_XSIMD)
+    step("run xsimd (${mode})" ${WORK}/${mode}/lutkit_consumer_xsimd)
+  endif()
 endforeach()
