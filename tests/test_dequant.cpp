@@ -141,6 +141,48 @@ TEST_CASE("SIMD level 1 equals the scalar bit-repack lookups", "[dequant][level1
     }
   });
 }
+
+// prepare_activations runs prepare_rows compiled for the baseline or, with the AVX-512 kernel
+// set, inside an AVX-512 function: both must write the same bytes (panel, scales, sums, NaN
+// flags) for every paradigm, including rounding ties, non-finite rows and strided input.
+TEST_CASE("AVX-512 activation preparation writes the baseline's bytes", "[dequant_gemm][prepare]") {
+  if (!detail::avx512::cpu_supported()) return;
+  std::mt19937_64 rng(0x5EED);
+  const act_kind kinds[] = {act_kind::gaussian, act_kind::zeros, act_kind::extremes, act_kind::sparse,
+                            act_kind::with_nan, act_kind::with_inf};
+  std::size_t cases = 0;
+  for (int c = 0; c < 24; ++c) {
+    const std::size_t N = std::uniform_int_distribution<std::size_t>(1, 40)(rng);
+    const std::size_t K = 64 * std::uniform_int_distribution<std::size_t>(1, 40)(rng);
+    const std::size_t ldx = K + (c % 3 == 0 ? 7 : 0);
+    auto x = random_activations(rng, N * ldx, kinds[c % 6]);
+    if (c % 4 == 1)  // exact ties: every group's |x|max is 127, so s = 1 and x / s = x
+      for (std::size_t n = 0; n < N; ++n)
+        for (std::size_t k = 0; k < K; ++k)
+          x[n * ldx + k] = k % 64 == 0 ? 127.f : float(int(k % 37) - 18) + 0.5f;
+    for (act_type act : {act_type::int8, act_type::int8_group, act_type::bf16, act_type::fp32}) {
+      detail::dq_activations A[2];
+      for (int simd = 0; simd < 2; ++simd) {
+        A[simd].act = act;
+        A[simd].geo = detail::make_dq_geometry_k(K, K, 64, N, act);
+        detail::prepare_activations(A[simd], x.data(), ldx, nullptr, simd == 1);
+      }
+      const detail::dq_geometry& g = A[0].geo;
+      const std::size_t elt = act == act_type::fp32 ? 4 : act == act_type::bf16 ? 2 : 1;
+      auto same = [](const std::vector<float>& a, const std::vector<float>& b) {
+        return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+      };
+      INFO("case " << c << " act " << act_name(act) << " N=" << N << " K=" << K << " ldx=" << ldx);
+      CHECK(std::memcmp(A[0].data.get(), A[1].data.get(), g.K_pad * g.NP * elt) == 0);
+      CHECK(same(A[0].row_scale, A[1].row_scale));
+      CHECK(same(A[0].sumx, A[1].sumx));
+      CHECK(same(A[0].sa, A[1].sa));
+      CHECK(same(A[0].nan_mul, A[1].nan_mul));
+      ++cases;
+    }
+  }
+  CHECK(cases == 96);
+}
 #endif
 
 TEST_CASE("dequant_gemm with N in the thousands (several column passes)", "[dequant_gemm][large_n]") {

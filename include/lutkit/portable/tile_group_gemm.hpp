@@ -185,7 +185,7 @@ void tile_group_gemm(const tile_group_weights<Fmt>& w, const float* x, std::size
   detail::dq_activations A;
   A.act = act;
   A.geo = detail::make_dq_geometry_k(K, K, std::size_t(w.layout().geo.group), N, act);
-  detail::prepare_activations(A, x, ldx, pool);
+  detail::prepare_activations(A, x, ldx, pool, ks.simd_level1);
   const detail::tile_group_source<Fmt> src{w.data(), &w.layout(), &ks};
   detail::run_dq_gemm(src, A, ks, w.M(), 0, w.M(), y, ldy, pool);
 }
