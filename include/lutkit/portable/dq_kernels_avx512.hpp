@@ -109,94 +109,89 @@ LUTKIT_AVX512_DQ void mk_int8(const mk_int8_args& a) {
   LUTKIT_DQ_COLS(LK_STORE_F)
 }
 
-// The NC = 3 tile in inline assembly. One statement per flush group; the fp32 accumulators are
-// register operands, the int32 sums live in zmm20..31 (column n, rows 16v.. in zmm(20 + 4n + v)),
-// levels in zmm16..19, broadcast activations in zmm10..12 (broadcasting inside vpdpbusd from
-// memory, {1to16}, ran at half speed on Zen 4).
-struct mk_int8_asm_ctx {
-  const uint8_t* W;    // 0
-  const int8_t* A;     // 8
-  std::size_t lda;     // 16
-  std::size_t steps;   // 24 (>= 1)
-  const float* sw;     // 32
-  const float* swz;    // 40
-  const float* sumx;   // 48
-  const float* sa;     // 56
-};
-#define LK_STR(x) #x
-#define LK_XSTR(x) LK_STR(x)
+// The NC = 3 tile in inline assembly: the whole call is one statement. Registers: fp32
+// accumulators zmm0..11 (column n, rows 16v.. in zmm(4n + v)), int32 sums zmm20..31 (in
+// zmm(20 + 4n + v)), levels zmm16..19, broadcast activations zmm13..15 (broadcasting inside
+// vpdpbusd from memory, {1to16}, ran at half speed on Zen 4). The pointers stay in registers
+// from group to group: with one statement per group, GCC carried them through memory with vector
+// instructions and every group's first loads waited on a store-to-load forward (the isolated
+// tile ran at 343 instead of 4xx GFLOP/s; docs/benchmarks.md, session 6).
 #define LK_ZERO(r) "vpxord %%zmm" #r ", %%zmm" #r ", %%zmm" #r "\n\t"
 #define LK_DP(x, w, c) "vpdpbusd %%zmm" #x ", %%zmm" #w ", %%zmm" #c "\n\t"
 #define LK_DP_COL(x, c0, c1, c2, c3) LK_DP(x, 16, c0) LK_DP(x, 17, c1) LK_DP(x, 18, c2) LK_DP(x, 19, c3)
+#define LK_F4(op, n, a0, a1, a2, a3)                                                                     \
+  op " " #n "*256(%[C]), %%zmm" #a0 "\n\t" op " " #n "*256+64(%[C]), %%zmm" #a1 "\n\t"                  \
+  op " " #n "*256+128(%[C]), %%zmm" #a2 "\n\t" op " " #n "*256+192(%[C]), %%zmm" #a3 "\n\t"
+#define LK_F4_STORE(n, a0, a1, a2, a3)                                                                   \
+  "vmovups %%zmm" #a0 ", " #n "*256(%[C])\n\t" "vmovups %%zmm" #a1 ", " #n "*256+64(%[C])\n\t"          \
+  "vmovups %%zmm" #a2 ", " #n "*256+128(%[C])\n\t" "vmovups %%zmm" #a3 ", " #n "*256+192(%[C])\n\t"
 #define LK_MAIN_LOOP                                                                                     \
   LK_ZERO(20) LK_ZERO(21) LK_ZERO(22) LK_ZERO(23) LK_ZERO(24) LK_ZERO(25) LK_ZERO(26) LK_ZERO(27)        \
   LK_ZERO(28) LK_ZERO(29) LK_ZERO(30) LK_ZERO(31)                                                        \
-  "mov 0(%[p]), %%r8\n\t"                                                                                \
-  "mov 8(%[p]), %%r9\n\t"                                                                                \
-  "mov 16(%[p]), %%r10\n\t"                                                                              \
-  "mov 24(%[p]), %%r11\n\t"                                                                              \
+  "mov %[steps], %%r11\n\t"                                                                              \
   "1:\n\t"                                                                                               \
-  "vmovdqu64 (%%r8), %%zmm16\n\t"                                                                        \
-  "vmovdqu64 64(%%r8), %%zmm17\n\t"                                                                      \
-  "vmovdqu64 128(%%r8), %%zmm18\n\t"                                                                     \
-  "vmovdqu64 192(%%r8), %%zmm19\n\t"                                                                     \
-  "vpbroadcastd 0(%%r9), %%zmm10\n\t"                                                                    \
-  "vpbroadcastd 4(%%r9), %%zmm11\n\t"                                                                    \
-  "vpbroadcastd 8(%%r9), %%zmm12\n\t"                                                                    \
-  LK_DP_COL(10, 20, 21, 22, 23) LK_DP_COL(11, 24, 25, 26, 27) LK_DP_COL(12, 28, 29, 30, 31)              \
-  "add $256, %%r8\n\t"                                                                                   \
-  "add %%r10, %%r9\n\t"                                                                                  \
+  "vmovdqu64 (%[W]), %%zmm16\n\t"                                                                        \
+  "vmovdqu64 64(%[W]), %%zmm17\n\t"                                                                      \
+  "vmovdqu64 128(%[W]), %%zmm18\n\t"                                                                     \
+  "vmovdqu64 192(%[W]), %%zmm19\n\t"                                                                     \
+  "vpbroadcastd 0(%[A]), %%zmm13\n\t"                                                                    \
+  "vpbroadcastd 4(%[A]), %%zmm14\n\t"                                                                    \
+  "vpbroadcastd 8(%[A]), %%zmm15\n\t"                                                                    \
+  LK_DP_COL(13, 20, 21, 22, 23) LK_DP_COL(14, 24, 25, 26, 27) LK_DP_COL(15, 28, 29, 30, 31)              \
+  "add $256, %[W]\n\t"                                                                                   \
+  "add %[lda], %[A]\n\t"                                                                                 \
   "dec %%r11\n\t"                                                                                        \
-  "jnz 1b\n\t"                                                                                           \
-  "mov 32(%[p]), %%r8\n\t"                                                                               \
-  "mov 40(%[p]), %%r9\n\t"                                                                               \
-  "mov 48(%[p]), %%r10\n\t"                                                                              \
-  "mov 56(%[p]), %%r11\n\t"
-// f += sw * float(c) - swz * sumx[n]   (zmm11 = sumx[n]; with sa: float(c) * sa[n] first, zmm10)
+  "jnz 1b\n\t"
+// f += sw * float(c) - swz * sumx[n]   (zmm14 = sumx[n]; with sa: float(c) * sa[n] first, zmm13)
 #define LK_EPI(c, off, f)                                                                                 \
   "vcvtdq2ps %%zmm" #c ", %%zmm16\n\t"                                                                   \
-  "vfmadd231ps " #off "(%%r8), %%zmm16, %[" #f "]\n\t"                                                   \
-  "vfnmadd231ps " #off "(%%r9), %%zmm11, %[" #f "]\n\t"
+  "vfmadd231ps " #off "(%[sw]), %%zmm16, %%zmm" #f "\n\t"                                                \
+  "vfnmadd231ps " #off "(%[swz]), %%zmm14, %%zmm" #f "\n\t"
 #define LK_EPI_SA(c, off, f)                                                                              \
   "vcvtdq2ps %%zmm" #c ", %%zmm16\n\t"                                                                   \
-  "vmulps %%zmm10, %%zmm16, %%zmm16\n\t"                                                                 \
-  "vfmadd231ps " #off "(%%r8), %%zmm16, %[" #f "]\n\t"                                                   \
-  "vfnmadd231ps " #off "(%%r9), %%zmm11, %[" #f "]\n\t"
-#define LK_EPI_COL(E, n, c0, c1, c2, c3)                                                                  \
-  "vbroadcastss " #n "*4(%%r10), %%zmm11\n\t"                                                            \
-  E(c0, 0, f##n##0) E(c1, 64, f##n##1) E(c2, 128, f##n##2) E(c3, 192, f##n##3)
-#define LK_EPI_COL_SA(n, c0, c1, c2, c3)                                                                  \
-  "vbroadcastss " #n "*4(%%r11), %%zmm10\n\t" LK_EPI_COL(LK_EPI_SA, n, c0, c1, c2, c3)
+  "vmulps %%zmm13, %%zmm16, %%zmm16\n\t"                                                                 \
+  "vfmadd231ps " #off "(%[sw]), %%zmm16, %%zmm" #f "\n\t"                                                \
+  "vfnmadd231ps " #off "(%[swz]), %%zmm14, %%zmm" #f "\n\t"
+#define LK_EPI_COL(E, n, c0, c1, c2, c3, f0, f1, f2, f3)                                                  \
+  "vbroadcastss " #n "*4(%[sx]), %%zmm14\n\t" E(c0, 0, f0) E(c1, 64, f1) E(c2, 128, f2) E(c3, 192, f3)
+#define LK_EPI_COL_SA(n, c0, c1, c2, c3, f0, f1, f2, f3)                                                  \
+  "vbroadcastss " #n "*4(%[sa]), %%zmm13\n\t" LK_EPI_COL(LK_EPI_SA, n, c0, c1, c2, c3, f0, f1, f2, f3)
+// to the next group: 64 row scales, 64 scale * zero, one row of the column sums
+#define LK_NEXT "add $256, %[sw]\n\t" "add $256, %[swz]\n\t" "add %[ldsum4], %[sx]\n\t"
+#define LK_CALL(EPILOGUE)                                                                                \
+  LK_F4("vmovups", 0, 0, 1, 2, 3) LK_F4("vmovups", 1, 4, 5, 6, 7) LK_F4("vmovups", 2, 8, 9, 10, 11)      \
+  "mov %[groups], %%r10\n\t"                                                                             \
+  "2:\n\t" LK_MAIN_LOOP EPILOGUE LK_NEXT                                                                 \
+  "dec %%r10\n\t"                                                                                        \
+  "jnz 2b\n\t"                                                                                           \
+  LK_F4_STORE(0, 0, 1, 2, 3) LK_F4_STORE(1, 4, 5, 6, 7) LK_F4_STORE(2, 8, 9, 10, 11)
 #define LK_OPERANDS                                                                                      \
-  : [f00] "+v"(f00), [f01] "+v"(f01), [f02] "+v"(f02), [f03] "+v"(f03), [f10] "+v"(f10), [f11] "+v"(f11), \
-    [f12] "+v"(f12), [f13] "+v"(f13), [f20] "+v"(f20), [f21] "+v"(f21), [f22] "+v"(f22), [f23] "+v"(f23)  \
-  : [p] "r"(&c)                                                                                          \
-  : "r8", "r9", "r10", "r11", "zmm10", "zmm11", "zmm12", "zmm16", "zmm17", "zmm18", "zmm19", "zmm20", "zmm21", "zmm22", "zmm23", "zmm24", "zmm25", "zmm26", "zmm27", "zmm28", "zmm29",    \
-    "zmm30", "zmm31", "memory", "cc"
+  : [W] "+r"(W), [A] "+r"(A), [sw] "+r"(sw), [swz] "+r"(swz), [sx] "+r"(sx), [sa] "+r"(sa)                \
+  : [C] "r"(a.C), [steps] "r"(a.steps), [groups] "r"(a.groups), [lda] "r"(a.lda), [ldsum4] "r"(ldsum4)     \
+  : "r10", "r11", "zmm0", "zmm1", "zmm2", "zmm3", "zmm4", "zmm5", "zmm6", "zmm7", "zmm8", "zmm9",          \
+    "zmm10", "zmm11", "zmm13", "zmm14", "zmm15", "zmm16", "zmm17", "zmm18", "zmm19", "zmm20", "zmm21",     \
+    "zmm22", "zmm23", "zmm24", "zmm25", "zmm26", "zmm27", "zmm28", "zmm29", "zmm30", "zmm31", "memory", "cc"
 
 LUTKIT_AVX512_DQ inline void mk_int8_3(const mk_int8_args& a) {
-  constexpr int NC = 3;
-  LUTKIT_DQ_COLS(LK_LOAD_F)
-  if (a.steps > 0) {
-    mk_int8_asm_ctx c{a.W, a.A, a.lda, a.steps, a.sw, a.swz, a.sumx, a.sa};
-    for (std::size_t g = 0; g < a.groups; ++g) {
-      if (c.sa) {
-        asm volatile(LK_MAIN_LOOP LK_EPI_COL_SA(0, 20, 21, 22, 23) LK_EPI_COL_SA(1, 24, 25, 26, 27)
-                         LK_EPI_COL_SA(2, 28, 29, 30, 31) LK_OPERANDS);
-        c.sa += a.ldsum;
-      } else {
-        asm volatile(LK_MAIN_LOOP LK_EPI_COL(LK_EPI, 0, 20, 21, 22, 23) LK_EPI_COL(LK_EPI, 1, 24, 25, 26, 27)
-                         LK_EPI_COL(LK_EPI, 2, 28, 29, 30, 31) LK_OPERANDS);
-      }
-      c.W += 256 * a.steps;
-      c.A += a.steps * a.lda;
-      c.sw += 64;
-      c.swz += 64;
-      c.sumx += a.ldsum;
-    }
+  if (a.steps == 0 || a.groups == 0) return;
+  const uint8_t* W = a.W;
+  const int8_t* A = a.A;
+  const float *sw = a.sw, *swz = a.swz, *sx = a.sumx, *sa = a.sa;
+  const std::size_t ldsum4 = a.ldsum * sizeof(float);
+  if (sa) {
+    asm volatile(LK_CALL(LK_EPI_COL_SA(0, 20, 21, 22, 23, 0, 1, 2, 3) LK_EPI_COL_SA(1, 24, 25, 26, 27, 4, 5, 6, 7)
+                             LK_EPI_COL_SA(2, 28, 29, 30, 31, 8, 9, 10, 11) "add %[ldsum4], %[sa]\n\t")
+                     LK_OPERANDS);
+  } else {
+    asm volatile(LK_CALL(LK_EPI_COL(LK_EPI, 0, 20, 21, 22, 23, 0, 1, 2, 3)
+                             LK_EPI_COL(LK_EPI, 1, 24, 25, 26, 27, 4, 5, 6, 7)
+                                 LK_EPI_COL(LK_EPI, 2, 28, 29, 30, 31, 8, 9, 10, 11)) LK_OPERANDS);
   }
-  LUTKIT_DQ_COLS(LK_STORE_F)
 }
+#undef LK_CALL
+#undef LK_F4
+#undef LK_F4_STORE
+#undef LK_NEXT
 #undef LK_OPERANDS
 #undef LK_EPI_COL_SA
 #undef LK_EPI_COL
@@ -206,8 +201,6 @@ LUTKIT_AVX512_DQ inline void mk_int8_3(const mk_int8_args& a) {
 #undef LK_DP_COL
 #undef LK_DP
 #undef LK_ZERO
-#undef LK_XSTR
-#undef LK_STR
 #undef LUTKIT_DQ_COLS
 
 // bf16 (vdpbf16ps on bf16 pairs) or fp32 (FMA): 64 rows (4 vectors, step-major values) x NC
