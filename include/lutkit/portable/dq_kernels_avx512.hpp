@@ -303,11 +303,14 @@ inline const level1_indices& level1_index_tables() {
   return t;
 }
 
-// one output register of level 1: gather each row's packed byte, unpack the field of each
-// activation, place it at bit `shift` of the code
-LUTKIT_AVX512_DQ inline __m512i l1_field(__m512i a, __m512i idx, __m512i b, __m512i ctrl, __m512i mask, int shift) {
-  const __m512i e = _mm512_and_si512(_mm512_multishift_epi64_epi8(ctrl, _mm512_permutex2var_epi8(a, idx, b)), mask);
-  return _mm512_sll_epi16(e, _mm_cvtsi32_si128(shift));
+// one output register of level 1: gather each row's packed byte, then unpack the field of each
+// activation already at bit `shift` of the code (the multishift control is moved down by
+// `shift`: it rotates its qword); the first field is masked, the next ones are merged with
+// r | (e & mask) in one ternary-logic op
+LUTKIT_AVX512_DQ inline __m512i l1_field(__m512i r, bool first, __m512i a, __m512i idx, __m512i b, __m512i ctrl,
+                                         __m512i mask) {
+  const __m512i e = _mm512_multishift_epi64_epi8(ctrl, _mm512_permutex2var_epi8(a, idx, b));
+  return first ? _mm512_and_si512(e, mask) : _mm512_ternarylogic_epi32(r, e, mask, 0xF8);
 }
 
 template <class P>
@@ -317,7 +320,7 @@ LUTKIT_AVX512_DQ void unpack_levels_steps(const uint8_t* data, const packed_layo
   static_assert(!S.ternary, "ternary steps are 3 activations: the scalar unpacker serves them");
   constexpr int spb = S.step_pairs_per_block();
   const level1_indices& ix = level1_index_tables();
-  const __m512i m0f = _mm512_set1_epi8(0x0F), m3 = _mm512_set1_epi8(3), m1 = _mm512_set1_epi8(1);
+  const __m512i m0f = _mm512_set1_epi8(0x0F);
   // nibble -> its 4 bits at positions 0, 2, 4, 6
   alignas(64) static constexpr uint8_t spread_bytes[64] = {
       0x00, 0x01, 0x04, 0x05, 0x10, 0x11, 0x14, 0x15, 0x40, 0x41, 0x44, 0x45, 0x50, 0x51, 0x54, 0x55,
@@ -328,6 +331,14 @@ LUTKIT_AVX512_DQ void unpack_levels_steps(const uint8_t* data, const packed_layo
   const __m512i ctrl2 = _mm512_load_si512(ix.ctrl2), ctrl1 = _mm512_load_si512(ix.ctrl1);
   const __m512i ip0 = _mm512_load_si512(ix.pair[0]), ip1 = _mm512_load_si512(ix.pair[1]);
   const __m512i ip2 = _mm512_load_si512(ix.pair[2]), ip3 = _mm512_load_si512(ix.pair[3]);
+  // plane pair p lands at bits 2p, 2p + 1 of the code, the lone plane at bit planes - 1
+  __m512i cp[4], mp[4];
+  for (int p = 0; p < S.planes / 2; ++p) {
+    cp[p] = _mm512_sub_epi8(ctrl2, _mm512_set1_epi8(char(2 * p)));
+    mp[p] = _mm512_set1_epi8(char(3 << (2 * p)));
+  }
+  const __m512i cl = _mm512_sub_epi8(ctrl1, _mm512_set1_epi8(char(S.planes - 1)));
+  const __m512i ml = _mm512_set1_epi8(char(1 << (S.planes - 1)));
   for (std::size_t blk = k0 / S.block_k; blk < k1 / S.block_k; ++blk) {
     const uint8_t* base = data + L.block_offset(t, blk);
     for (int spi = 0; spi < spb; ++spi)
@@ -342,19 +353,19 @@ LUTKIT_AVX512_DQ void unpack_levels_steps(const uint8_t* data, const packed_layo
           const __m512i shi = _mm512_shuffle_epi8(spread, _mm512_and_si512(_mm512_srli_epi16(c, 4), m0f));
           const __m512i plo = _mm512_or_si512(slo, _mm512_srli_epi16(slo, 7));
           const __m512i phi = _mm512_or_si512(shi, _mm512_srli_epi16(shi, 7));
-          r0 = _mm512_or_si512(r0, l1_field(plo, ip0, phi, ctrl2, m3, 2 * p));
-          r1 = _mm512_or_si512(r1, l1_field(plo, ip1, phi, ctrl2, m3, 2 * p));
-          r2 = _mm512_or_si512(r2, l1_field(plo, ip2, phi, ctrl2, m3, 2 * p));
-          r3 = _mm512_or_si512(r3, l1_field(plo, ip3, phi, ctrl2, m3, 2 * p));
+          r0 = l1_field(r0, p == 0, plo, ip0, phi, cp[p], mp[p]);
+          r1 = l1_field(r1, p == 0, plo, ip1, phi, cp[p], mp[p]);
+          r2 = l1_field(r2, p == 0, plo, ip2, phi, cp[p], mp[p]);
+          r3 = l1_field(r3, p == 0, plo, ip3, phi, cp[p], mp[p]);
         }
         if constexpr (S.planes % 2 == 1) {
           const __m512i c = _mm512_loadu_si512(base + S.lone_chunk_in_block(spi));
           const __m512i lo = _mm512_and_si512(c, m0f), hi = _mm512_and_si512(_mm512_srli_epi16(c, 4), m0f);
           const __m512i* lx = reinterpret_cast<const __m512i*>(ix.lone[s]);
-          r0 = _mm512_or_si512(r0, l1_field(lo, _mm512_load_si512(lx + 0), hi, ctrl1, m1, S.planes - 1));
-          r1 = _mm512_or_si512(r1, l1_field(lo, _mm512_load_si512(lx + 1), hi, ctrl1, m1, S.planes - 1));
-          r2 = _mm512_or_si512(r2, l1_field(lo, _mm512_load_si512(lx + 2), hi, ctrl1, m1, S.planes - 1));
-          r3 = _mm512_or_si512(r3, l1_field(lo, _mm512_load_si512(lx + 3), hi, ctrl1, m1, S.planes - 1));
+          r0 = l1_field(r0, S.planes == 1, lo, _mm512_load_si512(lx + 0), hi, cl, ml);
+          r1 = l1_field(r1, S.planes == 1, lo, _mm512_load_si512(lx + 1), hi, cl, ml);
+          r2 = l1_field(r2, S.planes == 1, lo, _mm512_load_si512(lx + 2), hi, cl, ml);
+          r3 = l1_field(r3, S.planes == 1, lo, _mm512_load_si512(lx + 3), hi, cl, ml);
         }
         _mm512_storeu_si512(o, r0);
         _mm512_storeu_si512(o + 64, r1);
