@@ -142,6 +142,47 @@ TEST_CASE("SIMD level 1 equals the scalar bit-repack lookups", "[dequant][level1
   });
 }
 
+// bf16 level 2 with the AVX-512 kernel set reads level 1's step-major codes and writes the
+// micro-kernel's layout directly; the row-major route (group16_bf16, then rows_to_steps) must give
+// the same bits, for every format with 2, 4, 8 or 16 codes, every tile and chunk, including
+// partial tiles, several groups per chunk and whole-K groups.
+TEST_CASE("bf16 level 2 into the step-major layout equals the row-major route", "[dequant_gemm][level2]") {
+  if (!detail::avx512::cpu_supported()) return;
+  std::size_t chunks = 0;
+  for_dq_policies<0, dq_policy_count>([&]<class P>() {
+    constexpr int E = detail::code_count<P>();
+    if constexpr (!P::spec.ternary && (E == 2 || E == 4 || E == 8 || E == 16)) {
+      std::mt19937_64 rng(P::hash() ^ 0xB16);
+      for (int c = 0; c < 3; ++c) {
+        const std::size_t M = std::uniform_int_distribution<std::size_t>(1, 150)(rng);
+        const std::size_t K = random_k<P>(rng, 1300);
+        const auto w = random_weights(rng, M * K);
+        const auto wp = pack<P>(quantize<P>(w.data(), M, K));
+        const packed_layout& L = wp.layout();
+        const detail::dq_kernel_set& ks = detail::avx512::kernels();
+        const detail::lut_weight_source<P> src{wp.data(), &L, &ks};
+        const detail::dq_geometry g = detail::make_dq_geometry<P>(L, 8, act_type::bf16);
+        detail::dq_scratch direct, rows;
+        direct.init(g);
+        rows.init(g);
+        for (std::size_t t = 0; t < L.tiles; ++t)
+          for (std::size_t k0 = 0; k0 < L.K_pad; k0 += g.kc) {
+            const std::size_t k1 = std::min(L.K_pad, k0 + g.kc);
+            const uint32_t* a = src.template value_steps<uint16_t>(t, k0, k1, direct);
+            std::size_t ld = 0;
+            const uint16_t* v = src.template values<uint16_t>(t, k0, k1, rows, ld);
+            const uint32_t* b = detail::values_to_steps(v, ld, k1 - k0, rows, ks);
+            INFO(P::name() << " M=" << M << " K=" << K << " tile " << t << " k0=" << k0);
+            REQUIRE(a != b);
+            CHECK(std::memcmp(a, b, (k1 - k0) / 2 * 64 * 4) == 0);
+            ++chunks;
+          }
+      }
+    }
+  });
+  CHECK(chunks > 100);
+}
+
 // prepare_activations runs prepare_rows compiled for the baseline or, with the AVX-512 kernel
 // set, inside an AVX-512 function: both must write the same bytes (panel, scales, sums, NaN
 // flags) for every paradigm, including rounding ties, non-finite rows and strided input.

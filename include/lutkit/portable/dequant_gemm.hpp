@@ -385,10 +385,38 @@ struct lut_weight_source {
   // the same in the step-major layout of the micro-kernels
   template <class T>
   const uint32_t* value_steps(std::size_t t, std::size_t k0, std::size_t k1, dq_scratch& s) const {
+#if defined(LUTKIT_HAVE_AVX512_DQ)
+    // bf16 with SIMD level 1: level 2 reads level 1's step-major codes and writes the kernel's
+    // layout directly (avx512::level2_steps_bf16)
+    constexpr int E = code_count<P>();
+    if constexpr (std::is_same_v<T, uint16_t> && !P::spec.ternary && (E == 2 || E == 4 || E == 8 || E == 16)) {
+      if (ks->simd_level1) return bf16_steps_direct<E>(t, k0, k1, s);
+    }
+#endif
     std::size_t ld = 0;
     const T* v = values<T>(t, k0, k1, s, ld);
     return values_to_steps(v, ld, k1 - k0, s, *ks);
   }
+#if defined(LUTKIT_HAVE_AVX512_DQ)
+  template <int E>
+  const uint32_t* bf16_steps_direct(std::size_t t, std::size_t k0, std::size_t k1, dq_scratch& s) const {
+    avx512::unpack_levels_steps<P>(data, *L, t, k0, k1, s.codes.get());
+    uint32_t* out = reinterpret_cast<uint32_t*>(s.steps.get());
+    const std::size_t G = P::spec.group_k > 0 ? std::size_t(P::spec.group_k) : L->K_pad;
+    using FT = format_traits<typename P::format>;
+    alignas(64) uint16_t tab[64 * E];
+    alignas(64) float sc[64], zz[64], lv[16] = {};
+    for (int c = 0; c < E; ++c) lv[c] = FT::level(c);
+    for (std::size_t g0 = k0; g0 < k1;) {
+      const std::size_t g1 = std::min(k1, (g0 / G + 1) * G);
+      scale_zero_rows(t, L->group_of_k(g0), sc, zz);
+      avx512::group_tables_bf16<E>(lv, sc, zz, P::spec.min_form, tab);
+      avx512::level2_steps_bf16<E>(s.codes.get() + (g0 - k0) * 64, (g1 - g0) / 4, tab, out + (g0 - k0) / 2 * 64);
+      g0 = g1;
+    }
+    return out;
+  }
+#endif
   // fp32 / bf16 values of rows 0..63 for k in [k0, k1)
   template <class T>
   const T* values(std::size_t t, std::size_t k0, std::size_t k1, dq_scratch& s, std::size_t& ld) const {
