@@ -239,7 +239,11 @@ void bm_gemm(benchmark::State& st, source_kind sk, std::size_t M, std::size_t K,
   const detail::lut_weight_source<P> lut{c.packed->data(), &c.packed->layout(), &ks};
   const convertdq_source cdq{P::spec.bits, c.cdq_codes.data(), c.cdq_sz.data(), K, 64};
   const loadfull_source<P> full{&c};
+  // the fastest iteration too: on a shared VM other tenants slow some iterations down, and the
+  // mean alone mixes that into the kernel's figure
+  double best_s = 1e30;
   for (auto _ : st) {
+    const auto t_start = std::chrono::steady_clock::now();
     detail::dq_activations A;
     A.act = act;
     A.geo = detail::make_dq_geometry<P>(c.packed->layout(), N, act);
@@ -251,9 +255,11 @@ void bm_gemm(benchmark::State& st, source_kind sk, std::size_t M, std::size_t K,
     else
       detail::run_dq_gemm(full, A, ks, M, 0, M, y.data(), M, pool);
     benchmark::DoNotOptimize(y.data());
+    best_s = std::min(best_s, std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count());
   }
   const double flops = 2.0 * double(M) * double(K) * double(N);
   st.counters["GFLOPs"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["best_GFLOPs"] = flops * 1e-9 / best_s;
   const std::string pk = std::string(act == act_type::bf16 ? "bf16_dot" : act == act_type::fp32 ? "fp32_fma" : "vnni_int8") +
                          "/" + std::to_string(threads);
   if (g_peak.count(pk) && g_peak[pk] > 0)

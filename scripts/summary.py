@@ -49,7 +49,7 @@ def main(path):
 
 
 def prefill(path):
-    """Prefill tables: GEMMs (GFLOP/s, fraction of the measured peak, LUT dequant vs ConvertDQ vs
+    """Prefill tables: GEMMs (GFLOP/s: mean and fastest iteration; fraction of the measured peak, LUT dequant vs ConvertDQ vs
     LoadFull on the same micro-kernel) and dequantization throughput (LUT vs ConvertDQ)."""
     data = json.load(open(path))
     peak, gemm, deq = {}, {}, {}
@@ -59,7 +59,8 @@ def prefill(path):
         if p[0] == "peak":
             peak[(p[1], p[2])] = b.get("GFLOPs", 0)
         elif p[0] in ("dequant_gemm", "convertdq_gemm", "loadfull_gemm") and len(p) >= 7:
-            gemm[(p[0], p[1], p[2], p[3], p[4], p[6])] = (b["real_time"], b.get("GFLOPs", 0), b.get("of_peak", 0))
+            gemm[(p[0], p[1], p[2], p[3], p[4], p[6])] = (b["real_time"], b.get("GFLOPs", 0), b.get("of_peak", 0),
+                                                       b.get("best_GFLOPs", 0))
         elif p[0] == "dequant" and len(p) >= 6:
             deq[(p[1], p[2], p[3], p[4], p[5])] = b.get("Gweights", 0)
     if peak:
@@ -67,10 +68,10 @@ def prefill(path):
         print("measured peak (GFLOP/s): " + ", ".join(f"{k}/{t} {v:.0f}" for (k, t), v in sorted(peak.items())))
     if gemm:
         print()
-        hdr = f"{'kernel':<15} {'weights':<34} {'shape':<11} {'N':>4} {'thr':>3} {'act':<6} {'ms':>8} {'GFLOP/s':>8} {'of peak':>7} {'vs ConvertDQ':>12} {'vs LoadFull':>11}"
+        hdr = f"{'kernel':<15} {'weights':<34} {'shape':<11} {'N':>4} {'thr':>3} {'act':<6} {'ms':>8} {'GFLOP/s':>8} {'best':>6} {'of peak':>7} {'vs ConvertDQ':>12} {'vs LoadFull':>11}"
         print(hdr)
         print("-" * len(hdr))
-        for (k, pol, shape, n, thr, act), (t, gf, op) in sorted(gemm.items()):
+        for (k, pol, shape, n, thr, act), (t, gf, op, best) in sorted(gemm.items()):
             bits = pol.split("_")[0]
             cdq = gemm.get(("convertdq_gemm", f"{bits}_g64_asym_rowmajor", shape, n, thr, act))
             dense = {"act:fp32": "f32_dense", "act:bf16": "bf16_dense"}.get(act, "u8_dense")
@@ -80,7 +81,7 @@ def prefill(path):
             s_c = f"{cdq[0] / t:.2f}x" if cdq and k == "dequant_gemm" and same else "-"
             s_l = f"{lf[0] / t:.2f}x" if lf and k == "dequant_gemm" and same else "-"
             print(f"{k:<15} {pol:<34} {shape:<11} {n.split(':')[1]:>4} {thr.split(':')[1]:>3} {act.split(':')[1]:<6} "
-                  f"{t:8.1f} {gf:8.1f} {op:7.2f} {s_c:>12} {s_l:>11}")
+                  f"{t:8.1f} {gf:8.1f} {best:6.0f} {op:7.2f} {s_c:>12} {s_l:>11}")
     if deq:
         print()
         print(f"{'dequantization':<48} {'thr':>3} {'out':<6} {'Gweights/s':>10} {'LUT / ConvertDQ':>15}")
