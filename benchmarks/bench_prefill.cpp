@@ -274,7 +274,10 @@ void bm_dequant(benchmark::State& st, source_kind sk, std::size_t M, std::size_t
   const auto& ks = detail::dq_kernels_for(dq_backend::best);
   const detail::lut_weight_source<P> lut{c.packed->data(), &c.packed->layout(), &ks};
   const convertdq_source cdq{P::spec.bits, c.cdq_codes.data(), c.cdq_sz.data(), K, 64};
-  const act_type act = out == 0 ? act_type::fp32 : out == 1 ? act_type::bf16 : act_type::int8;
+  // out: 0 fp32 rows, 1 bf16 rows, 2 int8 codes (+ group scales), 3 bf16 in the micro-kernel's
+  // step-major layout (what the bf16 GEMM consumes: the LUT source's direct level 2, ConvertDQ's
+  // rows + transposition)
+  const act_type act = out == 0 ? act_type::fp32 : out == 1 || out == 3 ? act_type::bf16 : act_type::int8;
   const auto geo = detail::make_dq_geometry<P>(c.packed->layout(), 16, act);
   thread_pool& pool = pool_for(threads);
   const std::size_t tiles = M / 64;
@@ -291,6 +294,7 @@ void bm_dequant(benchmark::State& st, source_kind sk, std::size_t M, std::size_t
           if (sk == source_kind::lut) {
             if (out == 0) p = lut.template values<float>(t, k0, k1, s, ld);
             else if (out == 1) p = lut.template values<uint16_t>(t, k0, k1, s, ld);
+            else if (out == 3) p = lut.template value_steps<uint16_t>(t, k0, k1, s);
             else {
               p = lut.levels(t, k0, k1, s);
               for (std::size_t k = k0; k < k1; k += 64) lut.group_scales(t, k, sw, swz);
@@ -298,6 +302,7 @@ void bm_dequant(benchmark::State& st, source_kind sk, std::size_t M, std::size_t
           } else {
             if (out == 0) p = cdq.template values<float>(t, k0, k1, s, ld);
             else if (out == 1) p = cdq.template values<uint16_t>(t, k0, k1, s, ld);
+            else if (out == 3) p = cdq.template value_steps<uint16_t>(t, k0, k1, s);
             else {
               p = cdq.levels(t, k0, k1, s);
               for (std::size_t k = k0; k < k1; k += 64) cdq.group_scales(t, k, sw, swz);
@@ -450,8 +455,8 @@ void register_prefill() {
         register_fused<W2>(t, N, T, cold);
       }
   for (int T : {1, 2})
-    for (int out = 0; out < 3; ++out) {
-      const char* o[3] = {"f32", "bf16", "codes"};
+    for (int out = 0; out < 4; ++out) {
+      const char* o[4] = {"f32", "bf16", "codes", "bf16steps"};
       const std::string t = "/4096x14336/threads:" + std::to_string(T) + "/" + o[out];
       register_dequant<W4>(t, T, out);
       register_dequant<W2>(t, T, out);

@@ -84,13 +84,13 @@ def prefill(path):
                   f"{t:8.1f} {gf:8.1f} {best:6.0f} {op:7.2f} {s_c:>12} {s_l:>11}")
     if deq:
         print()
-        print(f"{'dequantization':<48} {'thr':>3} {'out':<6} {'Gweights/s':>10} {'LUT / ConvertDQ':>15}")
+        print(f"{'dequantization':<48} {'thr':>3} {'out':<9} {'Gweights/s':>10} {'LUT / ConvertDQ':>15}")
         for (src, pol, shape, thr, out), gw in sorted(deq.items()):
             if src != "lut":
                 continue
             bits = pol.split("_")[0]
             c = deq.get(("convertdq", f"{bits}_g64_asym_rowmajor", shape, thr, out))
-            print(f"{pol + ' ' + shape:<48} {thr.split(':')[1]:>3} {out:<6} {gw:10.2f} {(f'{gw / c:.2f}x' if c else '-'):>15}")
+            print(f"{pol + ' ' + shape:<48} {thr.split(':')[1]:>3} {out:<9} {gw:10.2f} {(f'{gw / c:.2f}x' if c else '-'):>15}")
 
 
 if __name__ == "__main__":
