@@ -22,6 +22,14 @@
 //   void widen(W w, F& lanes0_15, F& lanes16_31)          int16 -> float
 // Nothing here computes a packed offset: every address comes from packed_layout.
 
+// GCC 12 flags its own _mm512_undefined_* helpers (`__Y = __Y`) wherever these functions'
+// intrinsics are inlined; every includer gets the same silence
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
 template <class Ops, class P, int NB>
 static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, const float* const* TS,
                           const float* const* XS, std::size_t t, std::size_t blk0, std::size_t blk1,
@@ -217,3 +225,6 @@ static void lut_gemv_rows(const detail::gemv_args& a) {
       for (std::size_t m = r_lo; m < r_hi; ++m) a.y[n * a.ldy + m] = acc[n * R + (m - t * R)];
   }
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif

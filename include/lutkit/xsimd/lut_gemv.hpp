@@ -214,17 +214,7 @@ struct XsimdOps {
   }
 };
 
-// GCC 12 flags its own _mm512_undefined_* helpers (`__Y = __Y`) wherever the body's intrinsics
-// are inlined
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
 #include "../detail/lut_gemv_body.inl"
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
 
 template <class Arch, class P>
 void lut_gemv_entry(const detail::gemv_args& a) {
