@@ -24,6 +24,7 @@
 //               group spanning the padded K.
 #pragma once
 #include <cstddef>
+#include <utility>
 #include <cstdint>
 
 #include "concepts.hpp"
@@ -199,6 +200,13 @@ struct packed_layout {
   std::size_t block_offset(std::size_t t, std::size_t blk) const {
     return group_offset(t, group_of_block(blk)) + std::size_t(spec.scale_bytes()) +
            (blk % blocks_per_group) * spec.block_bytes();
+  }
+  // [first, last) bytes that k range [k0, k1) of tile t reads (k0, k1 on block boundaries): its
+  // blocks and the scales and zeros of their groups, one contiguous range (groups lie in k order,
+  // each its parameters first)
+  std::pair<std::size_t, std::size_t> k_range_bytes(std::size_t t, std::size_t k0, std::size_t k1) const {
+    const std::size_t b0 = k0 / std::size_t(spec.block_k), b1 = (k1 + spec.block_k - 1) / std::size_t(spec.block_k);
+    return {scale_offset(t, group_of_block(b0)), block_offset(t, b1 - 1) + std::size_t(spec.block_bytes())};
   }
   // paired chunk of plane pair p for step 2*sp + s
   std::size_t paired_chunk_offset(std::size_t t, std::size_t sp, int s, int p) const {

@@ -22,12 +22,14 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../core/bf16.hpp"
 #include "../core/error.hpp"
 #include "../dequant.hpp"
 #include "../detail/dq_kernels.hpp"
+#include "../detail/prefetch.hpp"
 #include "../pack.hpp"
 #include "../thread_pool.hpp"
 #include "dq_kernels_avx512.hpp"
@@ -79,10 +81,16 @@ struct dq_geometry {
   std::size_t flush_k = 0;  // k per int8 flush group (= the scale group, or a block multiple)
   std::size_t kc = 0;       // k per chunk: a multiple of flush_k
   std::size_t N = 0, NP = 0;  // NP: N rounded up to 48 (whole column blocks of every kernel)
-  // the activation panel: 32-bit elements (4 int8 | 2 bf16 | 1 fp32 of one column), in blocks
-  // of cb columns (the micro-kernel's NC), each block [step][cb] over all psteps steps
-  std::size_t cb = 0, psteps = 0;
-  std::size_t panel_index(std::size_t n, std::size_t s) const { return (n / cb) * psteps * cb + s * cb + n % cb; }
+  // the activation panel: 32-bit elements (4 int8 | 2 bf16 | 1 fp32 of one column), chunk-major:
+  // for each chunk of kcs steps (one kc of k), the column blocks of cb columns (the micro-kernel's
+  // NC) one after the other, each [step][cb]. The calls of one chunk then read one sequential
+  // stream, which the hardware prefetcher follows from L3; with each block's steps over the whole
+  // K, every call started on lines 40+ KB away from the last one's and waited for L3.
+  std::size_t cb = 0, psteps = 0, kcs = 0;
+  std::size_t panel_index(std::size_t n, std::size_t s) const {
+    const std::size_t s0 = s / kcs * kcs, len = std::min(kcs, psteps - s0);
+    return s0 * NP + (n / cb) * len * cb + (s - s0) * cb + n % cb;
+  }
   std::size_t flushes() const { return (K_pad + flush_k - 1) / flush_k; }
   std::size_t chunks() const { return (K_pad + kc - 1) / kc; }
   // columns per pass of the GEMM: all of them up to 768, else 768 (a multiple of 48)
@@ -104,7 +112,9 @@ inline dq_geometry make_dq_geometry_k(std::size_t K, std::size_t K_pad, std::siz
   g.N = N;
   g.NP = round_up(N, 48);
   g.cb = act == act_type::int8 || act == act_type::int8_group ? std::size_t(mk_int8_cols) : std::size_t(mk_val_cols);
-  g.psteps = g.K_pad / (act == act_type::fp32 ? 1 : act == act_type::bf16 ? 2 : 4);
+  const std::size_t per_step = act == act_type::fp32 ? 1 : act == act_type::bf16 ? 2 : 4;  // k per element
+  g.psteps = g.K_pad / per_step;
+  g.kcs = g.kc / per_step;
   return g;
 }
 template <class P>
@@ -208,27 +218,30 @@ LUTKIT_ALWAYS_INLINE inline void prepare_rows(dq_activations& A, const float* x,
         }
       }
     }
-    // column n of the panel: element (n, s) at base(n) + s * cb
+    // column n of the panel, chunk by chunk: element (n, s) at panel_index(n, chunk start) + (s - start) * cb
     const std::size_t cb = g.cb;
     if (A.act == act_type::fp32) {
       float* d = reinterpret_cast<float*>(A.data.get());
       for (std::size_t i = 0; i < nb; ++i) {
-        float* col = d + g.panel_index(n0 + i, 0);
         const float* src = xb.data() + i * g.K_pad;
-        for (std::size_t k = 0; k < g.K; ++k) col[k * cb] = src[k];
+        for (std::size_t s0 = 0; s0 < g.K; s0 += g.kcs) {
+          float* col = d + g.panel_index(n0 + i, s0);
+          for (std::size_t k = s0; k < std::min(g.K, s0 + g.kcs); ++k) col[(k - s0) * cb] = src[k];
+        }
       }
     } else {
       uint32_t* d = reinterpret_cast<uint32_t*>(A.data.get());
       const bool bf = A.act == act_type::bf16;
-      const std::size_t steps = bf ? g.K_pad / 2 : g.K_pad / 4;
       for (std::size_t i = 0; i < nb; ++i) {
-        uint32_t* col = d + g.panel_index(n0 + i, 0);
         const uint8_t* src = bf ? reinterpret_cast<const uint8_t*>(hb.data() + i * g.K_pad)
                                 : reinterpret_cast<const uint8_t*>(qb.data() + i * g.K_pad);
-        for (std::size_t st = 0; st < steps; ++st) {
-          uint32_t v;
-          std::memcpy(&v, src + 4 * st, 4);
-          col[st * cb] = v;
+        for (std::size_t s0 = 0; s0 < g.psteps; s0 += g.kcs) {
+          uint32_t* col = d + g.panel_index(n0 + i, s0);
+          for (std::size_t st = s0; st < std::min(g.psteps, s0 + g.kcs); ++st) {
+            uint32_t v;
+            std::memcpy(&v, src + 4 * st, 4);
+            col[(st - s0) * cb] = v;
+          }
         }
       }
     }
@@ -343,21 +356,11 @@ struct lut_weight_source {
     generic::levels_to_step_major(s.codes.get(), s.ldc, k1 - k0, s.values.get());
     return s.values.get();
   }
-  // Request the packed bytes of chunk [k0, k1) of tile t (its blocks and their groups' scales
-  // and zeros) into L2. The GEMM calls it one chunk ahead: level 1 reads each chunk once, and the
-  // hardware prefetchers restart at every 4 KiB page of it.
-  void prefetch(std::size_t t, std::size_t k0, std::size_t k1) const {
-    constexpr auto& S = P::spec;
-    auto lines = [](const uint8_t* p, std::size_t n) {
-      for (std::size_t o = 0; o < n; o += 64) __builtin_prefetch(p + o, 0, 2);
-      __builtin_prefetch(p + n - 1, 0, 2);
-    };
-    const std::size_t b0 = k0 / std::size_t(S.block_k), b1 = (k1 + std::size_t(S.block_k) - 1) / std::size_t(S.block_k);
-    for (std::size_t blk = b0; blk < b1; ++blk) {
-      if (blk == b0 || blk % L->blocks_per_group == 0)
-        lines(data + L->scale_offset(t, L->group_of_block(blk)), std::size_t(S.scale_bytes()));
-      lines(data + L->block_offset(t, blk), std::size_t(S.block_bytes()));
-    }
+  // The packed bytes chunk [k0, k1) of tile t reads (its blocks and their groups' scales and
+  // zeros): the GEMM prefetches the next chunk's into L2 while it computes the current one.
+  std::pair<const uint8_t*, std::size_t> chunk_bytes(std::size_t t, std::size_t k0, std::size_t k1) const {
+    const auto [lo, hi] = L->k_range_bytes(t, k0, k1);
+    return {data + lo, hi - lo};
   }
   // level 1 into the row-major code buffer (SIMD where the backend has it)
   void codes_rows(std::size_t t, std::size_t k0, std::size_t k1, dq_scratch& s) const {
@@ -484,12 +487,29 @@ void dq_gemm_tiles(const Src& src, const dq_activations& A, const dq_kernel_set&
     std::memset(C, 0, 64 * NB * 4);
     for (std::size_t k0 = 0; k0 < g.K_pad; k0 += g.kc) {
       const std::size_t k1 = std::min(g.K_pad, k0 + g.kc);
-      if constexpr (requires { src.prefetch(t, k0, k1); }) {
-        // the next chunk (of this tile, else of the next one) while this one is computed
+      // The packed bytes of the next chunk (of this tile, else of the next one) into L2, a few
+      // lines before each micro-kernel call below: level 1 reads each chunk once, and the
+      // hardware prefetchers restart at every 4 KiB page of it. (A whole chunk's lines requested
+      // at once filled the miss queue and stalled.)
+      const uint8_t* pf = nullptr;
+      std::size_t pf_lines = 0, pf_per_call = 0;
+      if constexpr (requires { src.chunk_bytes(t, k0, k1); }) {
         const bool last = k1 >= g.K_pad;
         const std::size_t nt = last ? t + 1 : t, nk0 = last ? 0 : k1;
-        if (nt < t1) src.prefetch(nt, nk0, std::min(g.K_pad, nk0 + g.kc));
+        if (nt < t1) {
+          const auto [p, bytes] = src.chunk_bytes(nt, nk0, std::min(g.K_pad, nk0 + g.kc));
+          pf = p;
+          pf_lines = (bytes + 63) / 64;
+          const std::size_t calls = (nbw + g.cb - 1) / g.cb;
+          pf_per_call = (pf_lines + calls - 1) / calls;
+        }
       }
+      auto prefetch_next = [&] {
+        const std::size_t n = std::min(pf_per_call, pf_lines);
+        for (std::size_t l = 0; l < n; ++l) prefetch_l2(pf + 64 * l);
+        pf += 64 * n;
+        pf_lines -= n;
+      };
       if (A.act == act_type::int8 || A.act == act_type::int8_group) {
         const uint8_t* W = src.levels(t, k0, k1, s);
         const std::size_t nf = (k1 - k0 + g.flush_k - 1) / g.flush_k;
@@ -501,6 +521,7 @@ void dq_gemm_tiles(const Src& src, const dq_activations& A, const dq_kernel_set&
         const std::size_t ncols = std::min(nbw, g.N - nb0);
         for (std::size_t n0 = 0; n0 < ncols; n0 += mk_int8_cols) {
           const std::size_t nc = std::min<std::size_t>(mk_int8_cols, ncols - n0);
+          prefetch_next();
           mk_int8_args a{W, Ad + 4 * g.panel_index(nb0 + n0, k0 / 4), 4 * g.cb, fsteps, full, C + n0 * 64,
                          s.sw.data(), s.swz.data(),
                          A.sumx.data() + f0 * NP + nb0 + n0,
@@ -528,6 +549,7 @@ void dq_gemm_tiles(const Src& src, const dq_activations& A, const dq_kernel_set&
         const std::size_t ncols = std::min(nbw, g.N - nb0);
         for (std::size_t n0 = 0; n0 < ncols; n0 += mk_val_cols) {
           const std::size_t nc = std::min<std::size_t>(mk_val_cols, ncols - n0);
+          prefetch_next();
           (bf ? ks.bf16 : ks.f32)[nc - 1](
               mk_val_args{Ws, Ad + g.panel_index(nb0 + n0, bf ? k0 / 2 : k0), g.cb, steps, C + n0 * 64});
         }
