@@ -192,6 +192,17 @@ struct convertdq_source {
     }
     return reinterpret_cast<const T*>(s.values.get());
   }
+  // the GEMM's prefetch interface, as for the LUT source (a fair baseline: both get their next
+  // chunk requested ahead): per row, the chunk's code lines, then the line of its scales / zeros
+  std::size_t chunk_lines(std::size_t, std::size_t k0, std::size_t k1) const { return 64 * ((k1 - k0 + 63) / 64 + 1); }
+  void prefetch_lines(std::size_t t, std::size_t k0, std::size_t k1, std::size_t l0, std::size_t l1) const {
+    const std::size_t per_row = (k1 - k0 + 63) / 64 + 1;
+    for (std::size_t l = l0; l < l1; ++l) {
+      const std::size_t r = t * 64 + l / per_row, j = l % per_row;
+      detail::prefetch_l2(j + 1 < per_row ? static_cast<const void*>(codes + r * K + k0 + 64 * j)
+                                          : static_cast<const void*>(sz + (r * (K / G) + k0 / G) * 2));
+    }
+  }
   template <class T>
   const uint32_t* value_steps(std::size_t t, std::size_t k0, std::size_t k1, detail::dq_scratch& s) const {
     std::size_t ld = 0;
@@ -287,9 +298,15 @@ void bm_dequant(benchmark::State& st, source_kind sk, std::size_t M, std::size_t
       s.init(geo);
       std::size_t ld = 0;
       float sw[64], swz[64];
-      for (std::size_t t = tiles * i / threads; t < tiles * (i + 1) / threads; ++t)
+      const std::size_t t_end = tiles * (i + 1) / threads;
+      for (std::size_t t = tiles * i / threads; t < t_end; ++t)
         for (std::size_t k0 = 0; k0 < K; k0 += geo.kc) {
           const std::size_t k1 = std::min(K, k0 + geo.kc);
+          // the next chunk requested ahead, as the GEMM does (both sources)
+          if (sk == source_kind::lut)
+            detail::prefetch_chunk(lut, geo.next_chunk(t, k1), t_end);
+          else
+            detail::prefetch_chunk(cdq, geo.next_chunk(t, k1), t_end);
           const void* p = nullptr;
           if (sk == source_kind::lut) {
             if (out == 0) p = lut.template values<float>(t, k0, k1, s, ld);

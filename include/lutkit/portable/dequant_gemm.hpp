@@ -92,6 +92,15 @@ struct dq_geometry {
     return s0 * NP + (n / cb) * len * cb + (s - s0) * cb + n % cb;
   }
   std::size_t flushes() const { return (K_pad + flush_k - 1) / flush_k; }
+  // the chunk after chunk (t, [k0, k1)): the next one of tile t, else the first of tile t + 1
+  struct chunk {
+    std::size_t t, k0, k1;
+  };
+  chunk next_chunk(std::size_t t, std::size_t k1) const {
+    const bool last = k1 >= K_pad;
+    const std::size_t nk0 = last ? 0 : k1;
+    return {last ? t + 1 : t, nk0, std::min(K_pad, nk0 + kc)};
+  }
   std::size_t chunks() const { return (K_pad + kc - 1) / kc; }
   // columns per pass of the GEMM: all of them up to 768, else 768 (a multiple of 48)
   std::size_t n_block() const { return NP <= 768 ? NP : 768; }
@@ -356,11 +365,17 @@ struct lut_weight_source {
     generic::levels_to_step_major(s.codes.get(), s.ldc, k1 - k0, s.values.get());
     return s.values.get();
   }
-  // The packed bytes chunk [k0, k1) of tile t reads (its blocks and their groups' scales and
-  // zeros): the GEMM prefetches the next chunk's into L2 while it computes the current one.
-  std::pair<const uint8_t*, std::size_t> chunk_bytes(std::size_t t, std::size_t k0, std::size_t k1) const {
+  // Prefetch interface of a weight source (optional; the GEMM uses it when present): chunk
+  // [k0, k1) of tile t reads chunk_lines() cache lines of packed bytes (its blocks and their
+  // groups' scales and zeros, one contiguous range here); prefetch_lines() requests lines
+  // [l0, l1) of them into L2.
+  std::size_t chunk_lines(std::size_t t, std::size_t k0, std::size_t k1) const {
     const auto [lo, hi] = L->k_range_bytes(t, k0, k1);
-    return {data + lo, hi - lo};
+    return (hi - lo + 63) / 64;
+  }
+  void prefetch_lines(std::size_t t, std::size_t k0, std::size_t k1, std::size_t l0, std::size_t l1) const {
+    const uint8_t* p = data + L->k_range_bytes(t, k0, k1).first;
+    for (std::size_t l = l0; l < l1; ++l) prefetch_l2(p + 64 * l);
   }
   // level 1 into the row-major code buffer (SIMD where the backend has it)
   void codes_rows(std::size_t t, std::size_t k0, std::size_t k1, dq_scratch& s) const {
@@ -469,6 +484,14 @@ struct lut_weight_source {
   }
 };
 
+// All lines of chunk c into L2, if the source has the prefetch interface (chunk_lines,
+// prefetch_lines) and c.t < t1.
+template <class Src>
+void prefetch_chunk(const Src& src, const dq_geometry::chunk& c, std::size_t t1) {
+  if constexpr (requires { src.prefetch_lines(c.t, c.k0, c.k1, c.t, c.t); })
+    if (c.t < t1) src.prefetch_lines(c.t, c.k0, c.k1, 0, src.chunk_lines(c.t, c.k0, c.k1));
+}
+
 // Tiles [t0, t1) of the product; rows outside [r0, r1) are not written.
 template <class Src>
 void dq_gemm_tiles(const Src& src, const dq_activations& A, const dq_kernel_set& ks, std::size_t t0,
@@ -491,24 +514,21 @@ void dq_gemm_tiles(const Src& src, const dq_activations& A, const dq_kernel_set&
       // lines before each micro-kernel call below: level 1 reads each chunk once, and the
       // hardware prefetchers restart at every 4 KiB page of it. (A whole chunk's lines requested
       // at once filled the miss queue and stalled.)
-      const uint8_t* pf = nullptr;
-      std::size_t pf_lines = 0, pf_per_call = 0;
-      if constexpr (requires { src.chunk_bytes(t, k0, k1); }) {
-        const bool last = k1 >= g.K_pad;
-        const std::size_t nt = last ? t + 1 : t, nk0 = last ? 0 : k1;
-        if (nt < t1) {
-          const auto [p, bytes] = src.chunk_bytes(nt, nk0, std::min(g.K_pad, nk0 + g.kc));
-          pf = p;
-          pf_lines = (bytes + 63) / 64;
-          const std::size_t calls = (nbw + g.cb - 1) / g.cb;
+      const dq_geometry::chunk nc = g.next_chunk(t, k1);
+      std::size_t pf_line = 0, pf_lines = 0, pf_per_call = 0;
+      if constexpr (requires { src.prefetch_lines(nc.t, nc.k0, nc.k1, pf_line, pf_lines); }) {
+        if (nc.t < t1) {
+          pf_lines = src.chunk_lines(nc.t, nc.k0, nc.k1);
+          const std::size_t calls = (std::min(nbw, g.N - nb0) + g.cb - 1) / g.cb;
           pf_per_call = (pf_lines + calls - 1) / calls;
         }
       }
       auto prefetch_next = [&] {
-        const std::size_t n = std::min(pf_per_call, pf_lines);
-        for (std::size_t l = 0; l < n; ++l) prefetch_l2(pf + 64 * l);
-        pf += 64 * n;
-        pf_lines -= n;
+        if constexpr (requires { src.prefetch_lines(nc.t, nc.k0, nc.k1, pf_line, pf_lines); }) {
+          const std::size_t l1 = std::min(pf_lines, pf_line + pf_per_call);
+          if (pf_line < l1) src.prefetch_lines(nc.t, nc.k0, nc.k1, pf_line, l1);
+          pf_line = l1;
+        }
       };
       if (A.act == act_type::int8 || A.act == act_type::int8_group) {
         const uint8_t* W = src.levels(t, k0, k1, s);
@@ -658,6 +678,7 @@ void dequantize(const packed_weights<P>& w, void* out, dq_type type, std::size_t
       for (std::size_t k0 = 0; k0 < L.K_pad; k0 += g.kc) {
         const std::size_t k1 = std::min(L.K_pad, k0 + g.kc), kn = std::min(k1, L.K) - std::min(k0, L.K);
         if (kn == 0) continue;
+        prefetch_chunk(src, g.next_chunk(t, k1), t1);
         std::size_t ld = 0;
         const std::size_t rows = std::min<std::size_t>(64, L.M - t * 64);
         if (type == dq_type::f32) {
