@@ -113,10 +113,14 @@ inline dq_geometry make_dq_geometry_k(std::size_t K, std::size_t K_pad, std::siz
   g.K = K;
   g.K_pad = K_pad;
   g.flush_k = flush_k;
-  // k per chunk: fp32 64, bf16 256, int8 512 (int8 at 4096 x 14336, N = 128, 2 threads, medians
-  // of 3: 512 gave +5-7% over 256 -- half the calls, each loading and storing its 12
-  // accumulators once; 1024 was not better)
-  const std::size_t base = act == act_type::fp32 ? 64 : (act == act_type::bf16 ? 256 : 512);
+  // k per chunk: fp32 64, int8 512, bf16 1024 for N >= 48 and 256 below.
+  // int8 at 4096 x 14336, N = 128, 2 threads, medians of 3: 512 gave +5-7% over 256 (half the
+  // calls, each loading and storing its 12 accumulators once); 1024 was not better.
+  // bf16 (session 7, interleaved rounds, 2 threads, W4): 1024 over 256 gave +2-3% at N = 128 and
+  // +10-20% at N = 512 (a call's fixed cost, its 24 accumulators loaded and stored, is spread
+  // over 4x the steps; the 128 KiB chunk of bf16 weights is re-read from L2 by every call), but
+  // -4% at N = 16, where the dequantization dominates and a 32 KiB chunk stays in L1.
+  const std::size_t base = act == act_type::fp32 ? 64 : act == act_type::bf16 ? (N >= 48 ? 1024 : 256) : 512;
   g.kc = round_up(base, g.flush_k);
   g.N = N;
   g.NP = round_up(N, 48);
