@@ -1,6 +1,7 @@
 // Layout properties of the tiling spec, exhaustively on small shapes, for every policy:
 // unpack(pack(q)) == q; the element map is injective (no two weights share a bit) and covers
 // every index bit of the packed data; offsets stay inside the blob.
+#include <algorithm>
 #include <set>
 
 #include "common.hpp"
@@ -78,6 +79,43 @@ void check_layout_properties() {
           if (L.group_of_block(blk) == L.group_of_block(blk + 1)) CHECK(b - a == std::size_t(S.block_bytes()));
           else CHECK(b - a == std::size_t(S.block_bytes() + S.scale_bytes()));
         }
+      // k_range_bytes (what the GEMM prefetches per chunk): for ranges of 1, 2 and 3 blocks and the
+      // whole K, every weight bit of the range and the parameters of every group starting in it
+      // lie inside, and the range holds nothing else
+      for (std::size_t t = 0; t < L.tiles; ++t)
+        for (std::size_t nb : {std::size_t(1), std::size_t(2), std::size_t(3), L.blocks()})
+          for (std::size_t b0 = 0; b0 < L.blocks(); b0 += nb) {
+            const std::size_t b1 = std::min(L.blocks(), b0 + nb), k0 = b0 * S.block_k, k1 = b1 * S.block_k;
+            const auto [lo, hi] = L.k_range_bytes(t, k0, k1);
+            INFO("tile " << t << " blocks [" << b0 << ", " << b1 << ")");
+            REQUIRE(lo < hi);
+            REQUIRE(hi <= L.total_bytes);
+            std::size_t starts = 0;
+            for (std::size_t blk = b0; blk < b1; ++blk) starts += blk % L.blocks_per_group == 0;
+            CHECK(hi - lo == (b1 - b0) * std::size_t(S.block_bytes()) + starts * std::size_t(S.scale_bytes()));
+            bool inside = true;
+            for (std::size_t m = t * 64; m < t * 64 + 64; ++m) {
+              if (S.ternary) {
+                for (std::size_t st = k0 / 3; st < k1 / 3; ++st) {
+                  const auto li = L.index_location(m, st * 3, 0);
+                  const auto ls = L.ternary_sign_location(m, st);
+                  inside = inside && li.byte >= lo && li.byte < hi && ls.byte >= lo && ls.byte < hi;
+                }
+              } else {
+                for (std::size_t k = k0; k < k1; ++k)
+                  for (int b = 0; b < S.planes; ++b) {
+                    const auto loc = L.index_location(m, k, b);
+                    inside = inside && loc.byte >= lo && loc.byte < hi;
+                  }
+              }
+            }
+            for (std::size_t blk = b0; blk < b1; ++blk)
+              if (blk % L.blocks_per_group == 0) {
+                const std::size_t so = L.scale_offset(t, L.group_of_block(blk));
+                inside = inside && so >= lo && so + std::size_t(S.scale_bytes()) <= hi;
+              }
+            CHECK(inside);
+          }
     }
 }
 }  // namespace

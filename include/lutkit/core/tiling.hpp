@@ -201,12 +201,13 @@ struct packed_layout {
     return group_offset(t, group_of_block(blk)) + std::size_t(spec.scale_bytes()) +
            (blk % blocks_per_group) * spec.block_bytes();
   }
-  // [first, last) bytes that k range [k0, k1) of tile t reads (k0, k1 on block boundaries): its
-  // blocks and the scales and zeros of their groups, one contiguous range (groups lie in k order,
-  // each its parameters first)
+  // [first, last) bytes of k range [k0, k1) of tile t (k0, k1 on block boundaries): its blocks and
+  // the scales and zeros of every group that starts inside it, one contiguous range (groups lie in
+  // k order, each its parameters first). The parameters of a group begun before k0 are not in it.
   std::pair<std::size_t, std::size_t> k_range_bytes(std::size_t t, std::size_t k0, std::size_t k1) const {
     const std::size_t b0 = k0 / std::size_t(spec.block_k), b1 = (k1 + spec.block_k - 1) / std::size_t(spec.block_k);
-    return {scale_offset(t, group_of_block(b0)), block_offset(t, b1 - 1) + std::size_t(spec.block_bytes())};
+    const std::size_t lo = b0 % blocks_per_group == 0 ? scale_offset(t, group_of_block(b0)) : block_offset(t, b0);
+    return {lo, block_offset(t, b1 - 1) + std::size_t(spec.block_bytes())};
   }
   // paired chunk of plane pair p for step 2*sp + s
   std::size_t paired_chunk_offset(std::size_t t, std::size_t sp, int s, int p) const {

@@ -370,9 +370,9 @@ struct lut_weight_source {
     return s.values.get();
   }
   // Prefetch interface of a weight source (optional; the GEMM uses it when present): chunk
-  // [k0, k1) of tile t reads chunk_lines() cache lines of packed bytes (its blocks and their
-  // groups' scales and zeros, one contiguous range here); prefetch_lines() requests lines
-  // [l0, l1) of them into L2.
+  // [k0, k1) of tile t reads chunk_lines() cache lines of packed bytes (its blocks and the scales
+  // and zeros of the groups starting in it, one contiguous range here:
+  // packed_layout::k_range_bytes); prefetch_lines() requests lines [l0, l1) of them into L2.
   std::size_t chunk_lines(std::size_t t, std::size_t k0, std::size_t k1) const {
     const auto [lo, hi] = L->k_range_bytes(t, k0, k1);
     return (hi - lo + 63) / 64;
