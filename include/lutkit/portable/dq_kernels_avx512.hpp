@@ -503,6 +503,13 @@ LUTKIT_AVX512_DQ void group_tables_bf16(const float* lv, const float* sc, const 
   // register z holds entries 16 z + j: row 16 z / E + j / E, code j % E
   const __m512i code = _mm512_and_si512(iota, _mm512_set1_epi32(E - 1));
   const __m512 l = _mm512_permutexvar_ps(code, _mm512_loadu_ps(lv));
+  if constexpr (E == 16) {
+    // one row per 16 entries: broadcast scale and zero, two rows per conversion and store
+    for (int r = 0; r < 64; r += 2)
+      _mm512_store_si512(tab + 16 * r, (__m512i)_mm512_cvtne2ps_pbh(group16_table(l, sc[r + 1], zz[r + 1], min_form),
+                                                                    group16_table(l, sc[r], zz[r], min_form)));
+    return;
+  }
   for (int z = 0; z < 4 * E; ++z) {
     const int r0 = 16 * z / E;
     const __m512i row = _mm512_srli_epi32(iota, LOG);  // + r0 % 16 below
