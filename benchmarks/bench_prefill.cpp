@@ -194,13 +194,18 @@ struct convertdq_source {
   }
   // the GEMM's prefetch interface, as for the LUT source (a fair baseline: both get their next
   // chunk requested ahead): per row, the chunk's code lines, then the line of its scales / zeros
-  std::size_t chunk_lines(std::size_t, std::size_t k0, std::size_t k1) const { return 64 * ((k1 - k0 + 63) / 64 + 1); }
-  void prefetch_lines(std::size_t t, std::size_t k0, std::size_t k1, std::size_t l0, std::size_t l1) const {
+  struct prefetch_plan_t {
+    std::size_t t, k0, per_row, lines;
+  };
+  prefetch_plan_t prefetch_plan(std::size_t t, std::size_t k0, std::size_t k1) const {
     const std::size_t per_row = (k1 - k0 + 63) / 64 + 1;
+    return {t, k0, per_row, 64 * per_row};
+  }
+  void prefetch_lines(const prefetch_plan_t& p, std::size_t l0, std::size_t l1) const {
     for (std::size_t l = l0; l < l1; ++l) {
-      const std::size_t r = t * 64 + l / per_row, j = l % per_row;
-      detail::prefetch_l2(j + 1 < per_row ? static_cast<const void*>(codes + r * K + k0 + 64 * j)
-                                          : static_cast<const void*>(sz + (r * (K / G) + k0 / G) * 2));
+      const std::size_t r = p.t * 64 + l / p.per_row, j = l % p.per_row;
+      detail::prefetch_line(j + 1 < p.per_row ? static_cast<const void*>(codes + r * K + p.k0 + 64 * j)
+                                              : static_cast<const void*>(sz + (r * (K / G) + p.k0 / G) * 2));
     }
   }
   template <class T>
@@ -210,6 +215,7 @@ struct convertdq_source {
     return detail::values_to_steps(v, ld, k1 - k0, s, detail::dq_kernels_for(dq_backend::best));
   }
 };
+static_assert(detail::prefetching_source<convertdq_source>, "ConvertDQ gets the same chunk prefetch as the LUT source");
 
 // LoadFull weight source: pre-dequantized matrices, read in place
 template <class P>

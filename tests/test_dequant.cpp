@@ -114,7 +114,7 @@ TEST_CASE("dequant_gemm rejects bad input with a clear error", "[dequant_gemm][b
 }
 
 #if defined(LUTKIT_HAVE_AVX512_DQ)
-TEST_CASE("SIMD level 1 equals the scalar bit-repack lookups", "[dequant][level1]") {
+TEST_CASE("SIMD level 1 (VBMI fields, GFNI transpose) equals the scalar bit-repack lookups", "[dequant][level1]") {
   if (!detail::avx512::cpu_supported()) return;
   for_dq_policies<0, dq_policy_count>([]<class P>() {
     if constexpr (!P::spec.ternary) {
@@ -124,16 +124,19 @@ TEST_CASE("SIMD level 1 equals the scalar bit-repack lookups", "[dequant][level1
       const auto wp = pack<P>(quantize<P>(w.data(), M, K));
       const packed_layout& L = wp.layout();
       const std::size_t ld = L.K_pad + 64;
-      std::vector<uint8_t> a(64 * ld, 0), b(64 * ld, 0), st(L.K_pad / 4 * 256 + 64, 0);
+      std::vector<uint8_t> a(64 * ld, 0), b(64 * ld, 0), st(L.K_pad / 4 * 256 + 64, 0), sv(st);
       std::size_t bad = 0;
       for (std::size_t t = 0; t < L.tiles; ++t) {
         detail::unpack_codes<P>(wp.data(), L, t, 0, L.K_pad, a.data(), ld);
         detail::avx512::unpack_codes_rows<P>(wp.data(), L, t, 0, L.K_pad, b.data(), ld);
         detail::avx512::unpack_levels_steps<P>(wp.data(), L, t, 0, L.K_pad, st.data());
+        // and the VBMI field extraction where GFNI would be chosen (4 planes)
+        detail::avx512::unpack_levels_steps<P>(wp.data(), L, t, 0, L.K_pad, sv.data(), false);
         for (std::size_t r = 0; r < 64; ++r)
           for (std::size_t k = 0; k < L.K_pad; ++k) {
             bad += a[r * ld + k] != b[r * ld + k];
             bad += a[r * ld + k] != st[(k / 4) * 256 + r * 4 + k % 4];
+            bad += a[r * ld + k] != sv[(k / 4) * 256 + r * 4 + k % 4];
           }
       }
       INFO(P::name() << " K=" << K);

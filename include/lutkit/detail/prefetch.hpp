@@ -8,9 +8,13 @@
 
 namespace lutkit::detail {
 
-// request the cache line holding p into L2 (a hint: never faults, may be dropped)
-inline void prefetch_l2(const void* p) {
-  __builtin_prefetch(p, 0, 2);
+// request the cache line holding p into the caches (a hint: never faults, may be dropped).
+// prefetcht0: on the Zen 4 host, the prefill's level 1 (which reads each prefetched chunk once,
+// about one chunk's compute time later) spent 7.7% of the int8 micro-kernel's time with
+// prefetcht1 and 3.7% with prefetcht0 (perf, W4 4096 x 14336, N = 128, 1 thread; bf16 the same
+// with both). docs/benchmarks.md, session 8.
+inline void prefetch_line(const void* p) {
+  __builtin_prefetch(p, 0, 3);
 #if defined(__GNUC__) || defined(__clang__)
   asm volatile("" : : "r"(p));
 #endif

@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <concepts>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -370,16 +371,20 @@ struct lut_weight_source {
     return s.values.get();
   }
   // Prefetch interface of a weight source (optional; the GEMM uses it when present): chunk
-  // [k0, k1) of tile t reads chunk_lines() cache lines of packed bytes (its blocks and the scales
+  // [k0, k1) of tile t reads plan.lines cache lines of packed bytes (its blocks and the scales
   // and zeros of the groups starting in it, one contiguous range here:
-  // packed_layout::k_range_bytes); prefetch_lines() requests lines [l0, l1) of them into L2.
-  std::size_t chunk_lines(std::size_t t, std::size_t k0, std::size_t k1) const {
+  // packed_layout::k_range_bytes); prefetch_lines(plan, l0, l1) requests lines [l0, l1) of them.
+  // The plan is made once per chunk, so the calls that spread the requests do no shape arithmetic.
+  struct prefetch_plan_t {
+    const uint8_t* p;
+    std::size_t lines;
+  };
+  prefetch_plan_t prefetch_plan(std::size_t t, std::size_t k0, std::size_t k1) const {
     const auto [lo, hi] = L->k_range_bytes(t, k0, k1);
-    return (hi - lo + 63) / 64;
+    return {data + lo, (hi - lo + 63) / 64};
   }
-  void prefetch_lines(std::size_t t, std::size_t k0, std::size_t k1, std::size_t l0, std::size_t l1) const {
-    const uint8_t* p = data + L->k_range_bytes(t, k0, k1).first;
-    for (std::size_t l = l0; l < l1; ++l) prefetch_l2(p + 64 * l);
+  void prefetch_lines(const prefetch_plan_t& plan, std::size_t l0, std::size_t l1) const {
+    for (std::size_t l = l0; l < l1; ++l) prefetch_line(plan.p + 64 * l);
   }
   // level 1 into the row-major code buffer (SIMD where the backend has it)
   void codes_rows(std::size_t t, std::size_t k0, std::size_t k1, dq_scratch& s) const {
@@ -488,13 +493,40 @@ struct lut_weight_source {
   }
 };
 
-// All lines of chunk c into L2, if the source has the prefetch interface (chunk_lines,
-// prefetch_lines) and c.t < t1.
+// Does the weight source have the prefetch interface (prefetch_plan, prefetch_lines)?
+template <class Src>
+concept prefetching_source = requires(const Src& src, std::size_t n) {
+  src.prefetch_lines(src.prefetch_plan(n, n, n), n, n);
+  { src.prefetch_plan(n, n, n).lines } -> std::convertible_to<std::size_t>;
+};
+// All lines of chunk c into the caches, if the source can prefetch and c.t < t1.
 template <class Src>
 void prefetch_chunk(const Src& src, const dq_geometry::chunk& c, std::size_t t1) {
-  if constexpr (requires { src.prefetch_lines(c.t, c.k0, c.k1, c.t, c.t); })
-    if (c.t < t1) src.prefetch_lines(c.t, c.k0, c.k1, 0, src.chunk_lines(c.t, c.k0, c.k1));
+  if constexpr (prefetching_source<Src>) {
+    if (c.t < t1) {
+      const auto plan = src.prefetch_plan(c.t, c.k0, c.k1);
+      src.prefetch_lines(plan, 0, plan.lines);
+    }
+  }
 }
+// A chunk's lines requested a part per call (the GEMM's micro-kernel calls of the chunk before)
+template <class Src>
+struct spread_prefetch {
+  const Src& src;
+  decltype(std::declval<const Src&>().prefetch_plan(0, 0, 0)) plan{};
+  std::size_t next = 0, per_call = 0;
+  spread_prefetch(const Src& s, const dq_geometry::chunk& c, std::size_t t1, std::size_t calls) : src(s) {
+    if (c.t < t1) {
+      plan = src.prefetch_plan(c.t, c.k0, c.k1);
+      per_call = (plan.lines + calls - 1) / std::max<std::size_t>(calls, 1);
+    }
+  }
+  void step() {
+    const std::size_t l1 = std::min(plan.lines, next + per_call);
+    if (next < l1) src.prefetch_lines(plan, next, l1);
+    next = l1;
+  }
+};
 
 // Tiles [t0, t1) of the product; rows outside [r0, r1) are not written.
 template <class Src>
@@ -514,25 +546,20 @@ void dq_gemm_tiles(const Src& src, const dq_activations& A, const dq_kernel_set&
     std::memset(C, 0, 64 * NB * 4);
     for (std::size_t k0 = 0; k0 < g.K_pad; k0 += g.kc) {
       const std::size_t k1 = std::min(g.K_pad, k0 + g.kc);
-      // The packed bytes of the next chunk (of this tile, else of the next one) into L2, a few
+      // The packed bytes of the next chunk (of this tile, else of the next one) into the caches, a few
       // lines before each micro-kernel call below: level 1 reads each chunk once, and the
       // hardware prefetchers restart at every 4 KiB page of it. (A whole chunk's lines requested
       // at once filled the miss queue and stalled.)
       const dq_geometry::chunk nc = g.next_chunk(t, k1);
-      std::size_t pf_line = 0, pf_lines = 0, pf_per_call = 0;
-      if constexpr (requires { src.prefetch_lines(nc.t, nc.k0, nc.k1, pf_line, pf_lines); }) {
-        if (nc.t < t1) {
-          pf_lines = src.chunk_lines(nc.t, nc.k0, nc.k1);
-          const std::size_t calls = (std::min(nbw, g.N - nb0) + g.cb - 1) / g.cb;
-          pf_per_call = (pf_lines + calls - 1) / calls;
-        }
-      }
+      const std::size_t calls = (std::min(nbw, g.N - nb0) + g.cb - 1) / g.cb;
+      auto pf = [&] {
+        if constexpr (prefetching_source<Src>)
+          return spread_prefetch<Src>(src, nc, t1, calls);
+        else
+          return 0;
+      }();
       auto prefetch_next = [&] {
-        if constexpr (requires { src.prefetch_lines(nc.t, nc.k0, nc.k1, pf_line, pf_lines); }) {
-          const std::size_t l1 = std::min(pf_lines, pf_line + pf_per_call);
-          if (pf_line < l1) src.prefetch_lines(nc.t, nc.k0, nc.k1, pf_line, l1);
-          pf_line = l1;
-        }
+        if constexpr (prefetching_source<Src>) pf.step();
       };
       if (A.act == act_type::int8 || A.act == act_type::int8_group) {
         const uint8_t* W = src.levels(t, k0, k1, s);
@@ -640,6 +667,7 @@ void dequant_gemm_impl(const packed_weights<P>& w, const float* x, std::size_t N
   A.geo = make_dq_geometry<P>(w.layout(), N, act);
   prepare_activations(A, x, ldx, pool, ks.simd_level1);
   const lut_weight_source<P> src{w.data(), &w.layout(), &ks};
+  static_assert(prefetching_source<lut_weight_source<P>>, "the LUT weight source prefetches its next chunk");
   run_dq_gemm(src, A, ks, w.M(), r0, r1, y, ldy, pool);
 }
 }  // namespace detail

@@ -6,6 +6,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
 
 #include "../core/tiling.hpp"
 #include "../detail/dq_kernels.hpp"
@@ -314,11 +315,85 @@ LUTKIT_AVX512_DQ inline __m512i l1_field(__m512i r, bool first, __m512i a, __m51
   return first ? _mm512_and_si512(e, mask) : _mm512_ternarylogic_epi32(r, e, mask, 0xF8);
 }
 
+// Level 1 for 4 bit planes with GFNI: a bit-matrix transpose instead of field extraction. One
+// vpermt2b gathers, into each qword, the 4 plane bytes of two row pairs (rows a, a + 32 in a
+// byte's two nibbles, then a + 1, a + 33) with plane q of the first pair at byte 7 - q and of
+// the second at byte 3 - q; vgf2p8affineqb with that qword as the matrix and byte j = 1 << j
+// as the data transposes it: byte j of the result holds the 4 planes of activation j % 4 (row
+// a for j < 4, a + 32 after), first pair in bits 0-3, second in 4-7. Two dword blends with
+// shifted copies then put rows a, a + 1 (and a + 32, a + 33) side by side in the step-major
+// layout. 2 byte permutes + 2 affine ops per step instead of 20 shuffles.
+#define LUTKIT_AVX512_GFNI \
+  __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx512bf16,avx512vbmi,fma,f16c,gfni")))
+struct level1_gfni_indices {
+  alignas(64) uint8_t gather[2][64];  // half T (rows 16 T..16 T + 15 and + 32): byte -> chunk-pair byte
+};
+inline const level1_gfni_indices& level1_gfni_tables() {
+  static const level1_gfni_indices t = [] {
+    level1_gfni_indices x{};
+    for (int T = 0; T < 2; ++T)
+      for (int m = 0; m < 8; ++m)
+        for (int q = 0; q < 4; ++q)
+          for (int second = 0; second < 2; ++second) {
+            const int r = 16 * T + 2 * m + second;
+            // rows below 32 in the low nibble, their partner r + 32 in the high one
+            if (nibble_of_row(r) != 0 || nibble_of_row(r + 32) != 1 ||
+                paired_byte_of_row(r, q % 2) != paired_byte_of_row(r + 32, q % 2))
+              throw std::logic_error("level1_gfni_tables: the tiling spec no longer pairs rows r, r + 32");
+            x.gather[T][8 * m + (second ? 3 : 7) - q] = uint8_t(64 * (q / 2) + paired_byte_of_row(r, q % 2));
+          }
+    return x;
+  }();
+  return t;
+}
+inline bool cpu_has_gfni() {
+  static const bool ok = __builtin_cpu_supports("gfni");
+  return ok;
+}
+template <class P>
+LUTKIT_AVX512_GFNI void unpack_levels_steps_gfni(const uint8_t* data, const packed_layout& L, std::size_t t,
+                                                 std::size_t k0, std::size_t k1, uint8_t* out) {
+  constexpr auto& S = P::spec;
+  static_assert(!S.ternary && S.planes == 4);
+  constexpr int spb = S.step_pairs_per_block();
+  const level1_gfni_indices& ix = level1_gfni_tables();
+  const __m512i g0 = _mm512_load_si512(ix.gather[0]), g1 = _mm512_load_si512(ix.gather[1]);
+  const __m512i unit = _mm512_set1_epi64(0x8040201008040201ll);
+  const __m512i m0f = _mm512_set1_epi8(0x0F);
+  const __mmask16 odd = 0xAAAA;
+  for (std::size_t blk = k0 / S.block_k; blk < k1 / S.block_k; ++blk) {
+    const uint8_t* base = data + L.block_offset(t, blk);
+    for (int spi = 0; spi < spb; ++spi)
+      for (int s = 0; s < 2; ++s) {
+        const std::size_t step = blk * std::size_t(S.steps_per_block) + std::size_t(2 * spi + s);
+        uint8_t* o = out + (step - k0 / 4) * 256;
+        const __m512i c0 = _mm512_loadu_si512(base + S.paired_chunk_in_block(spi, s, 0));
+        const __m512i c1 = _mm512_loadu_si512(base + S.paired_chunk_in_block(spi, s, 1));
+#pragma GCC unroll 2
+        for (int T = 0; T < 2; ++T) {
+          const __m512i X = _mm512_gf2p8affine_epi64_epi8(unit, _mm512_permutex2var_epi8(c0, T ? g1 : g0, c1), 0);
+          // rows 16 T + 2 m, + 1: dword 0 of qword m from the low nibbles of bytes 0-3, dword 1
+          // from their high nibbles; rows + 32: the same from bytes 4-7
+          const __m512i lo = _mm512_mask_blend_epi32(odd, X, _mm512_slli_epi64(X, 28));
+          const __m512i hi = _mm512_mask_blend_epi32(odd, _mm512_srli_epi64(X, 32), _mm512_srli_epi64(X, 4));
+          _mm512_storeu_si512(o + 64 * T, _mm512_and_si512(lo, m0f));
+          _mm512_storeu_si512(o + 128 + 64 * T, _mm512_and_si512(hi, m0f));
+        }
+      }
+  }
+}
+
 template <class P>
 LUTKIT_AVX512_DQ void unpack_levels_steps(const uint8_t* data, const packed_layout& L, std::size_t t, std::size_t k0,
-                                          std::size_t k1, uint8_t* out) {
+                                          std::size_t k1, uint8_t* out, bool allow_gfni = true) {
   constexpr auto& S = P::spec;
   static_assert(!S.ternary, "ternary steps are 3 activations: the scalar unpacker serves them");
+  if constexpr (S.planes == 4) {
+    if (allow_gfni && cpu_has_gfni()) {
+      unpack_levels_steps_gfni<P>(data, L, t, k0, k1, out);
+      return;
+    }
+  }
   constexpr int spb = S.step_pairs_per_block();
   const level1_indices& ix = level1_index_tables();
   const __m512i m0f = _mm512_set1_epi8(0x0F);
