@@ -41,6 +41,14 @@
 #else
 #define LUTKIT_ALWAYS_INLINE
 #endif
+// The AVX-512 instance of prepare_rows relies on the loop vectorizer, which GCC 12 runs at -O2
+// only with its very-cheap cost model: an engine built at -O2 (RelWithDebInfo) got scalar loops,
+// 7.2 ms instead of 1.0 ms for N = 128, K = 14336 int8 activations, 15% of that GEMM.
+#if defined(__GNUC__) && !defined(__clang__)
+#define LUTKIT_VECTORIZE __attribute__((optimize("tree-vectorize")))
+#else
+#define LUTKIT_VECTORIZE
+#endif
 
 namespace lutkit {
 
@@ -265,8 +273,8 @@ LUTKIT_ALWAYS_INLINE inline void prepare_rows(dq_activations& A, const float* x,
 #if defined(LUTKIT_HAVE_AVX512_DQ)
 namespace avx512 {
 // the same rows, compiled for AVX-512 (3x faster than the SSE2 baseline at N = 128, K = 14336)
-LUTKIT_AVX512_DQ inline void prepare_rows(dq_activations& A, const float* x, std::size_t ldx, std::size_t b0,
-                                          std::size_t b1) {
+LUTKIT_AVX512_DQ LUTKIT_VECTORIZE inline void prepare_rows(dq_activations& A, const float* x, std::size_t ldx,
+                                                          std::size_t b0, std::size_t b1) {
   detail::prepare_rows(A, x, ldx, b0, b1);
 }
 }  // namespace avx512
