@@ -162,3 +162,40 @@ TEST_CASE("ternary encoding covers all 27 triples", "[layout]") {
       }
   CHECK(seen.size() == 27);
 }
+
+TEST_CASE("reusable working buffers: one owner at a time, reused after release", "[layout][scratch]") {
+  using detail::reusable_bytes;
+  using detail::scratch_slot;
+  const uint8_t* first = nullptr;
+  {
+    reusable_bytes a(scratch_slot::codes, 1000);
+    first = a.get();
+    REQUIRE(first != nullptr);
+    // a second owner on the same thread while the first holds the slot: its own bytes
+    reusable_bytes b(scratch_slot::codes, 1000);
+    CHECK(a.lent());
+    CHECK(!b.lent());
+    CHECK(b.get() != a.get());
+    std::memset(a.get(), 1, 1000);
+    std::memset(b.get(), 2, 1000);
+    CHECK(a[999] == 1);
+    // moving keeps the lease
+    reusable_bytes c = std::move(a);
+    CHECK(c.get() == first);
+    CHECK(!a);
+  }
+  // released: the next owner of the slot gets the cached buffer back (no larger request)
+  {
+    reusable_bytes d(scratch_slot::codes, 500);
+    CHECK(d.get() == first);
+    // a request above the cap is never cached and leaves the slot free
+    reusable_bytes e(scratch_slot::steps, reusable_bytes::max_cached + 64);
+    REQUIRE(e.get() != nullptr);
+    CHECK(!e.lent());
+    reusable_bytes f(scratch_slot::steps, 64);
+    CHECK(f.lent());
+    reusable_bytes g(scratch_slot::steps, 64);
+    CHECK(!g.lent());
+    CHECK(f.get() != g.get());
+  }
+}

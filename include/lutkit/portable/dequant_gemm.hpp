@@ -196,7 +196,7 @@ LUTKIT_ALWAYS_INLINE inline bool quantize_act_int8(const float* x, std::size_t K
 struct dq_activations {
   act_type act = act_type::fp32;
   dq_geometry geo;
-  aligned_bytes data;          // the panel (dq_geometry::panel_index), NP * K_pad int8 | bf16 | fp32
+  reusable_bytes data;         // the panel (dq_geometry::panel_index), NP * K_pad int8 | bf16 | fp32
   std::vector<float> row_scale;  // int8: [NP] per-row scale (1 for int8_group)
   std::vector<float> sa;         // int8_group: [flushes][NP] per-group scale
   std::vector<float> sumx;       // int8: [flushes][NP] sum of the group's int8 values (x scale for int8_group)
@@ -287,13 +287,13 @@ inline void prepare_activations(dq_activations& A, const float* x, std::size_t l
   const dq_geometry& g = A.geo;
   const std::size_t NP = g.NP, F = g.flushes();
   if (A.act == act_type::fp32) {
-    A.data = alloc_aligned(g.K_pad * NP * 4);
+    A.data = reusable_bytes(scratch_slot::panel, g.K_pad * NP * 4);
     std::memset(A.data.get(), 0, g.K_pad * NP * 4);
   } else if (A.act == act_type::bf16) {
-    A.data = alloc_aligned(g.K_pad * NP * 2);
+    A.data = reusable_bytes(scratch_slot::panel, g.K_pad * NP * 2);
     std::memset(A.data.get(), 0, g.K_pad * NP * 2);
   } else {
-    A.data = alloc_aligned(g.K_pad * NP);
+    A.data = reusable_bytes(scratch_slot::panel, g.K_pad * NP);
     std::memset(A.data.get(), 0, g.K_pad * NP);
     A.row_scale.assign(NP, 0.f);
     A.sumx.assign(F * NP, 0.f);
@@ -317,20 +317,20 @@ inline void prepare_activations(dq_activations& A, const float* x, std::size_t l
 
 // Per-thread buffers.
 struct dq_scratch {
-  aligned_bytes codes;  // [64][ldc] level-1 output
-  aligned_bytes values; // [64][ldv] level-2 output (fp32 or bf16)
-  aligned_bytes steps;  // bf16 / fp32: the values in the step-major layout of the micro-kernel
-  aligned_bytes acc;    // [NB][64] fp32 accumulators of the tile (column-major)
+  reusable_bytes codes;  // [64][ldc] level-1 output
+  reusable_bytes values; // [64][ldv] level-2 output (fp32 or bf16)
+  reusable_bytes steps;  // bf16 / fp32: the values in the step-major layout of the micro-kernel
+  reusable_bytes acc;    // [NB][64] fp32 accumulators of the tile (column-major)
   std::vector<float> sw, swz;  // [flush group in chunk][64]
   std::size_t ldc = 0, ldv = 0;
   void init(const dq_geometry& g) {
     ldc = g.kc + 64;
     ldv = g.kc + 32;
-    codes = alloc_aligned(64 * ldc);
+    codes = reusable_bytes(scratch_slot::codes, 64 * ldc);
     std::memset(codes.get(), 0, 64 * ldc);
-    values = alloc_aligned(64 * ldv * 4);
-    steps = alloc_aligned(64 * g.kc * 4);
-    acc = alloc_aligned(64 * g.n_block() * 4);
+    values = reusable_bytes(scratch_slot::values, 64 * ldv * 4);
+    steps = reusable_bytes(scratch_slot::steps, 64 * g.kc * 4);
+    acc = reusable_bytes(scratch_slot::acc, 64 * g.n_block() * 4);
     sw.assign((g.kc / g.flush_k + 1) * 64, 0.f);
     swz.assign(sw.size(), 0.f);
   }
