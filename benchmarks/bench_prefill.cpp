@@ -201,10 +201,11 @@ struct convertdq_source {
     const std::size_t per_row = (k1 - k0 + 63) / 64 + 1;
     return {t, k0, per_row, 64 * per_row};
   }
+  template <detail::prefetch_to To>
   void prefetch_lines(const prefetch_plan_t& p, std::size_t l0, std::size_t l1) const {
     for (std::size_t l = l0; l < l1; ++l) {
       const std::size_t r = p.t * 64 + l / p.per_row, j = l % p.per_row;
-      detail::prefetch_line(j + 1 < p.per_row ? static_cast<const void*>(codes + r * K + p.k0 + 64 * j)
+      detail::prefetch_line<To>(j + 1 < p.per_row ? static_cast<const void*>(codes + r * K + p.k0 + 64 * j)
                                               : static_cast<const void*>(sz + (r * (K / G) + p.k0 / G) * 2));
     }
   }

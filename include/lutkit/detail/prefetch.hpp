@@ -8,13 +8,15 @@
 
 namespace lutkit::detail {
 
-// request the cache line holding p into the caches (a hint: never faults, may be dropped).
-// prefetcht0: on the Zen 4 host, the prefill's level 1 (which reads each prefetched chunk once,
-// about one chunk's compute time later) spent 7.7% of the int8 micro-kernel's time with
-// prefetcht1 and 3.7% with prefetcht0 (perf, W4 4096 x 14336, N = 128, 1 thread; bf16 the same
-// with both). docs/benchmarks.md, session 8.
+// Request the cache line holding p (a hint: never faults, may be dropped), into L1 and L2
+// (prefetcht0) or into L2 (prefetcht1). Which one, on the Zen 4 host (docs/benchmarks.md,
+// session 8): the GEMM's chunk prefetch, a few lines per micro-kernel call, needs T0 (level 1
+// then took 2.4% of the int8 micro-kernel's time with T0, 5.7% with T1); a whole chunk requested
+// at once (dequantize()) needs T1 (T0 lost a third of its throughput).
+enum class prefetch_to { l1, l2 };
+template <prefetch_to To = prefetch_to::l1>
 inline void prefetch_line(const void* p) {
-  __builtin_prefetch(p, 0, 3);
+  __builtin_prefetch(p, 0, To == prefetch_to::l1 ? 3 : 2);
 #if defined(__GNUC__) || defined(__clang__)
   asm volatile("" : : "r"(p));
 #endif

@@ -381,7 +381,7 @@ struct lut_weight_source {
   // Prefetch interface of a weight source (optional; the GEMM uses it when present): chunk
   // [k0, k1) of tile t reads plan.lines cache lines of packed bytes (its blocks and the scales
   // and zeros of the groups starting in it, one contiguous range here:
-  // packed_layout::k_range_bytes); prefetch_lines(plan, l0, l1) requests lines [l0, l1) of them.
+  // packed_layout::k_range_bytes); prefetch_lines<To>(plan, l0, l1) requests lines [l0, l1) of them.
   // The plan is made once per chunk, so the calls that spread the requests do no shape arithmetic.
   struct prefetch_plan_t {
     const uint8_t* p;
@@ -391,8 +391,9 @@ struct lut_weight_source {
     const auto [lo, hi] = L->k_range_bytes(t, k0, k1);
     return {data + lo, (hi - lo + 63) / 64};
   }
+  template <prefetch_to To>
   void prefetch_lines(const prefetch_plan_t& plan, std::size_t l0, std::size_t l1) const {
-    for (std::size_t l = l0; l < l1; ++l) prefetch_line(plan.p + 64 * l);
+    for (std::size_t l = l0; l < l1; ++l) prefetch_line<To>(plan.p + 64 * l);
   }
   // level 1 into the row-major code buffer (SIMD where the backend has it)
   void codes_rows(std::size_t t, std::size_t k0, std::size_t k1, dq_scratch& s) const {
@@ -504,16 +505,17 @@ struct lut_weight_source {
 // Does the weight source have the prefetch interface (prefetch_plan, prefetch_lines)?
 template <class Src>
 concept prefetching_source = requires(const Src& src, std::size_t n) {
-  src.prefetch_lines(src.prefetch_plan(n, n, n), n, n);
+  src.template prefetch_lines<prefetch_to::l1>(src.prefetch_plan(n, n, n), n, n);
+  src.template prefetch_lines<prefetch_to::l2>(src.prefetch_plan(n, n, n), n, n);
   { src.prefetch_plan(n, n, n).lines } -> std::convertible_to<std::size_t>;
 };
-// All lines of chunk c into the caches, if the source can prefetch and c.t < t1.
+// All lines of chunk c into L2, if the source can prefetch and c.t < t1.
 template <class Src>
 void prefetch_chunk(const Src& src, const dq_geometry::chunk& c, std::size_t t1) {
   if constexpr (prefetching_source<Src>) {
     if (c.t < t1) {
       const auto plan = src.prefetch_plan(c.t, c.k0, c.k1);
-      src.prefetch_lines(plan, 0, plan.lines);
+      src.template prefetch_lines<prefetch_to::l2>(plan, 0, plan.lines);
     }
   }
 }
@@ -531,7 +533,7 @@ struct spread_prefetch {
   }
   void step() {
     const std::size_t l1 = std::min(plan.lines, next + per_call);
-    if (next < l1) src.prefetch_lines(plan, next, l1);
+    if (next < l1) src.template prefetch_lines<prefetch_to::l1>(plan, next, l1);
     next = l1;
   }
 };
