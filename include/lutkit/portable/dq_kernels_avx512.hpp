@@ -315,6 +315,21 @@ LUTKIT_AVX512_DQ inline __m512i l1_field(__m512i r, bool first, __m512i a, __m51
   return first ? _mm512_and_si512(e, mask) : _mm512_ternarylogic_epi32(r, e, mask, 0xF8);
 }
 
+// The k4 steps of [k0, k1) as level 1 walks them: the step's block in the blob, its step pair
+// in the block, its half of the pair, and its 256 output bytes (step-major)
+struct level1_step {
+  const uint8_t* base;
+  int spi, s;
+  uint8_t* o;
+};
+template <class P>
+inline level1_step level1_step_at(const uint8_t* data, const packed_layout& L, std::size_t t, std::size_t k0,
+                                  std::size_t step, uint8_t* out) {
+  constexpr auto& S = P::spec;
+  const std::size_t blk = step / std::size_t(S.steps_per_block), in = step % std::size_t(S.steps_per_block);
+  return {data + L.block_offset(t, blk), int(in / 2), int(in % 2), out + (step - k0 / 4) * 256};
+}
+
 // Level 1 for 4 bit planes with GFNI: a bit-matrix transpose instead of field extraction. One
 // vpermt2b gathers, into each qword, the 4 plane bytes of two row pairs (rows a, a + 32 in a
 // byte's two nibbles, then a + 1, a + 33) with plane q of the first pair at byte 7 - q and of
@@ -355,31 +370,25 @@ LUTKIT_AVX512_GFNI void unpack_levels_steps_gfni(const uint8_t* data, const pack
                                                  std::size_t k0, std::size_t k1, uint8_t* out) {
   constexpr auto& S = P::spec;
   static_assert(!S.ternary && S.planes == 4);
-  constexpr int spb = S.step_pairs_per_block();
   const level1_gfni_indices& ix = level1_gfni_tables();
   const __m512i g0 = _mm512_load_si512(ix.gather[0]), g1 = _mm512_load_si512(ix.gather[1]);
   const __m512i unit = _mm512_set1_epi64(0x8040201008040201ll);
   const __m512i m0f = _mm512_set1_epi8(0x0F);
   const __mmask16 odd = 0xAAAA;
-  for (std::size_t blk = k0 / S.block_k; blk < k1 / S.block_k; ++blk) {
-    const uint8_t* base = data + L.block_offset(t, blk);
-    for (int spi = 0; spi < spb; ++spi)
-      for (int s = 0; s < 2; ++s) {
-        const std::size_t step = blk * std::size_t(S.steps_per_block) + std::size_t(2 * spi + s);
-        uint8_t* o = out + (step - k0 / 4) * 256;
-        const __m512i c0 = _mm512_loadu_si512(base + S.paired_chunk_in_block(spi, s, 0));
-        const __m512i c1 = _mm512_loadu_si512(base + S.paired_chunk_in_block(spi, s, 1));
+  for (std::size_t step = k0 / 4; step < k1 / 4; ++step) {
+    const auto [base, spi, s, o] = level1_step_at<P>(data, L, t, k0, step, out);
+    const __m512i c0 = _mm512_loadu_si512(base + S.paired_chunk_in_block(spi, s, 0));
+    const __m512i c1 = _mm512_loadu_si512(base + S.paired_chunk_in_block(spi, s, 1));
 #pragma GCC unroll 2
-        for (int T = 0; T < 2; ++T) {
-          const __m512i X = _mm512_gf2p8affine_epi64_epi8(unit, _mm512_permutex2var_epi8(c0, T ? g1 : g0, c1), 0);
-          // rows 16 T + 2 m, + 1: dword 0 of qword m from the low nibbles of bytes 0-3, dword 1
-          // from their high nibbles; rows + 32: the same from bytes 4-7
-          const __m512i lo = _mm512_mask_blend_epi32(odd, X, _mm512_slli_epi64(X, 28));
-          const __m512i hi = _mm512_mask_blend_epi32(odd, _mm512_srli_epi64(X, 32), _mm512_srli_epi64(X, 4));
-          _mm512_storeu_si512(o + 64 * T, _mm512_and_si512(lo, m0f));
-          _mm512_storeu_si512(o + 128 + 64 * T, _mm512_and_si512(hi, m0f));
-        }
-      }
+    for (int T = 0; T < 2; ++T) {
+      const __m512i X = _mm512_gf2p8affine_epi64_epi8(unit, _mm512_permutex2var_epi8(c0, T ? g1 : g0, c1), 0);
+      // rows 16 T + 2 m, + 1: dword 0 of qword m from the low nibbles of bytes 0-3, dword 1
+      // from their high nibbles; rows + 32: the same from bytes 4-7
+      const __m512i lo = _mm512_mask_blend_epi32(odd, X, _mm512_slli_epi64(X, 28));
+      const __m512i hi = _mm512_mask_blend_epi32(odd, _mm512_srli_epi64(X, 32), _mm512_srli_epi64(X, 4));
+      _mm512_storeu_si512(o + 64 * T, _mm512_and_si512(lo, m0f));
+      _mm512_storeu_si512(o + 128 + 64 * T, _mm512_and_si512(hi, m0f));
+    }
   }
 }
 
@@ -394,7 +403,6 @@ LUTKIT_AVX512_DQ void unpack_levels_steps(const uint8_t* data, const packed_layo
       return;
     }
   }
-  constexpr int spb = S.step_pairs_per_block();
   const level1_indices& ix = level1_index_tables();
   const __m512i m0f = _mm512_set1_epi8(0x0F);
   // nibble -> its 4 bits at positions 0, 2, 4, 6
@@ -415,39 +423,34 @@ LUTKIT_AVX512_DQ void unpack_levels_steps(const uint8_t* data, const packed_layo
   }
   const __m512i cl = _mm512_sub_epi8(ctrl1, _mm512_set1_epi8(char(S.planes - 1)));
   const __m512i ml = _mm512_set1_epi8(char(1 << (S.planes - 1)));
-  for (std::size_t blk = k0 / S.block_k; blk < k1 / S.block_k; ++blk) {
-    const uint8_t* base = data + L.block_offset(t, blk);
-    for (int spi = 0; spi < spb; ++spi)
-      for (int s = 0; s < 2; ++s) {
-        const std::size_t step = blk * std::size_t(S.steps_per_block) + std::size_t(2 * spi + s);
-        uint8_t* o = out + (step - k0 / 4) * 256;
-        __m512i r0 = _mm512_setzero_si512(), r1 = r0, r2 = r0, r3 = r0;
+  for (std::size_t step = k0 / 4; step < k1 / 4; ++step) {
+    const auto [base, spi, s, o] = level1_step_at<P>(data, L, t, k0, step, out);
+    __m512i r0 = _mm512_setzero_si512(), r1 = r0, r2 = r0, r3 = r0;
 #pragma GCC unroll 4
-        for (int p = 0; p < S.planes / 2; ++p) {
-          const __m512i c = _mm512_loadu_si512(base + S.paired_chunk_in_block(spi, s, p));
-          const __m512i slo = _mm512_shuffle_epi8(spread, _mm512_and_si512(c, m0f));
-          const __m512i shi = _mm512_shuffle_epi8(spread, _mm512_and_si512(_mm512_srli_epi16(c, 4), m0f));
-          const __m512i plo = _mm512_or_si512(slo, _mm512_srli_epi16(slo, 7));
-          const __m512i phi = _mm512_or_si512(shi, _mm512_srli_epi16(shi, 7));
-          r0 = l1_field(r0, p == 0, plo, ip0, phi, cp[p], mp[p]);
-          r1 = l1_field(r1, p == 0, plo, ip1, phi, cp[p], mp[p]);
-          r2 = l1_field(r2, p == 0, plo, ip2, phi, cp[p], mp[p]);
-          r3 = l1_field(r3, p == 0, plo, ip3, phi, cp[p], mp[p]);
-        }
-        if constexpr (S.planes % 2 == 1) {
-          const __m512i c = _mm512_loadu_si512(base + S.lone_chunk_in_block(spi));
-          const __m512i lo = _mm512_and_si512(c, m0f), hi = _mm512_and_si512(_mm512_srli_epi16(c, 4), m0f);
-          const __m512i* lx = reinterpret_cast<const __m512i*>(ix.lone[s]);
-          r0 = l1_field(r0, S.planes == 1, lo, _mm512_load_si512(lx + 0), hi, cl, ml);
-          r1 = l1_field(r1, S.planes == 1, lo, _mm512_load_si512(lx + 1), hi, cl, ml);
-          r2 = l1_field(r2, S.planes == 1, lo, _mm512_load_si512(lx + 2), hi, cl, ml);
-          r3 = l1_field(r3, S.planes == 1, lo, _mm512_load_si512(lx + 3), hi, cl, ml);
-        }
-        _mm512_storeu_si512(o, r0);
-        _mm512_storeu_si512(o + 64, r1);
-        _mm512_storeu_si512(o + 128, r2);
-        _mm512_storeu_si512(o + 192, r3);
-      }
+    for (int p = 0; p < S.planes / 2; ++p) {
+      const __m512i c = _mm512_loadu_si512(base + S.paired_chunk_in_block(spi, s, p));
+      const __m512i slo = _mm512_shuffle_epi8(spread, _mm512_and_si512(c, m0f));
+      const __m512i shi = _mm512_shuffle_epi8(spread, _mm512_and_si512(_mm512_srli_epi16(c, 4), m0f));
+      const __m512i plo = _mm512_or_si512(slo, _mm512_srli_epi16(slo, 7));
+      const __m512i phi = _mm512_or_si512(shi, _mm512_srli_epi16(shi, 7));
+      r0 = l1_field(r0, p == 0, plo, ip0, phi, cp[p], mp[p]);
+      r1 = l1_field(r1, p == 0, plo, ip1, phi, cp[p], mp[p]);
+      r2 = l1_field(r2, p == 0, plo, ip2, phi, cp[p], mp[p]);
+      r3 = l1_field(r3, p == 0, plo, ip3, phi, cp[p], mp[p]);
+    }
+    if constexpr (S.planes % 2 == 1) {
+      const __m512i c = _mm512_loadu_si512(base + S.lone_chunk_in_block(spi));
+      const __m512i lo = _mm512_and_si512(c, m0f), hi = _mm512_and_si512(_mm512_srli_epi16(c, 4), m0f);
+      const __m512i* lx = reinterpret_cast<const __m512i*>(ix.lone[s]);
+      r0 = l1_field(r0, S.planes == 1, lo, _mm512_load_si512(lx + 0), hi, cl, ml);
+      r1 = l1_field(r1, S.planes == 1, lo, _mm512_load_si512(lx + 1), hi, cl, ml);
+      r2 = l1_field(r2, S.planes == 1, lo, _mm512_load_si512(lx + 2), hi, cl, ml);
+      r3 = l1_field(r3, S.planes == 1, lo, _mm512_load_si512(lx + 3), hi, cl, ml);
+    }
+    _mm512_storeu_si512(o, r0);
+    _mm512_storeu_si512(o + 64, r1);
+    _mm512_storeu_si512(o + 128, r2);
+    _mm512_storeu_si512(o + 192, r3);
   }
 }
 
