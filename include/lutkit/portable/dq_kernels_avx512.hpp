@@ -316,19 +316,36 @@ LUTKIT_AVX512_DQ inline __m512i l1_field(__m512i r, bool first, __m512i a, __m51
 }
 
 // The k4 steps of [k0, k1) as level 1 walks them: the step's block in the blob, its step pair
-// in the block, its half of the pair, and its 256 output bytes (step-major)
+// in the block, its half of the pair, and its 256 output bytes (step-major). The block's offset
+// (two divisions in packed_layout) is computed once per block, not per step.
 struct level1_step {
   const uint8_t* base;
   int spi, s;
   uint8_t* o;
 };
 template <class P>
-inline level1_step level1_step_at(const uint8_t* data, const packed_layout& L, std::size_t t, std::size_t k0,
-                                  std::size_t step, uint8_t* out) {
-  constexpr auto& S = P::spec;
-  const std::size_t blk = step / std::size_t(S.steps_per_block), in = step % std::size_t(S.steps_per_block);
-  return {data + L.block_offset(t, blk), int(in / 2), int(in % 2), out + (step - k0 / 4) * 256};
-}
+class level1_walk {
+ public:
+  level1_walk(const uint8_t* data, const packed_layout& L, std::size_t t, std::size_t k0, uint8_t* out)
+      : data_(data), L_(L), t_(t), k0_(k0), out_(out) {}
+  level1_step at(std::size_t step) {
+    constexpr std::size_t spb = std::size_t(P::spec.steps_per_block);
+    const std::size_t blk = step / spb, in = step % spb;
+    if (blk != blk_) {
+      blk_ = blk;
+      base_ = data_ + L_.block_offset(t_, blk);
+    }
+    return {base_, int(in / 2), int(in % 2), out_ + (step - k0_ / 4) * 256};
+  }
+
+ private:
+  const uint8_t* data_;
+  const packed_layout& L_;
+  std::size_t t_, k0_;
+  uint8_t* out_;
+  std::size_t blk_ = std::size_t(-1);
+  const uint8_t* base_ = nullptr;
+};
 
 // Level 1 for 4 bit planes with GFNI: a bit-matrix transpose instead of field extraction. One
 // vpermt2b gathers, into each qword, the 4 plane bytes of two row pairs (rows a, a + 32 in a
@@ -375,8 +392,9 @@ LUTKIT_AVX512_GFNI void unpack_levels_steps_gfni(const uint8_t* data, const pack
   const __m512i unit = _mm512_set1_epi64(0x8040201008040201ll);
   const __m512i m0f = _mm512_set1_epi8(0x0F);
   const __mmask16 odd = 0xAAAA;
+  level1_walk<P> walk(data, L, t, k0, out);
   for (std::size_t step = k0 / 4; step < k1 / 4; ++step) {
-    const auto [base, spi, s, o] = level1_step_at<P>(data, L, t, k0, step, out);
+    const auto [base, spi, s, o] = walk.at(step);
     const __m512i c0 = _mm512_loadu_si512(base + S.paired_chunk_in_block(spi, s, 0));
     const __m512i c1 = _mm512_loadu_si512(base + S.paired_chunk_in_block(spi, s, 1));
 #pragma GCC unroll 2
@@ -423,8 +441,9 @@ LUTKIT_AVX512_DQ void unpack_levels_steps(const uint8_t* data, const packed_layo
   }
   const __m512i cl = _mm512_sub_epi8(ctrl1, _mm512_set1_epi8(char(S.planes - 1)));
   const __m512i ml = _mm512_set1_epi8(char(1 << (S.planes - 1)));
+  level1_walk<P> walk(data, L, t, k0, out);
   for (std::size_t step = k0 / 4; step < k1 / 4; ++step) {
-    const auto [base, spi, s, o] = level1_step_at<P>(data, L, t, k0, step, out);
+    const auto [base, spi, s, o] = walk.at(step);
     __m512i r0 = _mm512_setzero_si512(), r1 = r0, r2 = r0, r3 = r0;
 #pragma GCC unroll 4
     for (int p = 0; p < S.planes / 2; ++p) {
