@@ -1,5 +1,8 @@
 // Two-level LUT dequantization (exact against the value formula), one blob serving LUT-GEMV and
 // dequant-GEMM, and bad input of the dequant-GEMM.
+#include <atomic>
+#include <thread>
+
 #include <lutkit/portable/dequant_gemm.hpp>
 #include <lutkit/portable/fused_dq_gemv.hpp>
 
@@ -249,4 +252,33 @@ TEST_CASE("dequant_gemm with N in the thousands (several column passes)", "[dequ
       CHECK(dq_compare<P>(e, y.data(), M, N, M) == "");
     }
   }
+}
+
+TEST_CASE("the GEMM's work queue hands out every (pass, tile) item exactly once", "[dequant_gemm][queue]") {
+  // tiles [3, 11), 4 column passes, claimed by 4 threads at once
+  detail::dq_work_queue q(3, 11, 4);
+  REQUIRE(q.size() == 32);
+  std::vector<std::atomic<int>> seen(32);
+  std::atomic<int> outside{0};  // (Catch's assertions are not thread-safe: count, check after)
+  std::vector<std::thread> th;
+  for (int i = 0; i < 4; ++i)
+    th.emplace_back([&] {
+      while (const auto it = q.claim()) {
+        if (it->t < 3 || it->t >= 11 || it->pass >= 4)
+          outside.fetch_add(1);
+        else
+          seen[it->pass * 8 + (it->t - 3)].fetch_add(1);
+      }
+    });
+  for (auto& t : th) t.join();
+  CHECK(outside.load() == 0);
+  for (std::size_t i = 0; i < seen.size(); ++i) {
+    INFO("item " << i);
+    CHECK(seen[i].load() == 1);
+  }
+  CHECK_FALSE(q.claim().has_value());
+  // pass-major order: the first items are pass 0's tiles in order
+  detail::dq_work_queue r(0, 2, 2);
+  const auto a = r.claim(), b = r.claim(), c = r.claim();
+  CHECK((a->t == 0 && a->pass == 0 && b->t == 1 && b->pass == 0 && c->t == 0 && c->pass == 1));
 }

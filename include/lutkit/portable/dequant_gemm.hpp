@@ -17,11 +17,13 @@
 // row (`int8`) or per scale group (`int8_group`) with a VNNI dot where present.
 #pragma once
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <concepts>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -101,15 +103,18 @@ struct dq_geometry {
     return s0 * NP + (n / cb) * len * cb + (s - s0) * cb + n % cb;
   }
   std::size_t flushes() const { return (K_pad + flush_k - 1) / flush_k; }
-  // the chunk after chunk (t, [k0, k1)): the next one of tile t, else the first of tile t + 1
+  // the chunk after chunk (t, [k0, k1)): the next one of tile t, else the first of tile next_t
+  // (no_tile: there is none)
   struct chunk {
     std::size_t t, k0, k1;
   };
-  chunk next_chunk(std::size_t t, std::size_t k1) const {
+  static constexpr std::size_t no_tile = ~std::size_t(0);
+  chunk next_chunk(std::size_t t, std::size_t k1, std::size_t next_t) const {
     const bool last = k1 >= K_pad;
     const std::size_t nk0 = last ? 0 : k1;
-    return {last ? t + 1 : t, nk0, std::min(K_pad, nk0 + kc)};
+    return {last ? next_t : t, nk0, std::min(K_pad, nk0 + kc)};
   }
+  chunk next_chunk(std::size_t t, std::size_t k1) const { return next_chunk(t, k1, t + 1); }
   std::size_t chunks() const { return (K_pad + kc - 1) / kc; }
   // columns per pass of the GEMM: all of them up to 768, else 768 (a multiple of 48)
   std::size_t n_block() const { return NP <= 768 ? NP : 768; }
@@ -538,11 +543,38 @@ struct spread_prefetch {
   }
 };
 
-// Tiles [t0, t1) of the product; rows outside [r0, r1) are not written.
+// The work of one GEMM, (column pass, 64-row tile) items handed out one at a time from a shared
+// counter, pass by pass. Threads of unequal speed (big and little cores, a vCPU its host takes
+// away for a while) then finish together, which a fixed split of the tiles cannot do; and the
+// threads of one pass read the same activation block.
+class dq_work_queue {
+ public:
+  struct item {
+    std::size_t t, pass;
+  };
+  dq_work_queue(std::size_t t0, std::size_t t1, std::size_t passes)
+      : t0_(t0), tiles_(t1 - t0), count_((t1 - t0) * passes) {}
+  std::optional<item> claim() {
+    const std::size_t i = next_.fetch_add(1, std::memory_order_relaxed);
+    if (i >= count_) return std::nullopt;
+    return item{t0_ + i % tiles_, i / tiles_};
+  }
+  std::size_t size() const { return count_; }
+
+ private:
+  std::size_t t0_, tiles_, count_;
+  std::atomic<std::size_t> next_{0};
+};
+
+inline std::size_t dq_passes(const dq_geometry& g) { return (g.NP + g.n_block() - 1) / g.n_block(); }
+
+// Items from q until it runs dry, on the calling thread; rows outside [r0, r1) are not written.
 template <class Src>
-void dq_gemm_tiles(const Src& src, const dq_activations& A, const dq_kernel_set& ks, std::size_t t0,
-                   std::size_t t1, std::size_t M, std::size_t r0, std::size_t r1, float* y, std::size_t ldy) {
+void dq_gemm_tiles(const Src& src, const dq_activations& A, const dq_kernel_set& ks, dq_work_queue& q,
+                   std::size_t M, std::size_t r0, std::size_t r1, float* y, std::size_t ldy) {
   const dq_geometry& g = A.geo;
+  auto cur = q.claim();
+  if (!cur) return;
   dq_scratch s;
   s.init(g);
   const std::size_t NP = g.NP;
@@ -550,9 +582,10 @@ void dq_gemm_tiles(const Src& src, const dq_activations& A, const dq_kernel_set&
   // columns in passes of at most NB (the 64 x NB accumulator tile and the activation chunk stay
   // in L2 for N in the thousands; the weight tile is dequantized once per pass)
   const std::size_t NB = g.n_block();
-  for (std::size_t nb0 = 0; nb0 < NP; nb0 += NB) {
-  const std::size_t nbw = std::min(NB, NP - nb0);
-  for (std::size_t t = t0; t < t1; ++t) {
+  while (cur) {
+    const std::size_t t = cur->t, nb0 = cur->pass * NB;
+    const std::size_t nbw = std::min(NB, NP - nb0);
+    std::optional<dq_work_queue::item> next;
     std::memset(C, 0, 64 * NB * 4);
     for (std::size_t k0 = 0; k0 < g.K_pad; k0 += g.kc) {
       const std::size_t k1 = std::min(g.K_pad, k0 + g.kc);
@@ -560,11 +593,13 @@ void dq_gemm_tiles(const Src& src, const dq_activations& A, const dq_kernel_set&
       // lines before each micro-kernel call below: level 1 reads each chunk once, and the
       // hardware prefetchers restart at every 4 KiB page of it. (A whole chunk's lines requested
       // at once filled the miss queue and stalled.)
-      const dq_geometry::chunk nc = g.next_chunk(t, k1);
+      // the last chunk: claim the next item now, so that its first chunk is prefetched
+      if (k1 >= g.K_pad) next = q.claim();
+      const dq_geometry::chunk nc = g.next_chunk(t, k1, next ? next->t : dq_geometry::no_tile);
       const std::size_t calls = (std::min(nbw, g.N - nb0) + g.cb - 1) / g.cb;
       auto pf = [&] {
         if constexpr (prefetching_source<Src>)
-          return spread_prefetch<Src>(src, nc, t1, calls);
+          return spread_prefetch<Src>(src, nc, dq_geometry::no_tile, calls);
         else
           return 0;
       }();
@@ -624,24 +659,22 @@ void dq_gemm_tiles(const Src& src, const dq_activations& A, const dq_kernel_set&
       const float* c = C + (n - nb0) * 64 - t * 64;  // column-major tile
       for (std::size_t m = ma; m < mb; ++m) yn[m] = c[m] * mul;
     }
-  }
+    cur = next;
   }
 }
 
-// Split the tiles covering rows [r0, r1) over the pool.
+// The tiles covering rows [r0, r1), on the pool's threads through one work queue.
 template <class Src>
 void run_dq_gemm(const Src& src, const dq_activations& A, const dq_kernel_set& ks, std::size_t M, std::size_t r0,
                  std::size_t r1, float* y, std::size_t ldy, thread_pool* pool) {
   if (r0 == r1) return;
-  const std::size_t ta = r0 / 64, tb = (r1 + 63) / 64, tiles = tb - ta;
-  const std::size_t parts = pool ? std::min(tiles, pool->size()) : 1;
+  dq_work_queue q(r0 / 64, (r1 + 63) / 64, dq_passes(A.geo));
+  const std::size_t parts = pool ? std::min(q.size(), pool->size()) : 1;
   if (parts <= 1) {
-    dq_gemm_tiles(src, A, ks, ta, tb, M, r0, r1, y, ldy);
+    dq_gemm_tiles(src, A, ks, q, M, r0, r1, y, ldy);
     return;
   }
-  pool->run(parts, [&](std::size_t i) {
-    dq_gemm_tiles(src, A, ks, ta + tiles * i / parts, ta + tiles * (i + 1) / parts, M, r0, r1, y, ldy);
-  });
+  pool->run(parts, [&](std::size_t) { dq_gemm_tiles(src, A, ks, q, M, r0, r1, y, ldy); });
 }
 
 template <class P>
