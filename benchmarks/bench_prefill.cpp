@@ -310,10 +310,11 @@ void bm_dequant(benchmark::State& st, source_kind sk, std::size_t M, std::size_t
         for (std::size_t k0 = 0; k0 < K; k0 += geo.kc) {
           const std::size_t k1 = std::min(K, k0 + geo.kc);
           // the next chunk requested ahead, as the GEMM does (both sources)
+          const auto nc = geo.next_chunk(t, k1, t + 1 < t_end ? t + 1 : detail::dq_geometry::no_tile);
           if (sk == source_kind::lut)
-            detail::prefetch_chunk(lut, geo.next_chunk(t, k1), t_end);
+            detail::prefetch_chunk(lut, nc);
           else
-            detail::prefetch_chunk(cdq, geo.next_chunk(t, k1), t_end);
+            detail::prefetch_chunk(cdq, nc);
           const void* p = nullptr;
           if (sk == source_kind::lut) {
             if (out == 0) p = lut.template values<float>(t, k0, k1, s, ld);

@@ -14,7 +14,8 @@ using namespace lutkit;
 using namespace lutkit_test;
 
 TEST_CASE("LUT dequantization reproduces value(scale, zero, code) exactly", "[dequant]") {
-  for_dq_policies<0, dq_policy_count>([]<class P>() {
+  thread_pool pool(2);  // odd cases: the tiles over two threads
+  for_dq_policies<0, dq_policy_count>([&]<class P>() {
     using FT = format_traits<typename P::format>;
     for (int c = 0; c < 4; ++c) {
       std::mt19937_64 rng(P::hash() + uint64_t(c));
@@ -24,12 +25,13 @@ TEST_CASE("LUT dequantization reproduces value(scale, zero, code) exactly", "[de
       const auto q = quantize<P>(w.data(), M, K);
       const auto wp = pack<P>(q);
       for (const auto be : dq_backends()) {
-        INFO(P::name() << " M=" << M << " K=" << K << " backend " << detail::dq_kernels_for(be).name);
+        INFO(P::name() << " M=" << M << " K=" << K << " backend " << detail::dq_kernels_for(be).name
+                       << (c % 2 ? ", 2 threads" : ""));
         const std::size_t ldo = K + 3;
         std::vector<float> f(M * ldo, 1.f);
         std::vector<uint16_t> b(M * ldo, 1);
-        dequantize<P>(wp, f.data(), dq_type::f32, ldo, nullptr, be);
-        dequantize<P>(wp, b.data(), dq_type::bf16, ldo, nullptr, be);
+        dequantize<P>(wp, f.data(), dq_type::f32, ldo, c % 2 ? &pool : nullptr, be);
+        dequantize<P>(wp, b.data(), dq_type::bf16, ldo, c % 2 ? &pool : nullptr, be);
         std::size_t bad = 0;
         for (std::size_t m = 0; m < M; ++m)
           for (std::size_t k = 0; k < K; ++k) {

@@ -114,7 +114,6 @@ struct dq_geometry {
     const std::size_t nk0 = last ? 0 : k1;
     return {last ? next_t : t, nk0, std::min(K_pad, nk0 + kc)};
   }
-  chunk next_chunk(std::size_t t, std::size_t k1) const { return next_chunk(t, k1, t + 1); }
   std::size_t chunks() const { return (K_pad + kc - 1) / kc; }
   // columns per pass of the GEMM: all of them up to 768, else 768 (a multiple of 48)
   std::size_t n_block() const { return NP <= 768 ? NP : 768; }
@@ -543,11 +542,11 @@ concept prefetching_source = requires(const Src& src, std::size_t n) {
   src.template prefetch_lines<prefetch_to::l2>(src.prefetch_plan(n, n, n), n, n);
   { src.prefetch_plan(n, n, n).lines } -> std::convertible_to<std::size_t>;
 };
-// All lines of chunk c into L2, if the source can prefetch and c.t < t1.
+// All lines of chunk c into L2, if the source can prefetch and c is a chunk (c.t != no_tile).
 template <class Src>
-void prefetch_chunk(const Src& src, const dq_geometry::chunk& c, std::size_t t1) {
+void prefetch_chunk(const Src& src, const dq_geometry::chunk& c) {
   if constexpr (prefetching_source<Src>) {
-    if (c.t < t1) {
+    if (c.t != dq_geometry::no_tile) {
       const auto plan = src.prefetch_plan(c.t, c.k0, c.k1);
       src.template prefetch_lines<prefetch_to::l2>(plan, 0, plan.lines);
     }
@@ -559,8 +558,8 @@ struct spread_prefetch {
   const Src& src;
   decltype(std::declval<const Src&>().prefetch_plan(0, 0, 0)) plan{};
   std::size_t next = 0, per_call = 0;
-  spread_prefetch(const Src& s, const dq_geometry::chunk& c, std::size_t t1, std::size_t calls) : src(s) {
-    if (c.t < t1) {
+  spread_prefetch(const Src& s, const dq_geometry::chunk& c, std::size_t calls) : src(s) {
+    if (c.t != dq_geometry::no_tile) {
       plan = src.prefetch_plan(c.t, c.k0, c.k1);
       per_call = (plan.lines + calls - 1) / std::max<std::size_t>(calls, 1);
     }
@@ -597,13 +596,44 @@ class dq_work_queue {
 
 inline std::size_t dq_passes(const dq_geometry& g) { return (g.NP + g.n_block() - 1) / g.n_block(); }
 
+// One thread's walk over a queue: the current item, and the next one, claimed when the current
+// item's last chunk starts so that its first chunk can be prefetched (claimed any earlier, it
+// could sit waiting while another thread runs out of work).
+class dq_worker {
+ public:
+  explicit dq_worker(dq_work_queue& q) : q_(q), cur_(q.claim()) {}
+  const std::optional<dq_work_queue::item>& current() const { return cur_; }
+  // the chunk after chunk [.., k1) of the current item (dq_geometry::next_chunk, the next tile
+  // being the next item's; no_tile after the last item)
+  dq_geometry::chunk next_chunk(const dq_geometry& g, std::size_t k1) {
+    if (k1 >= g.K_pad && !claimed_) {
+      next_ = q_.claim();
+      claimed_ = true;
+    }
+    return g.next_chunk(cur_->t, k1, next_ ? next_->t : dq_geometry::no_tile);
+  }
+  // on to the next item; false when the queue is dry
+  bool advance() {
+    if (!claimed_) next_ = q_.claim();
+    cur_ = next_;
+    next_.reset();
+    claimed_ = false;
+    return cur_.has_value();
+  }
+
+ private:
+  dq_work_queue& q_;
+  std::optional<dq_work_queue::item> cur_, next_;
+  bool claimed_ = false;
+};
+
 // Items from q until it runs dry, on the calling thread; rows outside [r0, r1) are not written.
 template <class Src>
 void dq_gemm_tiles(const Src& src, const dq_activations& A, const dq_kernel_set& ks, dq_work_queue& q,
                    std::size_t M, std::size_t r0, std::size_t r1, float* y, std::size_t ldy) {
   const dq_geometry& g = A.geo;
-  auto cur = q.claim();
-  if (!cur) return;
+  dq_worker w(q);
+  if (!w.current()) return;
   dq_scratch s;
   s.init(g);
   const std::size_t NP = g.NP;
@@ -611,10 +641,9 @@ void dq_gemm_tiles(const Src& src, const dq_activations& A, const dq_kernel_set&
   // columns in passes of at most NB (the 64 x NB accumulator tile and the activation chunk stay
   // in L2 for N in the thousands; the weight tile is dequantized once per pass)
   const std::size_t NB = g.n_block();
-  while (cur) {
-    const std::size_t t = cur->t, nb0 = cur->pass * NB;
+  do {
+    const std::size_t t = w.current()->t, nb0 = w.current()->pass * NB;
     const std::size_t nbw = std::min(NB, NP - nb0);
-    std::optional<dq_work_queue::item> next;
     std::memset(C, 0, 64 * NB * 4);
     for (std::size_t k0 = 0; k0 < g.K_pad; k0 += g.kc) {
       const std::size_t k1 = std::min(g.K_pad, k0 + g.kc);
@@ -622,13 +651,11 @@ void dq_gemm_tiles(const Src& src, const dq_activations& A, const dq_kernel_set&
       // lines before each micro-kernel call below: level 1 reads each chunk once, and the
       // hardware prefetchers restart at every 4 KiB page of it. (A whole chunk's lines requested
       // at once filled the miss queue and stalled.)
-      // the last chunk: claim the next item now, so that its first chunk is prefetched
-      if (k1 >= g.K_pad) next = q.claim();
-      const dq_geometry::chunk nc = g.next_chunk(t, k1, next ? next->t : dq_geometry::no_tile);
+      const dq_geometry::chunk nc = w.next_chunk(g, k1);
       const std::size_t calls = (std::min(nbw, g.N - nb0) + g.cb - 1) / g.cb;
       auto pf = [&] {
         if constexpr (prefetching_source<Src>)
-          return spread_prefetch<Src>(src, nc, dq_geometry::no_tile, calls);
+          return spread_prefetch<Src>(src, nc, calls);
         else
           return 0;
       }();
@@ -688,8 +715,7 @@ void dq_gemm_tiles(const Src& src, const dq_activations& A, const dq_kernel_set&
     else
 #endif
       write_tile(A, C - t * 64, nb0, n1, ma, mb, y, ldy);
-    cur = next;
-  }
+  } while (w.advance());
 }
 
 // The tiles covering rows [r0, r1), on the pool's threads through one work queue.
@@ -775,14 +801,19 @@ void dequantize(const packed_weights<P>& w, void* out, dq_type type, std::size_t
   const detail::dq_geometry g =
       detail::make_dq_geometry<P>(L, 1, type == dq_type::f32 ? act_type::fp32 : act_type::bf16);
   detail::lut_weight_source<P> src{w.data(), &L, &ks};
-  auto tiles = [&](std::size_t t0, std::size_t t1) {
+  detail::dq_work_queue q(0, L.tiles, 1);
+  auto tiles = [&] {
+    detail::dq_worker wk(q);
+    if (!wk.current()) return;
     detail::dq_scratch s;
     s.init(g);
-    for (std::size_t t = t0; t < t1; ++t)
+    do {
+      const std::size_t t = wk.current()->t;
       for (std::size_t k0 = 0; k0 < L.K_pad; k0 += g.kc) {
         const std::size_t k1 = std::min(L.K_pad, k0 + g.kc), kn = std::min(k1, L.K) - std::min(k0, L.K);
+        const detail::dq_geometry::chunk nc = wk.next_chunk(g, k1);
         if (kn == 0) continue;
-        prefetch_chunk(src, g.next_chunk(t, k1), t1);
+        prefetch_chunk(src, nc);
         std::size_t ld = 0;
         const std::size_t rows = std::min<std::size_t>(64, L.M - t * 64);
         if (type == dq_type::f32) {
@@ -795,13 +826,13 @@ void dequantize(const packed_weights<P>& w, void* out, dq_type type, std::size_t
             std::memcpy(static_cast<uint16_t*>(out) + (t * 64 + r) * ldo + k0, v + r * ld, kn * 2);
         }
       }
+    } while (wk.advance());
   };
-  const std::size_t T = L.tiles;
-  const std::size_t parts = pool ? std::min(pool->size(), T) : 1;
+  const std::size_t parts = pool ? std::min(pool->size(), q.size()) : 1;
   if (parts <= 1) {
-    tiles(0, T);
+    tiles();
   } else {
-    pool->run(parts, [&](std::size_t i) { tiles(T * i / parts, T * (i + 1) / parts); });
+    pool->run(parts, [&](std::size_t) { tiles(); });
   }
 }
 

@@ -21,16 +21,19 @@ namespace lutkit {
 namespace detail {
 inline constexpr std::size_t fdq_sub_block = 256;
 
-// Tiles [t0, t1) of any weight source with values<float> (64 rows, k in [k0, k1)); g: the
-// fp32 geometry with kc the sub-block; M: rows of the matrix.
+// Tiles from q until it runs dry, of any weight source with values<float> (64 rows, k in
+// [k0, k1)); g: the fp32 geometry with kc the sub-block; M: rows of the matrix.
 template <class Src>
 void fused_dq_tiles_src(const Src& src, const dq_kernel_set& ks, const dq_geometry& g, std::size_t M, const float* xp,
-                        std::size_t ldxp, std::size_t N, std::size_t t0, std::size_t t1, std::size_t r0,
-                        std::size_t r1, float* y, std::size_t ldy) {
+                        std::size_t ldxp, std::size_t N, dq_work_queue& q, std::size_t r0, std::size_t r1, float* y,
+                        std::size_t ldy) {
+  auto item = q.claim();
+  if (!item) return;
   dq_scratch s;
   s.init(g);
   std::vector<float> part(64 * N * 16);
-  for (std::size_t t = t0; t < t1; ++t) {
+  for (; item; item = q.claim()) {
+    const std::size_t t = item->t;
     std::fill(part.begin(), part.end(), 0.f);
     for (std::size_t k0 = 0; k0 < g.K_pad; k0 += g.kc) {
       const std::size_t k1 = std::min(g.K_pad, k0 + g.kc);
@@ -51,8 +54,8 @@ void fused_dq_tiles_src(const Src& src, const dq_kernel_set& ks, const dq_geomet
   }
 }
 
-// Rows [r0, r1) of any weight source (g: its fp32 geometry, kc the sub-block), split over the
-// pool by 64-row tiles. The activations are padded with zeros to g.K_pad (per-channel blobs pad
+// Rows [r0, r1) of any weight source (g: its fp32 geometry, kc the sub-block), over the pool's
+// threads by 64-row tiles from one work queue. The activations are padded with zeros to g.K_pad (per-channel blobs pad
 // K to a block).
 template <class Src>
 void run_fused_dq_src(const Src& src, const dq_kernel_set& ks, const dq_geometry& g, std::size_t M, const float* x,
@@ -62,16 +65,13 @@ void run_fused_dq_src(const Src& src, const dq_kernel_set& ks, const dq_geometry
   std::vector<float> xp(N * ldxp, 0.f);
   for (std::size_t n = 0; n < N; ++n) std::memcpy(xp.data() + n * ldxp, x + n * ldx, K * 4);
   if (r0 == r1) return;
-  const std::size_t ta = r0 / 64, tb = (r1 + 63) / 64, tiles = tb - ta;
-  const std::size_t parts = pool ? std::min(tiles, pool->size()) : 1;
+  dq_work_queue q(r0 / 64, (r1 + 63) / 64, 1);
+  const std::size_t parts = pool ? std::min(q.size(), pool->size()) : 1;
   if (parts <= 1) {
-    fused_dq_tiles_src(src, ks, g, M, xp.data(), ldxp, N, ta, tb, r0, r1, y, ldy);
+    fused_dq_tiles_src(src, ks, g, M, xp.data(), ldxp, N, q, r0, r1, y, ldy);
     return;
   }
-  pool->run(parts, [&](std::size_t i) {
-    fused_dq_tiles_src(src, ks, g, M, xp.data(), ldxp, N, ta + tiles * i / parts, ta + tiles * (i + 1) / parts, r0,
-                       r1, y, ldy);
-  });
+  pool->run(parts, [&](std::size_t) { fused_dq_tiles_src(src, ks, g, M, xp.data(), ldxp, N, q, r0, r1, y, ldy); });
 }
 
 template <class P>
