@@ -5,8 +5,8 @@
 #include <random>
 #include <vector>
 
-#include <lutkit/quant.hpp>
-#include <lutkit/thread_pool.hpp>
+#include <lutkit/quant/quant.hpp>
+#include <lutkit/core/thread_pool.hpp>
 
 namespace lutkit_bench {
 // Uniform random codes with positive random scales (and zeros) for policy P: benchmark weights

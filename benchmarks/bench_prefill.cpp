@@ -265,7 +265,7 @@ void bm_gemm(benchmark::State& st, source_kind sk, std::size_t M, std::size_t K,
     detail::dq_activations A;
     A.act = act;
     A.geo = detail::make_dq_geometry<P>(c.packed->layout(), N, act);
-    detail::prepare_activations(A, x.data(), K, pool, ks.simd_level1);
+    detail::prepare_activations(A, x.data(), K, pool, ks);
     if (sk == source_kind::lut)
       detail::run_dq_gemm(lut, A, ks, M, 0, M, y.data(), M, pool);
     else if (sk == source_kind::convertdq)

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include <lutkit/lutkit.hpp>
-#include <lutkit/xsimd/lut_gemv.hpp>
+#include <lutkit/targets/xsimd/lut_gemv.hpp>
 
 #include "bench_xsimd.hpp"
 

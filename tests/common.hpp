@@ -11,6 +11,8 @@
 
 #include <lutkit/lutkit.hpp>
 
+#include "instances.hpp"
+
 namespace lutkit_test {
 
 // Weights: Gaussian, with a heavy-tailed minority so groups see outliers.

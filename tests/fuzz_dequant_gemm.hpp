@@ -2,8 +2,8 @@
 // against the double reference, instantiated by test_dequant_gemm_{a,b}.cpp over slices of the
 // dequant policy list.
 #pragma once
-#include <lutkit/portable/dequant_gemm.hpp>
-#include <lutkit/portable/fused_dq_gemv.hpp>
+#include <lutkit/gemm/dequant_gemm.hpp>
+#include <lutkit/gemv/fused_dq.hpp>
 
 #include "common.hpp"
 #include "policy_list.hpp"

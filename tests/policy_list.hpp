@@ -7,7 +7,7 @@
 
 #include <lutkit/core/concepts.hpp>
 #include <lutkit/core/policy.hpp>
-#include <lutkit/formats/q4nx.hpp>
+#include <lutkit/quant/q4nx.hpp>
 
 namespace lutkit_test {
 using namespace lutkit;

@@ -3,8 +3,8 @@
 #include <atomic>
 #include <thread>
 
-#include <lutkit/portable/dequant_gemm.hpp>
-#include <lutkit/portable/fused_dq_gemv.hpp>
+#include <lutkit/gemm/dequant_gemm.hpp>
+#include <lutkit/gemv/fused_dq.hpp>
 
 #include "common.hpp"
 #include "fuzz_dequant_gemm.hpp"
@@ -214,7 +214,8 @@ TEST_CASE("AVX-512 activation preparation writes the baseline's bytes", "[dequan
       for (int simd = 0; simd < 2; ++simd) {
         A[simd].act = act;
         A[simd].geo = detail::make_dq_geometry_k(K, K, 64, N, act);
-        detail::prepare_activations(A[simd], x.data(), ldx, nullptr, simd == 1);
+        detail::prepare_activations(A[simd], x.data(), ldx, nullptr,
+                                      simd == 1 ? detail::avx512::kernels() : detail::generic_kernels());
       }
       const detail::dq_geometry& g = A[0].geo;
       const std::size_t elt = act == act_type::fp32 ? 4 : act == act_type::bf16 ? 2 : 1;

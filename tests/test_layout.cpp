@@ -164,8 +164,8 @@ TEST_CASE("ternary encoding covers all 27 triples", "[layout]") {
 }
 
 TEST_CASE("reusable working buffers: one owner at a time, reused after release", "[layout][scratch]") {
-  using detail::reusable_bytes;
-  using detail::scratch_slot;
+  enum class scratch_slot { codes, steps, count };  // a family's slots (the GEMM's: detail::dq_slot)
+  using reusable_bytes = detail::reusable_bytes<scratch_slot>;
   const uint8_t* first = nullptr;
   {
     reusable_bytes a(scratch_slot::codes, 1000);

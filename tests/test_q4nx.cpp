@@ -8,10 +8,10 @@
 #include <random>
 #include <vector>
 
-#include <lutkit/formats/q4nx.hpp>
-#include <lutkit/pack.hpp>
-#include <lutkit/portable/dequant_gemm.hpp>
-#include <lutkit/portable/fused_dq_gemv.hpp>
+#include <lutkit/quant/q4nx.hpp>
+#include <lutkit/quant/pack.hpp>
+#include <lutkit/gemm/dequant_gemm.hpp>
+#include <lutkit/gemv/fused_dq.hpp>
 
 using namespace lutkit;
 

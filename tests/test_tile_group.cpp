@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include <lutkit/portable/tile_group_gemm.hpp>
-#include <lutkit/quant_tile_group.hpp>
+#include <lutkit/gemm/tile_group_gemm.hpp>
+#include <lutkit/quant/tile_group.hpp>
 
 using namespace lutkit;
 

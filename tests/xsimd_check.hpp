@@ -2,7 +2,7 @@
 // The xsimd backend: same blob, same tables, checked against the double reference and against
 // the Highway backend, for every policy and the avx512bw / avx2 / ssse3 arch tags.
 #pragma once
-#include <lutkit/xsimd/lut_gemv.hpp>
+#include <lutkit/targets/xsimd/lut_gemv.hpp>
 
 #include "common.hpp"
 #include "policy_list.hpp"

@@ -1,21 +1,25 @@
-// lutkit — umbrella header: policies, tiling spec, quantization, packing, tables, references,
-// and the portable (Highway) LUT-GEMV. The xsimd backend is opt-in: lutkit/xsimd/lut_gemv.hpp.
+// lutkit — umbrella header: the core (policies, tiling spec, thread pool), quantization and
+// packing, and the kernel families on the portable target with run-time dispatch: LUT-GEMV and
+// FusedDQP (decode), the LUT dequant-GEMM (prefill), their references. The xsimd backend is
+// opt-in: lutkit/targets/xsimd/lut_gemv.hpp.
 #pragma once
 #include "lutkit/core/concepts.hpp"
 #include "lutkit/core/error.hpp"
 #include "lutkit/core/half.hpp"
 #include "lutkit/core/policy.hpp"
 #include "lutkit/core/target.hpp"
+#include "lutkit/core/thread_pool.hpp"
 #include "lutkit/core/tiling.hpp"
-#include "lutkit/pack.hpp"
-#include "lutkit/dequant.hpp"
-#include "lutkit/formats/q4nx.hpp"
-#include "lutkit/portable/dequant_gemm.hpp"
-#include "lutkit/portable/fused_dq_gemv.hpp"
-#include "lutkit/portable/lut_gemv.hpp"
-#include "lutkit/portable/tile_group_gemm.hpp"
-#include "lutkit/quant.hpp"
-#include "lutkit/quant_tile_group.hpp"
-#include "lutkit/ref/ref.hpp"
-#include "lutkit/tables.hpp"
-#include "lutkit/thread_pool.hpp"
+#include "lutkit/quant/pack.hpp"
+#include "lutkit/quant/q4nx.hpp"
+#include "lutkit/quant/quant.hpp"
+#include "lutkit/quant/reference.hpp"
+#include "lutkit/quant/tile_group.hpp"
+#include "lutkit/gemv/fused_dq.hpp"
+#include "lutkit/gemv/lut_gemv.hpp"
+#include "lutkit/gemv/reference.hpp"
+#include "lutkit/gemv/tables.hpp"
+#include "lutkit/gemm/dequant.hpp"
+#include "lutkit/gemm/dequant_gemm.hpp"
+#include "lutkit/gemm/reference.hpp"
+#include "lutkit/gemm/tile_group_gemm.hpp"

@@ -1,0 +1,105 @@
+// lutkit — memory: aligned allocation (huge pages for large buffers) and per-thread working
+// buffers reused across calls.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <new>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
+namespace lutkit {
+namespace detail {
+struct aligned_free {
+  std::size_t alignment = 64;
+  void operator()(void* p) const { ::operator delete[](p, std::align_val_t(alignment)); }
+};
+using aligned_bytes = std::unique_ptr<uint8_t[], aligned_free>;
+// 64-byte aligned; large buffers (weights streamed from DRAM) are 2 MiB aligned and asked to
+// be backed by huge pages, which cuts TLB misses of the weight stream.
+inline aligned_bytes alloc_aligned(std::size_t n) {
+  constexpr std::size_t huge = std::size_t(2) << 20;
+  if (n >= 2 * huge) {
+    auto* p = static_cast<uint8_t*>(::operator new[](n, std::align_val_t(huge)));
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    madvise(p, n, MADV_HUGEPAGE);
+#endif
+    return aligned_bytes(p, aligned_free{huge});
+  }
+  auto* p = static_cast<uint8_t*>(::operator new[](n == 0 ? 64 : n, std::align_val_t(64)));
+  return aligned_bytes(p, aligned_free{64});
+}
+
+// Working buffers reused from call to call: each thread keeps one grow-only buffer per slot and
+// lends it to one owner at a time (a second owner on the same thread, or a request above
+// `max_cached` bytes, gets buffers of its own). The contents are whatever the last owner left.
+// Slot: an enum class of the family's buffers, ending in `count` (each enum has its own cache).
+// Why: fresh pages on every call cost the prefill GEMM ~2% of a 4096 x 14336, N = 128 call in
+// page clearing (docs/benchmarks.md, "reusable working buffers").
+template <class Slot>
+class reusable_bytes {
+ public:
+  static constexpr std::size_t max_cached = std::size_t(64) << 20;
+  reusable_bytes() = default;
+  reusable_bytes(Slot slot, std::size_t n) {
+    cached& c = cache()[int(slot)];
+    if (!c.busy && n <= max_cached) {
+      if (n > c.n) {
+        c.p.reset();
+        c.p = alloc_aligned(n);
+        c.n = n;
+      }
+      c.busy = true;
+      lent_ = &c;
+      ptr_ = c.p.get();
+    } else {
+      own_ = alloc_aligned(n);
+      ptr_ = own_.get();
+    }
+  }
+  reusable_bytes(reusable_bytes&& o) noexcept : lent_(o.lent_), own_(std::move(o.own_)), ptr_(o.ptr_) {
+    o.lent_ = nullptr;
+    o.ptr_ = nullptr;
+  }
+  reusable_bytes& operator=(reusable_bytes&& o) noexcept {
+    if (this != &o) {
+      release();
+      lent_ = o.lent_;
+      own_ = std::move(o.own_);
+      ptr_ = o.ptr_;
+      o.lent_ = nullptr;
+      o.ptr_ = nullptr;
+    }
+    return *this;
+  }
+  reusable_bytes(const reusable_bytes&) = delete;
+  reusable_bytes& operator=(const reusable_bytes&) = delete;
+  ~reusable_bytes() { release(); }
+  uint8_t* get() const { return ptr_; }
+  uint8_t& operator[](std::size_t i) const { return ptr_[i]; }
+  bool lent() const { return lent_ != nullptr; }  // the thread's cached buffer (else its own)
+  explicit operator bool() const { return ptr_ != nullptr; }
+
+ private:
+  struct cached {
+    aligned_bytes p;
+    std::size_t n = 0;
+    bool busy = false;
+  };
+  static cached* cache() {
+    thread_local cached c[int(Slot::count)];
+    return c;
+  }
+  void release() {
+    if (lent_) lent_->busy = false;
+    lent_ = nullptr;
+    own_.reset();
+    ptr_ = nullptr;
+  }
+  cached* lent_ = nullptr;
+  aligned_bytes own_;
+  uint8_t* ptr_ = nullptr;
+};
+}  // namespace detail
+}  // namespace lutkit

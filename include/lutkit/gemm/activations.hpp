@@ -1,0 +1,201 @@
+// lutkit — the dequant-GEMM's activations: the int8 quantizer, the activation panel of one call
+// in the micro-kernels' layout (gemm/geometry.hpp), and the tile write. prepare_rows and
+// write_tile are written once here; each kernel set carries an instance compiled for its target.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "../core/bf16.hpp"
+#include "../core/compiler.hpp"
+#include "../core/memory.hpp"
+#include "../core/thread_pool.hpp"
+#include "geometry.hpp"
+#include "microkernel.hpp"
+
+namespace lutkit::detail {
+
+// Per-row (group == 0) or per-group symmetric int8 quantization of one activation row of length
+// K: q = round(x / s), s = absmax / 127. Returns false if the row holds a non-finite value (the
+// kernel then makes every output of that row NaN). THE activation quantizer: kernels and the
+// tests' references both call it. Always inlined: prepare_activations compiles it once for the
+// build's baseline and once inside an AVX-512 function, and both must give the same bytes --
+// hence x / s (a division cannot be contracted into an FMA, x * (1 / s) + c could be).
+LUTKIT_ALWAYS_INLINE inline bool quantize_act_int8(const float* x, std::size_t K, std::size_t group, int8_t* q,
+                                                   float* scales) {
+  if (group == 0) group = K;
+  // written so the compiler vectorizes every loop: bit test for finiteness, round to nearest
+  // even by the 1.5 * 2^23 trick (exact for |v| <= 2^22; here |v| <= 127)
+  uint32_t bad = 0;
+  for (std::size_t k = 0; k < K; ++k) {
+    uint32_t b;
+    std::memcpy(&b, x + k, 4);
+    bad |= uint32_t((b & 0x7F800000u) == 0x7F800000u);
+  }
+  if (bad) {
+    std::memset(q, 0, K);
+    for (std::size_t g0 = 0, gi = 0; g0 < K; g0 += group, ++gi) scales[gi] = 0.f;
+    return false;
+  }
+  for (std::size_t g0 = 0, gi = 0; g0 < K; g0 += group, ++gi) {
+    const std::size_t g1 = std::min(K, g0 + group);
+    // |x| compared as bit patterns (all finite here): a max the compiler vectorizes, unlike
+    // std::max on floats, whose NaN rule kept this loop scalar and made it a serial chain
+    uint32_t abits = 0;
+    for (std::size_t k = g0; k < g1; ++k) {
+      uint32_t b;
+      std::memcpy(&b, x + k, 4);
+      abits = std::max(abits, b & 0x7FFFFFFFu);
+    }
+    float amax;
+    std::memcpy(&amax, &abits, 4);
+    const float s = amax / 127.f;
+    const float d = s > 0.f ? s : 1.f;  // an all-zero group: x / 1 = 0
+    for (std::size_t k = g0; k < g1; ++k) {
+      float v = (x[k] / d + 12582912.f) - 12582912.f;
+      v = std::max(-127.f, std::min(127.f, v));
+      q[k] = int8_t(v);
+    }
+    scales[gi] = s;
+  }
+  return true;
+}
+
+// Activations of one call in the micro-kernels' panel layout (column blocks, see dq_geometry).
+struct dq_activations {
+  act_type act = act_type::fp32;
+  dq_geometry geo;
+  reusable_bytes<dq_slot> data;       // the panel (dq_geometry::panel_index), NP * K_pad int8 | bf16 | fp32
+  std::vector<float> row_scale;  // int8: [NP] per-row scale (1 for int8_group)
+  std::vector<float> sa;         // int8_group: [flushes][NP] per-group scale
+  std::vector<float> sumx;       // int8: [flushes][NP] sum of the group's int8 values (x scale for int8_group)
+  std::vector<float> nan_mul;    // [NP]: 1, or NaN for a row with a non-finite activation (int8)
+};
+
+// Row blocks [b0, b1) of 16 activation rows: each row is converted / quantized into a
+// contiguous buffer, then the block is interleaved into the panel. Everything here is integer
+// work, copies or quantize_act_int8: the same bytes whatever instruction set the compiler
+// vectorizes it for (tests/test_dequant.cpp checks the instances of every kernel set against each other).
+LUTKIT_ALWAYS_INLINE inline void prepare_rows(dq_activations& A, const float* x, std::size_t ldx, std::size_t b0,
+                                              std::size_t b1) {
+  const dq_geometry& g = A.geo;
+  const std::size_t NP = g.NP, F = g.flushes();
+  constexpr std::size_t BN = 16;
+  // only the buffer of this call's paradigm
+  std::vector<float> xb(A.act == act_type::fp32 ? BN * g.K_pad : 0, 0.f);
+  std::vector<uint16_t> hb(A.act == act_type::bf16 ? BN * g.K_pad : 0, 0);
+  std::vector<int8_t> qb(A.act == act_type::int8 || A.act == act_type::int8_group ? BN * g.K_pad : 0, 0);
+  std::vector<float> sc(F + 1);
+  for (std::size_t blk = b0; blk < b1; ++blk) {
+    const std::size_t n0 = blk * BN, nb = std::min(BN, g.N - n0);
+    for (std::size_t i = 0; i < nb; ++i) {
+      const std::size_t n = n0 + i;
+      const float* xn = x + n * ldx;
+      if (A.act == act_type::fp32) {
+        std::memcpy(xb.data() + i * g.K_pad, xn, g.K * 4);
+      } else if (A.act == act_type::bf16) {
+        for (std::size_t k = 0; k < g.K; ++k) hb[i * g.K_pad + k] = f32_to_bf16(xn[k]);
+      } else {
+        const bool per_group = A.act == act_type::int8_group;
+        int8_t* q = qb.data() + i * g.K_pad;
+        const bool finite = quantize_act_int8(xn, g.K, per_group ? g.flush_k : 0, q, sc.data());
+        A.row_scale[n] = per_group ? 1.f : sc[0];
+        if (!finite) A.nan_mul[n] = NAN;
+        for (std::size_t f = 0; f < F; ++f) {
+          int32_t sum = 0;
+          for (std::size_t k = f * g.flush_k; k < std::min(g.K, (f + 1) * g.flush_k); ++k) sum += q[k];
+          A.sumx[f * NP + n] = per_group ? float(sum) * sc[f] : float(sum);
+          if (per_group) A.sa[f * NP + n] = sc[f];
+        }
+      }
+    }
+    // column n of the panel, chunk by chunk: element (n, s) at panel_index(n, chunk start) + (s - start) * cb
+    const std::size_t cb = g.cb;
+    // (every step up to psteps: the zeros of the padded K too; prepare_activations clears only
+    // the padding columns)
+    if (A.act == act_type::fp32) {
+      float* d = reinterpret_cast<float*>(A.data.get());
+      for (std::size_t i = 0; i < nb; ++i) {
+        const float* src = xb.data() + i * g.K_pad;
+        for (std::size_t s0 = 0; s0 < g.psteps; s0 += g.kcs) {
+          float* col = d + g.panel_index(n0 + i, s0);
+          for (std::size_t k = s0; k < std::min(g.psteps, s0 + g.kcs); ++k) col[(k - s0) * cb] = src[k];
+        }
+      }
+    } else {
+      uint32_t* d = reinterpret_cast<uint32_t*>(A.data.get());
+      const bool bf = A.act == act_type::bf16;
+      for (std::size_t i = 0; i < nb; ++i) {
+        const uint8_t* src = bf ? reinterpret_cast<const uint8_t*>(hb.data() + i * g.K_pad)
+                                : reinterpret_cast<const uint8_t*>(qb.data() + i * g.K_pad);
+        for (std::size_t s0 = 0; s0 < g.psteps; s0 += g.kcs) {
+          uint32_t* col = d + g.panel_index(n0 + i, s0);
+          for (std::size_t st = s0; st < std::min(g.psteps, s0 + g.kcs); ++st) {
+            uint32_t v;
+            std::memcpy(&v, src + 4 * st, 4);
+            col[(st - s0) * cb] = v;
+          }
+        }
+      }
+    }
+  }
+}
+
+// The rows in the caller's instruction set, with the loop vectorizer on at -O2 as well (GCC 12 at
+// -O2: 7.9 ms for int8 N = 128, K = 14336; at -O3 and with this, 2.2 ms).
+LUTKIT_VECTORIZE inline void prepare_rows_baseline(dq_activations& A, const float* x, std::size_t ldx, std::size_t b0,
+                                                   std::size_t b1) {
+  prepare_rows(A, x, ldx, b0, b1);
+}
+
+
+// Allocates the panel and the per-row arrays, then fills them over the pool with the kernel
+// set's instance of prepare_rows.
+inline void prepare_activations(dq_activations& A, const float* x, std::size_t ldx, thread_pool* pool,
+                                const dq_kernel_set& ks) {
+  const dq_geometry& g = A.geo;
+  const std::size_t NP = g.NP, F = g.flushes();
+  // 32-bit elements (4 int8 | 2 bf16 | 1 fp32), psteps per column; prepare_rows writes every
+  // element of the real columns, the padding columns [N, NP) are cleared here (a memset of the
+  // whole panel was a serial 4 MB pass at N = 128, K = 14336)
+  A.data = reusable_bytes<dq_slot>(dq_slot::panel, g.psteps * NP * 4);
+  uint32_t* panel = reinterpret_cast<uint32_t*>(A.data.get());
+  for (std::size_t s0 = 0; s0 < g.psteps; s0 += g.kcs)
+    for (std::size_t n = g.N; n < NP; ++n) {
+      uint32_t* col = panel + g.panel_index(n, s0);
+      for (std::size_t st = s0; st < std::min(g.psteps, s0 + g.kcs); ++st) col[(st - s0) * g.cb] = 0;
+    }
+  if (A.act == act_type::int8 || A.act == act_type::int8_group) {
+    A.row_scale.assign(NP, 0.f);
+    A.sumx.assign(F * NP, 0.f);
+    A.nan_mul.assign(NP, 1.f);
+    if (A.act == act_type::int8_group) A.sa.assign(F * NP, 0.f);
+  }
+  const std::size_t blocks = (g.N + 15) / 16;
+  const std::size_t parts = pool ? std::min(pool->size(), blocks) : 1;
+  auto rows = [&](std::size_t b0, std::size_t b1) { ks.prepare_rows(A, x, ldx, b0, b1); };
+  if (parts <= 1) {
+    rows(0, blocks);
+  } else {
+    pool->run(parts, [&](std::size_t i) { rows(blocks * i / parts, blocks * (i + 1) / parts); });
+  }
+}
+
+// The outputs of one item: y[n * ldy + m] = C[(n - n0) * 64 + m] * (int8: the row's scale, or NaN
+// for a row with a non-finite activation; else 1), columns [n0, n1), rows [ma, mb) (C: the
+// column-major tile, offset so that m indexes it).
+LUTKIT_ALWAYS_INLINE inline void write_tile(const dq_activations& A, const float* C, std::size_t n0, std::size_t n1,
+                                            std::size_t ma, std::size_t mb, float* y, std::size_t ldy) {
+  const bool int8 = A.act == act_type::int8 || A.act == act_type::int8_group;
+  for (std::size_t n = n0; n < n1; ++n) {
+    const float mul = int8 ? A.row_scale[n] * A.nan_mul[n] : 1.f;
+    float* yn = y + n * ldy;
+    const float* c = C + (n - n0) * 64;
+    for (std::size_t m = ma; m < mb; ++m) yn[m] = c[m] * mul;
+  }
+}
+
+}  // namespace lutkit::detail

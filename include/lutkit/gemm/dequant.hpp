@@ -1,0 +1,165 @@
+// lutkit — two-level LUT dequantization of a packed blob (T-MAN §4.1, Fig. 7), shared by the
+// prefill dequant-GEMM, FusedDQP and the public dequantize():
+//   level 1  bit-repack tables turn the bit-serial planes of the LUT-GEMV layout into
+//            bit-parallel codes: one lookup per (plane pair, row, step), no per-bit shift/and/or;
+//   level 2  a per-(row, group) code -> value table with the scale and zero baked in
+//            (fp32 or bf16 entries), so dequantization is lookups with no per-element float math.
+// Everything reads offsets from the tiling spec (packed_layout); nothing here computes a stride.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "../core/bf16.hpp"
+#include "../core/error.hpp"
+#include "../core/half.hpp"
+#include "../core/policy.hpp"
+#include "../core/tiling.hpp"
+#include "../quant/pack.hpp"
+
+namespace lutkit {
+
+namespace detail {
+
+// ---------------------------------------------------------------- level 1: bit-repack tables
+// pair[(lo plane nibble) | (hi plane nibble) << 4]: 4 code bytes (one per activation of the
+// step), byte i = bit i of the lo plane | bit i of the hi plane << 1.
+// lone[nibble]: byte i = bit i.   tern[index | sign << 4]: the 3 codes (t + 1) of a triple.
+struct repack_tables {
+  uint32_t pair[256];
+  uint32_t lone[16];
+  uint32_t tern[32];
+};
+constexpr repack_tables make_repack_tables() {
+  repack_tables t{};
+  for (int v = 0; v < 256; ++v) {
+    uint32_t d = 0;
+    for (int i = 0; i < 4; ++i) d |= uint32_t(((v >> i) & 1) | (((v >> (4 + i)) & 1) << 1)) << (8 * i);
+    t.pair[v] = d;
+  }
+  for (int v = 0; v < 16; ++v) {
+    uint32_t d = 0;
+    for (int i = 0; i < 4; ++i) d |= uint32_t((v >> i) & 1) << (8 * i);
+    t.lone[v] = d;
+  }
+  for (int v = 0; v < 32; ++v) {
+    const int index = v & 15, sign = v >> 4;
+    if (index > 13) continue;  // never produced by the packer
+    const int w = sign ? 26 - index : index;  // inverse of ternary_encode
+    t.tern[v] = uint32_t(w / 9) | uint32_t((w / 3) % 3) << 8 | uint32_t(w % 3) << 16;
+  }
+  return t;
+}
+inline constexpr repack_tables repack = make_repack_tables();
+
+// Scale and zero of (tile t, group g, row r of the tile), as the packer stored them.
+template <class P>
+inline void group_params(const uint8_t* data, const packed_layout& L, std::size_t t, std::size_t g, int r,
+                         float& s, float& z) {
+  uint16_t h;
+  std::memcpy(&h, data + L.scale_offset(t, g) + 2 * std::size_t(r), 2);
+  s = decode_param(P::spec, h);
+  if constexpr (P::spec.asymmetric) {
+    std::memcpy(&h, data + L.zero_offset(t, g) + 2 * std::size_t(r), 2);
+    z = decode_param(P::spec, h);
+  } else {
+    z = P::spec.sym_zero;
+  }
+}
+
+// Level 1 for one tile: the codes of its 64 rows for k in [k0, k1) (multiples of block_k),
+// written row-major: out[r * ldo + (k - k0)]. Rows need 4 bytes of slack after k1 - k0.
+template <class P>
+void unpack_codes(const uint8_t* data, const packed_layout& L, std::size_t t, std::size_t k0, std::size_t k1,
+                  uint8_t* out, std::size_t ldo) {
+  constexpr auto& S = P::spec;
+  constexpr int spb = S.step_pairs_per_block();
+  for (std::size_t blk = k0 / S.block_k; blk < k1 / S.block_k; ++blk) {
+    const uint8_t* base = data + L.block_offset(t, blk);
+    for (int spi = 0; spi < spb; ++spi) {
+      for (int s = 0; s < 2; ++s) {
+        const std::size_t step = blk * std::size_t(S.steps_per_block) + std::size_t(2 * spi + s);
+        const std::size_t kk = step * std::size_t(S.k_per_step) - k0;
+        if constexpr (S.ternary) {
+          const uint8_t* c = base + S.lone_chunk_in_block(spi) + 32 * s;
+          const uint8_t* sg = base + S.sign_in_block(spi);
+          for (int rp = 0; rp < 32; ++rp) {
+            const int q = lone_byte_of_row(rp);
+            const int b_lo = 32 * s + q, b_hi = 64 + 32 * s + q;
+            const int sign_lo = (sg[b_lo / 8] >> (b_lo % 8)) & 1, sign_hi = (sg[b_hi / 8] >> (b_hi % 8)) & 1;
+            const uint32_t lo = repack.tern[(c[q] & 15) | sign_lo << 4];
+            const uint32_t hi = repack.tern[(c[q] >> 4) | sign_hi << 4];
+            std::memcpy(out + std::size_t(rp) * ldo + kk, &lo, 4);
+            std::memcpy(out + std::size_t(rp + 32) * ldo + kk, &hi, 4);
+          }
+        } else {
+          uint32_t lo[32], hi[32];
+          for (int rp = 0; rp < 32; ++rp) lo[rp] = hi[rp] = 0;
+          for (int p = 0; p < S.planes / 2; ++p) {
+            const uint8_t* c = base + S.paired_chunk_in_block(spi, s, p);
+            for (int rp = 0; rp < 32; ++rp) {
+              const unsigned b0 = c[2 * rp], b1 = c[2 * rp + 1];
+              lo[rp] |= repack.pair[(b0 & 15u) | ((b1 & 15u) << 4)] << (2 * p);
+              hi[rp] |= repack.pair[(b0 >> 4) | (b1 & 0xF0u)] << (2 * p);
+            }
+          }
+          if constexpr (S.planes % 2 == 1) {
+            const uint8_t* c = base + S.lone_chunk_in_block(spi) + 32 * s;
+            for (int rp = 0; rp < 32; ++rp) {
+              const unsigned b = c[lone_byte_of_row(rp)];
+              lo[rp] |= repack.lone[b & 15u] << (S.planes - 1);
+              hi[rp] |= repack.lone[b >> 4] << (S.planes - 1);
+            }
+          }
+          for (int rp = 0; rp < 32; ++rp) {
+            std::memcpy(out + std::size_t(rp) * ldo + kk, &lo[rp], 4);
+            std::memcpy(out + std::size_t(rp + 32) * ldo + kk, &hi[rp], 4);
+          }
+        }
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------- level 2: code -> value
+inline constexpr int max_codes = 256;
+template <class P>
+constexpr int code_count() {
+  return format_traits<typename P::format>::max_code + 1;
+}
+// Codes whose level is not the code itself (codebooks) need a byte map before integer kernels.
+template <class P>
+constexpr bool levels_are_codes() {
+  using FT = format_traits<typename P::format>;
+  for (int c = 0; c <= FT::max_code; ++c)
+    if (FT::level(c) != float(c)) return false;
+  return true;
+}
+
+// The level-2 table of one (row, group): value(scale, zero, code) for every code, as T.
+template <class P, class T>
+inline void level2_table(float s, float z, T* tbl) {
+  using FT = format_traits<typename P::format>;
+  for (int c = 0; c < code_count<P>(); ++c) {
+    const float v = FT::value(s, z, c);
+    if constexpr (std::is_same_v<T, float>) {
+      tbl[c] = v;
+    } else {
+      tbl[c] = f32_to_bf16(v);
+    }
+  }
+}
+
+// Portable level-2 lookups of n codes.
+template <class T>
+inline void lookup_values(const uint8_t* codes, std::size_t n, const T* tbl, T* out) {
+  for (std::size_t i = 0; i < n; ++i) out[i] = tbl[codes[i]];
+}
+
+}  // namespace detail
+
+// The element type of a dequantized matrix: fp32, or bf16 stored as its uint16_t bit pattern.
+enum class dq_type { f32, bf16 };
+
+}  // namespace lutkit

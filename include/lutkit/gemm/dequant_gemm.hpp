@@ -1,0 +1,243 @@
+// lutkit — prefill: LUT dequant-GEMM on the SAME packed blob the LUT-GEMV reads (T-MAN §4.1–4.2).
+//
+//   y[n * ldy + m] = sum_k W[m][k] x[n][k],  N from 1 to thousands.
+//
+// Per thread, for each 64-row tile of W and each K-chunk (kc, a multiple of the scale group):
+//   1. level-1 bit-repack lookups turn the bit-serial planes into codes (gemm/dequant.hpp, or
+//      the kernel set's SIMD unpacker);
+//   2. int8 paradigm: the codes (levels) are multiplied as u8 by int8 activations (VNNI), the
+//      scale and zero applied once per group from integer sums;  fp32 / bf16 paradigms: level-2
+//      tables (scale and zero baked in) turn codes into values;
+//   3. a register-blocked micro-kernel (the 64 weight rows in vector lanes, step-major, x 3 or 6
+//      broadcast activation columns) accumulates into a column-major 64 x N fp32 tile.
+// The dequantized chunk (<= 64 KiB) is consumed from L1/L2 right after it is produced, which is
+// the CPU analogue of T-MAN's DMA -> vector -> matrix pipeline: the next chunk's weight bytes are
+// streamed in by the hardware prefetcher while the micro-kernel works on the current one.
+//
+// Activation paradigms (Dolphium): fp32, bf16 (AVX512-BF16 dot where present), int8 quantized per
+// row (`int8`) or per scale group (`int8_group`) with a VNNI dot where present.
+//
+// Files of the family: geometry.hpp (chunking, panel layout), activations.hpp (the panel),
+// weight_source.hpp (dequantization, prefetch), work_queue.hpp (items over threads),
+// microkernel.hpp (the interface targets implement), targets.hpp (the registration point).
+#pragma once
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "../core/error.hpp"
+#include "../core/thread_pool.hpp"
+#include "../quant/pack.hpp"
+#include "activations.hpp"
+#include "dequant.hpp"
+#include "geometry.hpp"
+#include "targets.hpp"
+#include "weight_source.hpp"
+#include "work_queue.hpp"
+
+namespace lutkit {
+namespace detail {
+
+// Items from q until it runs dry, on the calling thread; rows outside [r0, r1) are not written.
+template <class Src>
+void dq_gemm_tiles(const Src& src, const dq_activations& A, const dq_kernel_set& ks, dq_work_queue& q,
+                   std::size_t M, std::size_t r0, std::size_t r1, float* y, std::size_t ldy) {
+  const dq_geometry& g = A.geo;
+  dq_worker w(q);
+  if (!w.current()) return;
+  dq_scratch s;
+  s.init(g);
+  const std::size_t NP = g.NP;
+  float* C = reinterpret_cast<float*>(s.acc.get());
+  // columns in passes of at most NB (the 64 x NB accumulator tile and the activation chunk stay
+  // in L2 for N in the thousands; the weight tile is dequantized once per pass)
+  const std::size_t NB = g.n_block();
+  do {
+    const std::size_t t = w.current()->t, nb0 = w.current()->pass * NB;
+    const std::size_t nbw = std::min(NB, NP - nb0);
+    std::memset(C, 0, 64 * NB * 4);
+    for (std::size_t k0 = 0; k0 < g.K_pad; k0 += g.kc) {
+      const std::size_t k1 = std::min(g.K_pad, k0 + g.kc);
+      // The packed bytes of the next chunk (of this tile, else of the next one) into the caches, a few
+      // lines before each micro-kernel call below: level 1 reads each chunk once, and the
+      // hardware prefetchers restart at every 4 KiB page of it. (A whole chunk's lines requested
+      // at once filled the miss queue and stalled.)
+      const dq_geometry::chunk nc = w.next_chunk(g, k1);
+      const std::size_t calls = (std::min(nbw, g.N - nb0) + g.cb - 1) / g.cb;
+      auto pf = [&] {
+        if constexpr (prefetching_source<Src>)
+          return spread_prefetch<Src>(src, nc, calls);
+        else
+          return 0;
+      }();
+      auto prefetch_next = [&] {
+        if constexpr (prefetching_source<Src>) pf.step();
+      };
+      if (A.act == act_type::int8 || A.act == act_type::int8_group) {
+        const uint8_t* W = src.levels(t, k0, k1, s);
+        const std::size_t nf = (k1 - k0 + g.flush_k - 1) / g.flush_k;
+        for (std::size_t f = 0; f < nf; ++f) src.group_scales(t, k0 + f * g.flush_k, &s.sw[f * 64], &s.swz[f * 64]);
+        const std::size_t full = (k1 - k0) / g.flush_k, tail = (k1 - k0) % g.flush_k;
+        const std::size_t f0 = k0 / g.flush_k, fsteps = g.flush_k / 4;
+        const int8_t* Ad = reinterpret_cast<const int8_t*>(A.data.get());
+        // only the real columns: the padding up to NP holds zeros
+        const std::size_t ncols = std::min(nbw, g.N - nb0);
+        for (std::size_t n0 = 0; n0 < ncols; n0 += mk_int8_cols) {
+          const std::size_t nc = std::min<std::size_t>(mk_int8_cols, ncols - n0);
+          prefetch_next();
+          mk_int8_args a{W, Ad + 4 * g.panel_index(nb0 + n0, k0 / 4), 4 * g.cb, fsteps, full, C + n0 * 64,
+                         s.sw.data(), s.swz.data(),
+                         A.sumx.data() + f0 * NP + nb0 + n0,
+                         A.sa.empty() ? nullptr : A.sa.data() + f0 * NP + nb0 + n0, NP};
+          if (full) ks.int8[nc - 1](a);
+          if (tail) {
+            a.W += full * fsteps * 256;
+            a.A += full * fsteps * a.lda;
+            a.steps = tail / 4;
+            a.groups = 1;
+            a.sw += full * 64;
+            a.swz += full * 64;
+            a.sumx += full * NP;
+            if (a.sa) a.sa += full * NP;
+            ks.int8[nc - 1](a);
+          }
+        }
+      } else {
+        // bf16 / fp32: values in the step-major layout (32-bit elements: bf16 pairs or fp32)
+        const bool bf = A.act == act_type::bf16;
+        const uint32_t* Ws = bf ? src.template value_steps<uint16_t>(t, k0, k1, s)
+                                : src.template value_steps<float>(t, k0, k1, s);
+        const std::size_t steps = bf ? (k1 - k0) / 2 : k1 - k0;
+        const uint32_t* Ad = reinterpret_cast<const uint32_t*>(A.data.get());
+        const std::size_t ncols = std::min(nbw, g.N - nb0);
+        for (std::size_t n0 = 0; n0 < ncols; n0 += mk_val_cols) {
+          const std::size_t nc = std::min<std::size_t>(mk_val_cols, ncols - n0);
+          prefetch_next();
+          (bf ? ks.bf16 : ks.f32)[nc - 1](
+              mk_val_args{Ws, Ad + g.panel_index(nb0 + n0, bf ? k0 / 2 : k0), g.cb, steps, C + n0 * 64});
+        }
+      }
+    }
+    const std::size_t ma = std::max(r0, t * 64), mb = std::min({r1, M, t * 64 + 64});
+    const std::size_t n1 = std::min(g.N, nb0 + nbw);
+    ks.write_tile(A, C - t * 64, nb0, n1, ma, mb, y, ldy);
+  } while (w.advance());
+}
+
+// The tiles covering rows [r0, r1), on the pool's threads through one work queue.
+template <class Src>
+void run_dq_gemm(const Src& src, const dq_activations& A, const dq_kernel_set& ks, std::size_t M, std::size_t r0,
+                 std::size_t r1, float* y, std::size_t ldy, thread_pool* pool) {
+  if (r0 == r1) return;
+  dq_work_queue q(r0 / 64, (r1 + 63) / 64, dq_passes(A.geo));
+  const std::size_t parts = pool ? std::min(q.size(), pool->size()) : 1;
+  if (parts <= 1) {
+    dq_gemm_tiles(src, A, ks, q, M, r0, r1, y, ldy);
+    return;
+  }
+  pool->run(parts, [&](std::size_t) { dq_gemm_tiles(src, A, ks, q, M, r0, r1, y, ldy); });
+}
+
+template <class P>
+void check_dq_args(const packed_weights<P>& w, const float* x, std::size_t N, std::size_t K, std::size_t ldx,
+                   const float* y, std::size_t ldy, std::size_t r0, std::size_t r1) {
+  w.validate();
+  require(x != nullptr && y != nullptr, "dequant_gemm: null activation or output pointer");
+  require(N > 0, "dequant_gemm: N must be positive");
+  require(K == w.K(), "dequant_gemm: activations have K = ", K, " but the weights have K = ", w.K());
+  require(ldx >= K, "dequant_gemm: activation stride ldx (", ldx, ") is smaller than K (", K, ")");
+  require(ldy >= w.M(), "dequant_gemm: output stride ldy (", ldy, ") is smaller than M (", w.M(), ")");
+  require(r0 <= r1 && r1 <= w.M(), "dequant_gemm: row range [", r0, ", ", r1, ") is outside [0, M = ", w.M(), ")");
+}
+
+// checks, activation packing and the tile split shared by dequant_gemm and dequant_gemm_rows
+template <class P>
+void dequant_gemm_impl(const packed_weights<P>& w, const float* x, std::size_t N, std::size_t K, float* y,
+                       std::size_t r0, std::size_t r1, act_type act, std::size_t ldx, std::size_t ldy,
+                       thread_pool* pool, dq_backend backend) {
+  if (ldx == 0) ldx = K;
+  if (ldy == 0) ldy = w.M();
+  check_dq_args(w, x, N, K, ldx, y, ldy, r0, r1);
+  if (act == act_type::int8 || act == act_type::int8_group)
+    require(format_traits<typename P::format>::integer_levels,
+            "dequant_gemm: the int8 paradigm needs integer levels; policy ", P::name(),
+            " has a float codebook (use act_type::bf16 or fp32)");
+  const auto& ks = dq_kernels_for(backend);
+  dq_activations A;
+  A.act = act;
+  A.geo = make_dq_geometry<P>(w.layout(), N, act);
+  prepare_activations(A, x, ldx, pool, ks);
+  const lut_weight_source<P> src{w.data(), &w.layout(), &ks};
+  static_assert(prefetching_source<lut_weight_source<P>>, "the LUT weight source prefetches its next chunk");
+  run_dq_gemm(src, A, ks, w.M(), r0, r1, y, ldy, pool);
+}
+}  // namespace detail
+
+// Prefill GEMM: y[n * ldy + m] = sum_k W[m][k] x[n][k] for x of N rows of K activations (row
+// stride ldx), with the weights dequantized on the fly from the LUT-GEMV blob.
+template <class P>
+void dequant_gemm(const packed_weights<P>& w, const float* x, std::size_t N, std::size_t K, float* y,
+                  act_type act = act_type::int8, std::size_t ldx = 0, std::size_t ldy = 0,
+                  thread_pool* pool = nullptr, dq_backend backend = dq_backend::best) {
+  detail::dequant_gemm_impl<P>(w, x, N, K, y, 0, w.M(), act, ldx, ldy, pool, backend);
+}
+
+// Rows [r0, r1) only, on the calling thread (an engine's own threads split M with this).
+template <class P>
+void dequant_gemm_rows(const packed_weights<P>& w, const float* x, std::size_t N, std::size_t K, float* y,
+                       std::size_t r0, std::size_t r1, act_type act = act_type::int8, std::size_t ldx = 0,
+                       std::size_t ldy = 0, dq_backend backend = dq_backend::best) {
+  detail::dequant_gemm_impl<P>(w, x, N, K, y, r0, r1, act, ldx, ldy, nullptr, backend);
+}
+
+// The whole matrix dequantized through the two LUT levels: out[m * ldo + k], k < K, as fp32 or
+// bf16 (uint16_t bit patterns; `out` then points to uint16_t storage).
+template <class P>
+void dequantize(const packed_weights<P>& w, void* out, dq_type type, std::size_t ldo = 0,
+                thread_pool* pool = nullptr, dq_backend backend = dq_backend::best) {
+  w.validate();
+  detail::require(out != nullptr, "dequantize: null output");
+  if (ldo == 0) ldo = w.K();
+  detail::require(ldo >= w.K(), "dequantize: ldo is smaller than K");
+  const auto& ks = detail::dq_kernels_for(backend);
+  const packed_layout& L = w.layout();
+  const detail::dq_geometry g =
+      detail::make_dq_geometry<P>(L, 1, type == dq_type::f32 ? act_type::fp32 : act_type::bf16);
+  detail::lut_weight_source<P> src{w.data(), &L, &ks};
+  detail::dq_work_queue q(0, L.tiles, 1);
+  auto tiles = [&] {
+    detail::dq_worker wk(q);
+    if (!wk.current()) return;
+    detail::dq_scratch s;
+    s.init(g);
+    do {
+      const std::size_t t = wk.current()->t;
+      for (std::size_t k0 = 0; k0 < L.K_pad; k0 += g.kc) {
+        const std::size_t k1 = std::min(L.K_pad, k0 + g.kc), kn = std::min(k1, L.K) - std::min(k0, L.K);
+        const detail::dq_geometry::chunk nc = wk.next_chunk(g, k1);
+        if (kn == 0) continue;
+        prefetch_chunk(src, nc);
+        std::size_t ld = 0;
+        const std::size_t rows = std::min<std::size_t>(64, L.M - t * 64);
+        if (type == dq_type::f32) {
+          const float* v = src.template values<float>(t, k0, k1, s, ld);
+          for (std::size_t r = 0; r < rows; ++r)
+            std::memcpy(static_cast<float*>(out) + (t * 64 + r) * ldo + k0, v + r * ld, kn * 4);
+        } else {
+          const uint16_t* v = src.template values<uint16_t>(t, k0, k1, s, ld);
+          for (std::size_t r = 0; r < rows; ++r)
+            std::memcpy(static_cast<uint16_t*>(out) + (t * 64 + r) * ldo + k0, v + r * ld, kn * 2);
+        }
+      }
+    } while (wk.advance());
+  };
+  const std::size_t parts = pool ? std::min(pool->size(), q.size()) : 1;
+  if (parts <= 1) {
+    tiles();
+  } else {
+    pool->run(parts, [&](std::size_t) { tiles(); });
+  }
+}
+
+}  // namespace lutkit

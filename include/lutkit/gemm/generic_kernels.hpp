@@ -1,0 +1,164 @@
+// lutkit — the portable C++ implementation of the dequant-GEMM's micro-kernel interface
+// (gemm/microkernel.hpp), auto-vectorized for the build's baseline instruction set. Every target
+// falls back to it, and it is the specification the target kernels are tested against.
+#pragma once
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "../core/bf16.hpp"
+#include "../core/half.hpp"
+#include "activations.hpp"
+#include "microkernel.hpp"
+
+namespace lutkit::detail {
+
+namespace generic {
+template <int NC>
+void mk_int8(const mk_int8_args& a) {
+  const uint8_t* W = a.W;
+  const int8_t* A = a.A;
+  for (std::size_t g = 0; g < a.groups; ++g) {
+    int32_t acc[NC][64] = {};
+    for (std::size_t s = 0; s < a.steps; ++s) {
+      const int8_t* as = A + s * a.lda;
+      const uint8_t* ws = W + s * 256;
+      for (int n = 0; n < NC; ++n)
+        for (int r = 0; r < 64; ++r)
+          acc[n][r] += int32_t(ws[4 * r]) * as[4 * n] + int32_t(ws[4 * r + 1]) * as[4 * n + 1] +
+                       int32_t(ws[4 * r + 2]) * as[4 * n + 2] + int32_t(ws[4 * r + 3]) * as[4 * n + 3];
+    }
+    A += a.steps * a.lda;
+    W += 256 * a.steps;
+    const float* sw = a.sw + g * 64;
+    const float* swz = a.swz + g * 64;
+    for (int n = 0; n < NC; ++n) {
+      const float sx = a.sumx[g * a.ldsum + n];
+      float* c = a.C + n * 64;
+      for (int r = 0; r < 64; ++r) {
+        float f = float(acc[n][r]);
+        if (a.sa) f *= a.sa[g * a.ldsum + n];
+        c[r] = std::fma(f, sw[r], c[r]);
+        c[r] = std::fma(-sx, swz[r], c[r]);
+      }
+    }
+  }
+}
+
+// Row-major levels (64 rows, stride ld, `len` a multiple of 4) -> the step-major layout of mk_int8.
+inline void levels_to_step_major(const uint8_t* in, std::size_t ld, std::size_t len, uint8_t* out) {
+  for (std::size_t s = 0; s < len / 4; ++s)
+    for (int r = 0; r < 64; ++r) std::memcpy(out + s * 256 + 4 * r, in + r * ld + 4 * s, 4);
+}
+
+// bf16 (BF) or fp32 dot of the rows-in-lanes tile
+template <bool BF, int NC>
+void mk_val(const mk_val_args& a) {
+  float acc[NC][64];
+  for (int n = 0; n < NC; ++n)
+    for (int r = 0; r < 64; ++r) acc[n][r] = a.C[n * 64 + r];
+  auto lo = [](uint32_t v) { return BF ? bf16_to_f32(uint16_t(v & 0xFFFF)) : 0.f; };
+  auto hi = [](uint32_t v) { return bf16_to_f32(uint16_t(v >> 16)); };
+  for (std::size_t s = 0; s < a.steps; ++s) {
+    const uint32_t* ws = a.W + s * 64;
+    const uint32_t* as = a.A + s * a.lda;
+    for (int n = 0; n < NC; ++n)
+      for (int r = 0; r < 64; ++r) {
+        if constexpr (BF) {
+          acc[n][r] = std::fma(lo(ws[r]), lo(as[n]), acc[n][r]);
+          acc[n][r] = std::fma(hi(ws[r]), hi(as[n]), acc[n][r]);
+        } else {
+          float w, x;
+          std::memcpy(&w, ws + r, 4);
+          std::memcpy(&x, as + n, 4);
+          acc[n][r] = std::fma(w, x, acc[n][r]);
+        }
+      }
+  }
+  for (int n = 0; n < NC; ++n)
+    for (int r = 0; r < 64; ++r) a.C[n * 64 + r] = acc[n][r];
+}
+
+// Row-major 32-bit elements (64 rows, stride ld, len per row) -> step-major [len][64].
+inline void rows_to_steps(const uint32_t* in, std::size_t ld, std::size_t len, uint32_t* out) {
+  for (std::size_t j = 0; j < len; ++j)
+    for (int r = 0; r < 64; ++r) out[j * 64 + r] = in[r * ld + j];
+}
+
+inline void fdq_dot(const fdq_dot_args& a) {
+  for (std::size_t r = 0; r < a.rows; ++r)
+    for (std::size_t n = 0; n < a.N; ++n) {
+      float acc[16];
+      float* p = a.part + (r * a.N + n) * 16;
+      for (int i = 0; i < 16; ++i) acc[i] = p[i];
+      const float* w = a.W + r * a.ldw;
+      const float* x = a.x + n * a.ldx;
+      for (std::size_t k = 0; k < a.len; k += 16)
+        for (int i = 0; i < 16; ++i) acc[i] = std::fma(w[k + i], x[k + i], acc[i]);
+      for (int i = 0; i < 16; ++i) p[i] = acc[i];
+    }
+}
+
+inline void halves_to_float(const uint16_t* h, std::size_t n, float* f) {
+  for (std::size_t i = 0; i < n; ++i) f[i] = f16_to_f32(h[i]);
+}
+
+// value = sc * (level - zz), or sc * level + zz for min-form formats (zz the group minimum)
+template <class T>
+void group16(const uint8_t* codes, std::size_t ldc, const float* lv, const float* sc, const float* zz, bool min_form,
+             std::size_t len, T* out, std::size_t ldo) {
+  for (int r = 0; r < 64; ++r) {
+    T t[16];
+    for (int c = 0; c < 16; ++c) {
+      const float v = min_form ? sc[r] * lv[c] + zz[r] : sc[r] * (lv[c] - zz[r]);
+      if constexpr (sizeof(T) == 4) t[c] = v; else t[c] = f32_to_bf16(v);
+    }
+    for (std::size_t i = 0; i < len; ++i) out[r * ldo + i] = t[codes[r * ldc + i]];
+  }
+}
+
+// element j of group i: s * (code - z)
+inline float tg_value(const tg_groups_args& a, std::size_t i, int j) {
+  const float c = float((a.codes[i][j] >> a.shift[i]) & ((1u << a.bits) - 1u));
+  return a.s[i] * (c - a.z[i]);
+}
+inline void tg_groups_bf16(const tg_groups_args& a) {
+  for (std::size_t i = 0; i < a.n; ++i)
+    for (int j = 0; j < 32; ++j) a.out[32 * i + std::size_t(j)] = f32_to_bf16(tg_value(a, i, j));
+}
+
+// The same in fp32 for the fp32 micro-kernel, whose step is one k: group i = 4 * st + q (k-pair
+// step st, vector q) writes its k column to out[128 * st + 16 * q + r] and its k + 1 column 64
+// floats further.
+inline void tg_groups_f32(const tg_groups_args& a, float* out) {
+  for (std::size_t i = 0; i < a.n; ++i) {
+    float* o = out + 128 * (i / 4) + 16 * (i % 4);
+    for (int j = 0; j < 32; ++j) o[(j & 1) * 64 + j / 2] = tg_value(a, i, j);
+  }
+}
+
+}  // namespace generic
+
+inline const dq_kernel_set& generic_kernels() {
+  static const dq_kernel_set k{"generic",
+                               {&generic::mk_int8<1>, &generic::mk_int8<2>, &generic::mk_int8<3>},
+                               {&generic::mk_val<true, 1>, &generic::mk_val<true, 2>, &generic::mk_val<true, 3>,
+                                &generic::mk_val<true, 4>, &generic::mk_val<true, 5>, &generic::mk_val<true, 6>},
+                               {&generic::mk_val<false, 1>, &generic::mk_val<false, 2>, &generic::mk_val<false, 3>,
+                                &generic::mk_val<false, 4>, &generic::mk_val<false, 5>, &generic::mk_val<false, 6>},
+                               &generic::rows_to_steps,
+                               &generic::fdq_dot,
+                               &generic::halves_to_float,
+                               &generic::group16<float>,
+                               &generic::group16<uint16_t>,
+                               &generic::tg_groups_bf16,
+                               &generic::tg_groups_f32,
+                               {},
+                               {},
+                               &prepare_rows_baseline,
+                               &write_tile};
+  return k;
+}
+
+}  // namespace lutkit::detail

@@ -1,0 +1,121 @@
+// lutkit — the dequant-GEMM's micro-kernel interface: the argument blocks and the kernel set a
+// target provides (the rule for every target: the family's driver calls a target only through
+// this set, chosen in gemm/targets.hpp). The portable C++ implementation of every entry is in
+// gemm/generic_kernels.hpp; targets/cpu/gemm_avx512.hpp implements the same contracts with
+// intrinsics.
+//
+// Register tile ("rows in lanes"): the 64 weight rows of the tile in 4 vectors x NC activation
+// columns (broadcast), so the step-major weights are read with 4 full-width loads per step and
+// (int8) the group scales and zeros are row vectors.
+//   W   step-major levels: k4 step s, row r at W[s * 256 + 4 * r] (4 bytes)
+//   A   activation panel, a block of columns: step s, column j at A[s * lda + 4 * j] (4 int8)
+//   C   column-major: column j, row r at C[j * 64 + r]
+// bf16 / fp32: the same with 32-bit elements: a step is a pair of bf16 (k2) or one fp32 (k);
+//   W   step-major values: step s, row r at W[s * 64 + r];  A  step s, column j at A[s * lda + j]
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "../core/tiling.hpp"
+
+namespace lutkit::detail {
+
+struct mk_int8_args {
+  const uint8_t* W;    // step-major levels of the 64 rows, at the first step of the call
+  const int8_t* A;     // activation panel at the first column and step of the call
+  std::size_t lda;     // bytes between k4 steps of the panel (4 * the column block)
+  std::size_t steps;   // k4 steps per flush group
+  std::size_t groups;  // flush groups in this call
+  float* C;            // column-major accumulators of the call's first column
+  const float* sw;     // [group][64]: weight scale of each row
+  const float* swz;    // [group][64]: scale * zero of each row
+  const float* sumx;  // [group][ldsum]: sum of the (scaled, if sa) int8 activations of the group
+  const float* sa;    // [group][ldsum] activation scale per group, or null (per-row scale, applied later)
+  std::size_t ldsum;
+};
+struct mk_val_args {
+  const uint32_t* W;  // step-major values (bf16 pairs or fp32 bits) of the 64 rows
+  const uint32_t* A;  // activation panel at the call's first column and step
+  std::size_t lda;    // 32-bit elements between steps of the panel (the column block)
+  std::size_t steps;
+  float* C;  // column-major accumulators of the call's first column
+};
+// FusedDQP dot: for each of `rows` dequantized rows and each of N activation rows, 16-lane
+// partial sums of W[r][0:len] * x[n][0:len] added into part[(r * N + n) * 16 + lane].
+struct fdq_dot_args {
+  const float* W;
+  std::size_t ldw;
+  std::size_t rows;
+  std::size_t len;  // a multiple of 16
+  const float* x;
+  std::size_t ldx;
+  std::size_t N;
+  float* part;
+};
+using fdq_dot_fn = void (*)(const fdq_dot_args&);
+using mk_int8_fn = void (*)(const mk_int8_args&);
+using mk_val_fn = void (*)(const mk_val_args&);
+
+inline constexpr int mk_int8_cols = 3;  // int8: at most 3 columns x 64 rows per call
+inline constexpr int mk_val_cols = 6;   // bf16 / fp32: at most 6 columns x 64 rows per call
+
+// Tile groups (gemm/tile_group_gemm.hpp): n groups of 32 codes of `bits` bits, group i's
+// codes at bits [shift[i], shift[i] + bits) of bytes codes[i][0..31] (unsigned, level = code),
+// value = s[i] * (code - z[i]) rounded to bf16, written to out[32 * i + j].
+struct tg_groups_args {
+  const uint8_t* const* codes;
+  const int* shift;
+  const float* s;
+  const float* z;
+  std::size_t n;
+  int bits;
+  uint16_t* out;
+};
+
+struct dq_activations;  // gemm/activations.hpp
+
+// One target's kernel set: int8 micro-kernels by NC, bf16 / fp32 by NV (index NC - 1 / NV - 1),
+// level-2 lookups of 16-entry tables (wider tables always use the portable lookup), FusedDQP dot,
+// conversions, and the target's instances of the driver's activation packing and tile write.
+struct dq_kernel_set {
+  const char* name;
+  mk_int8_fn int8[mk_int8_cols];  // by NC - 1
+  mk_val_fn bf16[mk_val_cols];  // by NC - 1
+  mk_val_fn f32[mk_val_cols];
+  void (*rows_to_steps)(const uint32_t*, std::size_t, std::size_t, uint32_t*);
+  fdq_dot_fn fdq;
+  void (*halves)(const uint16_t*, std::size_t, float*);  // fp16 -> fp32 (group scales, zeros)
+  // level 2 of one scale group for the 64 rows of a tile (16-entry tables): per row r,
+  // tbl[c] = sc[r] * (lv[c] - zz[r]) (fp32, or rounded to bf16), out[r * ldo + i] = tbl[codes[r * ldc + i]]
+  void (*group16_f32)(const uint8_t* codes, std::size_t ldc, const float* lv, const float* sc, const float* zz,
+                      bool min_form, std::size_t len, float* out, std::size_t ldo);
+  void (*group16_bf16)(const uint8_t* codes, std::size_t ldc, const float* lv, const float* sc, const float* zz,
+                       bool min_form, std::size_t len, uint16_t* out, std::size_t ldo);
+  void (*tg_groups_bf16)(const tg_groups_args&);  // tile groups -> bf16 (one vector each)
+  void (*tg_groups_f32)(const tg_groups_args&, float*);  // tile groups -> fp32 (two steps each)
+  // bf16 level 2 from level 1's step-major codes straight into mk_val's step-major layout, for
+  // E = 2, 4, 8, 16 codes (index log2(E) - 1; null: the row-major route, group16_bf16 +
+  // rows_to_steps). tables: a group's 64 rows of E bf16 entries end to end, tab[r * E + c] =
+  // value of code c (group16's arithmetic); steps: steps4 k4-steps of codes (codes[s * 256 + 4 r
+  // + i]) -> 2 * steps4 steps of bf16 pairs (out[step * 64 + r]).
+  void (*bf16_tables[4])(const float* lv, const float* sc, const float* zz, bool min_form, uint16_t* tab);
+  void (*bf16_steps[4])(const uint8_t* codes, std::size_t steps4, const uint16_t* tab, uint32_t* out);
+  // The driver's activation packing of row blocks [b0, b1) and its tile write (gemm/activations.hpp),
+  // compiled for the target's instruction set: same bytes as the portable instances.
+  void (*prepare_rows)(dq_activations& A, const float* x, std::size_t ldx, std::size_t b0, std::size_t b1);
+  void (*write_tile)(const dq_activations& A, const float* C, std::size_t n0, std::size_t n1, std::size_t ma,
+                     std::size_t mb, float* y, std::size_t ldy);
+};
+
+// Level 1 of one policy's bit layout on a target: codes of the 64 rows of tile t for k in [k0, k1)
+// (multiples of 4), in the step-major layout of mk_int8 (codes_steps: codes[s * 256 + 4 r + i]) or
+// row-major (codes_rows: out[r * ldo + k - k0]). Null: the portable unpacker (gemm/dequant.hpp).
+template <class P>
+struct dq_level1_fns {
+  void (*codes_steps)(const uint8_t* data, const packed_layout& L, std::size_t t, std::size_t k0, std::size_t k1,
+                      uint8_t* out) = nullptr;
+  void (*codes_rows)(const uint8_t* data, const packed_layout& L, std::size_t t, std::size_t k0, std::size_t k1,
+                     uint8_t* out, std::size_t ldo) = nullptr;
+};
+
+}  // namespace lutkit::detail

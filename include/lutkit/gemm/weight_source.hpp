@@ -1,0 +1,241 @@
+// lutkit — the dequant-GEMM's weight sources: the per-thread working buffers, the LUT weight
+// source (level-1 + level-2 dequantization of a packed blob through the chosen kernel set) and
+// the chunk prefetch any source with the prefetch interface gets.
+#pragma once
+#include <algorithm>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "../core/memory.hpp"
+#include "../core/prefetch.hpp"
+#include "../quant/pack.hpp"
+#include "dequant.hpp"
+#include "geometry.hpp"
+#include "microkernel.hpp"
+#include "targets.hpp"
+
+namespace lutkit::detail {
+
+// Per-thread buffers.
+struct dq_scratch {
+  reusable_bytes<dq_slot> codes;  // [64][ldc] level-1 output
+  reusable_bytes<dq_slot> values; // [64][ldv] level-2 output (fp32 or bf16)
+  reusable_bytes<dq_slot> steps;  // bf16 / fp32: the values in the step-major layout of the micro-kernel
+  reusable_bytes<dq_slot> acc;    // [NB][64] fp32 accumulators of the tile (column-major)
+  std::vector<float> sw, swz;  // [flush group in chunk][64]
+  std::size_t ldc = 0, ldv = 0;
+  void init(const dq_geometry& g) {
+    ldc = g.kc + 64;
+    ldv = g.kc + 32;
+    codes = reusable_bytes<dq_slot>(dq_slot::codes, 64 * ldc);
+    std::memset(codes.get(), 0, 64 * ldc);
+    values = reusable_bytes<dq_slot>(dq_slot::values, 64 * ldv * 4);
+    steps = reusable_bytes<dq_slot>(dq_slot::steps, 64 * g.kc * 4);
+    acc = reusable_bytes<dq_slot>(dq_slot::acc, 64 * g.n_block() * 4);
+    sw.assign((g.kc / g.flush_k + 1) * 64, 0.f);
+    swz.assign(sw.size(), 0.f);
+  }
+};
+
+// Row-major fp32 / bf16 values of rows 0..63 (stride ld elements, k1 - k0 per row) -> the
+// step-major 32-bit elements of the bf16 / fp32 micro-kernels, in s.steps.
+template <class T>
+const uint32_t* values_to_steps(const T* v, std::size_t ld, std::size_t len, dq_scratch& s, const dq_kernel_set& ks) {
+  static_assert(sizeof(T) == 2 || sizeof(T) == 4);
+  constexpr std::size_t per = 4 / sizeof(T);
+  uint32_t* out = reinterpret_cast<uint32_t*>(s.steps.get());
+  ks.rows_to_steps(reinterpret_cast<const uint32_t*>(v), ld / per, len / per, out);
+  return out;
+}
+
+// The weight source of the dequant-GEMM built from a packed blob: level-1 + level-2 LUT
+// dequantization. (Benchmarks plug in other sources — per-element conversion, pre-dequantized
+// weights — through the same interface to compare the dequantization methods alone.)
+template <class P>
+struct lut_weight_source {
+  const uint8_t* data;
+  const packed_layout* L;
+  const dq_kernel_set* ks;
+  dq_level1_fns<P> l1 = dq_level1_for<P>(*ks);  // the set's level-1 unpackers for P
+
+  // int8: levels of rows 0..63 for k in [k0, k1) in the step-major layout of mk_int8
+  // (k4 step s, row r at [s * 256 + 4 * r])
+  const uint8_t* levels(std::size_t t, std::size_t k0, std::size_t k1, dq_scratch& s) const {
+    if constexpr (levels_are_codes<P>()) {
+      if (l1.codes_steps) {
+        l1.codes_steps(data, *L, t, k0, k1, s.codes.get());
+        return s.codes.get();
+      }
+    }
+    codes_rows(t, k0, k1, s);
+    if constexpr (!levels_are_codes<P>()) {
+      using FT = format_traits<typename P::format>;
+      uint8_t map[max_codes];
+      for (int c = 0; c < code_count<P>(); ++c) map[c] = uint8_t(FT::level(c));
+      for (int r = 0; r < 64; ++r)
+        for (std::size_t k = 0; k < k1 - k0; ++k) s.codes[r * s.ldc + k] = map[s.codes[r * s.ldc + k]];
+    }
+    generic::levels_to_step_major(s.codes.get(), s.ldc, k1 - k0, s.values.get());
+    return s.values.get();
+  }
+  // Prefetch interface of a weight source (optional; the GEMM uses it when present): chunk
+  // [k0, k1) of tile t reads plan.lines cache lines of packed bytes (its blocks and the scales
+  // and zeros of the groups starting in it, one contiguous range here:
+  // packed_layout::k_range_bytes); prefetch_lines<To>(plan, l0, l1) requests lines [l0, l1) of them.
+  // The plan is made once per chunk, so the calls that spread the requests do no shape arithmetic.
+  struct prefetch_plan_t {
+    const uint8_t* p;
+    std::size_t lines;
+  };
+  prefetch_plan_t prefetch_plan(std::size_t t, std::size_t k0, std::size_t k1) const {
+    const auto [lo, hi] = L->k_range_bytes(t, k0, k1);
+    return {data + lo, (hi - lo + 63) / 64};
+  }
+  template <prefetch_to To>
+  void prefetch_lines(const prefetch_plan_t& plan, std::size_t l0, std::size_t l1) const {
+    for (std::size_t l = l0; l < l1; ++l) prefetch_line<To>(plan.p + 64 * l);
+  }
+  // level 1 into the row-major code buffer (SIMD where the backend has it)
+  void codes_rows(std::size_t t, std::size_t k0, std::size_t k1, dq_scratch& s) const {
+    if (l1.codes_rows) {
+      l1.codes_rows(data, *L, t, k0, k1, s.codes.get(), s.ldc);
+      return;
+    }
+    unpack_codes<P>(data, *L, t, k0, k1, s.codes.get(), s.ldc);
+  }
+  // scale and zero (min, for min-form formats) of the 64 rows of tile t in scale group g (fp16
+  // or bf16 in the blob; the format's fixed zero for symmetric formats)
+  void scale_zero_rows(std::size_t t, std::size_t g, float* sc, float* zz) const {
+    uint16_t h[64];
+    auto decode = [&](float* out) {
+      if constexpr (P::spec.bf16_params) {
+        for (int r = 0; r < 64; ++r) out[r] = decode_param(P::spec, h[r]);
+      } else {
+        ks->halves(h, 64, out);
+      }
+    };
+    std::memcpy(h, data + L->scale_offset(t, g), 128);
+    decode(sc);
+    if constexpr (P::spec.asymmetric) {
+      std::memcpy(h, data + L->zero_offset(t, g), 128);
+      decode(zz);
+    } else {
+      for (int r = 0; r < 64; ++r) zz[r] = P::spec.sym_zero;
+    }
+  }
+  // int8: the scale of each row for the flush group starting at k, and the coefficient of the
+  // group's activation sum it subtracts: scale * zero (w = s * (level - z)), or -min for
+  // min-form formats (w = s * level + m)
+  void group_scales(std::size_t t, std::size_t k, float* sw, float* swz) const {
+    scale_zero_rows(t, L->group_of_k(k), sw, swz);
+    for (int r = 0; r < 64; ++r) swz[r] = P::spec.min_form ? -swz[r] : swz[r] * sw[r];
+  }
+  // the same in the step-major layout of the micro-kernels
+  template <class T>
+  const uint32_t* value_steps(std::size_t t, std::size_t k0, std::size_t k1, dq_scratch& s) const {
+    // bf16 where the set has step-major level 1 and level 2 for this code count: level 2 reads
+    // level 1's step-major codes and writes the kernel's layout directly
+    constexpr int E = code_count<P>();
+    if constexpr (std::is_same_v<T, uint16_t> && (E == 2 || E == 4 || E == 8 || E == 16)) {
+      constexpr int e = E == 2 ? 0 : E == 4 ? 1 : E == 8 ? 2 : 3;
+      if (l1.codes_steps && ks->bf16_tables[e] && ks->bf16_steps[e]) return bf16_steps_direct<e>(t, k0, k1, s);
+    }
+    std::size_t ld = 0;
+    const T* v = values<T>(t, k0, k1, s, ld);
+    return values_to_steps(v, ld, k1 - k0, s, *ks);
+  }
+  // (e: log2 of the code count - 1)
+  template <int e>
+  const uint32_t* bf16_steps_direct(std::size_t t, std::size_t k0, std::size_t k1, dq_scratch& s) const {
+    constexpr int E = 2 << e;
+    l1.codes_steps(data, *L, t, k0, k1, s.codes.get());
+    uint32_t* out = reinterpret_cast<uint32_t*>(s.steps.get());
+    const std::size_t G = P::spec.group_k > 0 ? std::size_t(P::spec.group_k) : L->K_pad;
+    using FT = format_traits<typename P::format>;
+    alignas(64) uint16_t tab[64 * E];
+    alignas(64) float sc[64], zz[64], lv[16] = {};
+    for (int c = 0; c < E; ++c) lv[c] = FT::level(c);
+    for (std::size_t g0 = k0; g0 < k1;) {
+      const std::size_t g1 = std::min(k1, (g0 / G + 1) * G);
+      scale_zero_rows(t, L->group_of_k(g0), sc, zz);
+      ks->bf16_tables[e](lv, sc, zz, P::spec.min_form, tab);
+      ks->bf16_steps[e](s.codes.get() + (g0 - k0) * 64, (g1 - g0) / 4, tab, out + (g0 - k0) / 2 * 64);
+      g0 = g1;
+    }
+    return out;
+  }
+  // fp32 / bf16 values of rows 0..63 for k in [k0, k1)
+  template <class T>
+  const T* values(std::size_t t, std::size_t k0, std::size_t k1, dq_scratch& s, std::size_t& ld) const {
+    codes_rows(t, k0, k1, s);
+    T* out = reinterpret_cast<T*>(s.values.get());
+    const std::size_t G = P::spec.group_k > 0 ? std::size_t(P::spec.group_k) : L->K_pad;
+    using FT = format_traits<typename P::format>;
+    alignas(64) T tbl[max_codes];
+    alignas(64) float sc[64], zz[64], lv[16] = {};
+    for (int c = 0; c < code_count<P>() && c < 16; ++c) lv[c] = FT::level(c);
+    for (std::size_t g0 = k0; g0 < k1;) {
+      const std::size_t g1 = std::min(k1, (g0 / G + 1) * G);
+      scale_zero_rows(t, L->group_of_k(g0), sc, zz);
+      const uint8_t* c = s.codes.get() + (g0 - k0);
+      T* o = out + (g0 - k0);
+      if constexpr (code_count<P>() <= 16) {
+        if constexpr (std::is_same_v<T, float>)
+          ks->group16_f32(c, s.ldc, lv, sc, zz, P::spec.min_form, g1 - g0, o, s.ldv);
+        else
+          ks->group16_bf16(c, s.ldc, lv, sc, zz, P::spec.min_form, g1 - g0, o, s.ldv);
+      } else {
+        for (int r = 0; r < 64; ++r) {
+          level2_table<P, T>(sc[r], zz[r], tbl);
+          lookup_values(c + r * s.ldc, g1 - g0, tbl, o + r * s.ldv);
+        }
+      }
+      g0 = g1;
+    }
+    ld = s.ldv;
+    return out;
+  }
+};
+
+// Does the weight source have the prefetch interface (prefetch_plan, prefetch_lines)?
+template <class Src>
+concept prefetching_source = requires(const Src& src, std::size_t n) {
+  src.template prefetch_lines<prefetch_to::l1>(src.prefetch_plan(n, n, n), n, n);
+  src.template prefetch_lines<prefetch_to::l2>(src.prefetch_plan(n, n, n), n, n);
+  { src.prefetch_plan(n, n, n).lines } -> std::convertible_to<std::size_t>;
+};
+// All lines of chunk c into L2, if the source can prefetch and c is a chunk (c.t != no_tile).
+template <class Src>
+void prefetch_chunk(const Src& src, const dq_geometry::chunk& c) {
+  if constexpr (prefetching_source<Src>) {
+    if (c.t != dq_geometry::no_tile) {
+      const auto plan = src.prefetch_plan(c.t, c.k0, c.k1);
+      src.template prefetch_lines<prefetch_to::l2>(plan, 0, plan.lines);
+    }
+  }
+}
+// A chunk's lines requested a part per call (the GEMM's micro-kernel calls of the chunk before)
+template <class Src>
+struct spread_prefetch {
+  const Src& src;
+  decltype(std::declval<const Src&>().prefetch_plan(0, 0, 0)) plan{};
+  std::size_t next = 0, per_call = 0;
+  spread_prefetch(const Src& s, const dq_geometry::chunk& c, std::size_t calls) : src(s) {
+    if (c.t != dq_geometry::no_tile) {
+      plan = src.prefetch_plan(c.t, c.k0, c.k1);
+      per_call = (plan.lines + calls - 1) / std::max<std::size_t>(calls, 1);
+    }
+  }
+  void step() {
+    const std::size_t l1 = std::min(plan.lines, next + per_call);
+    if (next < l1) src.template prefetch_lines<prefetch_to::l1>(plan, next, l1);
+    next = l1;
+  }
+};
+
+}  // namespace lutkit::detail

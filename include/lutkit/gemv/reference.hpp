@@ -1,0 +1,40 @@
+// lutkit — the LUT-GEMV's reference: ref::gemv (quant/reference.hpp) in double, and the provable
+// bound of the LUT kernel's error against it.
+#pragma once
+#include <cmath>
+#include <cstddef>
+
+#include "../quant/reference.hpp"
+#include "tables.hpp"
+
+namespace lutkit::ref {
+
+// Bound on |lut_gemv - gemv| for output (n, m): each table entry is off by at most half a table
+// step, each lookup is weighted by 2^plane and the weight scale; float32 rounding of the block
+// epilogue adds a few ulps of the magnitudes it sums.
+template <class P>
+double lut_error_bound(const quantized<P>& q, const lut_tables<P>& t, const float* x, std::size_t n,
+                       std::size_t m, std::size_t ldx = 0) {
+  if (ldx == 0) ldx = q.K;
+  constexpr auto& S = P::spec;
+  const packed_layout& L = t.layout();
+  const std::size_t G = q.group_k();
+  const double steps = S.steps_per_block, pws = S.plane_weight_sum;
+  const double c_mirror = S.mirror ? 0.5 * pws : 0.0;
+  double table_err = 0, magnitude = 0;
+  for (std::size_t blk = 0; blk < L.blocks(); ++blk) {
+    const std::size_t k0 = blk * S.block_k;
+    const std::size_t g = k0 < q.K ? k0 / G : q.groups - 1;
+    const double s = std::fabs(q.scale(m, g));
+    const double ts = t.tscale(n)[blk];
+    double xabs = 0;
+    for (std::size_t k = k0; k < k0 + S.block_k && k < q.K; ++k) xabs += std::fabs(x[n * ldx + k]);
+    const double qmax = S.entry_bits == 8 ? 127.0 : 32767.0;
+    const double c = S.ternary ? 0.0 : std::fabs(c_mirror - q.zero(m, g));
+    table_err += s * steps * pws * ts * 0.5;
+    magnitude += s * (ts * qmax * steps * pws + c * xabs * (1.0 + double(S.block_k) * 0x1p-23));
+  }
+  return table_err + magnitude * double(L.blocks() + 16) * 0x1p-22 + 1e-30;
+}
+
+}  // namespace lutkit::ref

@@ -1,0 +1,219 @@
+// lutkit — packing through the tiling spec. A packed blob = 64-byte header (magic, layout
+// version, policy hash and name, shape) + the packed tiles. Every kernel validates the header
+// against its own policy and the shapes it is given.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "../core/error.hpp"
+#include "../core/half.hpp"
+#include "../core/memory.hpp"
+#include "../core/policy.hpp"
+#include "../core/tiling.hpp"
+#include "quant.hpp"
+
+namespace lutkit {
+
+struct blob_header {
+  char magic[8];            // "LUTKIT1\0"
+  uint32_t version;         // layout_version
+  uint32_t header_bytes;    // sizeof(blob_header)
+  uint64_t policy_hash;
+  uint64_t M, K;
+  uint64_t data_bytes;
+  char policy_name[80];
+};
+static_assert(sizeof(blob_header) % 64 == 0, "blob header keeps the data 64-byte aligned");
+
+
+// Owns the bytes of a packed weight matrix for policy P (64-byte aligned).
+template <class P>
+class packed_weights {
+ public:
+  packed_weights() = default;
+  packed_weights(std::size_t M, std::size_t K) : layout_(P::spec, M, K) {
+    size_ = sizeof(blob_header) + layout_.total_bytes;
+    bytes_ = detail::alloc_aligned(size_);
+    std::memset(bytes_.get(), 0, size_);
+    blob_header h{};
+    std::memcpy(h.magic, "LUTKIT1", 8);
+    h.version = layout_version;
+    h.header_bytes = sizeof(blob_header);
+    h.policy_hash = P::hash();
+    h.M = M;
+    h.K = K;
+    h.data_bytes = layout_.total_bytes;
+    const std::string name = P::name();
+    std::strncpy(h.policy_name, name.c_str(), sizeof(h.policy_name) - 1);
+    std::memcpy(bytes_.get(), &h, sizeof h);
+  }
+  // Adopt serialized bytes (e.g. read from a file): validated against P before anything runs.
+  static packed_weights from_bytes(const void* src, std::size_t n) {
+    detail::require(src != nullptr, "packed blob: null pointer");
+    detail::require(n >= sizeof(blob_header), "packed blob: too short for a header");
+    blob_header h;
+    std::memcpy(&h, src, sizeof h);
+    check_header(h, n);
+    packed_weights w(std::size_t(h.M), std::size_t(h.K));
+    std::memcpy(w.bytes_.get(), src, n);
+    return w;
+  }
+
+  const blob_header& header() const { return *reinterpret_cast<const blob_header*>(bytes_.get()); }
+  const packed_layout& layout() const { return layout_; }
+  std::size_t M() const { return layout_.M; }
+  std::size_t K() const { return layout_.K; }
+  const uint8_t* data() const { return bytes_.get() + sizeof(blob_header); }
+  uint8_t* data() { return bytes_.get() + sizeof(blob_header); }
+  const uint8_t* bytes() const { return bytes_.get(); }
+  uint8_t* bytes() { return bytes_.get(); }
+  std::size_t size_bytes() const { return size_; }
+  bool empty() const { return !bytes_; }
+
+  // Called by every kernel: the header must name P and this shape, the data must be intact.
+  void validate() const {
+    detail::require(bytes_ != nullptr, "packed blob is empty");
+    check_header(header(), size_);
+    detail::require(header().M == layout_.M && header().K == layout_.K,
+                    "packed blob header shape disagrees with its layout");
+  }
+
+ private:
+  static void check_header(const blob_header& h, std::size_t n) {
+    detail::require(std::memcmp(h.magic, "LUTKIT1", 8) == 0, "packed blob: bad magic (not a lutkit blob)");
+    detail::require(h.version == layout_version, "packed blob: layout version ", h.version, ", expected ", layout_version);
+    if (h.policy_hash != P::hash()) {
+      std::string other(h.policy_name, strnlen(h.policy_name, sizeof h.policy_name));
+      throw error("packed blob was packed for policy '" + other + "' but is used with policy '" +
+                  P::name() + "'");
+    }
+    detail::require(h.M > 0 && h.K > 0, "packed blob: empty shape");
+    const packed_layout l(P::spec, std::size_t(h.M), std::size_t(h.K));
+    detail::require(h.data_bytes == l.total_bytes && n == sizeof(blob_header) + l.total_bytes,
+                    "packed blob: size does not match its shape (truncated or corrupted)");
+  }
+
+  packed_layout layout_{};
+  std::size_t size_ = 0;
+  detail::aligned_bytes bytes_;
+};
+
+namespace detail {
+// Ternary: triple (t0,t1,t2) -> mirrored 4-bit index and sign (T-MAC TL2-style)
+inline void ternary_encode(int c0, int c1, int c2, int& index, int& sign) {
+  const int v = 9 * c0 + 3 * c1 + c2;  // codes are t + 1 in {0,1,2}
+  if (v <= 13) {
+    index = v;
+    sign = 0;
+  } else {
+    index = 26 - v;
+    sign = 1;
+  }
+}
+inline void ternary_decode(int index, int sign, int& c0, int& c1, int& c2) {
+  const int v = sign ? 26 - index : index;
+  c0 = v / 9;
+  c1 = (v / 3) % 3;
+  c2 = v % 3;
+}
+}  // namespace detail
+
+template <class P>
+packed_weights<P> pack(const quantized<P>& q) {
+  detail::require(q.M > 0 && q.K > 0 && q.codes.size() == q.M * q.K, "pack: quantized tensor is empty or inconsistent");
+  packed_weights<P> out(q.M, q.K);
+  const packed_layout& L = out.layout();
+  uint8_t* d = out.data();
+  constexpr auto& S = P::spec;
+  // scales and zeros (padded rows keep scale 0, zero 0)
+  for (std::size_t m = 0; m < q.M; ++m)
+    for (std::size_t g = 0; g < L.groups; ++g) {
+      const std::size_t t = m / S.rows_per_tile, r = m % S.rows_per_tile;
+      const uint16_t s = encode_param(S, q.scale(m, g));
+      std::memcpy(d + L.scale_offset(t, g) + 2 * r, &s, 2);
+      if (S.asymmetric) {
+        const uint16_t z = encode_param(S, q.zero(m, g));
+        std::memcpy(d + L.zero_offset(t, g) + 2 * r, &z, 2);
+      }
+    }
+  if constexpr (S.ternary) {
+    // padded weights (k >= K) are t = 0, i.e. code 1
+    for (std::size_t m = 0; m < q.M; ++m)
+      for (std::size_t st = 0; st < L.steps(); ++st) {
+        int c[3];
+        for (int i = 0; i < 3; ++i) {
+          const std::size_t k = st * 3 + i;
+          c[i] = k < q.K ? q.codes[m * q.K + k] : 1;
+        }
+        int index, sign;
+        detail::ternary_encode(c[0], c[1], c[2], index, sign);
+        const auto li = L.index_location(m, st * 3, 0);
+        d[li.byte] |= uint8_t(index << li.shift);
+        const auto ls = L.ternary_sign_location(m, st);
+        d[ls.byte] |= uint8_t(sign << ls.shift);
+      }
+    // padded rows: all-zero triples encode as index 13, sign 0
+    for (std::size_t m = q.M; m < L.M_pad; ++m)
+      for (std::size_t st = 0; st < L.steps(); ++st) {
+        const auto li = L.index_location(m, st * 3, 0);
+        d[li.byte] |= uint8_t(13 << li.shift);
+      }
+  } else {
+    for (std::size_t m = 0; m < q.M; ++m)
+      for (std::size_t k = 0; k < q.K; ++k) {
+        const unsigned code = q.codes[m * q.K + k];
+        for (int b = 0; b < S.planes; ++b) {
+          const auto loc = L.index_location(m, k, b);
+          d[loc.byte] |= uint8_t(((code >> b) & 1u) << loc.shift);
+        }
+      }
+  }
+  return out;
+}
+
+template <class P>
+quantized<P> unpack(const packed_weights<P>& w) {
+  w.validate();
+  const packed_layout& L = w.layout();
+  constexpr auto& S = P::spec;
+  quantized<P> q = detail::make_quantized<P>(L.M, L.K);
+  const uint8_t* d = w.data();
+  for (std::size_t m = 0; m < q.M; ++m)
+    for (std::size_t g = 0; g < L.groups; ++g) {
+      const std::size_t t = m / S.rows_per_tile, r = m % S.rows_per_tile;
+      uint16_t s;
+      std::memcpy(&s, d + L.scale_offset(t, g) + 2 * r, 2);
+      q.scales[m * q.groups + g] = decode_param(S, s);
+      if (S.asymmetric) {
+        uint16_t z;
+        std::memcpy(&z, d + L.zero_offset(t, g) + 2 * r, 2);
+        q.zeros[m * q.groups + g] = decode_param(S, z);
+      }
+    }
+  if constexpr (S.ternary) {
+    for (std::size_t m = 0; m < q.M; ++m)
+      for (std::size_t st = 0; st < L.steps(); ++st) {
+        const auto li = L.index_location(m, st * 3, 0);
+        const auto ls = L.ternary_sign_location(m, st);
+        int c[3];
+        detail::ternary_decode((d[li.byte] >> li.shift) & 15, (d[ls.byte] >> ls.shift) & 1, c[0], c[1], c[2]);
+        for (int i = 0; i < 3; ++i)
+          if (st * 3 + i < q.K) q.codes[m * q.K + st * 3 + i] = uint8_t(c[i]);
+      }
+  } else {
+    for (std::size_t m = 0; m < q.M; ++m)
+      for (std::size_t k = 0; k < q.K; ++k) {
+        unsigned code = 0;
+        for (int b = 0; b < S.planes; ++b) {
+          const auto loc = L.index_location(m, k, b);
+          code |= ((d[loc.byte] >> loc.shift) & 1u) << b;
+        }
+        q.codes[m * q.K + k] = uint8_t(code);
+      }
+  }
+  return q;
+}
+
+}  // namespace lutkit

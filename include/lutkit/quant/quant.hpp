@@ -1,0 +1,349 @@
+// lutkit — quantization: round-to-nearest per group (symmetric, asymmetric), ternary absmean,
+// and import of already-quantized codes + scales (+ zeros), plain or as GPTQ int32 tensors.
+// A quantized<P> holds unpacked codes (one byte per weight) and fp32 copies of fp16 values.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "../core/error.hpp"
+#include "../core/half.hpp"
+#include "../core/policy.hpp"
+
+namespace lutkit {
+
+template <class P>
+struct quantized {
+  std::size_t M = 0, K = 0;
+  std::size_t groups = 0;          // scale groups per row (1 for per_channel / per_tensor)
+  std::vector<uint8_t> codes;      // M x K, code in [0, max_code]; ternary: t + 1
+  std::vector<float> scales;       // M x groups, fp16-representable
+  std::vector<float> zeros;        // M x groups (asymmetric formats only), fp16-representable
+
+  std::size_t group_k() const { return P::spec.group_k > 0 ? std::size_t(P::spec.group_k) : K; }
+  float zero(std::size_t m, std::size_t g) const {
+    return P::spec.asymmetric ? zeros[m * groups + g] : P::spec.sym_zero;
+  }
+  float scale(std::size_t m, std::size_t g) const { return scales[m * groups + g]; }
+  // the value a code stands for (what every kernel must reproduce): format_traits::value's
+  // formula scale * (level(code) - zero) in double. For symmetric formats level - zero is exact
+  // in float and the product exact in double, so float(weight) == format_traits::value bit for bit.
+  // Min-form formats (zero() is the group minimum m): scale * level(code) + m.
+  double weight(std::size_t m, std::size_t k) const {
+    const std::size_t g = k / group_k();
+    using FT = format_traits<typename P::format>;
+    if constexpr (P::spec.min_form)
+      return double(scale(m, g)) * double(FT::level(codes[m * K + k])) + double(zero(m, g));
+    else
+      return double(scale(m, g)) * (double(FT::level(codes[m * K + k])) - double(zero(m, g)));
+  }
+};
+
+namespace detail {
+template <class P>
+quantized<P> make_quantized(std::size_t M, std::size_t K) {
+  require(M > 0 && K > 0, "M and K must be positive");
+  if (P::spec.group_k > 0)
+    require(K % std::size_t(P::spec.group_k) == 0,
+            "K (", K, ") is not a multiple of the group size (", P::spec.group_k, ")");
+  quantized<P> q;
+  q.M = M;
+  q.K = K;
+  q.groups = P::spec.group_k > 0 ? K / std::size_t(P::spec.group_k) : 1;
+  q.codes.assign(M * K, 0);
+  q.scales.assign(M * q.groups, 0.f);
+  if (P::spec.asymmetric) q.zeros.assign(M * q.groups, 0.f);
+  return q;
+}
+
+inline int clamp_code(double v, int maxq) {
+  const double r = std::nearbyint(v);
+  return r < 0 ? 0 : (r > maxq ? maxq : int(r));
+}
+
+// Codebooks: the code of the level nearest to w (ties: the lower code) for the stored scale s.
+template <class FT>
+uint8_t nearest_level(float w, float s) {
+  int best = 0;
+  double best_err = 0;
+  for (int c = 0; c <= FT::max_code; ++c) {
+    // with s == 0 every level is worth 0: pick the level nearest the zero point instead
+    const double err = s == 0.f ? std::fabs(double(FT::level(c)) - double(FT::sym_zero))
+                                : std::fabs(double(w) - double(FT::value(s, FT::sym_zero, c)));
+    if (c == 0 || err < best_err) {
+      best = c;
+      best_err = err;
+    }
+  }
+  return uint8_t(best);
+}
+
+// Codebooks: the fp16 scale of one group. The largest-magnitude weight m lands on the most
+// negative or on the most positive signed level (m / lo or m / hi, like q4_0's m / -8), and a
+// few shrunk candidates of each are tried; the smallest squared error of nearest-level codes wins.
+template <class FT>
+float fit_codebook_scale(const float* w, std::size_t n, std::size_t stride) {
+  float m = 0.f;
+  for (std::size_t i = 0; i < n; ++i)
+    if (std::fabs(w[i * stride]) > std::fabs(m)) m = w[i * stride];
+  if (m == 0.f) return 0.f;
+  float lo = 0.f, hi = 0.f;
+  for (int c = 0; c <= FT::max_code; ++c) {
+    lo = std::min(lo, FT::level(c) - FT::sym_zero);
+    hi = std::max(hi, FT::level(c) - FT::sym_zero);
+  }
+  float best_s = 0.f;
+  double best_err = -1;
+  for (const float edge : {lo, hi}) {
+    if (edge == 0.f) continue;
+    for (int t = 0; t <= 8; ++t) {
+      const float s = round_to_f16(m / edge * (1.0f - 0.025f * float(t)));
+      if (!std::isfinite(s) || s == 0.f) continue;
+      double err = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        const float v = w[i * stride];
+        const double d = double(v) - double(FT::value(s, FT::sym_zero, nearest_level<FT>(v, s)));
+        err += d * d;
+      }
+      if (best_err < 0 || err < best_err) {
+        best_err = err;
+        best_s = s;
+      }
+    }
+  }
+  // no finite candidate (|m| beyond the fp16 range): the plain absmax fit, Inf if it overflows
+  return best_err < 0 ? round_to_f16(m / (lo != 0.f ? lo : hi)) : best_s;
+}
+
+// (scale, zero) of one group of weights for a non-ternary format
+// a group parameter as the blob stores it (fp16, or bf16 for bf16_params formats)
+template <class P>
+float round_param(float v) {
+  return decode_param(P::spec, encode_param(P::spec, v));
+}
+
+template <class P>
+void fit_group(const float* w, std::size_t n, std::size_t stride, float& s, float& z) {
+  constexpr int B = P::spec.bits;
+  constexpr int maxq = (1 << B) - 1;
+  if constexpr (P::spec.min_form) {
+    // the format's own rule (scale and minimum, e.g. Q4NX's bf16 grid that covers every weight)
+    require(format_traits<typename P::format>::fit_group(w, n, stride, s, z),
+            "quantize: a group's range exceeds what the format's scale can represent");
+  } else if constexpr (format_traits<typename P::format>::is_codebook) {
+    s = fit_codebook_scale<format_traits<typename P::format>>(w, n, stride);
+    z = P::spec.sym_zero;
+  } else if constexpr (P::spec.asymmetric) {
+    float mn = w[0], mx = w[0];
+    for (std::size_t i = 0; i < n; ++i) {
+      mn = std::min(mn, w[i * stride]);
+      mx = std::max(mx, w[i * stride]);
+    }
+    float sc = (mx - mn) / float(maxq);
+    if (!(sc > 0)) sc = 1.f;
+    s = round_to_f16(sc);
+    if (s == 0.f) s = round_to_f16(6.1035156e-05f);  // smallest normal fp16
+    z = round_to_f16(-mn / s);
+  } else if constexpr (B == 1) {
+    double a = 0;
+    for (std::size_t i = 0; i < n; ++i) a += std::fabs(w[i * stride]);
+    s = round_to_f16(float(2.0 * a / double(n)));
+    z = P::spec.sym_zero;
+  } else {
+    // like q4_0: the largest-magnitude weight maps exactly onto the most negative level
+    float m = 0.f;
+    for (std::size_t i = 0; i < n; ++i)
+      if (std::fabs(w[i * stride]) > std::fabs(m)) m = w[i * stride];
+    s = round_to_f16(m / -float(1 << (B - 1)));
+    z = P::spec.sym_zero;
+  }
+}
+
+template <class P>
+uint8_t code_of(float w, float s, float z) {
+  constexpr int maxq = format_traits<typename P::format>::max_code;
+  if constexpr (P::spec.min_form) {
+    return format_traits<typename P::format>::code_of(w, s, z);
+  } else if constexpr (format_traits<typename P::format>::is_codebook) {
+    (void)z;
+    return nearest_level<format_traits<typename P::format>>(w, s);
+  } else if constexpr (P::spec.bits == 1 && !P::spec.asymmetric && !P::spec.ternary) {
+    return w >= 0.f ? (s >= 0.f ? 1 : 0) : (s >= 0.f ? 0 : 1);
+  } else {
+    if (s == 0.f) return uint8_t(clamp_code(z, maxq));
+    return uint8_t(clamp_code(double(w) / double(s) + double(z), maxq));
+  }
+}
+}  // namespace detail
+
+// Round-to-nearest quantization of row-major M x K float weights. Non-finite weights are an error.
+template <class P>
+quantized<P> quantize(const float* w, std::size_t M, std::size_t K) {
+  detail::require(w != nullptr, "quantize: null weight pointer");
+  quantized<P> q = detail::make_quantized<P>(M, K);
+  for (std::size_t i = 0; i < M * K; ++i)
+    detail::require(std::isfinite(w[i]), "quantize: weight ", i, " is not finite");
+  const std::size_t G = q.group_k();
+  if constexpr (P::spec.ternary) {
+    // absmean (BitNet b1.58): s = mean |w| over the tensor (per_tensor) or the row (per_channel)
+    auto absmean = [&](std::size_t m0, std::size_t m1) {
+      double a = 0;
+      for (std::size_t i = m0 * K; i < m1 * K; ++i) a += std::fabs(w[i]);
+      return round_to_f16(float(a / double((m1 - m0) * K)));
+    };
+    const float st = P::spec.per_tensor ? absmean(0, M) : 0.f;
+    for (std::size_t m = 0; m < M; ++m) {
+      const float s = P::spec.per_tensor ? st : absmean(m, m + 1);
+      q.scales[m] = s;
+      for (std::size_t k = 0; k < K; ++k) {
+        const float v = w[m * K + k];
+        const double t = s > 0 ? std::nearbyint(double(v) / s) : 0.0;
+        q.codes[m * K + k] = uint8_t((t < -1 ? -1 : (t > 1 ? 1 : int(t))) + 1);
+      }
+    }
+    return q;
+  } else {
+    float st = 0, zt = 0;
+    if (P::spec.per_tensor) detail::fit_group<P>(w, M * K, 1, st, zt);
+    for (std::size_t m = 0; m < M; ++m) {
+      for (std::size_t g = 0; g < q.groups; ++g) {
+        const float* wg = w + m * K + g * G;
+        float s = st, z = zt;
+        if (!P::spec.per_tensor) detail::fit_group<P>(wg, G, 1, s, z);
+        q.scales[m * q.groups + g] = s;
+        if (P::spec.asymmetric) q.zeros[m * q.groups + g] = z;
+        for (std::size_t i = 0; i < G; ++i) q.codes[m * K + g * G + i] = detail::code_of<P>(wg[i], s, z);
+      }
+    }
+    return q;
+  }
+}
+
+// Import codes (M x K bytes), scales (M x groups) and, for asymmetric formats, zeros (M x groups),
+// e.g. from another quantizer. Scales and zeros must be finite; they are rounded to fp16 (bf16
+// for bf16_params formats; for min-form formats `zeros` are the group minima).
+template <class P>
+quantized<P> from_codes(const uint8_t* codes, const float* scales, const float* zeros, std::size_t M,
+                        std::size_t K) {
+  quantized<P> q = detail::make_quantized<P>(M, K);
+  detail::require(codes && scales, "from_codes: null codes or scales");
+  detail::require(!P::spec.asymmetric || zeros, "from_codes: asymmetric format needs zeros");
+  constexpr int maxq = format_traits<typename P::format>::max_code;
+  for (std::size_t i = 0; i < M * K; ++i) {
+    detail::require(codes[i] <= maxq, "from_codes: code ", int(codes[i]), " at index ", i, " exceeds ", maxq);
+    q.codes[i] = codes[i];
+  }
+  for (std::size_t i = 0; i < M * q.groups; ++i) {
+    detail::require(std::isfinite(scales[i]), "from_codes: scale is not finite");
+    q.scales[i] = detail::round_param<P>(scales[i]);
+    if (P::spec.asymmetric) {
+      detail::require(std::isfinite(zeros[i]), "from_codes: zero is not finite");
+      q.zeros[i] = detail::round_param<P>(zeros[i]);
+    }
+  }
+  if (P::spec.per_tensor)
+    for (std::size_t m = 1; m < M; ++m)
+      detail::require(q.scales[m] == q.scales[0], "from_codes: per_tensor policy needs equal scales");
+  return q;
+}
+
+// Import GPTQ tensors (AutoGPTQ layout): qweight int32 [K*B/32][M] packed along K, scales fp16
+// [groups][M], qzeros int32 [groups][M*B/32] packed along M. `zeros_minus_one`: GPTQ v1 stores
+// zero-1. Bits 2 and 4 (GPTQ's 3-bit packing straddles words and is not supported).
+template <class P>
+quantized<P> import_gptq(const int32_t* qweight, const uint16_t* scales_f16, const int32_t* qzeros,
+                         std::size_t M, std::size_t K, bool zeros_minus_one = true) {
+  constexpr int B = P::spec.bits;
+  static_assert(P::spec.asymmetric && (B == 2 || B == 4), "import_gptq: asymmetric 2- or 4-bit policies");
+  detail::require(qweight && scales_f16 && qzeros, "import_gptq: null tensor");
+  quantized<P> q = detail::make_quantized<P>(M, K);
+  constexpr int per_word = 32 / B;
+  detail::require(K % per_word == 0 && M % per_word == 0,
+                  "import_gptq: M and K must be multiples of ", per_word);
+  for (std::size_t k = 0; k < K; ++k)
+    for (std::size_t m = 0; m < M; ++m) {
+      const uint32_t word = uint32_t(qweight[(k / per_word) * M + m]);
+      q.codes[m * K + k] = uint8_t((word >> ((k % per_word) * B)) & ((1u << B) - 1));
+    }
+  for (std::size_t g = 0; g < q.groups; ++g)
+    for (std::size_t m = 0; m < M; ++m) {
+      const float s = f16_to_f32(scales_f16[g * M + m]);
+      detail::require(std::isfinite(s), "import_gptq: scale is not finite");
+      q.scales[m * q.groups + g] = s;
+      const uint32_t word = uint32_t(qzeros[g * (M / per_word) + m / per_word]);
+      const uint32_t z = (word >> ((m % per_word) * B)) & ((1u << B) - 1);
+      q.zeros[m * q.groups + g] = float(z) + (zeros_minus_one ? 1.f : 0.f);
+    }
+  return q;
+}
+
+// ---------------------------------------------------------------- llama.cpp (GGUF) blocks
+// Byte layouts: docs/llama_formats.md. A tensor of M rows x K columns is M * K/32 blocks, the
+// K/32 blocks of a row consecutive; each block holds its fp16 scale d (little-endian) first.
+// The decoded codes reproduce llama.cpp's dequantization bit for bit through
+// format_traits::value (tests/test_formats.cpp). `nbytes` (optional, 0: unchecked) is the size
+// of the caller's buffer, which must hold all M * K/32 blocks.
+namespace detail {
+template <class P, class Fmt, class Decode>
+quantized<P> import_ggml_blocks(const char* what, const void* blocks, std::size_t M, std::size_t K,
+                                std::size_t nbytes, std::size_t block_bytes, Decode decode) {
+  constexpr bool policy_ok = std::is_same_v<typename P::format, Fmt> && P::spec.group_k == 32;
+  require(policy_ok, what, ": the policy must have the block's format and group<32>, got ", P::name());
+  require(blocks != nullptr, what, ": null block pointer");
+  require(M > 0 && K > 0, what, ": M and K must be positive");
+  require(K % 32 == 0, what, ": K (", K, ") is not a multiple of the block size 32");
+  const std::size_t nblocks = M * (K / 32);
+  require(nbytes == 0 || nbytes >= nblocks * block_bytes, what, ": buffer of ", nbytes, " bytes holds fewer than ",
+          nblocks, " blocks of ", block_bytes, " bytes");
+  quantized<P> q = make_quantized<P>(M, K);
+  const auto* b = static_cast<const unsigned char*>(blocks);
+  for (std::size_t i = 0; i < nblocks; ++i, b += block_bytes) {
+    const uint16_t d = uint16_t(b[0] | (unsigned(b[1]) << 8));
+    const float df = f16_to_f32(d);
+    require(std::isfinite(df), what, ": block ", i, " (row ", i / (K / 32), ") has a non-finite scale");
+    q.scales[i] = df;  // blocks are groups: block i is group i % (K/32) of row i / (K/32)
+    decode(b + 2, q.codes.data() + i * 32);
+  }
+  return q;
+}
+// 16 bytes of nibbles: weight j < 16 is the low nibble of byte j, weight j >= 16 the high
+// nibble of byte j - 16 (q4_0, iq4_nl)
+inline void decode_ggml_nibbles(const unsigned char* qs, uint8_t* codes) {
+  for (int j = 0; j < 16; ++j) {
+    codes[j] = uint8_t(qs[j] & 0x0F);
+    codes[j + 16] = uint8_t(qs[j] >> 4);
+  }
+}
+}  // namespace detail
+
+// block_q4_0 (18 bytes: fp16 d, 16 bytes of nibbles q): w = d * (q - 8). Policy: uint_sym<4>,
+// group<32> (code = q, zero 8).
+template <class P>
+quantized<P> import_q4_0(const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes = 0) {
+  return detail::import_ggml_blocks<P, fmt::uint_sym<4>>("import_q4_0", blocks, M, K, nbytes, 18,
+                                                         detail::decode_ggml_nibbles);
+}
+
+// block_q8_0 (34 bytes: fp16 d, 32 int8 q): w = d * q. Policy: uint_sym<8>, group<32>
+// (code = q + 128, zero 128).
+template <class P>
+quantized<P> import_q8_0(const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes = 0) {
+  return detail::import_ggml_blocks<P, fmt::uint_sym<8>>(
+      "import_q8_0", blocks, M, K, nbytes, 34, [](const unsigned char* qs, uint8_t* codes) {
+        for (int j = 0; j < 32; ++j) codes[j] = uint8_t(qs[j] ^ 0x80u);  // int8 q -> q + 128
+      });
+}
+
+// block_iq4_nl (18 bytes: fp16 d, 16 bytes of nibbles like q4_0): w = d * kvalues[q].
+// Policy: codebook4<book::iq4_nl>, group<32> (code = q, level kvalues[q] + 128, zero 128).
+template <class P>
+quantized<P> import_iq4_nl(const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes = 0) {
+  return detail::import_ggml_blocks<P, fmt::codebook4<book::iq4_nl>>("import_iq4_nl", blocks, M, K, nbytes, 18,
+                                                                     detail::decode_ggml_nibbles);
+}
+
+}  // namespace lutkit

@@ -1,0 +1,278 @@
+// lutkit — portable (Highway) LUT-GEMV: the Ops of the shared kernel body for each Highway
+// target, compiled once per target by hwy/foreach_target.h (see lut_gemv.hpp).
+// Per-target include guard, toggled like Highway's own -inl.h files.
+#if defined(LUTKIT_PORTABLE_LUT_GEMV_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef LUTKIT_PORTABLE_LUT_GEMV_INL_H_
+#undef LUTKIT_PORTABLE_LUT_GEMV_INL_H_
+#else
+#define LUTKIT_PORTABLE_LUT_GEMV_INL_H_
+#endif
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+#include <hwy/highway.h>
+
+#include "lutkit/core/policy.hpp"
+#include "lutkit/core/tiling.hpp"
+#include "lutkit/gemv/microkernel.hpp"
+#include "lutkit/gemv/scalar_ops.hpp"
+
+HWY_BEFORE_NAMESPACE();
+namespace lutkit {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+#if HWY_TARGET == HWY_SCALAR
+// One-lane vectors cannot express byte lookups: HWY_SCALAR runs the plain C++ Ops.
+using Ops = detail::ScalarOps;
+#else
+
+struct HwyOps {
+#if HWY_HAVE_SCALABLE
+  static constexpr std::size_t kPartBytes = 16;
+#else
+  static constexpr std::size_t kPartBytes = HWY_MAX_BYTES >= 64 ? 64 : HWY_MAX_BYTES;
+#endif
+  static constexpr int kParts = int(64 / kPartBytes);
+  using D = hn::CappedTag<uint8_t, kPartBytes>;
+  using DW = hn::Repartition<int16_t, D>;
+  using VP = hn::Vec<D>;
+  using WP = hn::Vec<DW>;
+  struct V {
+    VP p[kParts];
+  };
+  struct W {
+    WP p[kParts];
+  };
+  using DF = hn::CappedTag<float, kPartBytes / 4>;
+  using FP = hn::Vec<DF>;
+  struct F {
+    FP p[kParts];
+  };
+  static HWY_INLINE F setf(float x) {
+    F f;
+    for (int i = 0; i < kParts; ++i) f.p[i] = hn::Set(DF(), x);
+    return f;
+  }
+  static HWY_INLINE F loadf(const float* ptr) {
+    F f;
+    for (int i = 0; i < kParts; ++i) f.p[i] = hn::LoadU(DF(), ptr + i * (kPartBytes / 4));
+    return f;
+  }
+  static HWY_INLINE void storef(float* ptr, const F& f) {
+    for (int i = 0; i < kParts; ++i) hn::StoreU(f.p[i], DF(), ptr + i * (kPartBytes / 4));
+  }
+  static HWY_INLINE F addf(F a, const F& b) {
+    for (int i = 0; i < kParts; ++i) a.p[i] = hn::Add(a.p[i], b.p[i]);
+    return a;
+  }
+  static HWY_INLINE F mulf(F a, const F& b) {
+    for (int i = 0; i < kParts; ++i) a.p[i] = hn::Mul(a.p[i], b.p[i]);
+    return a;
+  }
+  static HWY_INLINE F fmaf(const F& a, const F& b, F c) {
+    for (int i = 0; i < kParts; ++i) c.p[i] = hn::MulAdd(a.p[i], b.p[i], c.p[i]);
+    return c;
+  }
+  // int16 lanes 0..15 -> lo, 16..31 -> hi; each W part widens into two float parts
+  static HWY_INLINE void widen(const W& w, F& lo, F& hi) {
+    const hn::Half<DW> dwh;
+    const hn::Rebind<int32_t, DF> di32;
+    for (int f = 0; f < 2 * kParts; ++f) {
+      const auto half = (f % 2 == 0) ? hn::LowerHalf(dwh, w.p[f / 2]) : hn::UpperHalf(dwh, w.p[f / 2]);
+      const FP v = hn::ConvertTo(DF(), hn::PromoteTo(di32, half));
+      if (f < kParts) lo.p[f] = v;
+      else hi.p[f - kParts] = v;
+    }
+  }
+
+  static HWY_INLINE V load(const uint8_t* ptr) {
+    V v;
+    for (int i = 0; i < kParts; ++i) v.p[i] = hn::LoadU(D(), ptr + i * kPartBytes);
+    return v;
+  }
+  static HWY_INLINE V lo_nibbles(V v) {
+    const auto m = hn::Set(D(), uint8_t(0x0F));
+    for (int i = 0; i < kParts; ++i) v.p[i] = hn::And(v.p[i], m);
+    return v;
+  }
+  static HWY_INLINE V hi_nibbles(V v) {
+    const auto m = hn::Set(D(), uint8_t(0x0F));
+    for (int i = 0; i < kParts; ++i) v.p[i] = hn::And(hn::ShiftRight<4>(v.p[i]), m);
+    return v;
+  }
+  static HWY_INLINE V table1(const int8_t* t) {
+    V v;
+    const VP x = hn::LoadDup128(D(), reinterpret_cast<const uint8_t*>(t));
+    for (int i = 0; i < kParts; ++i) v.p[i] = x;
+    return v;
+  }
+  static HWY_INLINE V table2(const int8_t* a, const int8_t* b) {
+    V v;
+    const auto* pa = reinterpret_cast<const uint8_t*>(a);
+    const auto* pb = reinterpret_cast<const uint8_t*>(b);
+    if constexpr (kParts == 1) {
+      const hn::Half<D> dh;
+      v.p[0] = hn::Combine(D(), hn::LoadDup128(dh, pb), hn::LoadDup128(dh, pa));
+    } else {
+      for (int i = 0; i < kParts; ++i) v.p[i] = hn::LoadDup128(D(), i < kParts / 2 ? pa : pb);
+    }
+    return v;
+  }
+  static HWY_INLINE V lookup(const V& tb, const V& idx) {
+    V v;
+    for (int i = 0; i < kParts; ++i) v.p[i] = hn::TableLookupBytes(tb.p[i], idx.p[i]);
+    return v;
+  }
+  static HWY_INLINE V negate_if(V v, const uint8_t* bits) {
+    for (int i = 0; i < kParts; ++i) {
+      const auto m = hn::LoadMaskBits(D(), bits + i * (kPartBytes / 8));
+      v.p[i] = hn::IfThenElse(m, hn::Sub(hn::Zero(D()), v.p[i]), v.p[i]);
+    }
+    return v;
+  }
+  static HWY_INLINE WP madd_part(VP u, VP s) {
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+    return WP{_mm512_maddubs_epi16(u.raw, s.raw)};
+#elif HWY_TARGET == HWY_AVX2
+    return WP{_mm256_maddubs_epi16(u.raw, s.raw)};
+#elif HWY_TARGET == HWY_SSE4 || HWY_TARGET == HWY_SSSE3
+    return WP{_mm_maddubs_epi16(u.raw, s.raw)};
+#else
+    // generic: even/odd byte products (never saturates for lutkit's operand ranges)
+    const DW dw;
+    const hn::Repartition<uint16_t, D> du;
+    const auto u16 = hn::BitCast(du, u);
+    const auto ue = hn::BitCast(dw, hn::And(u16, hn::Set(du, uint16_t(0x00FF))));
+    const auto uo = hn::BitCast(dw, hn::ShiftRight<8>(u16));
+    const auto s16 = hn::BitCast(dw, s);
+    const auto se = hn::ShiftRight<8>(hn::ShiftLeft<8>(s16));
+    const auto so = hn::ShiftRight<8>(s16);
+    return hn::Add(hn::Mul(ue, se), hn::Mul(uo, so));
+#endif
+  }
+  static HWY_INLINE W madd(const V& u, const V& s) {
+    W w;
+    for (int i = 0; i < kParts; ++i) w.p[i] = madd_part(u.p[i], s.p[i]);
+    return w;
+  }
+  static HWY_INLINE W zero16() {
+    W w;
+    for (int i = 0; i < kParts; ++i) w.p[i] = hn::Zero(DW());
+    return w;
+  }
+  static HWY_INLINE W add16(W a, const W& b) {
+    for (int i = 0; i < kParts; ++i) a.p[i] = hn::Add(a.p[i], b.p[i]);
+    return a;
+  }
+  static HWY_INLINE void store16(int16_t* dst, const W& w) {
+    for (int i = 0; i < kParts; ++i) hn::StoreU(w.p[i], DW(), dst + i * (kPartBytes / 2));
+  }
+  static HWY_INLINE void f16_to_f32(const uint16_t* src, float* dst, int n) {
+    const hn::CappedTag<float, 16> df;
+    const hn::Rebind<hwy::float16_t, decltype(df)> dh;
+    const auto* s = reinterpret_cast<const hwy::float16_t*>(src);
+    for (int i = 0; i < n; i += int(hn::Lanes(df))) hn::StoreU(hn::PromoteTo(df, hn::LoadU(dh, s + i)), df, dst + i);
+  }
+};
+
+using Ops = HwyOps;
+
+#endif  // HWY_TARGET == HWY_SCALAR
+
+#include "lutkit/gemv/body.inl"
+
+// ---- precompute: the tables of one activation row, vectorized over the 16 entries of a step.
+// Entry j of a step = sum_i x_i * coef_i[j]: coef_i[j] = bit i of j (minus 1/2 with mirror) for
+// bit planes, digit i of j minus 1 for ternary (entries 14, 15 zero). Rounding is half to even
+// like detail::build_tables_scalar, but the float sums are formed in another order, so an
+// entry may differ from the scalar builder's by one table step (tests check exactly that).
+template <class P>
+void BuildTablesRow(const float* x, std::size_t K, int8_t* E, float* tscale, float* xsum, std::size_t blocks) {
+  constexpr tiling_spec S = P::spec;
+  const hn::CappedTag<float, 16> df;
+  const hn::Rebind<int32_t, decltype(df)> di;
+  const hn::Rebind<int8_t, decltype(df)> di8;
+  const hn::Rebind<uint8_t, decltype(df)> du8;
+  const std::size_t L = hn::Lanes(df);
+  constexpr int KPS = S.k_per_step;
+  constexpr float qmax = S.entry_bits == 8 ? 127.f : 32767.f;
+  alignas(64) float coef[4][16];
+  for (int j = 0; j < 16; ++j)
+    for (int i = 0; i < 4; ++i) {
+      if constexpr (S.ternary) {
+        const int d = i == 0 ? j / 9 : (i == 1 ? (j / 3) % 3 : j % 3);
+        coef[i][j] = (j < 14 && i < 3) ? float(d - 1) : 0.f;
+      } else {
+        coef[i][j] = float((j >> i) & 1) - (S.mirror ? 0.5f : 0.f);
+      }
+    }
+  alignas(64) float xb[S.block_k];
+  alignas(64) float T[S.steps_per_block * 16];
+  for (std::size_t blk = 0; blk < blocks; ++blk) {
+    bool finite = true;
+    double sum = 0;
+    for (int i = 0; i < S.block_k; ++i) {
+      const std::size_t k = blk * S.block_k + std::size_t(i);
+      xb[i] = k < K ? x[k] : 0.f;
+      finite = finite && std::isfinite(xb[i]);
+      sum += xb[i];
+    }
+    int8_t* Eb = E + blk * S.steps_per_block * S.table_bytes_per_step();
+    if (!finite) {
+      tscale[blk] = std::numeric_limits<float>::quiet_NaN();
+      xsum[blk] = std::numeric_limits<float>::quiet_NaN();
+      std::memset(Eb, 0, std::size_t(S.steps_per_block) * S.table_bytes_per_step());
+      continue;
+    }
+    auto vmax = hn::Zero(df);
+    for (int s = 0; s < S.steps_per_block; ++s)
+      for (std::size_t j = 0; j < 16; j += L) {
+        auto v = hn::Zero(df);
+        for (int i = 0; i < KPS; ++i) v = hn::MulAdd(hn::Set(df, xb[s * KPS + i]), hn::Load(df, coef[i] + j), v);
+        hn::Store(v, df, T + s * 16 + j);
+        vmax = hn::Max(vmax, hn::Abs(v));
+      }
+    const float amax = hn::GetLane(hn::MaxOfLanes(df, vmax));
+    tscale[blk] = amax / qmax;
+    xsum[blk] = float(sum);
+    const auto inv = hn::Set(df, amax > 0.f ? qmax / amax : 0.f);
+    const auto lim = hn::Set(di, int32_t(qmax));
+    for (int s = 0; s < S.steps_per_block; ++s) {
+      int8_t* e = Eb + s * S.table_bytes_per_step();
+      for (std::size_t j = 0; j < 16; j += L) {
+        auto q = hn::NearestInt(hn::Mul(hn::Load(df, T + s * 16 + j), inv));
+        q = hn::Min(hn::Max(q, hn::Neg(lim)), lim);
+        if constexpr (S.entry_bits == 8) {
+          hn::StoreU(hn::DemoteTo(di8, q), di8, e + j);
+        } else {
+          hn::StoreU(hn::DemoteTo(du8, hn::And(q, hn::Set(di, 0xFF))), du8, reinterpret_cast<uint8_t*>(e) + j);
+          hn::StoreU(hn::DemoteTo(di8, hn::ShiftRight<8>(q)), di8, e + 16 + j);
+        }
+      }
+    }
+  }
+}
+
+// The per-target entry the dispatcher's table points at.
+template <class P>
+void LutGemvEntry(const detail::gemv_args& a) {
+  lut_gemv_rows<Ops, P>(a);
+}
+template <class P>
+void BuildTablesEntry(const float* x, std::size_t K, int8_t* E, float* tscale, float* xsum, std::size_t blocks) {
+  BuildTablesRow<P>(x, K, E, tscale, xsum, blocks);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace lutkit
+HWY_AFTER_NAMESPACE();
+
+#endif  // per-target include guard

@@ -1,0 +1,105 @@
+// lutkit — the portable target's LUT-GEMV glue: Highway dynamic dispatch of the policy-templated
+// kernel (targets/cpu/lut_gemv-inl.h, compiled once per Highway target) plus lutkit's own
+// AVX-512 VBMI instance (targets/cpu/lut_gemv_vbmi.hpp), as gemv_entry pointers.
+// Highway 1.0.3 has no HWY_EXPORT_T for templates, so each policy gets a table of per-target
+// instantiations laid out like Highway's own dispatch table and indexed by its chosen target.
+#pragma once
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "lutkit/targets/cpu/lut_gemv-inl.h"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+#include "lutkit/targets/cpu/lut_gemv-inl.h"
+
+#if HWY_ONCE
+#ifndef LUTKIT_TARGETS_CPU_LUT_GEMV_HWY_HPP_
+#define LUTKIT_TARGETS_CPU_LUT_GEMV_HWY_HPP_
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lutkit/core/error.hpp"
+#include "lutkit/gemv/microkernel.hpp"
+#include "lutkit/targets/cpu/lut_gemv_vbmi.hpp"
+
+namespace lutkit {
+namespace portable {
+
+template <class P>
+const detail::gemv_entry* dispatch_table() {
+  static const detail::gemv_entry table[HWY_MAX_DYNAMIC_TARGETS + 2] = {
+      HWY_CHOOSE_FALLBACK(LutGemvEntry<P>), HWY_CHOOSE_TARGET_LIST(LutGemvEntry<P>),
+      HWY_CHOOSE_FALLBACK(LutGemvEntry<P>)};
+  return table;
+}
+
+// Index in the dispatch table of a Highway target bit (HWY_AVX3, HWY_AVX2, HWY_EMU128, ...).
+inline std::size_t target_index(int64_t target) {
+  if (target == HWY_EMU128 || target == HWY_SCALAR) return HWY_MAX_DYNAMIC_TARGETS + 1;
+  return hwy::Num0BitsBelowLS1Bit_Nonzero64(uint64_t(HWY_CHOSEN_TARGET_SHIFT(target)));
+}
+
+// lutkit's own AVX-512 VBMI kernel (lut_gemv_vbmi.hpp), as a target value next to Highway's bits.
+inline constexpr int64_t target_avx512_vbmi = INT64_MIN;
+inline bool vbmi_available() {
+#if defined(LUTKIT_HAVE_VBMI_GEMV)
+  return vbmi_backend::cpu_supported();
+#else
+  return false;
+#endif
+}
+inline const char* target_name(int64_t target) {
+  return target == target_avx512_vbmi ? "AVX512_VBMI (lutkit)" : hwy::TargetName(target);
+}
+
+// The targets this translation unit compiled that the CPU supports, best first.
+inline std::vector<int64_t> available_targets() {
+  std::vector<int64_t> t = hwy::SupportedAndGeneratedTargets();
+  if (vbmi_available()) t.insert(t.begin(), target_avx512_vbmi);
+  return t;
+}
+
+template <class P>
+detail::gemv_entry entry_for(int64_t target) {
+  if (target == target_avx512_vbmi) {
+    detail::require(vbmi_available(), "portable LUT-GEMV: this CPU lacks AVX-512 VBMI");
+#if defined(LUTKIT_HAVE_VBMI_GEMV)
+    return &vbmi_backend::entry<P>;
+#endif
+  }
+  const detail::gemv_entry e = dispatch_table<P>()[target_index(target)];
+  detail::require(e != nullptr, std::string("portable LUT-GEMV: target ") + hwy::TargetName(target) +
+                                    " was not compiled");
+  return e;
+}
+
+template <class P>
+detail::tables_entry best_tables_entry() {
+  static const detail::tables_entry table[HWY_MAX_DYNAMIC_TARGETS + 2] = {
+      HWY_CHOOSE_FALLBACK(BuildTablesEntry<P>), HWY_CHOOSE_TARGET_LIST(BuildTablesEntry<P>),
+      HWY_CHOOSE_FALLBACK(BuildTablesEntry<P>)};
+  static const std::size_t index = [] {
+    hwy::GetChosenTarget().Update(hwy::SupportedTargets());
+    return hwy::GetChosenTarget().GetIndex();
+  }();
+  return table[index];
+}
+
+template <class P>
+detail::gemv_entry best_entry() {
+#if defined(LUTKIT_HAVE_VBMI_GEMV)
+  if (vbmi_available()) return &vbmi_backend::entry<P>;
+#endif
+  static const std::size_t index = [] {
+    hwy::GetChosenTarget().Update(hwy::SupportedTargets());
+    return hwy::GetChosenTarget().GetIndex();
+  }();
+  return dispatch_table<P>()[index];
+}
+
+}  // namespace portable
+
+}  // namespace lutkit
+#endif  // LUTKIT_TARGETS_CPU_LUT_GEMV_HWY_HPP_
+#endif  // HWY_ONCE

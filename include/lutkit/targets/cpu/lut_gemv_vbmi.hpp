@@ -1,0 +1,88 @@
+// lutkit — the portable target's AVX-512 VBMI LUT-GEMV: the shared kernel body
+// (detail/lut_gemv_body.inl) with Ops whose paired-chunk lookup is vpermb. vpermb reads index
+// bits 0..5 only, and table1 repeats a step's 16 entries in all four 128-bit lanes, so the low
+// nibble is looked up from the raw byte and the high nibble after one 16-bit shift: no masking
+// (the Highway Ops spend an and per nibble). Lone chunks keep the lane-local pshufb (their two
+// steps' tables share the register). Highway 1.0.3 compiles AVX3_DL only on request, so this
+// path is compiled with GCC's target pragma and chosen at run time (portable/lut_gemv.hpp).
+#pragma once
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "../../core/policy.hpp"
+#include "../../core/tiling.hpp"
+#include "../../gemv/microkernel.hpp"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define LUTKIT_HAVE_VBMI_GEMV 1
+#include <immintrin.h>
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,fma,f16c")
+namespace lutkit::vbmi_backend {
+
+struct Ops {
+  using V = __m512i;
+  using W = __m512i;
+  using F = __m512;
+  struct V2 {  // lone-chunk table: step j in the low 256 bits, step j + 1 in the high
+    __m512i t;
+  };
+  static V load(const uint8_t* p) { return _mm512_loadu_si512(p); }
+  static V lo_nibbles(V v) { return v; }
+  static V hi_nibbles(V v) { return _mm512_srli_epi16(v, 4); }
+  static V table1(const int8_t* t) { return _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t))); }
+  static V2 table2(const int8_t* a, const int8_t* b) {
+    const __m256i lo = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a)));
+    const __m256i hi = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b)));
+    return V2{_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1)};
+  }
+  static V lookup(V t, V i) { return _mm512_permutexvar_epi8(i, t); }
+  static V lookup(V2 t, V i) { return _mm512_shuffle_epi8(t.t, _mm512_and_si512(i, _mm512_set1_epi8(0x0F))); }
+  static V negate_if(V v, const uint8_t* bits) {
+    uint64_t m;
+    std::memcpy(&m, bits, 8);
+    return _mm512_mask_sub_epi8(v, __mmask64(m), _mm512_setzero_si512(), v);
+  }
+  static W madd(V u, V s) { return _mm512_maddubs_epi16(u, s); }
+  static W zero16() { return _mm512_setzero_si512(); }
+  static W add16(W a, W b) { return _mm512_add_epi16(a, b); }
+  static void store16(int16_t* d, W w) { _mm512_storeu_si512(d, w); }
+  static void f16_to_f32(const uint16_t* src, float* dst, int n) {
+    for (int i = 0; i < n; i += 16)
+      _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i))));
+  }
+  static F setf(float x) { return _mm512_set1_ps(x); }
+  static F loadf(const float* p) { return _mm512_loadu_ps(p); }
+  static void storef(float* p, F f) { _mm512_storeu_ps(p, f); }
+  static F addf(F a, F b) { return _mm512_add_ps(a, b); }
+  static F mulf(F a, F b) { return _mm512_mul_ps(a, b); }
+  static F fmaf(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
+  static void widen(W w, F& lo, F& hi) {
+    lo = _mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(_mm512_castsi512_si256(w)));
+    hi = _mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(_mm512_extracti64x4_epi64(w, 1)));
+  }
+};
+
+#include "../../gemv/body.inl"
+
+template <class P>
+void entry(const detail::gemv_args& a) {
+  lut_gemv_rows<Ops, P>(a);
+}
+
+}  // namespace lutkit::vbmi_backend
+#pragma GCC pop_options
+
+namespace lutkit::vbmi_backend {
+inline bool cpu_supported() {
+  static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+                         __builtin_cpu_supports("avx512vbmi");
+  return ok;
+}
+}  // namespace lutkit::vbmi_backend
+#endif
