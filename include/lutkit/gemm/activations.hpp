@@ -21,8 +21,8 @@ namespace lutkit::detail {
 // Per-row (group == 0) or per-group symmetric int8 quantization of one activation row of length
 // K: q = round(x / s), s = absmax / 127. Returns false if the row holds a non-finite value (the
 // kernel then makes every output of that row NaN). THE activation quantizer: kernels and the
-// tests' references both call it. Always inlined: prepare_activations compiles it once for the
-// build's baseline and once inside an AVX-512 function, and both must give the same bytes --
+// tests' references both call it. Always inlined: each kernel set's prepare_rows compiles it for
+// its instruction set (the baseline, AVX-512), and all must give the same bytes --
 // hence x / s (a division cannot be contracted into an FMA, x * (1 / s) + c could be).
 LUTKIT_ALWAYS_INLINE inline bool quantize_act_int8(const float* x, std::size_t K, std::size_t group, int8_t* q,
                                                    float* scales) {

@@ -4,7 +4,7 @@
 //
 // Why the CPU kernels can read the NPU order: a tile group of the HMX geometry is 2 k x 16
 // output rows, its 32 weights consecutive in read order as (row, k-pair) pairs. The bf16
-// micro-kernel (rows in lanes, detail/dq_kernels.hpp) reads, per k-pair step, 64 rows as four
+// micro-kernel (rows in lanes, gemm/microkernel.hpp) reads, per k-pair step, 64 rows as four
 // vectors of 16 rows x 2 bf16 — so one tile group is exactly one of those vectors, in the same
 // element order: dequantizing a group writes 64 contiguous bytes of the step-major panel, with
 // one scale and zero per group and no permutation. The fp32 kernel takes the group's two

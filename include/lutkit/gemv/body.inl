@@ -1,7 +1,8 @@
 // lutkit — the LUT-GEMV lookup kernel, written ONCE against a small "register tile" interface
-// and compiled per backend. No include guard: portable/lut_gemv-inl.h includes it once per
+// and compiled per target. No include guard: targets/cpu/lut_gemv-inl.h includes it once per
 // Highway target (inside HWY_NAMESPACE, so it compiles with that target's attributes);
-// xsimd/lut_gemv.hpp includes it once. The backend passes its `Ops` as a template argument.
+// targets/cpu/lut_gemv_vbmi.hpp and targets/xsimd/lut_gemv.hpp include it once each. The
+// target passes its `Ops` as a template argument.
 //
 // Ops works on virtual 64-byte vectors (one chunk of the tiling spec), whatever the native
 // width, so every backend reads the same packed blob:

@@ -89,7 +89,7 @@ inline void check_table_args(const void* x, std::size_t N, std::size_t K, std::s
 }
 
 // The scalar table builder: the specification of what the vectorized builder
-// (lutkit::build_tables, portable/lut_gemv.hpp) produces; tests compare the two.
+// (lutkit::build_tables, gemv/lut_gemv.hpp) produces; tests compare the two.
 template <class P>
 lut_tables<P> build_tables_scalar(const float* x, std::size_t N, std::size_t K, std::size_t ldx = 0) {
   if (ldx == 0) ldx = K;
