@@ -18,6 +18,7 @@ struct target_descriptor {
   std::size_t onchip2_bytes;   // AIE memory tile / L3
   double dram_gbps;            // nominal DRAM bandwidth (model only; the host measures its own)
   double vector_gops;          // nominal peak int8 Gop/s (model only; 0: unknown)
+  std::size_t l1_bytes;        // per-core L1 data cache vector loads hit (0: vector loads bypass L1)
 };
 
 namespace target {
@@ -26,26 +27,30 @@ namespace target {
 // width reads the same blob (narrower targets process a register tile in 2 or 4 pieces).
 struct portable {
   static constexpr target_descriptor desc{"portable", 64, 32, 16, 8, 64, 0, 0, 0,
-                                          std::size_t(1) << 20, std::size_t(32) << 20, 46.0, 0.0};
+                                          std::size_t(1) << 20, std::size_t(32) << 20, 46.0, 0.0,
+                                          std::size_t(48) << 10};
 };
-// Qualcomm Hexagon HVX (v73-class): 128-byte vectors, vlut16 (16 entries x 16 bit,
+// Qualcomm Hexagon HVX (v73-class): 128-byte vectors (HVX loads bypass the L1D), vlut16
+// (16 entries x 16 bit,
 // 64 lookups/instr), HMX 32x32 fp16 tiles, 8 MiB VTCM (T-MAN §2, paper 001 §5); DDR -> TCM
 // by DMA 59 GB/s (T-MAN Table 2); 45 TOPS NPU peak (T-MAN §1).
 struct hvx {
   static constexpr target_descriptor desc{"hvx", 128, 32, 16, 16, 64, 32, 32, 32,
-                                          std::size_t(8) << 20, 0, 59.0, 45000.0};
+                                          std::size_t(8) << 20, 0, 59.0, 45000.0, 0};
 };
 // Arm SME: streaming SVE (SVL 512 assumed for the model) + ZA tiles; LUTI4 on SME2.
 // (No paper gives its figures: the memory numbers are placeholders until measured.)
 struct sme {
   static constexpr target_descriptor desc{"sme", 64, 32, 16, 8, 64, 16, 16, 1,
-                                          std::size_t(2) << 20, 0, 100.0, 0.0};
+                                          std::size_t(2) << 20, 0, 100.0, 0.0,
+                                          std::size_t(64) << 10};
 };
 // AMD AIE-ML compute tile (XDNA): 64 KiB data memory, 512 KiB memory tile, bf16 MAC 4x8x4;
 // sustained DRAM read capped below 40 GB/s (Gemma3-on-XDNA §3, §5).
 struct aie {
   static constexpr target_descriptor desc{"aie", 64, 16, 0, 0, 0, 4, 8, 4,
-                                          std::size_t(64) << 10, std::size_t(512) << 10, 40.0, 0.0};
+                                          std::size_t(64) << 10, std::size_t(512) << 10, 40.0, 0.0,
+                                          std::size_t(64) << 10};
 };
 }  // namespace target
 
