@@ -1,7 +1,15 @@
 #!/usr/bin/env bash
 # Installs lutkit's build dependencies from Debian packages when any is missing.
+#   scripts/deps.sh          the host build: compiler, CMake, Highway, xsimd, Boost.PFR, Catch2, Benchmark
+#   scripts/deps.sh fuzz     and clang-19 with its runtimes (libFuzzer, sanitizers) for scripts/fuzz.sh
 set -euo pipefail
 pkgs=(cmake ninja-build g++ libhwy-dev libxsimd-dev libboost1.81-dev catch2 libbenchmark-dev)
+for extra in "$@"; do
+  case "$extra" in
+    fuzz) pkgs+=(clang-19 libclang-rt-19-dev) ;;
+    *) echo "deps.sh: unknown group '$extra'" >&2; exit 2 ;;
+  esac
+done
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

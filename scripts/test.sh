@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds and runs every test: the Release suite, then the same suite under
-# AddressSanitizer + UndefinedBehaviorSanitizer. Installs missing dependencies first.
+# AddressSanitizer + UndefinedBehaviorSanitizer, then every fuzz target for a bounded time
+# (LUTKIT_FUZZ_SECONDS each, default 60). Installs missing dependencies first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
@@ -19,3 +20,6 @@ cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Release -DLUTKIT_SANITIZE=O
 cmake --build build/asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build/asan --output-on-failure
+
+echo "== fuzz (libFuzzer + ASan + UBSan, ${LUTKIT_FUZZ_SECONDS:-60} s per target)"
+scripts/fuzz.sh

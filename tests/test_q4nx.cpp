@@ -96,8 +96,14 @@ hand_built build_blocks(uint64_t seed) {
       if ((b & 0x7F80u) != 0x7F80u) return b;  // any finite bf16, subnormals and zeros included
     }
   };
-  for (auto& s : h.scale_b) s = finite_bf16();
-  for (auto& m : h.min_b) m = finite_bf16();
+  // any finite pair import accepts: the largest weight |scale| * 15 + |min| is a finite float
+  // (pairs beyond that are refused at import, tests/test_robustness.cpp)
+  for (std::size_t i = 0; i < h.scale_b.size(); ++i)
+    for (;;) {
+      h.scale_b[i] = finite_bf16();
+      h.min_b[i] = finite_bf16();
+      if (std::isfinite(std::fabs(bf16_to_f32(h.scale_b[i])) * 15.f + std::fabs(bf16_to_f32(h.min_b[i])))) break;
+    }
   h.bytes.assign((h.M / 32) * (h.K / 256) * 5120, 0);
   for (std::size_t m = 0; m < h.M; ++m)
     for (std::size_t k = 0; k < h.K; ++k) {

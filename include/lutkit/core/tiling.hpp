@@ -31,6 +31,7 @@
 #include "bf16.hpp"
 #include "error.hpp"
 #include "half.hpp"
+#include "limits.hpp"
 
 namespace lutkit {
 
@@ -167,7 +168,7 @@ struct packed_layout {
 
   packed_layout() = default;
   packed_layout(const tiling_spec& s, std::size_t m, std::size_t k) : spec(s), M(m), K(k) {
-    detail::require(m > 0 && k > 0, "M and K must be positive");
+    detail::check_matrix_shape(m, k, "packed layout");
     if (s.group_k > 0) {
       detail::require(k % std::size_t(s.group_k) == 0,
                       "K (", k, ") is not a multiple of the group size (", s.group_k, ")");

@@ -149,6 +149,8 @@ void check_dq_args(const packed_weights<P>& w, const float* x, std::size_t N, st
   require(ldx >= K, "dequant_gemm: activation stride ldx (", ldx, ") is smaller than K (", K, ")");
   require(ldy >= w.M(), "dequant_gemm: output stride ldy (", ldy, ") is smaller than M (", w.M(), ")");
   require(r0 <= r1 && r1 <= w.M(), "dequant_gemm: row range [", r0, ", ", r1, ") is outside [0, M = ", w.M(), ")");
+  check_strided(N, K, ldx, "dequant_gemm", "ldx");
+  check_strided(N, w.M(), ldy, "dequant_gemm", "ldy");
 }
 
 // checks, activation packing and the tile split shared by dequant_gemm and dequant_gemm_rows
@@ -200,6 +202,7 @@ void dequantize(const packed_weights<P>& w, void* out, dq_type type, std::size_t
   detail::require(out != nullptr, "dequantize: null output");
   if (ldo == 0) ldo = w.K();
   detail::require(ldo >= w.K(), "dequantize: ldo is smaller than K");
+  detail::check_strided(w.M(), w.K(), ldo, "dequantize", "ldo");
   const auto& ks = detail::dq_kernels_for(backend);
   const packed_layout& L = w.layout();
   const detail::dq_geometry g =

@@ -170,6 +170,8 @@ void check_tile_group_args(const tile_group_weights<Fmt>& w, const float* x, std
   require(K == w.K(), who, ": activations have K = ", K, " but the weights have K = ", w.K());
   require(ldx >= K, who, ": activation stride ldx (", ldx, ") is smaller than K (", K, ")");
   require(ldy >= w.M(), who, ": output stride ldy (", ldy, ") is smaller than M (", w.M(), ")");
+  check_strided(N, K, ldx, who, "ldx");
+  check_strided(N, w.M(), ldy, who, "ldy");
 }
 }  // namespace detail
 

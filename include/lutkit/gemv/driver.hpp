@@ -22,6 +22,7 @@ gemv_args make_gemv_args(const packed_weights<P>& w, const lut_tables<P>& t, flo
   if (ldy == 0) ldy = w.M();
   require(ldy >= w.M(), "lut_gemv: output stride ldy is smaller than M");
   require(r0 <= r1 && r1 <= w.M(), "lut_gemv: row range [", r0, ", ", r1, ") is outside [0, M = ", w.M(), ")");
+  check_strided(t.N(), w.M(), ldy, "lut_gemv", "ldy");
   gemv_args a;
   a.data = w.data();
   a.layout = &w.layout();

@@ -86,6 +86,7 @@ inline void check_table_args(const void* x, std::size_t N, std::size_t K, std::s
   require(N >= 1, "build_tables: N must be at least 1");
   require(K >= 1, "build_tables: K must be positive");
   require(ldx >= K, "build_tables: activation stride smaller than K");
+  check_strided(N, K, ldx, "build_tables", "ldx");
 }
 
 // The scalar table builder: the specification of what the vectorized builder

@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "../core/error.hpp"
@@ -58,6 +60,7 @@ class packed_weights {
     check_header(h, n);
     packed_weights w(std::size_t(h.M), std::size_t(h.K));
     std::memcpy(w.bytes_.get(), src, n);
+    w.check_contents();
     return w;
   }
 
@@ -89,10 +92,51 @@ class packed_weights {
       throw error("packed blob was packed for policy '" + other + "' but is used with policy '" +
                   P::name() + "'");
     }
-    detail::require(h.M > 0 && h.K > 0, "packed blob: empty shape");
-    const packed_layout l(P::spec, std::size_t(h.M), std::size_t(h.K));
-    detail::require(h.data_bytes == l.total_bytes && n == sizeof(blob_header) + l.total_bytes,
-                    "packed blob: size does not match its shape (truncated or corrupted)");
+    detail::require(h.header_bytes == sizeof(blob_header), "packed blob: header field header_bytes is ",
+                    h.header_bytes, ", expected ", sizeof(blob_header));
+    detail::require(h.M > 0 && h.K > 0, "packed blob: empty shape (header fields M = ", h.M, ", K = ", h.K, ")");
+    detail::require(h.M <= max_dim, "packed blob: header field M = ", h.M, " exceeds the largest dimension (2^31)");
+    detail::require(h.K <= max_dim, "packed blob: header field K = ", h.K, " exceeds the largest dimension (2^31)");
+    detail::require(P::spec.group_k == 0 || h.K % std::uint64_t(P::spec.group_k) == 0, "packed blob: header field K = ",
+                    h.K, " is not a multiple of the policy's group size ", P::spec.group_k);
+    const packed_layout l(P::spec, std::size_t(h.M), std::size_t(h.K));  // checks M x K <= max_elements
+    detail::require(h.data_bytes == l.total_bytes, "packed blob: header field data_bytes = ", h.data_bytes,
+                    " disagrees with the ", h.M, " x ", h.K, " shape, which packs to ", l.total_bytes, " bytes");
+    detail::require(n == sizeof(blob_header) + l.total_bytes, "packed blob: size is ", n, " bytes, but its header (",
+                    h.M, " x ", h.K, ") needs ", sizeof(blob_header) + l.total_bytes, " (truncated or corrupted)");
+  }
+
+  // What the header cannot vouch for: every scale and zero slot (padded rows included) holds a
+  // finite value whose largest weight, |scale| x (max |level| + |zero|), is a finite float; every
+  // ternary index is one the packer writes (0..13). Otherwise the kernels would return NaN, or
+  // a value no reference gives, instead of an error.
+  void check_contents() const {
+    using FT = format_traits<typename P::format>;
+    constexpr auto& S = P::spec;
+    float max_level = 0;
+    for (int c = 0; c <= FT::max_code; ++c) max_level = std::max(max_level, std::fabs(float(FT::level(c))));
+    const uint8_t* d = data();
+    for (std::size_t t = 0; t < layout_.tiles; ++t)
+      for (std::size_t g = 0; g < layout_.groups; ++g)
+        for (int r = 0; r < S.rows_per_tile; ++r) {
+          uint16_t sb, zb = 0;
+          std::memcpy(&sb, d + layout_.scale_offset(t, g) + 2 * std::size_t(r), 2);
+          if (S.asymmetric) std::memcpy(&zb, d + layout_.zero_offset(t, g) + 2 * std::size_t(r), 2);
+          const float s = decode_param(S, sb), z = S.asymmetric ? decode_param(S, zb) : S.sym_zero;
+          const std::size_t row = t * std::size_t(S.rows_per_tile) + std::size_t(r);
+          detail::require(std::isfinite(s) && std::isfinite(z), "packed blob: ", std::isfinite(s) ? "zero" : "scale",
+                          " of row ", row, ", group ", g, " is not finite");
+          detail::require(std::isfinite(std::fabs(s) * (max_level + std::fabs(z))), "packed blob: scale ", s,
+                          " and zero ", z, " of row ", row, ", group ", g, " overflow float weights");
+        }
+    if constexpr (S.ternary)
+      for (std::size_t t = 0; t < layout_.tiles; ++t)
+        for (std::size_t sp = 0; sp < layout_.step_pairs(); ++sp) {
+          const uint8_t* c = d + layout_.lone_chunk_offset(t, sp);
+          for (int i = 0; i < S.chunk_bytes; ++i)
+            detail::require((c[i] & 15) <= 13 && (c[i] >> 4) <= 13, "packed blob: ternary index byte ", i,
+                            " of tile ", t, ", step pair ", sp, " is not a valid mirrored index (0..13)");
+        }
   }
 
   packed_layout layout_{};

@@ -21,6 +21,7 @@
 #include "../core/bf16.hpp"
 #include "../core/concepts.hpp"
 #include "../core/error.hpp"
+#include "../core/limits.hpp"
 #include "quant.hpp"
 
 namespace lutkit {
@@ -141,10 +142,13 @@ struct q4nx_quantized {
 };
 
 namespace detail {
-inline q4nx_quantized make_q4nx(std::size_t M, std::size_t K, const char* who) {
-  require(M > 0 && K > 0, who, ": M and K must be positive");
+inline void check_q4nx_shape(std::size_t M, std::size_t K, const char* who) {
+  check_matrix_shape(M, K, who);
   require(M % q4nx_spec::block_rows == 0 && K % q4nx_spec::block_k == 0, who, ": M (", M,
           ") must be a multiple of 32 and K (", K, ") a multiple of 256 (Q4NX blocks are 32 x 256)");
+}
+inline q4nx_quantized make_q4nx(std::size_t M, std::size_t K, const char* who) {
+  check_q4nx_shape(M, K, who);
   q4nx_quantized q;
   q.M = M;
   q.K = K;
@@ -182,10 +186,11 @@ inline q4nx_quantized quantize_q4nx(const float* w, std::size_t M, std::size_t K
 // Scales and mins must be finite bf16 values (else lutkit::error naming the block and group).
 inline q4nx_quantized import_q4nx(const uint8_t* bytes, std::size_t n, std::size_t M, std::size_t K) {
   detail::require(bytes != nullptr, "import_q4nx: null pointer");
-  q4nx_quantized q = detail::make_q4nx(M, K, "import_q4nx");
+  detail::check_q4nx_shape(M, K, "import_q4nx");
   const std::size_t rbs = M / q4nx_spec::block_rows, kbs = K / q4nx_spec::block_k;
   detail::require(n == rbs * kbs * q4nx_spec::block_bytes, "import_q4nx: ", n, " bytes, expected ",
                   rbs * kbs * q4nx_spec::block_bytes, " for ", M, " x ", K, " (", rbs * kbs, " blocks of 5120)");
+  q4nx_quantized q = detail::make_q4nx(M, K, "import_q4nx");  // allocated once the bytes are known to be there
   for (std::size_t rb = 0; rb < rbs; ++rb)
     for (std::size_t kb = 0; kb < kbs; ++kb) {
       const uint8_t* blk = bytes + q4nx_spec::block_index(rb, kb, K) * q4nx_spec::block_bytes;
@@ -199,6 +204,9 @@ inline q4nx_quantized import_q4nx(const uint8_t* bytes, std::size_t n, std::size
           const float sf = bf16_to_f32(s), mf = bf16_to_f32(mn);
           detail::require(std::isfinite(sf) && std::isfinite(mf), "import_q4nx: block (", rb, ", ", kb,
                           ") row ", r, " group ", g, ": scale or min is not finite");
+          // the largest weight, |scale| * 15 + |min|, must be a finite float
+          detail::require(std::isfinite(std::fabs(sf) * 15.f + std::fabs(mf)), "import_q4nx: block (", rb, ", ", kb,
+                          ") row ", r, " group ", g, ": scale ", sf, " and min ", mf, " overflow float weights");
           q.scales[m * q.groups + gg] = sf;
           q.mins[m * q.groups + gg] = mf;
           const uint8_t* c = blk + q4nx_spec::group_code_offset(r, g);

@@ -12,6 +12,7 @@
 
 #include "../core/error.hpp"
 #include "../core/half.hpp"
+#include "../core/limits.hpp"
 #include "../core/policy.hpp"
 
 namespace lutkit {
@@ -46,7 +47,7 @@ struct quantized {
 namespace detail {
 template <class P>
 quantized<P> make_quantized(std::size_t M, std::size_t K) {
-  require(M > 0 && K > 0, "M and K must be positive");
+  check_matrix_shape(M, K, "quantized tensor");
   if (P::spec.group_k > 0)
     require(K % std::size_t(P::spec.group_k) == 0,
             "K (", K, ") is not a multiple of the group size (", P::spec.group_k, ")");
@@ -237,12 +238,20 @@ quantized<P> from_codes(const uint8_t* codes, const float* scales, const float* 
     detail::require(codes[i] <= maxq, "from_codes: code ", int(codes[i]), " at index ", i, " exceeds ", maxq);
     q.codes[i] = codes[i];
   }
+  // a scale or zero must be finite, and stay finite once rounded to the blob's 2-byte parameter
+  // (fp16 overflows above 65504): a value that cannot be stored is refused here, with its
+  // position, rather than turned into an infinite weight that the kernels would spread as NaN
   for (std::size_t i = 0; i < M * q.groups; ++i) {
-    detail::require(std::isfinite(scales[i]), "from_codes: scale is not finite");
+    const std::size_t row = i / q.groups, grp = i % q.groups;
+    detail::require(std::isfinite(scales[i]), "from_codes: scale is not finite at row ", row, ", group ", grp);
     q.scales[i] = detail::round_param<P>(scales[i]);
+    detail::require(std::isfinite(q.scales[i]), "from_codes: scale ", scales[i], " at row ", row, ", group ", grp,
+                    " overflows the blob's ", P::spec.bf16_params ? "bf16" : "fp16", " parameter");
     if (P::spec.asymmetric) {
-      detail::require(std::isfinite(zeros[i]), "from_codes: zero is not finite");
+      detail::require(std::isfinite(zeros[i]), "from_codes: zero is not finite at row ", row, ", group ", grp);
       q.zeros[i] = detail::round_param<P>(zeros[i]);
+      detail::require(std::isfinite(q.zeros[i]), "from_codes: zero ", zeros[i], " at row ", row, ", group ", grp,
+                      " overflows the blob's ", P::spec.bf16_params ? "bf16" : "fp16", " parameter");
     }
   }
   if (P::spec.per_tensor)
@@ -260,6 +269,7 @@ quantized<P> import_gptq(const int32_t* qweight, const uint16_t* scales_f16, con
   constexpr int B = P::spec.bits;
   static_assert(P::spec.asymmetric && (B == 2 || B == 4), "import_gptq: asymmetric 2- or 4-bit policies");
   detail::require(qweight && scales_f16 && qzeros, "import_gptq: null tensor");
+  detail::check_matrix_shape(M, K, "import_gptq");
   quantized<P> q = detail::make_quantized<P>(M, K);
   constexpr int per_word = 32 / B;
   detail::require(K % per_word == 0 && M % per_word == 0,
@@ -272,7 +282,8 @@ quantized<P> import_gptq(const int32_t* qweight, const uint16_t* scales_f16, con
   for (std::size_t g = 0; g < q.groups; ++g)
     for (std::size_t m = 0; m < M; ++m) {
       const float s = f16_to_f32(scales_f16[g * M + m]);
-      detail::require(std::isfinite(s), "import_gptq: scale is not finite");
+      detail::require(std::isfinite(s), "import_gptq: scales[", g, "][", m, "] (group ", g, ", row ", m,
+                      ") is not finite");
       q.scales[m * q.groups + g] = s;
       const uint32_t word = uint32_t(qzeros[g * (M / per_word) + m / per_word]);
       const uint32_t z = (word >> ((m % per_word) * B)) & ((1u << B) - 1);
@@ -285,8 +296,9 @@ quantized<P> import_gptq(const int32_t* qweight, const uint16_t* scales_f16, con
 // Byte layouts: docs/llama_formats.md. A tensor of M rows x K columns is M * K/32 blocks, the
 // K/32 blocks of a row consecutive; each block holds its fp16 scale d (little-endian) first.
 // The decoded codes reproduce llama.cpp's dequantization bit for bit through
-// format_traits::value (tests/test_formats.cpp). `nbytes` (optional, 0: unchecked) is the size
-// of the caller's buffer, which must hold all M * K/32 blocks.
+// format_traits::value (tests/test_formats.cpp). `nbytes` is the size of the caller's buffer,
+// which must hold all M * K/32 blocks; left out (unknown_size), the caller promises that it does.
+// Pass it whenever the bytes come from a file.
 namespace detail {
 template <class P, class Fmt, class Decode>
 quantized<P> import_ggml_blocks(const char* what, const void* blocks, std::size_t M, std::size_t K,
@@ -294,10 +306,10 @@ quantized<P> import_ggml_blocks(const char* what, const void* blocks, std::size_
   constexpr bool policy_ok = std::is_same_v<typename P::format, Fmt> && P::spec.group_k == 32;
   require(policy_ok, what, ": the policy must have the block's format and group<32>, got ", P::name());
   require(blocks != nullptr, what, ": null block pointer");
-  require(M > 0 && K > 0, what, ": M and K must be positive");
+  check_matrix_shape(M, K, what);
   require(K % 32 == 0, what, ": K (", K, ") is not a multiple of the block size 32");
   const std::size_t nblocks = M * (K / 32);
-  require(nbytes == 0 || nbytes >= nblocks * block_bytes, what, ": buffer of ", nbytes, " bytes holds fewer than ",
+  require(nbytes == unknown_size || nbytes >= nblocks * block_bytes, what, ": buffer of ", nbytes, " bytes holds fewer than ",
           nblocks, " blocks of ", block_bytes, " bytes");
   quantized<P> q = make_quantized<P>(M, K);
   const auto* b = static_cast<const unsigned char*>(blocks);
@@ -323,7 +335,7 @@ inline void decode_ggml_nibbles(const unsigned char* qs, uint8_t* codes) {
 // block_q4_0 (18 bytes: fp16 d, 16 bytes of nibbles q): w = d * (q - 8). Policy: uint_sym<4>,
 // group<32> (code = q, zero 8).
 template <class P>
-quantized<P> import_q4_0(const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes = 0) {
+quantized<P> import_q4_0(const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes = unknown_size) {
   return detail::import_ggml_blocks<P, fmt::uint_sym<4>>("import_q4_0", blocks, M, K, nbytes, 18,
                                                          detail::decode_ggml_nibbles);
 }
@@ -331,7 +343,7 @@ quantized<P> import_q4_0(const void* blocks, std::size_t M, std::size_t K, std::
 // block_q8_0 (34 bytes: fp16 d, 32 int8 q): w = d * q. Policy: uint_sym<8>, group<32>
 // (code = q + 128, zero 128).
 template <class P>
-quantized<P> import_q8_0(const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes = 0) {
+quantized<P> import_q8_0(const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes = unknown_size) {
   return detail::import_ggml_blocks<P, fmt::uint_sym<8>>(
       "import_q8_0", blocks, M, K, nbytes, 34, [](const unsigned char* qs, uint8_t* codes) {
         for (int j = 0; j < 32; ++j) codes[j] = uint8_t(qs[j] ^ 0x80u);  // int8 q -> q + 128
@@ -341,7 +353,7 @@ quantized<P> import_q8_0(const void* blocks, std::size_t M, std::size_t K, std::
 // block_iq4_nl (18 bytes: fp16 d, 16 bytes of nibbles like q4_0): w = d * kvalues[q].
 // Policy: codebook4<book::iq4_nl>, group<32> (code = q, level kvalues[q] + 128, zero 128).
 template <class P>
-quantized<P> import_iq4_nl(const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes = 0) {
+quantized<P> import_iq4_nl(const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes = unknown_size) {
   return detail::import_ggml_blocks<P, fmt::codebook4<book::iq4_nl>>("import_iq4_nl", blocks, M, K, nbytes, 18,
                                                                      detail::decode_ggml_nibbles);
 }

@@ -174,11 +174,13 @@ tile_group_quantized<Fmt> unpack_super_groups(const uint8_t* bytes, std::size_t 
       uint16_t h;
       std::memcpy(&h, d + map.scale_offset(g), 2);
       q.scales[s * SG + g] = f16_to_f32(h);
-      detail::require(std::isfinite(q.scales[s * SG + g]), "unpack_super_groups: scale is not finite");
+      detail::require(std::isfinite(q.scales[s * SG + g]), "unpack_super_groups: scale is not finite (super-group ", s,
+                      ", group ", g, ")");
       if (format_traits<Fmt>::asymmetric) {
         std::memcpy(&h, d + map.zero_offset(g), 2);
         q.zeros[s * SG + g] = f16_to_f32(h);
-        detail::require(std::isfinite(q.zeros[s * SG + g]), "unpack_super_groups: zero is not finite");
+        detail::require(std::isfinite(q.zeros[s * SG + g]), "unpack_super_groups: zero is not finite (super-group ", s,
+                        ", group ", g, ")");
       }
     }
   }

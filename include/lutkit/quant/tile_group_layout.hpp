@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "../core/error.hpp"
+#include "../core/limits.hpp"
 
 namespace lutkit {
 
@@ -55,7 +56,7 @@ struct tile_group_layout {
   tile_group_layout(std::size_t m, std::size_t k, tile_group_geometry g = hmx_fp16_tile_groups)
       : geo(g), M(m), K(k) {
     detail::require(g.valid(), "tile_group_layout: invalid geometry");
-    detail::require(m > 0 && k > 0, "tile_group_layout: M and K must be positive");
+    detail::check_matrix_shape(m, k, "tile_group_layout");
     detail::require(m % std::size_t(g.tile) == 0 && k % std::size_t(g.tile) == 0, "tile_group_layout: M (", m,
                     ") and K (", k, ") must be multiples of the tile edge (", g.tile, ")");
     row_tiles = m / std::size_t(g.tile);

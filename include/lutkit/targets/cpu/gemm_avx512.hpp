@@ -17,7 +17,9 @@
 #include <immintrin.h>
 // GCC 12 flags its own _mm512_undefined_* helpers inside the intrinsics headers
 #pragma GCC diagnostic push
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #define LUTKIT_HAVE_AVX512_DQ 1
 #define LUTKIT_AVX512_DQ \

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (tests/fuzz/fuzz_*.cpp) with clang-19, ASan and UBSan, and runs each
+# for a bounded time from its seed corpus; fails on any finding. Inputs that crash are written to
+# build/fuzz/crashes/<target>/: add them to tests/fuzz/corpus/<target>/ so the normal suite replays them.
+#   scripts/fuzz.sh                 every target, LUTKIT_FUZZ_SECONDS (default 60) each
+#   scripts/fuzz.sh blob -runs=N    one target, extra libFuzzer flags
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh fuzz
+seconds="${LUTKIT_FUZZ_SECONDS:-60}"
+targets=(blob import streams)
+extra=()
+if [ $# -gt 0 ]; then targets=("$1"); shift; extra=("$@"); fi
+
+cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=Release -DLUTKIT_FUZZ=ON \
+  -DCMAKE_CXX_COMPILER=clang++-19 -DCMAKE_CXX_FLAGS_RELEASE="-O1" >/dev/null
+cmake --build build/fuzz -j "${LUTKIT_JOBS:-2}"
+
+status=0
+for t in "${targets[@]}"; do
+  work=build/fuzz/corpus/$t
+  rm -rf "$work" "build/fuzz/crashes/$t"
+  mkdir -p "$work" "build/fuzz/crashes/$t"
+  ./build/fuzz/tests/fuzz/lutkit_fuzz_make_seeds build/fuzz/seeds >/dev/null
+  log=build/fuzz/$t.log
+  # -rss_limit_mb / -malloc_limit_mb: a hostile shape must never turn into a huge allocation
+  # new inputs go to $work; the committed corpus and the fresh seeds are read
+  if ./build/fuzz/tests/fuzz/lutkit_fuzz_$t "$work" -max_total_time="$seconds" -rss_limit_mb=2048 \
+       -malloc_limit_mb=1024 -timeout=20 -print_final_stats=1 -artifact_prefix="build/fuzz/crashes/$t/" \
+       "${extra[@]}" "tests/fuzz/corpus/$t" "build/fuzz/seeds/$t" >"$log" 2>&1; then
+    runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
+    echo "fuzz $t: $runs executions, no finding"
+  else
+    echo "fuzz $t: FINDING (log: $log, input in build/fuzz/crashes/$t/)"
+    tail -40 "$log"
+    status=1
+  fi
+done
+exit $status

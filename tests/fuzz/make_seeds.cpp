@@ -1,0 +1,138 @@
+// Writes each fuzz target's seed corpus, made by lutkit's own packers and quantizers:
+//   make_seeds <dir>   ->  <dir>/blob/*, <dir>/import/*, <dir>/streams/*
+// Every seed is a valid input of its target (the fuzzers mutate from there); the same files are
+// committed in tests/fuzz/corpus/ and replayed by the normal test suite.
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <lutkit/lutkit.hpp>
+#include <lutkit/quant/q4nx.hpp>
+#include <lutkit/quant/tile_group.hpp>
+
+namespace {
+using namespace lutkit;
+namespace fs = std::filesystem;
+using W2 = policy<fmt::uint_asym<2>, group<64>, table::lut4<int8_t, true>>;
+using T3 = policy<fmt::ternary, per_channel, table::lut4<int8_t, false>>;
+using NL = policy<fmt::codebook4<book::iq4_nl>, group<32>, table::lut4<int8_t, false>>;
+using NX = policy<fmt::q4nx, group<32>, table::lut4<int8_t, false>>;
+
+std::vector<float> weights(std::size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> d(0.f, 0.05f);
+  std::vector<float> w(n);
+  for (auto& v : w) v = d(rng);
+  return w;
+}
+
+void write(const fs::path& dir, const std::string& name, const std::vector<uint8_t>& bytes) {
+  fs::create_directories(dir);
+  std::ofstream(dir / name, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+}
+void put(std::vector<uint8_t>& b, uint64_t v, int n) {
+  for (int i = 0; i < n; ++i) b.push_back(uint8_t(v >> (8 * i)));
+}
+// the fuzz targets' shape encoding: a flag byte (< 0x80: a short form follows), M as u8, K as u16
+std::vector<uint8_t> shape_prefix(int which, std::size_t M, std::size_t K) {
+  std::vector<uint8_t> b{uint8_t(which), 0};
+  put(b, M, 1);
+  b.push_back(0);
+  put(b, K, 2);
+  return b;
+}
+
+template <class P>
+void blob_seed(const fs::path& dir, int pick, std::size_t M, std::size_t K) {
+  const auto w = weights(M * K, M * 131 + K);
+  const auto wp = pack<P>(quantize<P>(w.data(), M, K));
+  std::vector<uint8_t> b{uint8_t(pick)};
+  b.insert(b.end(), wp.bytes(), wp.bytes() + wp.size_bytes());
+  write(dir, "seed_" + P::name() + "_" + std::to_string(M) + "x" + std::to_string(K), b);
+}
+
+// llama.cpp blocks written from lutkit's quantized codes (code = q for q4_0 / iq4_nl, q + 128 for q8_0)
+template <class P>
+void ggml_seed(const fs::path& dir, int which, std::size_t M, std::size_t K) {
+  const auto w = weights(M * K, 7 + which);
+  const auto q = quantize<P>(w.data(), M, K);
+  auto b = shape_prefix(which, M, K);
+  for (std::size_t m = 0; m < M; ++m)
+    for (std::size_t g = 0; g < K / 32; ++g) {
+      put(b, f32_to_f16(q.scale(m, g)), 2);
+      const uint8_t* c = q.codes.data() + m * K + g * 32;
+      if (which == 1) {
+        for (int j = 0; j < 32; ++j) b.push_back(uint8_t(c[j] ^ 0x80));
+      } else {
+        for (int j = 0; j < 16; ++j) b.push_back(uint8_t(c[j] | (c[j + 16] << 4)));
+      }
+    }
+  write(dir, "seed_ggml" + std::to_string(which) + "_" + std::to_string(M) + "x" + std::to_string(K), b);
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: make_seeds <dir>\n");
+    return 2;
+  }
+  const fs::path root(argv[1]);
+  // blob: byte 0 picks the policy (0 W2, 1 ternary, 2 IQ4_NL, 3 Q4NX), then a packed blob
+  blob_seed<W2>(root / "blob", 0, 70, 128);
+  blob_seed<W2>(root / "blob", 0, 1, 64);
+  blob_seed<T3>(root / "blob", 1, 65, 100);
+  blob_seed<NL>(root / "blob", 2, 33, 96);
+  blob_seed<NX>(root / "blob", 3, 64, 64);
+  // import: 0 q4_0, 1 q8_0, 2 iq4_nl (shape prefix + blocks), 3 GPTQ, 4 from_codes (raw bytes)
+  ggml_seed<policy<fmt::uint_sym<4>, group<32>, table::lut4<int8_t, false>>>(root / "import", 0, 5, 64);
+  ggml_seed<policy<fmt::uint_sym<8>, group<32>, table::lut4<int8_t, false>>>(root / "import", 1, 3, 96);
+  ggml_seed<NL>(root / "import", 2, 4, 32);
+  {
+    std::vector<uint8_t> b{3, 1, 1};
+    std::mt19937_64 rng(3);
+    for (int i = 0; i < 16 * 64 / 8 * 4; ++i) b.push_back(uint8_t(rng()));
+    for (int i = 0; i < 2 * 16; ++i) put(b, f32_to_f16(0.01f * float(i + 1)), 2);
+    for (int i = 0; i < 2 * 2 * 4; ++i) b.push_back(uint8_t(rng()));
+    write(root / "import", "seed_gptq", b);
+  }
+  {
+    std::vector<uint8_t> b{4, 5, 1};
+    std::mt19937_64 rng(4);
+    for (int i = 0; i < 6 * 64; ++i) b.push_back(uint8_t(rng() & 15));
+    for (int i = 0; i < 6 * 2; ++i) {
+      const float s = 0.02f;
+      uint32_t u;
+      std::memcpy(&u, &s, 4);
+      put(b, u, 4);
+    }
+    for (int i = 0; i < 6 * 2; ++i) {
+      const float z = 8.f;
+      uint32_t u;
+      std::memcpy(&u, &z, 4);
+      put(b, u, 4);
+    }
+    write(root / "import", "seed_from_codes", b);
+  }
+  // streams: 0 Q4NX, 1 tile-group super-groups
+  {
+    const auto w = weights(32 * 256, 11);
+    const auto bytes = export_q4nx(quantize_q4nx(w.data(), 32, 256));
+    auto b = shape_prefix(0, 32, 256);
+    b.insert(b.end(), bytes.begin(), bytes.end());
+    write(root / "streams", "seed_q4nx_32x256", b);
+  }
+  {
+    const auto w = weights(64 * 64, 12);
+    const auto bytes = pack_super_groups(quantize_tile_group<fmt::uint_asym<4>>(w.data(), 64, 64));
+    auto b = shape_prefix(1, 64, 64);
+    b.insert(b.end(), bytes.begin(), bytes.end());
+    write(root / "streams", "seed_tile_group_64x64", b);
+  }
+  std::printf("seeds written to %s\n", root.c_str());
+  return 0;
+}
