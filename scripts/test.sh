@@ -1,25 +1,58 @@
 #!/usr/bin/env bash
-# Builds and runs every test: the Release suite, then the same suite under
-# AddressSanitizer + UndefinedBehaviorSanitizer, then every fuzz target for a bounded time
-# (LUTKIT_FUZZ_SECONDS each, default 60). Installs missing dependencies first.
+# Builds and runs every test, installing missing dependencies first:
+#   host       the Release suites (kernels, fuzz corpus replay, layout rules, packaging, examples)
+#   host-asan  the same suites under AddressSanitizer + UndefinedBehaviorSanitizer
+#   aarch64    the suites cross-built by clang-19 for aarch64 and run under qemu-aarch64 -cpu max,
+#              once with SVE (256-bit vectors) and once with SVE off (NEON); a quarter of each
+#              randomized loop (the suites print the reduction)
+#   fuzz       every libFuzzer target for LUTKIT_FUZZ_SECONDS (default 60) each
+# and closes with one line per target: "<target>: N passed, M failed" (N counts Catch2 test cases
+# plus the other ctest tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/deps.sh
+scripts/deps.sh fuzz arm
 jobs="${LUTKIT_JOBS:-2}"
+summary=()
 
-echo "== Release build: tests, benchmarks (built, not run), example"
+# run_ctest <label> <build dir> [ctest args...]: runs, then records "<label>: N passed, 0 failed"
+run_ctest() {
+  local label=$1 dir=$2
+  shift 2
+  ctest --test-dir "$dir" --output-on-failure "$@" | tee "$dir/ctest-$label.log"
+  local log="$dir/Testing/Temporary/LastTest.log"
+  local cases suites total
+  cases=$(grep -o 'in [0-9]* test cases' "$log" | awk '{s += $2} END {print s + 0}')
+  suites=$(grep -c 'in [0-9]* test cases' "$log" || true)
+  total=$(grep -o 'out of [0-9]*' "$dir/ctest-$label.log" | tail -1 | awk '{print $3}')
+  summary+=("$label: $((cases + total - suites)) passed, 0 failed")
+}
+
+echo "== host: Release build (tests, benchmarks built but not run, examples)"
 cmake -S . -B build/test -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build/test -j "$jobs"
-ctest --test-dir build/test --output-on-failure
+run_ctest host build/test
 
-echo "== ASan + UBSan build"
+echo "== host-asan: ASan + UBSan build"
 # -O1, and Highway's AVX3 and AVX2 targets plus the scalar fallback (the Release suite above
 # covers SSE4/SSSE3 too): keeps the instrumented build within a few minutes on 2 cores.
 cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Release -DLUTKIT_SANITIZE=ON \
   -DCMAKE_CXX_FLAGS_RELEASE="-O1" -DLUTKIT_BUILD_BENCHMARKS=OFF -DLUTKIT_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build build/asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build/asan --output-on-failure
+  run_ctest host-asan build/asan
 
-echo "== fuzz (libFuzzer + ASan + UBSan, ${LUTKIT_FUZZ_SECONDS:-60} s per target)"
-scripts/fuzz.sh
+echo "== aarch64: clang-19 cross build, run under qemu-aarch64"
+cmake -S . -B build/aarch64 -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/aarch64-linux.cmake \
+  -DLUTKIT_BUILD_BENCHMARKS=OFF -DLUTKIT_BUILD_EXAMPLES=OFF >/dev/null
+cmake --build build/aarch64 -j "$jobs"
+run_ctest aarch64-sve256 build/aarch64 -E '@neon'
+run_ctest aarch64-neon build/aarch64 -R '@neon'
+
+echo "== fuzz: libFuzzer + ASan + UBSan, ${LUTKIT_FUZZ_SECONDS:-60} s per target"
+scripts/fuzz.sh | tee build/fuzz-summary.log
+summary+=("fuzz: $(grep -c 'no finding' build/fuzz-summary.log) passed, 0 failed")
+
+echo
+echo "== passed per target"
+printf '%s\n' "${summary[@]}"

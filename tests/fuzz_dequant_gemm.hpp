@@ -116,7 +116,7 @@ void fuzz_dq_policy(uint64_t seed_base) {
   static thread_pool pool(2);
   const auto backends = dq_backends();
   constexpr bool int_ok = format_traits<typename P::format>::integer_levels;
-  for (int c = 0; c < dq_cases_per_policy; ++c) {
+  for (int c = 0; c < scaled_cases(dq_cases_per_policy); ++c) {
     const uint64_t seed = seed_base * 1000003ull + uint64_t(c);
     std::mt19937_64 rng(seed);
     const std::size_t M = std::uniform_int_distribution<std::size_t>(1, c % 5 == 0 ? 200 : 90)(rng);

@@ -14,7 +14,7 @@ void fuzz_policy(uint64_t seed_base) {
   const auto targets = portable::available_targets();
   REQUIRE(!targets.empty());
   static thread_pool pool(2);
-  for (int c = 0; c < cases_per_policy; ++c) {
+  for (int c = 0; c < scaled_cases(cases_per_policy); ++c) {
     const uint64_t seed = seed_base * 1000003ull + uint64_t(c);
     std::mt19937_64 rng(seed);
     const std::size_t M = std::uniform_int_distribution<std::size_t>(1, c % 7 == 0 ? 300 : 150)(rng);

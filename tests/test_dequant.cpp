@@ -200,7 +200,7 @@ TEST_CASE("AVX-512 activation preparation writes the baseline's bytes", "[dequan
   const act_kind kinds[] = {act_kind::gaussian, act_kind::zeros, act_kind::extremes, act_kind::sparse,
                             act_kind::with_nan, act_kind::with_inf};
   std::size_t cases = 0;
-  for (int c = 0; c < 24; ++c) {
+  for (int c = 0; c < scaled_cases(24); ++c) {
     const std::size_t N = std::uniform_int_distribution<std::size_t>(1, 40)(rng);
     const std::size_t K = 64 * std::uniform_int_distribution<std::size_t>(1, 40)(rng);
     const std::size_t ldx = K + (c % 3 == 0 ? 7 : 0);

@@ -1,6 +1,6 @@
 // Formats beyond the LUT-GEMV's: 4-bit codebooks (NF4, FP4 E2M1, IQ4_NL), 8-bit integers, and
 // the llama.cpp block imports (Q4_0, Q8_0, IQ4_NL), all packed through the same tiling spec.
-#include <immintrin.h>
+#include "hw_half.hpp"
 
 #include <cstring>
 #include <set>
@@ -29,12 +29,9 @@ using format_policies = std::tuple<
     policy<fmt::uint_sym<8>, per_tensor, i8>,
     policy<fmt::uint_sym<8>, group<128>, i8m>>;
 
-// ggml converts fp16 with F16C where it can; use the instruction too, so the import tests do not
-// compare lutkit's converter with itself
-__attribute__((target("f16c"))) float hw_h2f(uint16_t h) { return _cvtsh_ss(h); }
-float ggml_fp16_to_fp32(uint16_t h) {
-  return __builtin_cpu_supports("f16c") ? hw_h2f(h) : f16_to_f32(h);
-}
+// ggml converts fp16 with the hardware instruction where it can; use it too, so the import tests
+// do not compare lutkit's converter with itself
+float ggml_fp16_to_fp32(uint16_t h) { return hw_half_available() ? lutkit_test::hw_h2f(h) : f16_to_f32(h); }
 
 bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 

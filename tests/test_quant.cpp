@@ -1,19 +1,13 @@
 // Quantization, fp16 conversion and imports.
-#include <immintrin.h>
-
 #include "common.hpp"
+#include "hw_half.hpp"
 #include "policy_list.hpp"
 
 using namespace lutkit;
 using namespace lutkit_test;
 
-namespace {
-__attribute__((target("f16c"))) float hw_h2f(uint16_t h) { return _cvtsh_ss(h); }
-__attribute__((target("f16c"))) uint16_t hw_f2h(float f) { return _cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT); }
-}  // namespace
-
-TEST_CASE("fp16 conversion agrees with F16C on every half and on random floats", "[quant]") {
-  if (!__builtin_cpu_supports("f16c")) return;
+TEST_CASE("fp16 conversion agrees with the hardware (F16C, FCVT) on every half and on random floats", "[quant]") {
+  if (!hw_half_available()) return;
   bool ok = true;
   for (uint32_t h = 0; h < 65536; ++h) {
     const float a = f16_to_f32(uint16_t(h));

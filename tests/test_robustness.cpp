@@ -163,3 +163,22 @@ TEST_CASE("importers refuse wrapping shapes, short buffers and unstorable parame
                   lutkit::error);
   CHECK_THROWS_WITH(tile_group_weights<fmt::uint_asym<4>>::from_bytes(tg.data(), tg.size(), 64, 64), Catch::Contains("bytes, expected"));
 }
+
+TEST_CASE("a policy for another target never runs host code", "[robustness][targets]") {
+  using S = policy<fmt::uint_asym<2>, group<64>, table::lut4<int8_t, false>, target::sme>;
+  using H = policy<fmt::uint_asym<2>, group<64>, table::lut4<int8_t, false>, target::hvx>;
+  std::mt19937_64 rng(9);
+  const std::size_t M = 64, K = 128;
+  const auto w = random_weights(rng, M * K);
+  const auto x = random_activations(rng, K, act_kind::gaussian);
+  std::vector<float> y(M);
+  const auto ws = pack<S>(quantize<S>(w.data(), M, K));  // packing is the shared tiling spec: fine anywhere
+  CHECK_THROWS_WITH(lut_gemv<S>(ws, build_tables<S>(x.data(), 1, K), y.data()), Catch::Contains("targets sme"));
+  CHECK_THROWS_WITH(build_tables<H>(x.data(), 1, K), Catch::Contains("targets hvx"));
+#if !(defined(__aarch64__) && defined(__ARM_FEATURE_SME))
+  CHECK_THROWS_WITH(dequant_gemm<S>(ws, x.data(), 1, K, y.data(), act_type::fp32), Catch::Contains("targets sme"));
+  CHECK_THROWS_WITH(fused_dq_gemv<S>(ws, x.data(), 1, K, y.data()), Catch::Contains("targets sme"));
+#endif
+  // and a blob packed for one target is refused by another's policy
+  CHECK_THROWS_WITH(packed_weights<H>::from_bytes(ws.bytes(), ws.size_bytes()), Catch::Contains("packed for policy"));
+}

@@ -165,7 +165,9 @@ void dequant_gemm_impl(const packed_weights<P>& w, const float* x, std::size_t N
     require(format_traits<typename P::format>::integer_levels,
             "dequant_gemm: the int8 paradigm needs integer levels; policy ", P::name(),
             " has a float codebook (use act_type::bf16 or fp32)");
-  const auto& ks = dq_kernels_for(backend);
+  const auto& ks = dq_kernels_for_policy<P>(backend);
+  require(ks.int8[0] != nullptr || (act != act_type::int8 && act != act_type::int8_group), "dequant_gemm: the ",
+          ks.name, " kernels have no int8 paradigm (use act_type::fp32 or bf16)");
   dq_activations A;
   A.act = act;
   A.geo = make_dq_geometry<P>(w.layout(), N, act);
@@ -203,7 +205,7 @@ void dequantize(const packed_weights<P>& w, void* out, dq_type type, std::size_t
   if (ldo == 0) ldo = w.K();
   detail::require(ldo >= w.K(), "dequantize: ldo is smaller than K");
   detail::check_strided(w.M(), w.K(), ldo, "dequantize", "ldo");
-  const auto& ks = detail::dq_kernels_for(backend);
+  const auto& ks = detail::dq_kernels_for_policy<P>(backend);
   const packed_layout& L = w.layout();
   const detail::dq_geometry g =
       detail::make_dq_geometry<P>(L, 1, type == dq_type::f32 ? act_type::fp32 : act_type::bf16);

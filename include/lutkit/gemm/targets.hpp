@@ -3,13 +3,19 @@
 // call, and gives the policy-dependent level-1 entries of a set. A new target adds its include
 // and its set here.
 #pragma once
+#include <type_traits>
+
 #include "../core/error.hpp"
+#include "../core/target.hpp"
 #include "dequant.hpp"
 #include "generic_kernels.hpp"
 #include "microkernel.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include "../targets/cpu/gemm_avx512.hpp"
+#endif
+#if defined(__aarch64__) && defined(__ARM_FEATURE_SME)
+#include "../targets/sme/gemm_sme.hpp"
 #endif
 
 namespace lutkit {
@@ -31,6 +37,28 @@ inline const dq_kernel_set& dq_kernels_for(dq_backend b) {
   require(b != dq_backend::avx512, "dequant-GEMM: AVX-512 kernels are not compiled for this target");
 #endif
   return generic_kernels();
+}
+
+// The kernel set of policy P: a portable policy takes the host's (dq_kernels_for); a policy for
+// another target takes that target's set, or an error if this build does not contain it — a
+// policy never runs another target's code.
+template <class P>
+const dq_kernel_set& dq_kernels_for_policy(dq_backend b) {
+  using T = typename P::target_type;
+  if constexpr (std::is_same_v<T, lutkit::target::portable>) {
+    return dq_kernels_for(b);
+  } else {
+    require(b == dq_backend::best, "dequant-GEMM: policy ", P::name(), " targets ", T::desc.name,
+            ": a host backend cannot be named for it");
+#if defined(LUTKIT_HAVE_SME_DQ)
+    if constexpr (std::is_same_v<T, lutkit::target::sme>) {
+      require(sme::cpu_supported(), "dequant-GEMM: policy ", P::name(), " targets SME, which this CPU lacks");
+      return sme::kernels();
+    }
+#endif
+    throw error("dequant-GEMM: policy " + P::name() + " targets " + T::desc.name +
+                ", whose kernels this build does not contain (a policy never runs another target's code)");
+  }
 }
 
 // The level-1 unpackers of kernel set ks for policy P (null entries: the portable unpacker).

@@ -79,7 +79,8 @@ void run_fused_dq(const packed_weights<P>& w, const float* x, std::size_t N, std
                   std::size_t ldx, std::size_t ldy, std::size_t r0, std::size_t r1, thread_pool* pool,
                   dq_backend backend) {
   check_dq_args(w, x, N, K, ldx, y, ldy, r0, r1);
-  const auto& ks = dq_kernels_for(backend);
+  const auto& ks = dq_kernels_for_policy<P>(backend);
+  require(ks.fdq != nullptr, "fused_dq_gemv: the ", ks.name, " kernels have no FusedDQP (use dequant_gemm)");
   const packed_layout& L = w.layout();
   dq_geometry g = make_dq_geometry<P>(L, N, act_type::fp32);
   g.kc = round_up(fdq_sub_block, g.flush_k);

@@ -1,0 +1,181 @@
+// lutkit — the dequant-GEMM's SME kernel set (target::sme): streaming SVE + the ZA array, for any
+// streaming vector length (SVL 128 to 2048 bits). Registered in gemm/targets.hpp; compiled only
+// for aarch64 with SME (cmake/toolchains/aarch64-linux-sme.cmake). docs/targets/arm.md.
+//
+//   level 2   a scale group's 16-entry value table per row (sc * (level - zero), as the portable
+//             kernels compute it) looked up with TBL on the codes in streaming-SVE registers:
+//             ceil(16 / lanes) table registers, out-of-range TBL lanes give 0, OR-combined
+//   fp32      FMOPA: per k step, the 64 rows' weights (step-major: contiguous) times the block's
+//             activation columns, accumulated in up to 4 ZA32 tiles of (SVL/32)^2 floats
+//   bf16      BFMOPA (widening, pairs of k): the same with the step-major bf16 pairs
+// The accumulators enter and leave ZA as vertical slices: column j of the 64 x NC block is
+// contiguous in C (column-major), and a vertical ZA slice holds one activation column.
+// Not provided (gemm/targets.hpp reports it): the int8 paradigm and FusedDQP.
+#pragma once
+
+#if defined(__aarch64__) && defined(__ARM_FEATURE_SME)
+#include <arm_sme.h>
+#include <sys/auxv.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "../../core/bf16.hpp"
+#include "../../gemm/generic_kernels.hpp"
+#include "../../gemm/microkernel.hpp"
+
+#define LUTKIT_HAVE_SME_DQ 1
+
+namespace lutkit::detail::sme {
+
+inline bool cpu_supported() {
+#ifndef HWCAP2_SME
+#define HWCAP2_SME (1UL << 23)
+#endif
+  return (getauxval(AT_HWCAP2) & HWCAP2_SME) != 0;
+}
+
+// rows [r0, r0 + lanes) of the 64, as a 32-bit predicate (all false past row 64)
+inline svbool_t rows_b32(int r0) __arm_streaming { return svwhilelt_b32(r0, 64); }
+
+// One ZA tile's share of a 64 x nc block: tile T holds rows rb + T * vl ...
+template <int T>
+inline void load_tile(const float* C, int rb, int vl, int cb, int nc) __arm_streaming __arm_inout("za") {
+  const svbool_t pr = rows_b32(rb + T * vl);
+  for (int j = 0; j < nc; ++j) svld1_ver_za32(T, uint32_t(j), pr, C + (cb + j) * 64 + rb + T * vl);
+}
+template <int T>
+inline void store_tile(float* C, int rb, int vl, int cb, int nc) __arm_streaming __arm_inout("za") {
+  const svbool_t pr = rows_b32(rb + T * vl);
+  for (int j = 0; j < nc; ++j) svst1_ver_za32(T, uint32_t(j), pr, C + (cb + j) * 64 + rb + T * vl);
+}
+
+template <int T>
+inline void mopa_f32(const float* ws, int rb, int vl, svbool_t pc, svfloat32_t zm) __arm_streaming __arm_inout("za") {
+  const svbool_t pr = rows_b32(rb + T * vl);
+  svmopa_za32_f32_m(T, pr, pc, svld1_f32(pr, ws + rb + T * vl), zm);
+}
+// bf16 pairs: lanes 2i, 2i + 1 of the 16-bit predicate are row i
+template <int T>
+inline void mopa_bf16(const uint32_t* ws, int rb, int vl, svbool_t pc16, svbfloat16_t zm) __arm_streaming __arm_inout("za") {
+  const int r0 = rb + T * vl;
+  const svbool_t pr = rows_b32(r0);
+  const svbool_t pr16 = svwhilelt_b16(2 * r0, 128);
+  svmopa_za32_bf16_m(T, pr16, pc16, svreinterpret_bf16_u32(svld1_u32(pr, ws + r0)), zm);
+}
+
+// The micro-kernel of mk_val_args (gemm/microkernel.hpp) for NC columns: BF selects bf16 pairs.
+template <bool BF, int NC>
+__arm_locally_streaming __arm_new("za") void mk_val(const mk_val_args& a) {
+  const int vl = int(svcntw());
+  for (int rb = 0; rb < 64; rb += 4 * vl) {
+    for (int cb = 0; cb < NC; cb += vl) {
+      const int nc = NC - cb < vl ? NC - cb : vl;
+      const svbool_t pc = svwhilelt_b32(0, nc);
+      const svbool_t pc16 = svwhilelt_b16(0, 2 * nc);
+      load_tile<0>(a.C, rb, vl, cb, nc);
+      load_tile<1>(a.C, rb, vl, cb, nc);
+      load_tile<2>(a.C, rb, vl, cb, nc);
+      load_tile<3>(a.C, rb, vl, cb, nc);
+      for (std::size_t s = 0; s < a.steps; ++s) {
+        const uint32_t* ws = a.W + s * 64;
+        const uint32_t* as = a.A + s * a.lda + cb;
+        if constexpr (BF) {
+          const svbfloat16_t zm = svreinterpret_bf16_u32(svld1_u32(pc, as));
+          mopa_bf16<0>(ws, rb, vl, pc16, zm);
+          mopa_bf16<1>(ws, rb, vl, pc16, zm);
+          mopa_bf16<2>(ws, rb, vl, pc16, zm);
+          mopa_bf16<3>(ws, rb, vl, pc16, zm);
+        } else {
+          const svfloat32_t zm = svld1_f32(pc, reinterpret_cast<const float*>(as));
+          const float* wf = reinterpret_cast<const float*>(ws);
+          mopa_f32<0>(wf, rb, vl, pc, zm);
+          mopa_f32<1>(wf, rb, vl, pc, zm);
+          mopa_f32<2>(wf, rb, vl, pc, zm);
+          mopa_f32<3>(wf, rb, vl, pc, zm);
+        }
+      }
+      store_tile<0>(a.C, rb, vl, cb, nc);
+      store_tile<1>(a.C, rb, vl, cb, nc);
+      store_tile<2>(a.C, rb, vl, cb, nc);
+      store_tile<3>(a.C, rb, vl, cb, nc);
+    }
+  }
+}
+
+// Level 2 of one scale group (the contract of dq_kernel_set::group16_f32 / group16_bf16): the
+// tables as the portable kernel computes them, the lookups by TBL over `len` codes per row.
+template <class T>
+__arm_locally_streaming void group16(const uint8_t* codes, std::size_t ldc, const float* lv, const float* sc,
+                                     const float* zz, bool min_form, std::size_t len, T* out, std::size_t ldo) {
+  constexpr bool F32 = sizeof(T) == 4;
+  const std::size_t lanes = F32 ? svcntw() : svcnth();
+  for (int r = 0; r < 64; ++r) {
+    T t[16];
+    for (int c = 0; c < 16; ++c) {
+      const float v = min_form ? sc[r] * lv[c] + zz[r] : sc[r] * (lv[c] - zz[r]);
+      if constexpr (F32) t[c] = v; else t[c] = f32_to_bf16(v);
+    }
+    const uint8_t* cr = codes + r * ldc;
+    T* o = out + r * ldo;
+    if constexpr (F32) {
+      const uint32_t* tb = reinterpret_cast<const uint32_t*>(t);
+      // table registers q = 0..3 hold entries [q * lanes, (q + 1) * lanes) (fewer at wide SVL)
+      const svuint32_t t0 = svld1_u32(svwhilelt_b32(0, 16), tb);
+      const svuint32_t t1 = svld1_u32(svwhilelt_b32(int(lanes), 16), tb + (lanes < 16 ? lanes : 0));
+      const svuint32_t t2 = svld1_u32(svwhilelt_b32(int(2 * lanes), 16), tb + (2 * lanes < 16 ? 2 * lanes : 0));
+      const svuint32_t t3 = svld1_u32(svwhilelt_b32(int(3 * lanes), 16), tb + (3 * lanes < 16 ? 3 * lanes : 0));
+      for (std::size_t i = 0; i < len; i += lanes) {
+        const svbool_t pg = svwhilelt_b32(uint64_t(i), uint64_t(len));
+        const svuint32_t idx = svld1ub_u32(pg, cr + i);
+        svuint32_t v = svtbl_u32(t0, idx);
+        if (lanes < 16) {
+          v = svorr_u32_x(pg, v, svtbl_u32(t1, svsub_n_u32_x(pg, idx, uint32_t(lanes))));
+          if (2 * lanes < 16) {
+            v = svorr_u32_x(pg, v, svtbl_u32(t2, svsub_n_u32_x(pg, idx, uint32_t(2 * lanes))));
+            v = svorr_u32_x(pg, v, svtbl_u32(t3, svsub_n_u32_x(pg, idx, uint32_t(3 * lanes))));
+          }
+        }
+        svst1_u32(pg, reinterpret_cast<uint32_t*>(o) + i, v);
+      }
+    } else {
+      const uint16_t* tb = reinterpret_cast<const uint16_t*>(t);
+      const svuint16_t t0 = svld1_u16(svwhilelt_b16(0, 16), tb);
+      const svuint16_t t1 = svld1_u16(svwhilelt_b16(int(lanes), 16), tb + (lanes < 16 ? lanes : 0));
+      for (std::size_t i = 0; i < len; i += lanes) {
+        const svbool_t pg = svwhilelt_b16(uint64_t(i), uint64_t(len));
+        const svuint16_t idx = svld1ub_u16(pg, cr + i);
+        svuint16_t v = svtbl_u16(t0, idx);
+        if (lanes < 16) v = svorr_u16_x(pg, v, svtbl_u16(t1, svsub_n_u16_x(pg, idx, uint16_t(lanes))));
+        svst1_u16(pg, reinterpret_cast<uint16_t*>(o) + i, v);
+      }
+    }
+  }
+}
+
+// The set: SME for level 2 and the products; the driver's glue (activation packing, the tile
+// write, row-to-step transposes, fp16 parameter conversion) is the portable code compiled for
+// this target. No int8 paradigm, no FusedDQP (null: the entry points refuse them by name).
+inline const dq_kernel_set& kernels() {
+  static const dq_kernel_set k{"sme",
+                               {nullptr, nullptr, nullptr},
+                               {&mk_val<true, 1>, &mk_val<true, 2>, &mk_val<true, 3>, &mk_val<true, 4>,
+                                &mk_val<true, 5>, &mk_val<true, 6>},
+                               {&mk_val<false, 1>, &mk_val<false, 2>, &mk_val<false, 3>, &mk_val<false, 4>,
+                                &mk_val<false, 5>, &mk_val<false, 6>},
+                               &generic::rows_to_steps,
+                               nullptr,
+                               &generic::halves_to_float,
+                               &group16<float>,
+                               &group16<uint16_t>,
+                               &generic::tg_groups_bf16,
+                               &generic::tg_groups_f32,
+                               {},
+                               {},
+                               &prepare_rows_baseline,
+                               &write_tile};
+  return k;
+}
+
+}  // namespace lutkit::detail::sme
+#endif
