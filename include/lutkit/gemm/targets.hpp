@@ -14,7 +14,7 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include "../targets/cpu/gemm_avx512.hpp"
 #endif
-#if defined(__aarch64__) && defined(__ARM_FEATURE_SME)
+#if defined(__aarch64__) && defined(__clang__) && defined(LUTKIT_ENABLE_SME)
 #include "../targets/sme/gemm_sme.hpp"
 #endif
 

@@ -1,6 +1,8 @@
 // lutkit — the dequant-GEMM's SME kernel set (target::sme): streaming SVE + the ZA array, for any
-// streaming vector length (SVL 128 to 2048 bits). Registered in gemm/targets.hpp; compiled only
-// for aarch64 with SME (cmake/toolchains/aarch64-linux-sme.cmake). docs/targets/arm.md.
+// streaming vector length (SVL 128 to 2048 bits). Registered in gemm/targets.hpp; compiled on
+// aarch64 with clang when the engine defines LUTKIT_ENABLE_SME (its toolchain then provides the SME
+// ABI support routines; docs/targets/arm.md). The functions carry target("sme"): the rest of the
+// build stays baseline aarch64, and the set is chosen at run time only where the CPU has SME.
 //
 //   level 2   a scale group's 16-entry value table per row (sc * (level - zero), as the portable
 //             kernels compute it) looked up with TBL on the codes in streaming-SVE registers:
@@ -13,7 +15,7 @@
 // Not provided (gemm/targets.hpp reports it): the int8 paradigm and FusedDQP.
 #pragma once
 
-#if defined(__aarch64__) && defined(__ARM_FEATURE_SME)
+#if defined(__aarch64__) && defined(__clang__) && defined(LUTKIT_ENABLE_SME)
 #include <arm_sme.h>
 #include <sys/auxv.h>
 
@@ -25,6 +27,7 @@
 #include "../../gemm/microkernel.hpp"
 
 #define LUTKIT_HAVE_SME_DQ 1
+#define LUTKIT_SME_FN __attribute__((target("sme")))
 
 namespace lutkit::detail::sme {
 
@@ -36,37 +39,41 @@ inline bool cpu_supported() {
 }
 
 // rows [r0, r0 + lanes) of the 64, as a 32-bit predicate (all false past row 64)
-inline svbool_t rows_b32(int r0) __arm_streaming { return svwhilelt_b32(r0, 64); }
+LUTKIT_SME_FN inline svbool_t rows_b32(int r0) __arm_streaming { return svwhilelt_b32(r0, 64); }
 
 // One ZA tile's share of a 64 x nc block: tile T holds rows rb + T * vl ...
 template <int T>
-inline void load_tile(const float* C, int rb, int vl, int cb, int nc) __arm_streaming __arm_inout("za") {
+LUTKIT_SME_FN inline void load_tile(const float* C, int rb, int vl, int cb, int nc) __arm_streaming __arm_inout("za") {
   const svbool_t pr = rows_b32(rb + T * vl);
   for (int j = 0; j < nc; ++j) svld1_ver_za32(T, uint32_t(j), pr, C + (cb + j) * 64 + rb + T * vl);
 }
 template <int T>
-inline void store_tile(float* C, int rb, int vl, int cb, int nc) __arm_streaming __arm_inout("za") {
+LUTKIT_SME_FN inline void store_tile(float* C, int rb, int vl, int cb, int nc) __arm_streaming __arm_inout("za") {
   const svbool_t pr = rows_b32(rb + T * vl);
   for (int j = 0; j < nc; ++j) svst1_ver_za32(T, uint32_t(j), pr, C + (cb + j) * 64 + rb + T * vl);
 }
 
 template <int T>
-inline void mopa_f32(const float* ws, int rb, int vl, svbool_t pc, svfloat32_t zm) __arm_streaming __arm_inout("za") {
+LUTKIT_SME_FN inline void mopa_f32(const float* ws, int rb, int vl, svbool_t pc, svfloat32_t zm) __arm_streaming __arm_inout("za") {
   const svbool_t pr = rows_b32(rb + T * vl);
   svmopa_za32_f32_m(T, pr, pc, svld1_f32(pr, ws + rb + T * vl), zm);
 }
 // bf16 pairs: lanes 2i, 2i + 1 of the 16-bit predicate are row i
 template <int T>
-inline void mopa_bf16(const uint32_t* ws, int rb, int vl, svbool_t pc16, svbfloat16_t zm) __arm_streaming __arm_inout("za") {
+LUTKIT_SME_FN inline void mopa_bf16(const uint32_t* ws, int rb, int vl, svbool_t pc16, svbfloat16_t zm) __arm_streaming __arm_inout("za") {
   const int r0 = rb + T * vl;
   const svbool_t pr = rows_b32(r0);
   const svbool_t pr16 = svwhilelt_b16(2 * r0, 128);
   svmopa_za32_bf16_m(T, pr16, pc16, svreinterpret_bf16_u32(svld1_u32(pr, ws + r0)), zm);
 }
 
+// The entry points are plain functions that call a streaming body (the compiler switches mode
+// around the call) rather than __arm_locally_streaming ones: clang 19 emits, in a locally streaming
+// leaf, a call that clobbers the link register it never saved.
+
 // The micro-kernel of mk_val_args (gemm/microkernel.hpp) for NC columns: BF selects bf16 pairs.
 template <bool BF, int NC>
-__arm_locally_streaming __arm_new("za") void mk_val(const mk_val_args& a) {
+LUTKIT_SME_FN void mk_val_body(const mk_val_args& a) __arm_streaming __arm_inout("za") {
   const int vl = int(svcntw());
   for (int rb = 0; rb < 64; rb += 4 * vl) {
     for (int cb = 0; cb < NC; cb += vl) {
@@ -103,24 +110,25 @@ __arm_locally_streaming __arm_new("za") void mk_val(const mk_val_args& a) {
   }
 }
 
-// Level 2 of one scale group (the contract of dq_kernel_set::group16_f32 / group16_bf16): the
-// tables as the portable kernel computes them, the lookups by TBL over `len` codes per row.
+template <bool BF, int NC>
+LUTKIT_SME_FN __arm_new("za") void mk_val(const mk_val_args& a) {
+  mk_val_body<BF, NC>(a);
+}
+
+// Level 2 of one scale group (the contract of dq_kernel_set::group16_f32 / group16_bf16): the 64
+// rows' tables computed as the portable kernel computes them (outside streaming mode), the lookups
+// by TBL over `len` codes per row in streaming mode.
 template <class T>
-__arm_locally_streaming void group16(const uint8_t* codes, std::size_t ldc, const float* lv, const float* sc,
-                                     const float* zz, bool min_form, std::size_t len, T* out, std::size_t ldo) {
+LUTKIT_SME_FN void group16_body(const uint8_t* codes, std::size_t ldc, const T* tabs, std::size_t len, T* out,
+                                std::size_t ldo) __arm_streaming {
   constexpr bool F32 = sizeof(T) == 4;
   const std::size_t lanes = F32 ? svcntw() : svcnth();
   for (int r = 0; r < 64; ++r) {
-    T t[16];
-    for (int c = 0; c < 16; ++c) {
-      const float v = min_form ? sc[r] * lv[c] + zz[r] : sc[r] * (lv[c] - zz[r]);
-      if constexpr (F32) t[c] = v; else t[c] = f32_to_bf16(v);
-    }
     const uint8_t* cr = codes + r * ldc;
     T* o = out + r * ldo;
     if constexpr (F32) {
-      const uint32_t* tb = reinterpret_cast<const uint32_t*>(t);
-      // table registers q = 0..3 hold entries [q * lanes, (q + 1) * lanes) (fewer at wide SVL)
+      const uint32_t* tb = reinterpret_cast<const uint32_t*>(tabs + 16 * r);
+      // table register q holds entries [q * lanes, (q + 1) * lanes): 4 at SVL 128, 2 at 256, 1 above
       const svuint32_t t0 = svld1_u32(svwhilelt_b32(0, 16), tb);
       const svuint32_t t1 = svld1_u32(svwhilelt_b32(int(lanes), 16), tb + (lanes < 16 ? lanes : 0));
       const svuint32_t t2 = svld1_u32(svwhilelt_b32(int(2 * lanes), 16), tb + (2 * lanes < 16 ? 2 * lanes : 0));
@@ -128,6 +136,7 @@ __arm_locally_streaming void group16(const uint8_t* codes, std::size_t ldc, cons
       for (std::size_t i = 0; i < len; i += lanes) {
         const svbool_t pg = svwhilelt_b32(uint64_t(i), uint64_t(len));
         const svuint32_t idx = svld1ub_u32(pg, cr + i);
+        // TBL gives 0 for an index past its register: the registers' lookups OR together
         svuint32_t v = svtbl_u32(t0, idx);
         if (lanes < 16) {
           v = svorr_u32_x(pg, v, svtbl_u32(t1, svsub_n_u32_x(pg, idx, uint32_t(lanes))));
@@ -139,7 +148,7 @@ __arm_locally_streaming void group16(const uint8_t* codes, std::size_t ldc, cons
         svst1_u32(pg, reinterpret_cast<uint32_t*>(o) + i, v);
       }
     } else {
-      const uint16_t* tb = reinterpret_cast<const uint16_t*>(t);
+      const uint16_t* tb = reinterpret_cast<const uint16_t*>(tabs + 16 * r);
       const svuint16_t t0 = svld1_u16(svwhilelt_b16(0, 16), tb);
       const svuint16_t t1 = svld1_u16(svwhilelt_b16(int(lanes), 16), tb + (lanes < 16 ? lanes : 0));
       for (std::size_t i = 0; i < len; i += lanes) {
@@ -151,6 +160,18 @@ __arm_locally_streaming void group16(const uint8_t* codes, std::size_t ldc, cons
       }
     }
   }
+}
+
+template <class T>
+LUTKIT_SME_FN void group16(const uint8_t* codes, std::size_t ldc, const float* lv, const float* sc, const float* zz,
+                           bool min_form, std::size_t len, T* out, std::size_t ldo) {
+  alignas(64) T tabs[64 * 16];
+  for (int r = 0; r < 64; ++r)
+    for (int c = 0; c < 16; ++c) {
+      const float v = min_form ? sc[r] * lv[c] + zz[r] : sc[r] * (lv[c] - zz[r]);
+      if constexpr (sizeof(T) == 4) tabs[16 * r + c] = v; else tabs[16 * r + c] = f32_to_bf16(v);
+    }
+  group16_body<T>(codes, ldc, tabs, len, out, ldo);
 }
 
 // The set: SME for level 2 and the products; the driver's glue (activation packing, the tile

@@ -1,0 +1,90 @@
+// target::sme: the dequant-GEMM's SME kernels (FMOPA / BFMOPA into ZA, TBL level 2) on the blob the
+// host packs for target::sme, against the double reference, at the SVL qemu gives (ctest runs this
+// suite at SVL 512 and 128). Every bit width, ternary, codebooks, 8 bits and Q4NX; ragged M and K;
+// N up to 512; fp32 and bf16 activations.
+#include "fuzz_dequant_gemm.hpp"
+
+#include <arm_sme.h>
+
+using namespace lutkit;
+using namespace lutkit_test;
+
+namespace {
+template <class P>
+using on_sme = policy<typename P::format, typename P::group_shape, typename P::table_layout, target::sme>;
+// the same format and group on the host (int16 tables: outside the suites' extern instance list, so
+// this suite compiles its own host instances; the table layout does not change dequantized values)
+template <class P>
+using on_host = policy<typename P::format, typename P::group_shape, i16, target::portable>;
+
+using sme_policies = std::tuple<
+    on_sme<policy<fmt::uint_asym<1>, group<32>, i8>>, on_sme<policy<fmt::uint_asym<2>, group<64>, i8>>,
+    on_sme<policy<fmt::uint_asym<3>, group<64>, i8m>>, on_sme<policy<fmt::uint_sym<4>, group<32>, i8>>,
+    on_sme<policy<fmt::ternary, per_channel, i8>>, on_sme<policy<fmt::uint_sym<8>, group<32>, i8>>,
+    on_sme<policy<fmt::codebook4<book::nf4>, group<64>, i8>>, on_sme<policy<fmt::codebook4<book::iq4_nl>, group<32>, i8>>,
+    on_sme<policy<fmt::q4nx, group<32>, i8>>>;
+
+__attribute__((target("sme"))) int svl_bits() { return int(svcntsb()) * 8; }
+
+template <class P>
+void sme_policy_cases(int& cases_fp32, int& cases_bf16) {
+  const int cases = 24;  // 12 fp32 + 12 bf16 per policy: >= 100 per kernel over the 9 policies
+  for (int c = 0; c < cases; ++c) {
+    const uint64_t seed = P::hash() % 100003 * 1009 + uint64_t(c);
+    std::mt19937_64 rng(seed);
+    const std::size_t M = std::uniform_int_distribution<std::size_t>(1, c % 4 == 0 ? 200 : 100)(rng);
+    const std::size_t K = random_k<P>(rng, c % 5 == 0 ? 700 : 300);
+    const std::size_t N = c % 6 == 5 ? std::uniform_int_distribution<std::size_t>(257, 512)(rng)
+                                     : std::uniform_int_distribution<std::size_t>(1, 40)(rng);
+    const act_type act = c % 2 ? act_type::bf16 : act_type::fp32;
+    const auto w = random_weights(rng, M * K);
+    const auto x = random_activations(rng, N * K, c % 7 == 3 ? act_kind::extremes : act_kind::gaussian);
+    const auto q = quantize<P>(w.data(), M, K);
+    const auto wp = pack<P>(q);
+    const auto geo = detail::make_dq_geometry<P>(wp.layout(), N, act);
+    const auto e = dq_reference<P>(q, x, N, act, geo.flush_k, geo.flushes());
+    INFO("policy " << P::name() << " SVL " << svl_bits() << " seed " << seed << " M=" << M << " K=" << K << " N=" << N
+                   << " act " << act_name(act));
+    const std::size_t ldy = M + (c % 3);
+    std::vector<float> y(N * ldy, -12345.f);
+    dequant_gemm<P>(wp, x.data(), N, K, y.data(), act, 0, ldy);
+    CHECK(dq_compare<P>(e, y.data(), ldy, N, M) == "");
+    (act == act_type::bf16 ? cases_bf16 : cases_fp32)++;
+    // level 2 alone: dequantize (fp32 and bf16) is bit-identical to the host's portable code
+    if (c % 3 == 0) {
+      using H = on_host<P>;
+      const auto wh = pack<H>(quantized<H>{q.M, q.K, q.groups, q.codes, q.scales, q.zeros});
+      std::vector<float> ds(M * K), dh(M * K);
+      dequantize<P>(wp, ds.data(), dq_type::f32);
+      dequantize<H>(wh, dh.data(), dq_type::f32, 0, nullptr, dq_backend::generic);
+      CHECK(std::memcmp(ds.data(), dh.data(), ds.size() * 4) == 0);
+      std::vector<uint16_t> bs(M * K), bh(M * K);
+      dequantize<P>(wp, bs.data(), dq_type::bf16);
+      dequantize<H>(wh, bh.data(), dq_type::bf16, 0, nullptr, dq_backend::generic);
+      CHECK(bs == bh);
+    }
+  }
+}
+}  // namespace
+
+TEST_CASE("SME dequant-GEMM: FMOPA / BFMOPA against the double reference", "[sme]") {
+  REQUIRE(detail::sme::cpu_supported());
+  int fp32 = 0, bf16 = 0;
+  for_each_policy_in<sme_policies>([&]<class P>() { sme_policy_cases<P>(fp32, bf16); });
+  std::printf("SME at SVL %d: %d fp32 and %d bf16 random dequant-GEMM cases\n", svl_bits(), fp32, bf16);
+  CHECK(fp32 + bf16 > 0);
+}
+
+TEST_CASE("SME policies refuse what the SME kernels do not provide, by name", "[sme]") {
+  using P = on_sme<policy<fmt::uint_asym<2>, group<64>, i8>>;
+  std::mt19937_64 rng(3);
+  const auto w = random_weights(rng, 64 * 128);
+  const auto x = random_activations(rng, 128, act_kind::gaussian);
+  const auto wp = pack<P>(quantize<P>(w.data(), 64, 128));
+  std::vector<float> y(64);
+  CHECK_THROWS_WITH(dequant_gemm<P>(wp, x.data(), 1, 128, y.data(), act_type::int8), Catch::Contains("sme kernels have no int8"));
+  CHECK_THROWS_WITH(fused_dq_gemv<P>(wp, x.data(), 1, 128, y.data()), Catch::Contains("sme kernels have no FusedDQP"));
+  CHECK_THROWS_WITH(lut_gemv<P>(wp, build_tables<P>(x.data(), 1, 128), y.data()), Catch::Contains("targets sme"));
+  CHECK_THROWS_WITH(dequant_gemm<P>(wp, x.data(), 1, 128, y.data(), act_type::fp32, 0, 0, nullptr, dq_backend::generic),
+                    Catch::Contains("a host backend cannot be named"));
+}
