@@ -2,9 +2,9 @@
 # Builds and runs every test, installing missing dependencies first:
 #   host       the Release suites (kernels, fuzz corpus replay, layout rules, packaging, examples)
 #   host-asan  the same suites under AddressSanitizer + UndefinedBehaviorSanitizer
-#   aarch64    the suites cross-built by clang-19 for aarch64 and run under qemu-aarch64 -cpu max,
-#              once with SVE (256-bit vectors) and once with SVE off (NEON); a quarter of each
-#              randomized loop (the suites print the reduction)
+#   aarch64    the suites cross-built by clang-19 for aarch64 and run under qemu-aarch64 -cpu max:
+#              aarch64-neon (Highway's NEON target, the portable dequant kernels; a quarter of each
+#              randomized loop, printed by the suite), sme128 / sme512 (target::sme at those SVLs)
 #   fuzz       every libFuzzer target for LUTKIT_FUZZ_SECONDS (default 60) each
 # and closes with one line per target: "<target>: N passed, M failed" (N counts Catch2 test cases
 # plus the other ctest tests).
@@ -42,12 +42,14 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
   run_ctest host-asan build/asan
 
 echo "== aarch64: clang-19 cross build, run under qemu-aarch64"
+# (the SME kernels are in this build: compiled with target("sme"), chosen at run time)
 cmake -S . -B build/aarch64 -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/aarch64-linux.cmake \
   -DLUTKIT_BUILD_BENCHMARKS=OFF -DLUTKIT_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build build/aarch64 -j "$jobs"
-run_ctest aarch64-sve256 build/aarch64 -E '@neon'
-run_ctest aarch64-neon build/aarch64 -R '@neon'
+run_ctest aarch64-neon build/aarch64 -E '@sme'
+run_ctest sme128 build/aarch64 -R '@sme128'
+run_ctest sme512 build/aarch64 -R '@sme512'
 
 echo "== fuzz: libFuzzer + ASan + UBSan, ${LUTKIT_FUZZ_SECONDS:-60} s per target"
 scripts/fuzz.sh | tee build/fuzz-summary.log

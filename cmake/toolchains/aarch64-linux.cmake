@@ -1,8 +1,9 @@
 # Cross-build for aarch64 Linux: clang-19 against Debian's multiarch :arm64 libraries (libhwy-dev:arm64,
 # libstdc++-12-dev:arm64; scripts/deps.sh arm installs them), executed by qemu-aarch64.
 #   cmake -S . -B build/aarch64 -G Ninja -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/aarch64-linux.cmake
-# ctest runs the suites through CMAKE_CROSSCOMPILING_EMULATOR (-cpu max: NEON, SVE, SVE2; the SVE vector
-# length is LUTKIT_SVE_BYTES). tests/CMakeLists.txt adds a NEON-only run (-cpu max,sve=off).
+# ctest runs the suites through CMAKE_CROSSCOMPILING_EMULATOR: -cpu max (NEON, SVE, SVE2, SME; the SVE
+# vector length is LUTKIT_SVE_BYTES). Highway 1.0.3 dispatches to NEON on aarch64; the SME suite
+# picks its streaming vector lengths itself (tests/CMakeLists.txt).
 set(CMAKE_SYSTEM_NAME Linux)
 set(CMAKE_SYSTEM_PROCESSOR aarch64)
 set(CMAKE_C_COMPILER clang-19)

@@ -53,29 +53,17 @@ LUTKIT_SME_FN inline void store_tile(float* C, int rb, int vl, int cb, int nc) _
   for (int j = 0; j < nc; ++j) svst1_ver_za32(T, uint32_t(j), pr, C + (cb + j) * 64 + rb + T * vl);
 }
 
-template <int T>
-LUTKIT_SME_FN inline void mopa_f32(const float* ws, int rb, int vl, svbool_t pc, svfloat32_t zm) __arm_streaming __arm_inout("za") {
-  const svbool_t pr = rows_b32(rb + T * vl);
-  svmopa_za32_f32_m(T, pr, pc, svld1_f32(pr, ws + rb + T * vl), zm);
-}
-// bf16 pairs: lanes 2i, 2i + 1 of the 16-bit predicate are row i
-template <int T>
-LUTKIT_SME_FN inline void mopa_bf16(const uint32_t* ws, int rb, int vl, svbool_t pc16, svbfloat16_t zm) __arm_streaming __arm_inout("za") {
-  const int r0 = rb + T * vl;
-  const svbool_t pr = rows_b32(r0);
-  const svbool_t pr16 = svwhilelt_b16(2 * r0, 128);
-  svmopa_za32_bf16_m(T, pr16, pc16, svreinterpret_bf16_u32(svld1_u32(pr, ws + r0)), zm);
-}
-
-// The entry points are plain functions that call a streaming body (the compiler switches mode
-// around the call) rather than __arm_locally_streaming ones: clang 19 emits, in a locally streaming
-// leaf, a call that clobbers the link register it never saved.
-
 // The micro-kernel of mk_val_args (gemm/microkernel.hpp) for NC columns: BF selects bf16 pairs.
+// Per k step: one load of the step's activation columns, then per tile one predicated load of its
+// rows' weights and one outer product (rows past 64 are predicated off at wide SVL).
 template <bool BF, int NC>
 LUTKIT_SME_FN void mk_val_body(const mk_val_args& a) __arm_streaming __arm_inout("za") {
   const int vl = int(svcntw());
   for (int rb = 0; rb < 64; rb += 4 * vl) {
+    const svbool_t p0 = rows_b32(rb), p1 = rows_b32(rb + vl), p2 = rows_b32(rb + 2 * vl), p3 = rows_b32(rb + 3 * vl);
+    // bf16 pairs: lanes 2i, 2i + 1 of a 16-bit predicate are row i
+    const svbool_t h0 = svwhilelt_b16(2 * rb, 128), h1 = svwhilelt_b16(2 * (rb + vl), 128),
+                   h2 = svwhilelt_b16(2 * (rb + 2 * vl), 128), h3 = svwhilelt_b16(2 * (rb + 3 * vl), 128);
     for (int cb = 0; cb < NC; cb += vl) {
       const int nc = NC - cb < vl ? NC - cb : vl;
       const svbool_t pc = svwhilelt_b32(0, nc);
@@ -84,22 +72,22 @@ LUTKIT_SME_FN void mk_val_body(const mk_val_args& a) __arm_streaming __arm_inout
       load_tile<1>(a.C, rb, vl, cb, nc);
       load_tile<2>(a.C, rb, vl, cb, nc);
       load_tile<3>(a.C, rb, vl, cb, nc);
-      for (std::size_t s = 0; s < a.steps; ++s) {
-        const uint32_t* ws = a.W + s * 64;
-        const uint32_t* as = a.A + s * a.lda + cb;
+      const uint32_t* w = a.W + rb;
+      const uint32_t* x = a.A + cb;
+      for (std::size_t s = 0; s < a.steps; ++s, w += 64, x += a.lda) {
         if constexpr (BF) {
-          const svbfloat16_t zm = svreinterpret_bf16_u32(svld1_u32(pc, as));
-          mopa_bf16<0>(ws, rb, vl, pc16, zm);
-          mopa_bf16<1>(ws, rb, vl, pc16, zm);
-          mopa_bf16<2>(ws, rb, vl, pc16, zm);
-          mopa_bf16<3>(ws, rb, vl, pc16, zm);
+          const svbfloat16_t zm = svreinterpret_bf16_u32(svld1_u32(pc, x));
+          svmopa_za32_bf16_m(0, h0, pc16, svreinterpret_bf16_u32(svld1_u32(p0, w)), zm);
+          svmopa_za32_bf16_m(1, h1, pc16, svreinterpret_bf16_u32(svld1_u32(p1, w + vl)), zm);
+          svmopa_za32_bf16_m(2, h2, pc16, svreinterpret_bf16_u32(svld1_u32(p2, w + 2 * vl)), zm);
+          svmopa_za32_bf16_m(3, h3, pc16, svreinterpret_bf16_u32(svld1_u32(p3, w + 3 * vl)), zm);
         } else {
-          const svfloat32_t zm = svld1_f32(pc, reinterpret_cast<const float*>(as));
-          const float* wf = reinterpret_cast<const float*>(ws);
-          mopa_f32<0>(wf, rb, vl, pc, zm);
-          mopa_f32<1>(wf, rb, vl, pc, zm);
-          mopa_f32<2>(wf, rb, vl, pc, zm);
-          mopa_f32<3>(wf, rb, vl, pc, zm);
+          const float* wf = reinterpret_cast<const float*>(w);
+          const svfloat32_t zm = svld1_f32(pc, reinterpret_cast<const float*>(x));
+          svmopa_za32_f32_m(0, p0, pc, svld1_f32(p0, wf), zm);
+          svmopa_za32_f32_m(1, p1, pc, svld1_f32(p1, wf + vl), zm);
+          svmopa_za32_f32_m(2, p2, pc, svld1_f32(p2, wf + 2 * vl), zm);
+          svmopa_za32_f32_m(3, p3, pc, svld1_f32(p3, wf + 3 * vl), zm);
         }
       }
       store_tile<0>(a.C, rb, vl, cb, nc);
@@ -110,6 +98,9 @@ LUTKIT_SME_FN void mk_val_body(const mk_val_args& a) __arm_streaming __arm_inout
   }
 }
 
+// The entry points are plain functions that call a streaming body (the compiler switches mode
+// around the call) rather than __arm_locally_streaming ones: clang 19 emits, in a locally streaming
+// leaf function, a call that clobbers a link register it never saved.
 template <bool BF, int NC>
 LUTKIT_SME_FN __arm_new("za") void mk_val(const mk_val_args& a) {
   mk_val_body<BF, NC>(a);
