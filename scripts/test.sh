@@ -4,7 +4,8 @@
 #   host-asan  the same suites under AddressSanitizer + UndefinedBehaviorSanitizer
 #   aarch64    the suites cross-built by clang-19 for aarch64 and run under qemu-aarch64 -cpu max:
 #              aarch64-neon (Highway's NEON target, the portable dequant kernels; a quarter of each
-#              randomized loop, printed by the suite), sme128 / sme512 (target::sme at those SVLs)
+#              randomized loop, printed by the suite; the [statistics] studies run on the host only),
+#              sme128 / sme512 (target::sme at those SVLs)
 #   fuzz       every libFuzzer target for LUTKIT_FUZZ_SECONDS (default 60) each
 # and closes with one line per target: "<target>: N passed, M failed" (N counts Catch2 test cases
 # plus the other ctest tests).

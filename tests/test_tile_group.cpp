@@ -227,7 +227,7 @@ void add_all(std::vector<row>& rows, const std::string& dist, const std::vector<
 }
 }  // namespace
 
-TEST_CASE("tile-group vs conventional grouping: reconstruction MSE (Table 4 analogue)", "[tilegroup]") {
+TEST_CASE("tile-group vs conventional grouping: reconstruction MSE (Table 4 analogue)", "[tilegroup][statistics]") {
   // 4 seeded i.i.d. matrices of 1024 x 1024 per distribution (131072 groups of 32), MSE pooled
   // over the 4. Pooling matters for the heavy tails: with nu = 2.5 one 1M-weight matrix holds a
   // |w| ~ 10^3 outlier whose group alone carries ~10% of the asymmetric squared error, and the
