@@ -167,14 +167,17 @@ inline ar_result ar_row(const logits_view& lv, std::size_t r, const ar_params& p
   for (const auto& e : s) total += std::exp(beta * (e.first - M));
   o.beta = beta;
   o.u = detail::row_uniform(p.seed, r);
+  // inverse CDF in ascending token order, unnormalized (the kernel's arithmetic, so equal sets
+  // give equal tokens)
+  const double target = o.u * total;
   double cum = 0.0;
   o.token = -1;
   for (const auto& e : s) {
-    const double q = std::exp(beta * (e.first - M)) / total;
+    const double q = std::exp(beta * (e.first - M));
     o.kept.push_back(e.second);
-    o.prob.push_back(q);
+    o.prob.push_back(q / total);
     cum += q;
-    if (o.token < 0 && cum >= o.u && q > 0.0) o.token = int32_t(e.second);
+    if (o.token < 0 && cum >= target && q > 0.0) o.token = int32_t(e.second);
   }
   if (o.token < 0)
     for (std::size_t j = s.size(); j-- > 0;)
