@@ -303,7 +303,7 @@ inline uint32_t ar_row(const ar_row_ctx& c, const ar_params& p, const max_state&
   for (std::size_t b = 0; b < V; b += c.chunk) {
     const std::size_t n = std::min(c.chunk, V - b);
     const float* x = read_chunk(*c.lv, *c.ks, c.r, b, n, c.scratch, c.pl);
-    const double s = c.ks->sum_exp(x, n, float(M), float(beta), nullptr);
+    const double s = c.ks->sum_exp(x, n, float(M), float(beta), nullptr, nullptr, 0);
     if (cum + s < target) {
       cum += s;
       continue;
@@ -353,7 +353,7 @@ inline void ar_sample_impl(const logits_view& lv, const ar_params* params, int32
       const float* x = read_chunk(lv, ks, r, b, n, scratch, pl);
       ks.max_argmax(x, n, uint32_t(b), false, o.st, bmax.data() + r * nblocks + b / ar_block);
       if (beta != 0.f && o.st.i1 != no_index && o.st.m1 < std::numeric_limits<float>::infinity())
-        o.s = ks.sum_exp(x, n, o.st.m1, beta, nullptr);
+        o.s = ks.sum_exp(x, n, o.st.m1, beta, nullptr, nullptr, 0);
     }
   };
   if (pool && rows * parts > 1)

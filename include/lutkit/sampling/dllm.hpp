@@ -99,23 +99,39 @@ inline dllm_pos_out dllm_position(const logits_view& lv, const sampling_kernel_s
   for (std::size_t b = 0; b < V; b += chunk) {
     const std::size_t n = std::min(chunk, V - b);
     const float* x = read_chunk(lv, ks, r, b, n, scratch, pl);
-    ks.max_argmax(x, n, uint32_t(b), margin, st, nullptr);
+    // prefetch the next chunk (the next row's first one after the last: positions run in order)
+    const auto pf = chunk_bytes(lv, b + n < V ? r : r + 1, b + n < V ? b + n : 0, chunk);
     if (gumbel) ks.gumbel_argmax(x, n, uint32_t(b), key, beta, gy, gi);
-    if (st.i1 == no_index) continue;  // nothing but NaN / -inf so far
-    const float m = st.m1;
-    if (!(m < std::numeric_limits<float>::infinity())) break;  // +inf: reported below
-    float e = 0.f;
-    const float s = ks.sum_exp(x, n, m, 1.f, ent ? &e : nullptr);
-    if (m > M) {  // rescale the running sums to the new maximum
-      if (S > 0.0) {
+    float e = 0.f, s;
+    if (M > -std::numeric_limits<float>::infinity()) {
+      // one pass: max and sum exp(x - M) relative to the running maximum M
+      s = ks.max_sum_exp(x, n, uint32_t(b), margin, st, M, 1.f, ent ? &e : nullptr, pf.first, pf.second);
+      if (!(st.m1 < std::numeric_limits<float>::infinity())) break;  // +inf: reported below
+      if (st.m1 > M + 64.f) {  // terms up to e^64 in float would lose the small ones: redo
+        e = 0.f;
+        const float m = st.m1;
+        s = ks.sum_exp(x, n, m, 1.f, ent ? &e : nullptr, nullptr, 0);
         const double c = std::exp(double(M) - double(m));
         E = c * (E + (double(M) - double(m)) * S);
         S *= c;
+        M = m;
       }
-      M = m;
+    } else {
+      // no finite maximum yet: the chunk's own maximum first
+      ks.max_argmax(x, n, uint32_t(b), margin, st, nullptr);
+      if (st.i1 == no_index) continue;  // nothing but NaN / -inf so far
+      if (!(st.m1 < std::numeric_limits<float>::infinity())) break;
+      M = st.m1;
+      s = ks.sum_exp(x, n, M, 1.f, ent ? &e : nullptr, pf.first, pf.second);
     }
     S += s;
     E += e;
+    if (st.m1 > M) {  // rescale the running sums (relative to M) to the new maximum
+      const double d = double(M) - double(st.m1), c = std::exp(d);
+      E = c * (E + d * S);
+      S *= c;
+      M = st.m1;
+    }
   }
   require(st.i1 != no_index && std::isfinite(st.m1), "dllm_sample: logits row ", r,
           " has no finite maximum (all NaN / -inf, or +inf)");

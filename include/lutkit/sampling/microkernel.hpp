@@ -42,8 +42,14 @@ struct sampling_kernel_set {
   // bmax (if not null): the maximum of each ar_block values (ceil(n / ar_block) outputs)
   void (*max_argmax)(const float* x, std::size_t n, uint32_t base, bool top2, max_state& st, float* bmax);
   // sum of exp(beta (x - m)) over x[0..n) (NaN and -inf add 0); ent (if not null) += the sum of
-  // exp(beta (x - m)) * beta (x - m)
-  float (*sum_exp)(const float* x, std::size_t n, float m, float beta, float* ent);
+  // exp(beta (x - m)) * beta (x - m). While it computes, it prefetches [pf, pf + pf_bytes) (the
+  // next chunk of the stream: its DRAM reads overlap this chunk's arithmetic; pf may be null).
+  float (*sum_exp)(const float* x, std::size_t n, float m, float beta, float* ent, const void* pf,
+                   std::size_t pf_bytes);
+  // the two above fused in one pass over x: state <- max(state, x), returns the sum of
+  // exp(beta (x - ref)) for a given ref (the caller's running maximum; terms above it are > 1)
+  float (*max_sum_exp)(const float* x, std::size_t n, uint32_t base, bool top2, max_state& st, float ref, float beta,
+                       float* ent, const void* pf, std::size_t pf_bytes);
   // Gumbel-max: y_i = beta x_i + g_i, g_i = -log(-log(u_i)), u_i = token_uniform(key, base + i);
   // (best_y, best_i) <- the largest y (lowest index on ties; NaN never)
   void (*gumbel_argmax)(const float* x, std::size_t n, uint32_t base, rng_key key, float beta, float& best_y,

@@ -36,7 +36,7 @@ inline void max_argmax(const float* x, std::size_t n, uint32_t base, bool top2, 
   }
 }
 
-inline float sum_exp(const float* x, std::size_t n, float m, float beta, float* ent) {
+inline float sum_exp(const float* x, std::size_t n, float m, float beta, float* ent, const void*, std::size_t) {
   // 16 partial sums (like a 16-lane vector): each value passes through n / 16 + 4 additions
   float s[16] = {}, t[16] = {};
   for (std::size_t i = 0; i < n; ++i) {
@@ -53,6 +53,12 @@ inline float sum_exp(const float* x, std::size_t n, float m, float beta, float* 
     }
   if (ent) *ent += t[0];
   return s[0];
+}
+
+inline float max_sum_exp(const float* x, std::size_t n, uint32_t base, bool top2, max_state& st, float ref,
+                         float beta, float* ent, const void*, std::size_t) {
+  max_argmax(x, n, base, top2, st, nullptr);
+  return sum_exp(x, n, ref, beta, ent, nullptr, 0);
 }
 
 inline float gumbel(rng_key key, uint32_t tok) {
@@ -104,6 +110,7 @@ inline const sampling_kernel_set& portable_sampling_kernels() {
   static const sampling_kernel_set ks{"portable",
                                       portable_sampling::max_argmax,
                                       portable_sampling::sum_exp,
+                                      portable_sampling::max_sum_exp,
                                       portable_sampling::gumbel_argmax,
                                       portable_sampling::collect_ge,
                                       portable_sampling::decode_bf16,

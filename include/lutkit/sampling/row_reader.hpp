@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "logits.hpp"
 #include "microkernel.hpp"
@@ -55,6 +56,16 @@ inline const float* read_chunk(const logits_view& lv, const sampling_kernel_set&
   if (patched)
     for (const token_patch* q = pb; q != pl.p + pl.n && q->token < begin + n; ++q) scratch[q->token - begin] = q->value;
   return scratch;
+}
+
+// the source bytes of values [begin, begin + n) of row r (the elements; MX exponents aside),
+// clamped to the logits: what a prefetch of that chunk covers
+inline std::pair<const void*, std::size_t> chunk_bytes(const logits_view& lv, std::size_t r, std::size_t begin,
+                                                       std::size_t n) {
+  const std::size_t eb = lv.type == logit_type::f32 ? 4 : lv.type == logit_type::mxfp8 ? 1 : 2;
+  const std::size_t total = lv.rows * lv.vocab, off = r * lv.vocab + begin;
+  if (off >= total) return {nullptr, 0};
+  return {static_cast<const char*>(lv.data) + off * eb, std::min(n, total - off) * eb};
 }
 
 // one value of row r (patched)

@@ -4,6 +4,7 @@
 // the bf16 / fp16 / MXFP8 decoders. Compiled with function target attributes, chosen at run
 // time and registered in sampling/targets.hpp.
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -30,23 +31,27 @@ LUTKIT_AVX512_SMP inline __mmask16 tail_mask(std::size_t left) {
   return left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1u);
 }
 
-// exp(d) for d <= 0 (d >= -200 after the clamp): d = n ln2 + r, |r| <= ln2 / 2, Taylor degree 7
-// (truncation < 6e-9 relative), 2^n by vscalefps (0 below the float range)
-LUTKIT_AVX512_SMP inline __m512 exp_neg(__m512 d) {
-  d = _mm512_max_ps(d, _mm512_set1_ps(-200.f));  // NaN (first operand) -> -200
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(d, _mm512_set1_ps(1.44269504088896341f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), d);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187045e-06f), r);
-  __m512 p = _mm512_set1_ps(1.f / 5040.f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 720.f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 120.f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 24.f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 6.f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f));
-  return _mm512_scalef_ps(p, n);
+// 2^y for y <= 127 (the caller clamps y >= -150: NaN and -inf give 0): y = k + f, |f| <= 1/2,
+// 2^f by its Taylor series to degree 6 (truncation < 1.2e-7 relative, Horner rounding < 2u),
+// 2^k by vscalefps (0 below the float range)
+LUTKIT_AVX512_SMP inline __m512 exp2_poly(__m512 y) {
+  const __m512 k = _mm512_roundscale_ps(y, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 f = _mm512_sub_ps(y, k);
+  __m512 p = _mm512_set1_ps(1.5403530393381606e-4f);  // ln2^6 / 6!
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.3333558146428443e-3f));  // ln2^5 / 5!
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.6181291076284772e-3f));  // ln2^4 / 4!
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.5504108664821580e-2f));  // ln2^3 / 3!
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.4022650695910071e-1f));  // ln2^2 / 2
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.9314718055994531e-1f));  // ln2
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.f));
+  return _mm512_scalef_ps(p, k);
+}
+constexpr float kLog2e = 1.44269504088896341f;
+constexpr float kLn2 = 0.693147180559945309f;
+
+// y = (x - m) c in log2 units, clamped at -150 (NaN, first operand of max, also -> -150)
+LUTKIT_AVX512_SMP inline __m512 log2_units(__m512 x, __m512 vm, __m512 vc) {
+  return _mm512_max_ps(_mm512_mul_ps(_mm512_sub_ps(x, vm), vc), _mm512_set1_ps(-150.f));
 }
 
 // log(x) for normal x > 0: x = 2^e m, m in [0.75, 1.5), log(m) = 2 atanh(f / (2 + f)), f = m - 1
@@ -146,35 +151,97 @@ LUTKIT_AVX512_SMP inline void max_argmax(const float* x, std::size_t n, uint32_t
   merge_max(st, c);
 }
 
-LUTKIT_AVX512_SMP inline float sum_exp(const float* x, std::size_t n, float m, float beta, float* ent) {
-  const __m512 vm = _mm512_set1_ps(m), vb = _mm512_set1_ps(beta);
+// the prefetch of [pc, pc + bytes) spread over a loop: at most `step` bytes per iteration
+struct prefetcher {
+  const char* pc;
+  std::size_t done = 0, bytes, step;
+  prefetcher(const void* pf, std::size_t pf_bytes, std::size_t n, std::size_t per_iter)
+      : pc(static_cast<const char*>(pf)), bytes(pf ? pf_bytes : 0), step(n ? (pf_bytes * per_iter + n - 1) / n : 0) {}
+  LUTKIT_AVX512_SMP void run() {
+    for (const std::size_t e = std::min(done + step, bytes); done < e; done += 64) _mm_prefetch(pc + done, _MM_HINT_T0);
+  }
+};
+
+// Fused pass over a chunk: the running maximum (as max_argmax) and the sum of exp(beta (x - ref))
+// for a reference ref (the caller's running maximum: values above it give terms > 1, which the
+// caller rescales; it recomputes the chunk if the maximum exceeds ref by more than 64 / beta).
+template <bool Top2, bool Ent>
+LUTKIT_AVX512_SMP inline float max_sum_body(const float* x, std::size_t n, uint32_t base, max_state& st, float ref,
+                                            float beta, float* ent, prefetcher& pf) {
+  const __m512 ninf = _mm512_set1_ps(-__builtin_inff());
+  __m512 vm = ninf, v2 = ninf;
+  __m512i vi = _mm512_set1_epi32(-1);
+  __m512i idx = _mm512_add_epi32(_mm512_set1_epi32(int(base)), iota());
+  const __m512 vr = _mm512_set1_ps(ref), vc = _mm512_set1_ps(beta * kLog2e);
   __m512 s0 = _mm512_setzero_ps(), s1 = s0, t0 = s0, t1 = s0;
-  std::size_t i = 0;
-  if (ent) {
-    for (; i + 32 <= n; i += 32) {
-      __m512 d0 = _mm512_max_ps(_mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(x + i), vm), vb), _mm512_set1_ps(-200.f));
-      __m512 d1 = _mm512_max_ps(_mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(x + i + 16), vm), vb), _mm512_set1_ps(-200.f));
-      const __m512 e0 = exp_neg(d0), e1 = exp_neg(d1);
-      s0 = _mm512_add_ps(s0, e0);
-      s1 = _mm512_add_ps(s1, e1);
-      t0 = _mm512_fmadd_ps(e0, d0, t0);
-      t1 = _mm512_fmadd_ps(e1, d1, t1);
+  auto one = [&](__m512 v, __m512& s, __m512& t) LUTKIT_AVX512_SMP {
+    const __mmask16 gt = _mm512_cmp_ps_mask(v, vm, _CMP_GT_OQ);
+    if constexpr (Top2) {
+      const __m512 vc2 = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), ninf, v);
+      v2 = _mm512_max_ps(v2, _mm512_min_ps(vc2, vm));
     }
-  } else {
-    for (; i + 32 <= n; i += 32) {
-      s0 = _mm512_add_ps(s0, exp_neg(_mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(x + i), vm), vb)));
-      s1 = _mm512_add_ps(s1, exp_neg(_mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(x + i + 16), vm), vb)));
+    vm = _mm512_max_ps(v, vm);
+    vi = _mm512_mask_blend_epi32(gt, vi, idx);
+    idx = _mm512_add_epi32(idx, _mm512_set1_epi32(16));
+    const __m512 y = log2_units(v, vr, vc);
+    const __m512 e = exp2_poly(y);
+    s = _mm512_add_ps(s, e);
+    if constexpr (Ent) t = _mm512_fmadd_ps(e, y, t);
+  };
+  std::size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    pf.run();
+    one(_mm512_loadu_ps(x + i), s0, t0);
+    one(_mm512_loadu_ps(x + i + 16), s1, t1);
+  }
+  for (; i < n; i += 16) one(_mm512_mask_loadu_ps(ninf, tail_mask(n - i), x + i), s0, t0);
+  max_state c;
+  reduce_argmax(vm, vi, c.m1, c.i1);
+  if (c.i1 == no_index) c.m1 = -__builtin_inff();
+  if constexpr (Top2) {
+    const __mmask16 win = _mm512_cmp_epi32_mask(vi, _mm512_set1_epi32(int(c.i1)), _MM_CMPINT_EQ);
+    c.m2 = _mm512_reduce_max_ps(_mm512_max_ps(v2, _mm512_mask_blend_ps(win, vm, ninf)));
+  }
+  merge_max(st, c);
+  if constexpr (Ent) *ent += kLn2 * _mm512_reduce_add_ps(_mm512_add_ps(t0, t1));
+  return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
+}
+
+LUTKIT_AVX512_SMP inline float max_sum_exp(const float* x, std::size_t n, uint32_t base, bool top2, max_state& st,
+                                           float ref, float beta, float* ent, const void* pf, std::size_t pf_bytes) {
+  prefetcher p(pf, pf_bytes, n, 32);
+  if (top2) return ent ? max_sum_body<true, true>(x, n, base, st, ref, beta, ent, p)
+                       : max_sum_body<true, false>(x, n, base, st, ref, beta, ent, p);
+  return ent ? max_sum_body<false, true>(x, n, base, st, ref, beta, ent, p)
+             : max_sum_body<false, false>(x, n, base, st, ref, beta, ent, p);
+}
+
+LUTKIT_AVX512_SMP inline float sum_exp(const float* x, std::size_t n, float m, float beta, float* ent, const void* pf,
+                                       std::size_t pf_bytes) {
+  const __m512 vm = _mm512_set1_ps(m), vc = _mm512_set1_ps(beta * kLog2e);
+  __m512 s0 = _mm512_setzero_ps(), s1 = s0, t0 = s0, t1 = s0;
+  prefetcher p(pf, pf_bytes, n, 32);
+  std::size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    p.run();
+    const __m512 y0 = log2_units(_mm512_loadu_ps(x + i), vm, vc);
+    const __m512 y1 = log2_units(_mm512_loadu_ps(x + i + 16), vm, vc);
+    const __m512 e0 = exp2_poly(y0), e1 = exp2_poly(y1);
+    s0 = _mm512_add_ps(s0, e0);
+    s1 = _mm512_add_ps(s1, e1);
+    if (ent) {
+      t0 = _mm512_fmadd_ps(e0, y0, t0);
+      t1 = _mm512_fmadd_ps(e1, y1, t1);
     }
   }
   for (; i < n; i += 16) {
-    const __mmask16 k = tail_mask(n - i);
-    const __m512 v = _mm512_mask_loadu_ps(_mm512_set1_ps(-__builtin_inff()), k, x + i);
-    const __m512 d = _mm512_max_ps(_mm512_mul_ps(_mm512_sub_ps(v, vm), vb), _mm512_set1_ps(-200.f));
-    const __m512 e = exp_neg(d);
+    const __m512 v = _mm512_mask_loadu_ps(_mm512_set1_ps(-__builtin_inff()), tail_mask(n - i), x + i);
+    const __m512 y = log2_units(v, vm, vc);
+    const __m512 e = exp2_poly(y);
     s0 = _mm512_add_ps(s0, e);
-    t0 = _mm512_fmadd_ps(e, d, t0);
+    t0 = _mm512_fmadd_ps(e, y, t0);
   }
-  if (ent) *ent += _mm512_reduce_add_ps(_mm512_add_ps(t0, t1));
+  if (ent) *ent += kLn2 * _mm512_reduce_add_ps(_mm512_add_ps(t0, t1));
   return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
 }
 
@@ -271,7 +338,7 @@ LUTKIT_AVX512_SMP inline void decode_mxfp8(const uint8_t* codes, const uint8_t* 
 }
 
 inline const sampling_kernel_set& kernels() {
-  static const sampling_kernel_set ks{"avx512", max_argmax, sum_exp, gumbel_argmax, collect_ge,
+  static const sampling_kernel_set ks{"avx512", max_argmax, sum_exp, max_sum_exp, gumbel_argmax, collect_ge,
                                       decode_bf16, decode_f16, decode_mxfp8};
   return ks;
 }
