@@ -237,12 +237,13 @@ struct chain_cfg {
 };
 const chain_cfg kChains[] = {{"topk40_topp0.95_T0.8", 40, 0.95f, 0.8f}, {"topp0.95_T0.8", 0, 0.95f, 0.8f}};
 
-std::string ar_key(std::size_t B, std::size_t V, int T) {
-  return "B:" + std::to_string(B) + "/V:" + std::to_string(V) + "/threads:" + std::to_string(T);
+std::string ar_key(std::size_t B, std::size_t V, int T, bool cold) {
+  return "B:" + std::to_string(B) + "/V:" + std::to_string(V) + "/threads:" + std::to_string(T) + (cold ? "/cold" : "/warm");
 }
 
-void bm_ar(benchmark::State& st, std::size_t B, std::size_t V, chain_cfg c, int threads) {
+void bm_ar(benchmark::State& st, std::size_t B, std::size_t V, chain_cfg c, int threads, bool cold) {
   auto& a = ar_data(B, V);
+  const std::size_t ncopies = cold ? a.c.size() : 1;
   thread_pool* pool = threads > 1 ? &pool_for(threads) : nullptr;
   std::vector<ar_params> ps(B);
   for (std::size_t r = 0; r < B; ++r) {
@@ -254,26 +255,27 @@ void bm_ar(benchmark::State& st, std::size_t B, std::size_t V, chain_cfg c, int 
   std::size_t i = 0;
   for (auto _ : st) {
     for (auto& p : ps) p.seed = i;
-    ar_sample(a.c[i++ % a.c.size()]->view(), ps.data(), tok.data(), pool);
+    ar_sample(a.c[i++ % ncopies]->view(), ps.data(), tok.data(), pool);
     benchmark::DoNotOptimize(tok.data());
   }
-  set_counters(st, double(B * V * 4), ar_key(B, V, threads));
+  set_counters(st, double(B * V * 4), ar_key(B, V, threads, cold));
 }
 
-void bm_ar_read(benchmark::State& st, std::size_t B, std::size_t V, int threads) {
+void bm_ar_read(benchmark::State& st, std::size_t B, std::size_t V, int threads, bool cold) {
   auto& a = ar_data(B, V);
+  const std::size_t ncopies = cold ? a.c.size() : 1;
   thread_pool& pool = pool_for(threads);
   uint64_t sink[8] = {};
   std::size_t i = 0;
   std::vector<double> ts;
   for (auto _ : st) {
     const auto t0 = std::chrono::steady_clock::now();
-    plain_read(pool, threads, a.c[i++ % a.c.size()]->data.get(), B * V * 4, sink);
+    plain_read(pool, threads, a.c[i++ % ncopies]->data.get(), B * V * 4, sink);
     benchmark::DoNotOptimize(sink);
     ts.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   std::sort(ts.begin(), ts.end());
-  if (!ts.empty()) g_read_s[ar_key(B, V, threads)] = ts[ts.size() / 2];
+  if (!ts.empty()) g_read_s[ar_key(B, V, threads, cold)] = ts[ts.size() / 2];
   set_counters(st, double(B * V * 4), "");
 }
 
@@ -316,14 +318,15 @@ uint32_t sort_sample_row(const float* l, std::size_t V, const chain_cfg& c, uint
   return cand[keep - 1].second;
 }
 
-void bm_ar_sort(benchmark::State& st, std::size_t B, std::size_t V, chain_cfg c, int threads, bool full) {
+void bm_ar_sort(benchmark::State& st, std::size_t B, std::size_t V, chain_cfg c, int threads, bool full, bool cold) {
   auto& a = ar_data(B, V);
+  const std::size_t ncopies = cold ? a.c.size() : 1;
   thread_pool* pool = threads > 1 ? &pool_for(threads) : nullptr;
   std::vector<int32_t> tok(B);
   std::vector<std::vector<std::pair<float, uint32_t>>> cand(B);
   std::size_t i = 0;
   for (auto _ : st) {
-    const float* lg = reinterpret_cast<const float*>(a.c[i % a.c.size()]->data.get());
+    const float* lg = reinterpret_cast<const float*>(a.c[i % ncopies]->data.get());
     auto row = [&](std::size_t r) { tok[r] = int32_t(sort_sample_row(lg + r * V, V, c, i, full, cand[r])); };
     if (pool && B > 1)
       pool->run(B, row);
@@ -332,7 +335,7 @@ void bm_ar_sort(benchmark::State& st, std::size_t B, std::size_t V, chain_cfg c,
     ++i;
     benchmark::DoNotOptimize(tok.data());
   }
-  set_counters(st, double(B * V * 4), ar_key(B, V, threads));
+  set_counters(st, double(B * V * 4), ar_key(B, V, threads, cold));
 }
 
 }  // namespace
@@ -361,26 +364,28 @@ void register_sampling() {
         }
       }
     for (std::size_t V : {std::size_t(151936), std::size_t(262144)})
-      for (std::size_t B : {std::size_t(1), std::size_t(16)}) {
-        benchmark::RegisterBenchmark(("ar_read/" + ar_key(B, V, T)).c_str(),
-                                     [=](benchmark::State& st) { bm_ar_read(st, B, V, T); })
-            ->Unit(benchmark::kMicrosecond)->UseRealTime();
-        for (const auto& c : kChains) {
-          const std::string k = "B:" + std::to_string(B) + "/V:" + std::to_string(V) + "/" + c.name +
-                                "/threads:" + std::to_string(T);
-          benchmark::RegisterBenchmark(("ar_sample/" + k).c_str(),
-                                       [=](benchmark::State& st) { bm_ar(st, B, V, c, T); })
+      for (std::size_t B : {std::size_t(1), std::size_t(16)})
+        for (bool cold : {true, false}) {
+          const std::string mode = cold ? "/cold" : "/warm";
+          benchmark::RegisterBenchmark(("ar_read/" + ar_key(B, V, T, cold)).c_str(),
+                                       [=](benchmark::State& st) { bm_ar_read(st, B, V, T, cold); })
               ->Unit(benchmark::kMicrosecond)->UseRealTime();
-          if (c.top_k > 0)
-            benchmark::RegisterBenchmark(("ar_partial_sort/" + k).c_str(),
-                                         [=](benchmark::State& st) { bm_ar_sort(st, B, V, c, T, false); })
+          for (const auto& c : kChains) {
+            const std::string k = "B:" + std::to_string(B) + "/V:" + std::to_string(V) + "/" + c.name +
+                                  "/threads:" + std::to_string(T) + mode;
+            benchmark::RegisterBenchmark(("ar_sample/" + k).c_str(),
+                                         [=](benchmark::State& st) { bm_ar(st, B, V, c, T, cold); })
                 ->Unit(benchmark::kMicrosecond)->UseRealTime();
-          else
-            benchmark::RegisterBenchmark(("ar_full_sort/" + k).c_str(),
-                                         [=](benchmark::State& st) { bm_ar_sort(st, B, V, c, T, true); })
-                ->Unit(benchmark::kMicrosecond)->UseRealTime();
+            if (c.top_k > 0)
+              benchmark::RegisterBenchmark(("ar_partial_sort/" + k).c_str(),
+                                           [=](benchmark::State& st) { bm_ar_sort(st, B, V, c, T, false, cold); })
+                  ->Unit(benchmark::kMicrosecond)->UseRealTime();
+            else
+              benchmark::RegisterBenchmark(("ar_full_sort/" + k).c_str(),
+                                           [=](benchmark::State& st) { bm_ar_sort(st, B, V, c, T, true, cold); })
+                  ->Unit(benchmark::kMicrosecond)->UseRealTime();
+          }
         }
-      }
   }
 }
 }  // namespace lutkit_bench

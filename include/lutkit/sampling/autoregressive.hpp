@@ -8,6 +8,7 @@
 // Semantics of every option: docs/sampling.md.
 #pragma once
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -331,7 +332,8 @@ inline void ar_sample_impl(const logits_view& lv, const ar_params* params, int32
   const std::size_t nblocks = (V + ar_block - 1) / ar_block;
   const std::size_t threads = pool ? pool->size() : 1;
   // a row is split over several threads when there are fewer rows than threads
-  const std::size_t parts = std::min(nchunks, rows < threads ? (threads + rows - 1) / rows : std::size_t(1));
+  // (two tasks per thread: a thread the OS holds back leaves its share to the others)
+  const std::size_t parts = std::min(nchunks, rows < threads ? 2 * ((threads + rows - 1) / rows) : std::size_t(1));
   std::vector<std::vector<token_patch>> patches(rows);
   std::vector<float> sum_beta(rows);
   for (std::size_t r = 0; r < rows; ++r) {
@@ -351,15 +353,13 @@ inline void ar_sample_impl(const logits_view& lv, const ar_params* params, int32
       ar_part& o = part[r * nchunks + ci];
       const std::size_t b = ci * chunk, n = std::min(chunk, V - b);
       const float* x = read_chunk(lv, ks, r, b, n, scratch, pl);
-      ks.max_argmax(x, n, uint32_t(b), false, o.st, bmax.data() + r * nblocks + b / ar_block);
+      const bool last = ci + 1 == nchunks * (q + 1) / parts;  // prefetch the next chunk of this task
+      const auto pf = last ? std::pair<const void*, std::size_t>{nullptr, 0} : chunk_bytes(lv, r, b + n, chunk);
+      ks.max_argmax(x, n, uint32_t(b), false, o.st, bmax.data() + r * nblocks + b / ar_block, pf.first, pf.second);
       if (beta != 0.f && o.st.i1 != no_index && o.st.m1 < std::numeric_limits<float>::infinity())
         o.s = ks.sum_exp(x, n, o.st.m1, beta, nullptr, nullptr, 0);
     }
   };
-  if (pool && rows * parts > 1)
-    pool->run(rows * parts, pass);
-  else
-    for (std::size_t t = 0; t < rows * parts; ++t) pass(t);
   auto finish = [&](std::size_t r) {
     max_state st;
     for (std::size_t q = 0; q < nchunks; ++q) merge_max(st, part[r * nchunks + q].st);
@@ -374,10 +374,25 @@ inline void ar_sample_impl(const logits_view& lv, const ar_params* params, int32
                        reinterpret_cast<float*>(buf.get())};
     tokens[r] = int32_t(ar_row(c, params[r], st, S, r, traces ? traces + r : nullptr));
   };
-  if (pool && rows > 1)
-    pool->run(rows, finish);
-  else
-    for (std::size_t r = 0; r < rows; ++r) finish(r);
+  if (parts == 1) {
+    // a row per task: its selection runs right after its pass, while the row is in this core's L2
+    auto both = [&](std::size_t r) {
+      pass(r);
+      finish(r);
+    };
+    if (pool && rows > 1)
+      pool->run(rows, both);
+    else
+      for (std::size_t r = 0; r < rows; ++r) both(r);
+    return;
+  }
+  // several tasks per row: the last of a row's tasks to finish its pass runs the selection
+  std::vector<std::atomic<std::size_t>> left(rows);
+  for (auto& l : left) l.store(parts);
+  pool->run(rows * parts, [&](std::size_t t) {
+    pass(t);
+    if (left[t / parts].fetch_sub(1, std::memory_order_acq_rel) == 1) finish(t / parts);
+  });
 }
 
 }  // namespace detail

@@ -118,7 +118,7 @@ inline dllm_pos_out dllm_position(const logits_view& lv, const sampling_kernel_s
       }
     } else {
       // no finite maximum yet: the chunk's own maximum first
-      ks.max_argmax(x, n, uint32_t(b), margin, st, nullptr);
+      ks.max_argmax(x, n, uint32_t(b), margin, st, nullptr, pf.first, pf.second);
       if (st.i1 == no_index) continue;  // nothing but NaN / -inf so far
       if (!(st.m1 < std::numeric_limits<float>::infinity())) break;
       M = st.m1;

@@ -40,7 +40,9 @@ struct sampling_kernel_set {
   const char* name;
   // state <- max(state, x[0..n)) with indices base + i; with top2 also the second largest;
   // bmax (if not null): the maximum of each ar_block values (ceil(n / ar_block) outputs)
-  void (*max_argmax)(const float* x, std::size_t n, uint32_t base, bool top2, max_state& st, float* bmax);
+  // (prefetching [pf, pf + pf_bytes) meanwhile, as sum_exp)
+  void (*max_argmax)(const float* x, std::size_t n, uint32_t base, bool top2, max_state& st, float* bmax,
+                     const void* pf, std::size_t pf_bytes);
   // sum of exp(beta (x - m)) over x[0..n) (NaN and -inf add 0); ent (if not null) += the sum of
   // exp(beta (x - m)) * beta (x - m). While it computes, it prefetches [pf, pf + pf_bytes) (the
   // next chunk of the stream: its DRAM reads overlap this chunk's arithmetic; pf may be null).

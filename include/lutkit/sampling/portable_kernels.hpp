@@ -15,7 +15,8 @@ namespace lutkit {
 namespace detail {
 namespace portable_sampling {
 
-inline void max_argmax(const float* x, std::size_t n, uint32_t base, bool top2, max_state& st, float* bmax) {
+inline void max_argmax(const float* x, std::size_t n, uint32_t base, bool top2, max_state& st, float* bmax,
+                       const void* = nullptr, std::size_t = 0) {
   for (std::size_t b0 = 0; b0 < n; b0 += ar_block) {
     const std::size_t b1 = b0 + ar_block < n ? b0 + ar_block : n;
     float bm = -std::numeric_limits<float>::infinity();

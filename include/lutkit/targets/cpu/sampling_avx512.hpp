@@ -91,14 +91,26 @@ LUTKIT_AVX512_SMP inline void reduce_argmax(__m512 vm, __m512i vi, float& m, uin
   i = at ? uint32_t(_mm512_mask_reduce_min_epu32(at, vi)) : no_index;
 }
 
+// the prefetch of [pc, pc + bytes) spread over a loop: at most `step` bytes per iteration
+struct prefetcher {
+  const char* pc;
+  std::size_t done = 0, bytes, step;
+  prefetcher(const void* pf, std::size_t pf_bytes, std::size_t n, std::size_t per_iter)
+      : pc(static_cast<const char*>(pf)), bytes(pf ? pf_bytes : 0), step(n ? (pf_bytes * per_iter + n - 1) / n : 0) {}
+  LUTKIT_AVX512_SMP void run() {
+    for (const std::size_t e = std::min(done + step, bytes); done < e; done += 64) _mm_prefetch(pc + done, _MM_HINT_T0);
+  }
+};
+
 template <bool Top2>
 LUTKIT_AVX512_SMP inline void max_block(const float* x, std::size_t n, uint32_t base, __m512& vm, __m512i& vi,
-                                        __m512& v2, __m512& bm) {
+                                        __m512& v2, __m512& bm, prefetcher& pf) {
   const __m512 ninf = _mm512_set1_ps(-__builtin_inff());
   __m512i idx = _mm512_add_epi32(_mm512_set1_epi32(int(base)), iota());
   const __m512i step = _mm512_set1_epi32(16);
   std::size_t i = 0;
   for (; i + 16 <= n; i += 16) {
+    if ((i & 31) == 0) pf.run();
     const __m512 v = _mm512_loadu_ps(x + i);
     const __mmask16 gt = _mm512_cmp_ps_mask(v, vm, _CMP_GT_OQ);
     if constexpr (Top2) {
@@ -125,7 +137,8 @@ LUTKIT_AVX512_SMP inline void max_block(const float* x, std::size_t n, uint32_t 
 }
 
 LUTKIT_AVX512_SMP inline void max_argmax(const float* x, std::size_t n, uint32_t base, bool top2, max_state& st,
-                                         float* bmax) {
+                                         float* bmax, const void* pf, std::size_t pf_bytes) {
+  prefetcher p(pf, pf_bytes, n, 32);
   const __m512 ninf = _mm512_set1_ps(-__builtin_inff());
   __m512 vm = ninf, v2 = ninf;
   __m512i vi = _mm512_set1_epi32(-1);
@@ -134,9 +147,9 @@ LUTKIT_AVX512_SMP inline void max_argmax(const float* x, std::size_t n, uint32_t
     const std::size_t len = b0 + blk < n ? blk : n - b0;
     __m512 bm = ninf;
     if (top2)
-      max_block<true>(x + b0, len, base + uint32_t(b0), vm, vi, v2, bm);
+      max_block<true>(x + b0, len, base + uint32_t(b0), vm, vi, v2, bm, p);
     else
-      max_block<false>(x + b0, len, base + uint32_t(b0), vm, vi, v2, bm);
+      max_block<false>(x + b0, len, base + uint32_t(b0), vm, vi, v2, bm, p);
     if (bmax) bmax[b0 / ar_block] = _mm512_reduce_max_ps(bm);
   }
   max_state c;
@@ -150,17 +163,6 @@ LUTKIT_AVX512_SMP inline void max_argmax(const float* x, std::size_t n, uint32_t
   }
   merge_max(st, c);
 }
-
-// the prefetch of [pc, pc + bytes) spread over a loop: at most `step` bytes per iteration
-struct prefetcher {
-  const char* pc;
-  std::size_t done = 0, bytes, step;
-  prefetcher(const void* pf, std::size_t pf_bytes, std::size_t n, std::size_t per_iter)
-      : pc(static_cast<const char*>(pf)), bytes(pf ? pf_bytes : 0), step(n ? (pf_bytes * per_iter + n - 1) / n : 0) {}
-  LUTKIT_AVX512_SMP void run() {
-    for (const std::size_t e = std::min(done + step, bytes); done < e; done += 64) _mm_prefetch(pc + done, _MM_HINT_T0);
-  }
-};
 
 // Fused pass over a chunk: the running maximum (as max_argmax) and the sum of exp(beta (x - ref))
 // for a reference ref (the caller's running maximum: values above it give terms > 1, which the
