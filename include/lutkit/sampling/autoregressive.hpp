@@ -183,6 +183,64 @@ inline void ar_collect(const ar_row_ctx& c, float t, std::vector<ar_cand>& out) 
   }
 }
 
+// Top-p on the whole vocabulary without sorting it: with F(t) = sum of exp(beta (z - M)) over
+// z >= t, search thresholds lo < hi with F(lo) >= p S > F(hi), 8 per streaming pass over the
+// blocks that reach the lowest one, until few values lie in [lo, hi); then the values >= hi are
+// kept as they are and only those in [lo, hi) are sorted, to find where the cumulative mass
+// reaches p S.
+inline void ar_top_p_all(const ar_row_ctx& c, double M, double beta, double target, std::vector<ar_cand>& w) {
+  constexpr int J = mass_thresholds;
+  const std::size_t few = std::max<std::size_t>(64, c.lv->vocab / 64);  // values of [lo, hi) left to sort
+  const float inf = std::numeric_limits<float>::infinity();
+  float lo = -inf, hi = inf;
+  double Fhi = 0.0;
+  uint64_t nlo = ~uint64_t(0), nhi = 0;
+  float t[J];
+  const double cs[J] = {32, 16, 8, 4, 2, 1, 0.5, 0};
+  for (int j = 0; j < J; ++j) t[j] = float(M - cs[j] / beta);
+  const std::size_t V = c.lv->vocab;
+  for (int pass = 0; pass < 16; ++pass) {
+    double mass[J] = {};
+    uint64_t cnt[J] = {};
+    for (std::size_t b = 0; b < c.nblocks; ++b) {
+      if (!(c.bmax[b] >= t[0])) continue;
+      const std::size_t b0 = b * ar_block, n = std::min(ar_block, V - b0);
+      c.ks->mass_ge(read_chunk(*c.lv, *c.ks, c.r, b0, n, c.scratch, c.pl), n, float(M), float(beta), t, mass, cnt);
+    }
+    int js = -1;
+    for (int j = 0; j < J; ++j)
+      if (mass[j] >= target) js = j;
+    if (js < 0) {  // even the lowest threshold holds too little: take everything (p ~ 1)
+      hi = t[0], Fhi = mass[0], nhi = cnt[0];
+      lo = -inf;
+      break;
+    }
+    lo = t[js], nlo = cnt[js];
+    if (js + 1 < J) hi = t[js + 1], Fhi = mass[js + 1], nhi = cnt[js + 1];
+    const float top = hi == inf ? std::nextafter(float(M), inf) : hi;
+    if (nlo - nhi <= few || std::nextafter(lo, inf) >= top) break;
+    for (int j = 0; j < J; ++j) t[j] = lo + (top - lo) * float(j) / float(J);  // t[0] = lo
+  }
+  // keep z >= hi; sort [lo, hi) and walk it from Fhi
+  std::vector<ar_cand> band;
+  ar_collect(c, lo, w);
+  std::size_t k = 0;
+  for (const auto& e : w) {
+    if (e.z >= hi)
+      w[k++] = e;
+    else
+      band.push_back(e);
+  }
+  w.resize(k);
+  std::sort(band.begin(), band.end(), ar_better);
+  double cum = Fhi;
+  for (const auto& e : band) {
+    if (!w.empty() && cum >= target) break;
+    cum += std::exp(beta * (double(e.z) - M));
+    w.push_back(e);
+  }
+}
+
 // the final draw from an explicit candidate set: ascending token order, inverse CDF of u
 inline uint32_t ar_draw(std::vector<ar_cand>& w, double beta, double u) {
   double M = -std::numeric_limits<double>::infinity();
@@ -237,26 +295,18 @@ inline uint32_t ar_row(const ar_row_ctx& c, const ar_params& p, const max_state&
           std::nth_element(w.begin(), w.begin() + std::ptrdiff_t(k - 1), w.end(), ar_better);
           w.resize(k);
         }
-        std::sort(w.begin(), w.end(), ar_better);
         break;
       }
       case ar_stage::top_p: {
         const double pp = p.top_p;
         if (all) {
-          // thresholds M - c / beta until the collected mass reaches p * S (S: the pass's sum)
-          for (double cc : {2.0, 8.0, 32.0, 128.0, -1.0}) {
-            const float t = cc < 0 ? -std::numeric_limits<float>::infinity() : float(M - cc / beta);
-            ar_collect(c, t, w);
-            double mass = 0.0;
-            for (const auto& e : w) mass += std::exp(beta * (double(e.z) - M));
-            if (mass >= pp * S) break;
-          }
+          ar_top_p_all(c, M, beta, pp * S, w);
           all = false;
-        } else {
-          S = 0.0;
-          for (const auto& e : w) S += std::exp(beta * (double(e.z) - M));
+          break;
         }
+        S = 0.0;
         std::sort(w.begin(), w.end(), ar_better);
+        for (const auto& e : w) S += std::exp(beta * (double(e.z) - M));
         double cum = 0.0;
         std::size_t n = 0;
         while (n < w.size()) {
@@ -278,7 +328,6 @@ inline uint32_t ar_row(const ar_row_ctx& c, const ar_params& p, const max_state&
         w.erase(std::remove_if(w.begin(), w.end(),
                                [&](const ar_cand& e) { return !(beta * (double(e.z) - M) >= lp); }),
                 w.end());
-        std::sort(w.begin(), w.end(), ar_better);
         break;
       }
     }

@@ -17,6 +17,8 @@ namespace detail {
 constexpr uint32_t no_index = 0xFFFFFFFFu;
 // block of the AR driver's block maxima (the coarse level of its top-k / threshold selection)
 constexpr std::size_t ar_block = 256;
+// thresholds of one mass_ge pass (the top-p threshold search)
+constexpr int mass_thresholds = 8;
 
 // running maximum of a row: largest value, its (lowest) index, second largest value.
 // NaN is never a candidate; -inf never becomes the argmax (index stays no_index).
@@ -56,6 +58,9 @@ struct sampling_kernel_set {
   // (best_y, best_i) <- the largest y (lowest index on ties; NaN never)
   void (*gumbel_argmax)(const float* x, std::size_t n, uint32_t base, rng_key key, float beta, float& best_y,
                         uint32_t& best_i);
+  // for the 8 ascending thresholds t[j]: mass[j] += the sum of exp(beta (x - m)) over x >= t[j],
+  // count[j] += their number (NaN never counts)
+  void (*mass_ge)(const float* x, std::size_t n, float m, float beta, const float* t, double* mass, uint64_t* count);
   // the values >= t (NaN never) with their indices base + i; returns their count (<= n)
   std::size_t (*collect_ge)(const float* x, std::size_t n, uint32_t base, float t, uint32_t* idx, float* val);
   // decoders into floats: n values

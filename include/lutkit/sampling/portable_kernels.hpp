@@ -78,6 +78,20 @@ inline void gumbel_argmax(const float* x, std::size_t n, uint32_t base, rng_key 
   }
 }
 
+inline void mass_ge(const float* x, std::size_t n, float m, float beta, const float* t, double* mass,
+                    uint64_t* count) {
+  float ms[mass_thresholds] = {};
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!(x[i] >= t[0])) continue;
+    float d = (x[i] - m) * beta;
+    if (!(d >= -200.f)) d = -200.f;
+    const float e = std::exp(d);
+    for (int j = 0; j < mass_thresholds; ++j)
+      if (x[i] >= t[j]) ms[j] += e, ++count[j];
+  }
+  for (int j = 0; j < mass_thresholds; ++j) mass[j] += double(ms[j]);
+}
+
 inline std::size_t collect_ge(const float* x, std::size_t n, uint32_t base, float t, uint32_t* idx, float* val) {
   std::size_t c = 0;
   for (std::size_t i = 0; i < n; ++i)
@@ -113,6 +127,7 @@ inline const sampling_kernel_set& portable_sampling_kernels() {
                                       portable_sampling::sum_exp,
                                       portable_sampling::max_sum_exp,
                                       portable_sampling::gumbel_argmax,
+                                      portable_sampling::mass_ge,
                                       portable_sampling::collect_ge,
                                       portable_sampling::decode_bf16,
                                       portable_sampling::decode_f16,

@@ -279,6 +279,36 @@ LUTKIT_AVX512_SMP inline void gumbel_argmax(const float* x, std::size_t n, uint3
   }
 }
 
+LUTKIT_AVX512_SMP inline void mass_ge(const float* x, std::size_t n, float m, float beta, const float* t, double* mass,
+                                      uint64_t* count) {
+  constexpr int J = mass_thresholds;
+  __m512 vt[J], ms[J];
+  __m512i cs[J];
+  for (int j = 0; j < J; ++j) {
+    vt[j] = _mm512_set1_ps(t[j]);
+    ms[j] = _mm512_setzero_ps();
+    cs[j] = _mm512_setzero_si512();
+  }
+  const __m512 vm = _mm512_set1_ps(m), vc = _mm512_set1_ps(beta * kLog2e);
+  const __m512i one = _mm512_set1_epi32(1);
+  for (std::size_t i = 0; i < n; i += 16) {
+    const __mmask16 k = tail_mask(n - i);
+    const __m512 v = _mm512_maskz_loadu_ps(k, x + i);
+    const __mmask16 any = _mm512_mask_cmp_ps_mask(k, v, vt[0], _CMP_GE_OQ);
+    if (!any) continue;
+    const __m512 e = exp2_poly(log2_units(v, vm, vc));
+    for (int j = 0; j < J; ++j) {
+      const __mmask16 g = _mm512_mask_cmp_ps_mask(k, v, vt[j], _CMP_GE_OQ);
+      ms[j] = _mm512_mask_add_ps(ms[j], g, ms[j], e);
+      cs[j] = _mm512_mask_add_epi32(cs[j], g, cs[j], one);
+    }
+  }
+  for (int j = 0; j < J; ++j) {
+    mass[j] += double(_mm512_reduce_add_ps(ms[j]));
+    count[j] += uint64_t(_mm512_reduce_add_epi32(cs[j]));
+  }
+}
+
 LUTKIT_AVX512_SMP inline std::size_t collect_ge(const float* x, std::size_t n, uint32_t base, float t, uint32_t* idx,
                                                 float* val) {
   const __m512 vt = _mm512_set1_ps(t);
@@ -340,7 +370,7 @@ LUTKIT_AVX512_SMP inline void decode_mxfp8(const uint8_t* codes, const uint8_t* 
 }
 
 inline const sampling_kernel_set& kernels() {
-  static const sampling_kernel_set ks{"avx512", max_argmax, sum_exp, max_sum_exp, gumbel_argmax, collect_ge,
+  static const sampling_kernel_set ks{"avx512", max_argmax, sum_exp, max_sum_exp, gumbel_argmax, mass_ge, collect_ge,
                                       decode_bf16, decode_f16, decode_mxfp8};
   return ks;
 }
