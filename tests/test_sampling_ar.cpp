@@ -235,8 +235,8 @@ TEST_CASE("ar: categorical draws follow the truncated softmax (chi-square, false
 
 TEST_CASE("ar: the same bits on 1 and 2 threads (a row split over both)", "[sampling][ar]") {
   std::mt19937_64 rng(8);
-  const std::size_t V = 20000;
   for (std::size_t rows : {1, 3}) {
+    const std::size_t V = rows == 1 ? 600000 : 20000;  // 2.4 MB: a single row is split over the threads
     const auto d = random_logits(rng, logit_type::f32, rows, V, false);
     thread_pool pool(2);
     for (const auto be : backends())
@@ -250,8 +250,9 @@ TEST_CASE("ar: the same bits on 1 and 2 threads (a row split over both)", "[samp
         }
         std::vector<int32_t> a(rows), b(rows);
         std::vector<detail::ar_trace> ta(rows), tb(rows);
-        detail::ar_sample_impl(d.view(), ps.data(), a.data(), nullptr, be, chunk_target(1024), ta.data());
-        detail::ar_sample_impl(d.view(), ps.data(), b.data(), &pool, be, chunk_target(1024), tb.data());
+        const auto tgt = chunk_target(rows == 1 ? 8192 : 1024);
+        detail::ar_sample_impl(d.view(), ps.data(), a.data(), nullptr, be, tgt, ta.data());
+        detail::ar_sample_impl(d.view(), ps.data(), b.data(), &pool, be, tgt, tb.data());
         REQUIRE(a == b);
         for (std::size_t r = 0; r < rows; ++r) REQUIRE(ta[r].kept == tb[r].kept);
       }
