@@ -176,15 +176,17 @@ LUTKIT_AVX512_SMP inline float max_sum_body(const float* x, std::size_t n, uint3
   __m512i idx = _mm512_add_epi32(_mm512_set1_epi32(int(base)), iota());
   const __m512 vr = _mm512_set1_ps(ref), vc = _mm512_set1_ps(beta * kLog2e);
   __m512 s0 = _mm512_setzero_ps(), s1 = s0, t0 = s0, t1 = s0;
+  // Without Top2 only the lanes' maxima are tracked; the index is found afterwards, in the rare
+  // chunk whose maximum beats the running one (a scan of the chunk in L1).
   auto one = [&](__m512 v, __m512& s, __m512& t) LUTKIT_AVX512_SMP {
-    const __mmask16 gt = _mm512_cmp_ps_mask(v, vm, _CMP_GT_OQ);
     if constexpr (Top2) {
+      const __mmask16 gt = _mm512_cmp_ps_mask(v, vm, _CMP_GT_OQ);
       const __m512 vc2 = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), ninf, v);
       v2 = _mm512_max_ps(v2, _mm512_min_ps(vc2, vm));
+      vi = _mm512_mask_blend_epi32(gt, vi, idx);
+      idx = _mm512_add_epi32(idx, _mm512_set1_epi32(16));
     }
     vm = _mm512_max_ps(v, vm);
-    vi = _mm512_mask_blend_epi32(gt, vi, idx);
-    idx = _mm512_add_epi32(idx, _mm512_set1_epi32(16));
     const __m512 y = log2_units(v, vr, vc);
     const __m512 e = exp2_poly(y);
     s = _mm512_add_ps(s, e);
@@ -198,8 +200,23 @@ LUTKIT_AVX512_SMP inline float max_sum_body(const float* x, std::size_t n, uint3
   }
   for (; i < n; i += 16) one(_mm512_mask_loadu_ps(ninf, tail_mask(n - i), x + i), s0, t0);
   max_state c;
-  reduce_argmax(vm, vi, c.m1, c.i1);
-  if (c.i1 == no_index) c.m1 = -__builtin_inff();
+  if constexpr (!Top2) {
+    c.m1 = _mm512_reduce_max_ps(vm);
+    if (c.m1 > st.m1) {  // a new maximum (NaN never; ties keep the earlier index): find it
+      const __m512 vb = _mm512_set1_ps(c.m1);
+      for (std::size_t j = 0; j < n; j += 16) {
+        const __mmask16 eq = _mm512_mask_cmp_ps_mask(tail_mask(n - j), _mm512_loadu_ps(x + j), vb, _CMP_EQ_OQ);
+        if (eq) {
+          c.i1 = base + uint32_t(j) + uint32_t(__builtin_ctz(eq));
+          break;
+        }
+      }
+    }
+    if (c.i1 == no_index) c.m1 = -__builtin_inff();
+  } else {
+    reduce_argmax(vm, vi, c.m1, c.i1);
+    if (c.i1 == no_index) c.m1 = -__builtin_inff();
+  }
   if constexpr (Top2) {
     const __mmask16 win = _mm512_cmp_epi32_mask(vi, _mm512_set1_epi32(int(c.i1)), _MM_CMPINT_EQ);
     c.m2 = _mm512_reduce_max_ps(_mm512_max_ps(v2, _mm512_mask_blend_ps(win, vm, ninf)));
