@@ -136,8 +136,49 @@ LUTKIT_AVX512_SMP inline void max_block(const float* x, std::size_t n, uint32_t 
   }
 }
 
+// the index of the first x[j] == m (m a value of x)
+LUTKIT_AVX512_SMP inline uint32_t find_first(const float* x, std::size_t n, float m) {
+  const __m512 vb = _mm512_set1_ps(m);
+  for (std::size_t j = 0; j < n; j += 16) {
+    const __mmask16 eq = _mm512_mask_cmp_ps_mask(tail_mask(n - j), _mm512_loadu_ps(x + j), vb, _CMP_EQ_OQ);
+    if (eq) return uint32_t(j) + uint32_t(__builtin_ctz(eq));
+  }
+  return no_index;
+}
+
 LUTKIT_AVX512_SMP inline void max_argmax(const float* x, std::size_t n, uint32_t base, bool top2, max_state& st,
                                          float* bmax, const void* pf, std::size_t pf_bytes) {
+  if (bmax && !top2 && !pf) {
+    // block maxima only (one max per vector); the index is searched in the block holding a new
+    // running maximum, which is rare after the first blocks
+    float run = st.m1;
+    uint32_t at = no_index;
+    std::size_t at_b = 0;
+    for (std::size_t b0 = 0; b0 < n; b0 += ar_block) {
+      const std::size_t len = b0 + ar_block < n ? ar_block : n - b0;
+      __m512 m0 = _mm512_set1_ps(-__builtin_inff()), m1 = m0;
+      std::size_t i = 0;
+      for (; i + 32 <= len; i += 32) {
+        m0 = _mm512_max_ps(_mm512_loadu_ps(x + b0 + i), m0);
+        m1 = _mm512_max_ps(_mm512_loadu_ps(x + b0 + i + 16), m1);
+      }
+      for (; i < len; i += 16)
+        m0 = _mm512_max_ps(_mm512_mask_loadu_ps(m0, tail_mask(len - i), x + b0 + i), m0);
+      const float bm = _mm512_reduce_max_ps(_mm512_max_ps(m0, m1));
+      bmax[b0 / ar_block] = bm;
+      if (bm > run) {
+        run = bm;
+        at = 1;
+        at_b = b0;
+      }
+    }
+    if (at != no_index) {
+      const std::size_t len = at_b + ar_block < n ? ar_block : n - at_b;
+      st.m1 = run;
+      st.i1 = base + uint32_t(at_b) + find_first(x + at_b, len, run);
+    }
+    return;
+  }
   prefetcher p(pf, pf_bytes, n, 32);
   const __m512 ninf = _mm512_set1_ps(-__builtin_inff());
   __m512 vm = ninf, v2 = ninf;
@@ -202,16 +243,7 @@ LUTKIT_AVX512_SMP inline float max_sum_body(const float* x, std::size_t n, uint3
   max_state c;
   if constexpr (!Top2) {
     c.m1 = _mm512_reduce_max_ps(vm);
-    if (c.m1 > st.m1) {  // a new maximum (NaN never; ties keep the earlier index): find it
-      const __m512 vb = _mm512_set1_ps(c.m1);
-      for (std::size_t j = 0; j < n; j += 16) {
-        const __mmask16 eq = _mm512_mask_cmp_ps_mask(tail_mask(n - j), _mm512_loadu_ps(x + j), vb, _CMP_EQ_OQ);
-        if (eq) {
-          c.i1 = base + uint32_t(j) + uint32_t(__builtin_ctz(eq));
-          break;
-        }
-      }
-    }
+    if (c.m1 > st.m1) c.i1 = base + find_first(x, n, c.m1);  // a new maximum (NaN never; ties keep the earlier index)
     if (c.i1 == no_index) c.m1 = -__builtin_inff();
   } else {
     reduce_argmax(vm, vi, c.m1, c.i1);
