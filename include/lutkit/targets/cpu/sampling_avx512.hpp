@@ -140,7 +140,8 @@ LUTKIT_AVX512_SMP inline void max_block(const float* x, std::size_t n, uint32_t 
 LUTKIT_AVX512_SMP inline uint32_t find_first(const float* x, std::size_t n, float m) {
   const __m512 vb = _mm512_set1_ps(m);
   for (std::size_t j = 0; j < n; j += 16) {
-    const __mmask16 eq = _mm512_mask_cmp_ps_mask(tail_mask(n - j), _mm512_loadu_ps(x + j), vb, _CMP_EQ_OQ);
+    const __mmask16 k = tail_mask(n - j);
+    const __mmask16 eq = _mm512_mask_cmp_ps_mask(k, _mm512_maskz_loadu_ps(k, x + j), vb, _CMP_EQ_OQ);
     if (eq) return uint32_t(j) + uint32_t(__builtin_ctz(eq));
   }
   return no_index;
