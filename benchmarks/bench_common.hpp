@@ -29,4 +29,5 @@ lutkit::quantized<P> random_quantized(std::size_t M, std::size_t K, uint64_t see
 
 lutkit::thread_pool& pool_for(int threads);
 void register_prefill();
+void register_sampling();
 }  // namespace lutkit_bench

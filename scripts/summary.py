@@ -24,7 +24,7 @@ def main(path):
             dram[thr] = b.get("weight_GBps", 0)
             continue
         p = parse(name)
-        if not p or p[0] in ("peak", "dequant"):
+        if not p or p[0] in ("peak", "dequant") or p[0].startswith(("dllm_", "ar_")):
             continue
         unit = {"us": 1.0, "ms": 1e3, "ns": 1e-3}[b.get("time_unit", "us")]
         rows.append((p, b["real_time"] * unit, b.get("weight_GBps", 0), b.get("roofline", 0)))
@@ -93,6 +93,60 @@ def prefill(path):
             print(f"{pol + ' ' + shape:<48} {thr.split(':')[1]:>3} {out:<9} {gw:10.2f} {(f'{gw / c:.2f}x' if c else '-'):>15}")
 
 
+def sampling(path):
+    """Sampling tables: the dLLM step and the AR sampler, time, logits GB/s, fraction of a plain read
+    of the same logits bytes (read time / time) and speed-up over the baselines of the same run
+    (multi-pass dLLM step; partial-sort top-k / full-sort top-p AR). With repetitions, the medians."""
+    data = json.load(open(path))
+    unit = {"us": 1.0, "ms": 1e3, "ns": 1e-3, "s": 1e6}
+    runs = {}
+    for b in data["benchmarks"]:
+        name = b["name"]
+        if not name.startswith(("dllm_", "ar_")):
+            continue
+        agg = b.get("aggregate_name", "")
+        if agg and agg != "median":
+            continue
+        name = name.replace("/real_time", "").replace("_median", "")
+        if b.get("run_type") == "iteration" and name in runs and runs[name][1]:
+            continue  # a median was seen already
+        runs[name] = (b["real_time"] * unit[b.get("time_unit", "us")], bool(agg), b.get("logits_GBps", 0))
+    t = {k: v[0] for k, v in runs.items()}
+    if not t:
+        return
+    dl = sorted(k for k in t if k.startswith("dllm_sample/"))
+    if dl:
+        print()
+        hdr = f"{'dLLM step':<44} {'thr':>3} {'ms':>8} {'GB/s':>6} {'of read':>7} {'vs multi-pass':>13} {'Gumbel ms':>9}"
+        print(hdr)
+        print("-" * len(hdr))
+        for k in dl:
+            rest = k[len("dllm_sample/"):]
+            case, thr = rest.rsplit("/threads:", 1)
+            rd = t.get("dllm_read/" + rest)
+            mp = t.get("dllm_multipass/" + rest)
+            gb = t.get("dllm_sample_gumbel/" + rest)
+            print(f"{case:<44} {thr:>3} {t[k] / 1e3:8.2f} {runs[k][2]:6.1f} "
+                  f"{(f'{rd / t[k]:.2f}' if rd else '-'):>7} {(f'{mp / t[k]:.1f}x' if mp else '-'):>13} "
+                  f"{(f'{gb / 1e3:.2f}' if gb else '-'):>9}")
+    ar = sorted(k for k in t if k.startswith("ar_sample/"))
+    if ar:
+        print()
+        hdr = f"{'AR sample':<44} {'thr':>3} {'mode':<5} {'us':>9} {'GB/s':>6} {'of read':>7} {'vs sort':>8}"
+        print(hdr)
+        print("-" * len(hdr))
+        for k in ar:
+            parts = k.split("/")  # ar_sample, B:, V:, chain, threads:, mode
+            if len(parts) < 6:
+                continue
+            _, bb, vv, chain, thr, mode = parts[:6]
+            rd = t.get(f"ar_read/{bb}/{vv}/{thr}/{mode}")
+            srt = t.get(f"ar_partial_sort/{bb}/{vv}/{chain}/{thr}/{mode}") or t.get(f"ar_full_sort/{bb}/{vv}/{chain}/{thr}/{mode}")
+            print(f"{bb + '/' + vv + '/' + chain:<44} {thr.split(':')[1]:>3} {mode:<5} {t[k]:9.1f} {runs[k][2]:6.1f} "
+                  f"{(f'{rd / t[k]:.2f}' if rd else '-'):>7} {(f'{srt / t[k]:.1f}x' if srt else '-'):>8}")
+
+
 if __name__ == "__main__":
     main(sys.argv[1])
     prefill(sys.argv[1])
+    sampling(sys.argv[1])

@@ -1,0 +1,462 @@
+// lutkit — autoregressive sampling of batched rows (Best-of-N / beam search at batch 1-16),
+// each row with its own parameters: repetition / presence / frequency penalties over a token
+// history, temperature (0: greedy), top-k, top-p, min-p, and seeded categorical sampling, in a
+// configurable order (llama.cpp's and vLLM's are given). Top-k / top-p / min-p never sort the
+// vocabulary: one streaming pass computes the row's maximum, the maxima of blocks of 256 values
+// and (when a stage needs it) sum exp(beta (z - max)); the candidates are then collected from
+// the few blocks whose maximum reaches a threshold, and only they are sorted.
+// Semantics of every option: docs/sampling.md.
+#pragma once
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "../core/error.hpp"
+#include "../core/memory.hpp"
+#include "../core/target.hpp"
+#include "../core/thread_pool.hpp"
+#include "logits.hpp"
+#include "microkernel.hpp"
+#include "rng.hpp"
+#include "row_reader.hpp"
+#include "targets.hpp"
+
+namespace lutkit {
+
+enum class ar_stage : uint8_t { penalties, temperature, top_k, top_p, min_p };
+
+struct ar_chain {
+  ar_stage s[5];
+  uint8_t n;
+};
+// llama.cpp's default sampler chain: penalties -> top-k -> top-p -> min-p -> temperature -> sample
+constexpr ar_chain llama_cpp_chain{
+    {ar_stage::penalties, ar_stage::top_k, ar_stage::top_p, ar_stage::min_p, ar_stage::temperature}, 5};
+// vLLM's sampler: penalties -> temperature -> min-p -> top-k -> top-p -> sample
+constexpr ar_chain vllm_chain{
+    {ar_stage::penalties, ar_stage::temperature, ar_stage::min_p, ar_stage::top_k, ar_stage::top_p}, 5};
+
+struct ar_params {
+  float temperature = 1.f;  // 0: greedy (the argmax of the penalized logits)
+  int32_t top_k = 0;        // 0: off (and k >= V keeps everything)
+  float top_p = 1.f;        // 1: off; 0 keeps the top-1
+  float min_p = 0.f;        // 0: off
+  float repetition_penalty = 1.f;  // tokens in the history: z > 0 ? z / r : z * r
+  float presence_penalty = 0.f;    // ... then z - (count * frequency + presence)
+  float frequency_penalty = 0.f;
+  const int32_t* history = nullptr;
+  std::size_t history_len = 0;
+  uint64_t seed = 0;  // the categorical draw: u = row_uniform(seed, row)
+  ar_chain chain = llama_cpp_chain;
+};
+
+namespace detail {
+
+// the penalized logit of a token seen `count` > 0 times (the reference uses this same function)
+inline float penalize(float l, uint32_t count, const ar_params& p) {
+  float z = l;
+  if (p.repetition_penalty != 1.f) z = z > 0.f ? z / p.repetition_penalty : z * p.repetition_penalty;
+  return z - (float(count) * p.frequency_penalty + p.presence_penalty);
+}
+
+inline void check_ar(const logits_view& lv, const ar_params& p, std::size_t r) {
+  require(std::isfinite(p.temperature) && p.temperature >= 0.f, "ar_sample: row ", r,
+          ": temperature must be finite and >= 0 (got ", p.temperature, ")");
+  require(p.top_k >= 0, "ar_sample: row ", r, ": top_k must be >= 0 (got ", p.top_k, ")");
+  require(p.top_p >= 0.f && p.top_p <= 1.f, "ar_sample: row ", r, ": top_p must be in [0, 1] (got ", p.top_p, ")");
+  require(p.min_p >= 0.f && p.min_p <= 1.f, "ar_sample: row ", r, ": min_p must be in [0, 1] (got ", p.min_p, ")");
+  require(std::isfinite(p.repetition_penalty) && p.repetition_penalty > 0.f, "ar_sample: row ", r,
+          ": repetition_penalty must be finite and > 0 (got ", p.repetition_penalty, ")");
+  require(std::isfinite(p.presence_penalty) && std::isfinite(p.frequency_penalty), "ar_sample: row ", r,
+          ": presence / frequency penalties must be finite");
+  require(p.history_len == 0 || p.history != nullptr, "ar_sample: row ", r, ": history_len > 0 with a null history");
+  for (std::size_t i = 0; i < p.history_len; ++i)
+    require(p.history[i] >= 0 && std::size_t(p.history[i]) < lv.vocab, "ar_sample: row ", r, ": history token ",
+            p.history[i], " outside [0, V = ", lv.vocab, ")");
+  require(p.chain.n <= 5, "ar_sample: row ", r, ": a chain has at most 5 stages");
+  bool seen[5] = {};
+  for (int i = 0; i < p.chain.n; ++i) {
+    const int s = int(p.chain.s[i]);
+    require(s >= 0 && s < 5, "ar_sample: row ", r, ": unknown stage in the chain");
+    require(!seen[s], "ar_sample: row ", r, ": a stage appears twice in the chain");
+    seen[s] = true;
+    require(p.chain.s[i] != ar_stage::penalties || i == 0, "ar_sample: row ", r,
+            ": penalties must be the first stage of the chain");
+  }
+  require(p.temperature > 0.f || seen[int(ar_stage::temperature)], "ar_sample: row ", r,
+          ": temperature 0 (greedy) needs a temperature stage in the chain");
+}
+
+inline bool chain_has(const ar_chain& c, ar_stage s) {
+  for (int i = 0; i < c.n; ++i)
+    if (c.s[i] == s) return true;
+  return false;
+}
+inline bool greedy(const ar_params& p) { return chain_has(p.chain, ar_stage::temperature) && p.temperature <= 0.f; }
+inline bool stage_on(const ar_params& p, ar_stage s, std::size_t V) {
+  switch (s) {
+    case ar_stage::penalties:
+      return p.history_len > 0 && (p.repetition_penalty != 1.f || p.presence_penalty != 0.f || p.frequency_penalty != 0.f);
+    case ar_stage::temperature: return p.temperature != 1.f;
+    case ar_stage::top_k: return p.top_k > 0 && std::size_t(p.top_k) < V;
+    case ar_stage::top_p: return p.top_p < 1.f;
+    case ar_stage::min_p: return p.min_p > 0.f;
+  }
+  return false;
+}
+// beta (1 / temperature) at which the streaming pass must sum exp: the first top-p when no
+// truncation precedes it, or the final draw when nothing truncates; 0: no sum needed
+inline float ar_sum_beta(const ar_params& p, std::size_t V) {
+  if (greedy(p)) return 0.f;
+  float beta = 1.f;
+  for (int i = 0; i < p.chain.n; ++i) {
+    const ar_stage s = p.chain.s[i];
+    if (!stage_on(p, s, V)) continue;
+    if (s == ar_stage::temperature) beta /= p.temperature;
+    if (s == ar_stage::top_p) return beta;
+    if (s == ar_stage::top_k || s == ar_stage::min_p) return 0.f;
+  }
+  return beta;
+}
+
+// penalties of a row as patches (sorted by token)
+inline std::vector<token_patch> ar_patches(const logits_view& lv, std::size_t r, const ar_params& p) {
+  std::vector<token_patch> out;
+  if (!stage_on(p, ar_stage::penalties, lv.vocab)) return out;
+  std::vector<int32_t> h(p.history, p.history + p.history_len);
+  std::sort(h.begin(), h.end());
+  for (std::size_t i = 0; i < h.size();) {
+    std::size_t j = i;
+    while (j < h.size() && h[j] == h[i]) ++j;
+    const uint32_t t = uint32_t(h[i]);
+    out.push_back({t, penalize(read_value(lv, r, t, {}), uint32_t(j - i), p)});
+    i = j;
+  }
+  return out;
+}
+
+struct ar_part {  // the streaming pass over one chunk of a row: its maximum, sum exp(beta (x - max))
+  max_state st;
+  float s = 0.f;
+};
+
+struct ar_cand {
+  uint32_t i;
+  float z;
+};
+inline bool ar_better(const ar_cand& a, const ar_cand& b) { return a.z > b.z || (a.z == b.z && a.i < b.i); }
+
+// what the driver did with one row (for the tests: the final candidate set)
+struct ar_trace {
+  bool all = false;             // the draw was over the whole vocabulary
+  std::vector<uint32_t> kept;   // else: the final candidates, ascending token
+  double beta = 0.0;            // 1 / temperature of the draw (0: greedy)
+  double u = 0.0;
+};
+
+struct ar_row_ctx {
+  const logits_view* lv;
+  const sampling_kernel_set* ks;
+  std::size_t r, chunk;
+  patch_list pl;
+  const float* bmax;
+  std::size_t nblocks;
+  float* scratch;
+};
+
+// the values >= t of row r (NaN never), from the blocks whose maximum reaches t
+inline void ar_collect(const ar_row_ctx& c, float t, std::vector<ar_cand>& out) {
+  out.clear();
+  const std::size_t V = c.lv->vocab;
+  std::vector<uint32_t> idx(ar_block);
+  std::vector<float> val(ar_block);
+  for (std::size_t b = 0; b < c.nblocks; ++b) {
+    if (!(c.bmax[b] >= t)) continue;
+    const std::size_t b0 = b * ar_block, n = std::min(ar_block, V - b0);
+    const float* x = read_chunk(*c.lv, *c.ks, c.r, b0, n, c.scratch, c.pl);
+    const std::size_t k = c.ks->collect_ge(x, n, uint32_t(b0), t, idx.data(), val.data());
+    for (std::size_t j = 0; j < k; ++j) out.push_back({idx[j], val[j]});
+  }
+}
+
+// Top-p on the whole vocabulary without sorting it: with F(t) = sum of exp(beta (z - M)) over
+// z >= t, search thresholds lo < hi with F(lo) >= p S > F(hi), 8 per streaming pass over the
+// blocks that reach the lowest one, until few values lie in [lo, hi); then the values >= hi are
+// kept as they are and only those in [lo, hi) are sorted, to find where the cumulative mass
+// reaches p S.
+inline void ar_top_p_all(const ar_row_ctx& c, double M, double beta, double target, std::vector<ar_cand>& w) {
+  constexpr int J = mass_thresholds;
+  const std::size_t few = std::max<std::size_t>(64, c.lv->vocab / 64);  // values of [lo, hi) left to sort
+  const float inf = std::numeric_limits<float>::infinity();
+  float lo = -inf, hi = inf;
+  double Fhi = 0.0;
+  uint64_t nlo = ~uint64_t(0), nhi = 0;
+  float t[J];
+  const double cs[J] = {32, 16, 8, 4, 2, 1, 0.5, 0};
+  for (int j = 0; j < J; ++j) t[j] = float(M - cs[j] / beta);
+  const std::size_t V = c.lv->vocab;
+  for (int pass = 0; pass < 16; ++pass) {
+    double mass[J] = {};
+    uint64_t cnt[J] = {};
+    for (std::size_t b = 0; b < c.nblocks; ++b) {
+      if (!(c.bmax[b] >= t[0])) continue;
+      const std::size_t b0 = b * ar_block, n = std::min(ar_block, V - b0);
+      c.ks->mass_ge(read_chunk(*c.lv, *c.ks, c.r, b0, n, c.scratch, c.pl), n, float(M), float(beta), t, mass, cnt);
+    }
+    int js = -1;
+    for (int j = 0; j < J; ++j)
+      if (mass[j] >= target) js = j;
+    if (js < 0) {  // even the lowest threshold holds too little: take everything (p ~ 1)
+      hi = t[0], Fhi = mass[0], nhi = cnt[0];
+      lo = -inf;
+      break;
+    }
+    lo = t[js], nlo = cnt[js];
+    if (js + 1 < J) hi = t[js + 1], Fhi = mass[js + 1], nhi = cnt[js + 1];
+    const float top = hi == inf ? std::nextafter(float(M), inf) : hi;
+    if (nlo - nhi <= few || std::nextafter(lo, inf) >= top) break;
+    for (int j = 0; j < J; ++j) t[j] = lo + (top - lo) * float(j) / float(J);  // t[0] = lo
+  }
+  // keep z >= hi; sort [lo, hi) and walk it from Fhi
+  std::vector<ar_cand> band;
+  ar_collect(c, lo, w);
+  std::size_t k = 0;
+  for (const auto& e : w) {
+    if (e.z >= hi)
+      w[k++] = e;
+    else
+      band.push_back(e);
+  }
+  w.resize(k);
+  std::sort(band.begin(), band.end(), ar_better);
+  double cum = Fhi;
+  for (const auto& e : band) {
+    if (!w.empty() && cum >= target) break;
+    cum += std::exp(beta * (double(e.z) - M));
+    w.push_back(e);
+  }
+}
+
+// the final draw from an explicit candidate set: ascending token order, inverse CDF of u
+inline uint32_t ar_draw(std::vector<ar_cand>& w, double beta, double u) {
+  double M = -std::numeric_limits<double>::infinity();
+  for (const auto& c : w) M = std::max(M, double(c.z));
+  std::sort(w.begin(), w.end(), [](const ar_cand& a, const ar_cand& b) { return a.i < b.i; });
+  double total = 0.0;
+  for (const auto& c : w) total += std::exp(beta * (double(c.z) - M));
+  const double target = u * total;
+  double cum = 0.0;
+  uint32_t last = w.front().i;
+  for (const auto& c : w) {
+    const double q = std::exp(beta * (double(c.z) - M));
+    if (q > 0.0) last = c.i;
+    cum += q;
+    if (cum >= target && q > 0.0) return c.i;
+  }
+  return last;
+}
+
+inline uint32_t ar_row(const ar_row_ctx& c, const ar_params& p, const max_state& st, double S, uint64_t row,
+                       ar_trace* tr) {
+  const std::size_t V = c.lv->vocab;
+  require(st.i1 != no_index && std::isfinite(st.m1), "ar_sample: logits row ", c.r,
+          " has no finite maximum (all NaN / -inf, or +inf)");
+  if (greedy(p)) {
+    if (tr) tr->kept = {st.i1};
+    return st.i1;
+  }
+  const double M = st.m1;
+  double beta = 1.0;
+  bool all = true;
+  std::vector<ar_cand> w;
+  for (int s = 0; s < p.chain.n; ++s) {
+    const ar_stage stg = p.chain.s[s];
+    if (!stage_on(p, stg, V)) continue;
+    switch (stg) {
+      case ar_stage::penalties: break;  // applied as patches by every read
+      case ar_stage::temperature: beta /= double(p.temperature); break;
+      case ar_stage::top_k: {
+        const std::size_t k = std::size_t(p.top_k);
+        if (all) {
+          std::vector<float> bm(c.bmax, c.bmax + c.nblocks);
+          float t = -std::numeric_limits<float>::infinity();
+          if (k <= bm.size()) {
+            std::nth_element(bm.begin(), bm.begin() + std::ptrdiff_t(k - 1), bm.end(), std::greater<float>());
+            t = bm[k - 1];
+          }
+          ar_collect(c, t, w);
+          all = false;
+        }
+        if (w.size() > k) {
+          std::nth_element(w.begin(), w.begin() + std::ptrdiff_t(k - 1), w.end(), ar_better);
+          w.resize(k);
+        }
+        break;
+      }
+      case ar_stage::top_p: {
+        const double pp = p.top_p;
+        if (all) {
+          ar_top_p_all(c, M, beta, pp * S, w);
+          all = false;
+          break;
+        }
+        S = 0.0;
+        std::sort(w.begin(), w.end(), ar_better);
+        for (const auto& e : w) S += std::exp(beta * (double(e.z) - M));
+        double cum = 0.0;
+        std::size_t n = 0;
+        while (n < w.size()) {
+          cum += std::exp(beta * (double(w[n].z) - M));
+          ++n;
+          if (cum >= pp * S) break;
+        }
+        w.resize(std::max<std::size_t>(n, 1));
+        break;
+      }
+      case ar_stage::min_p: {
+        const double lp = std::log(double(p.min_p));
+        if (all) {
+          // collect below the exact bound by a margin, then filter exactly
+          const float t = std::nextafter(float(M + lp / beta), -std::numeric_limits<float>::infinity());
+          ar_collect(c, t - std::fabs(t) * 1e-6f, w);
+          all = false;
+        }
+        w.erase(std::remove_if(w.begin(), w.end(),
+                               [&](const ar_cand& e) { return !(beta * (double(e.z) - M) >= lp); }),
+                w.end());
+        break;
+      }
+    }
+  }
+  const double u = row_uniform(p.seed, row);
+  if (tr) {
+    tr->beta = beta;
+    tr->u = u;
+    tr->all = all;
+  }
+  if (!all) {
+    if (tr) {
+      tr->kept.clear();
+      for (const auto& e : w) tr->kept.push_back(e.i);
+      std::sort(tr->kept.begin(), tr->kept.end());
+    }
+    return ar_draw(w, beta, u);
+  }
+  // the draw over the whole vocabulary: chunk sums in float, the crossing chunk in double
+  const double target = u * S;
+  double cum = 0.0;
+  uint32_t last = st.i1;
+  for (std::size_t b = 0; b < V; b += c.chunk) {
+    const std::size_t n = std::min(c.chunk, V - b);
+    const float* x = read_chunk(*c.lv, *c.ks, c.r, b, n, c.scratch, c.pl);
+    const double s = c.ks->sum_exp(x, n, float(M), float(beta), nullptr, nullptr, 0);
+    if (cum + s < target) {
+      cum += s;
+      continue;
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      const double q = x[i] == x[i] ? std::exp(beta * (double(x[i]) - M)) : 0.0;
+      if (q > 0.0) last = uint32_t(b + i);
+      cum += q;
+      if (cum >= target && q > 0.0) return uint32_t(b + i);
+    }
+  }
+  return last;
+}
+
+inline void ar_sample_impl(const logits_view& lv, const ar_params* params, int32_t* tokens, thread_pool* pool,
+                           sampling_backend be, const target_descriptor& tgt, ar_trace* traces) {
+  check_logits(lv, "ar_sample");
+  require(lv.rows > 0, "ar_sample: no rows");
+  require(params && tokens, "ar_sample: params and tokens must not be null");
+  for (std::size_t r = 0; r < lv.rows; ++r) check_ar(lv, params[r], r);
+  const auto& ks = sampling_kernels_for(be);
+  const std::size_t V = lv.vocab, rows = lv.rows;
+  const std::size_t chunk = std::min(sampling_chunk(tgt), (V + ar_block - 1) / ar_block * ar_block);
+  const std::size_t nchunks = (V + chunk - 1) / chunk;
+  const std::size_t nblocks = (V + ar_block - 1) / ar_block;
+  const std::size_t threads = pool ? pool->size() : 1;
+  // a row is split over several threads when there are fewer rows than threads
+  // A row is split over threads only when there are fewer rows than threads and a row is large
+  // (>= 2 MiB of logits): one row of 152k fp32 logits takes ~10 us warm, less than what a
+  // second thread's hand-over costs on a busy machine (docs/sampling.md, "design decisions").
+  // (Two tasks per thread: a thread the OS holds back leaves its share to the others.)
+  const bool split = rows < threads && V * lv.element_bytes() >= (std::size_t(2) << 20);
+  const std::size_t parts = split ? std::min(nchunks, 2 * ((threads + rows - 1) / rows)) : std::size_t(1);
+  std::vector<std::vector<token_patch>> patches(rows);
+  std::vector<float> sum_beta(rows);
+  for (std::size_t r = 0; r < rows; ++r) {
+    patches[r] = ar_patches(lv, r, params[r]);
+    sum_beta[r] = ar_sum_beta(params[r], V);
+  }
+  std::vector<float> bmax(rows * nblocks);
+  // one result per chunk, merged in chunk order: the same bits for any split over threads
+  std::vector<ar_part> part(rows * nchunks);
+  auto pass = [&](std::size_t task) {
+    const std::size_t r = task / parts, q = task % parts;
+    reusable_bytes<sampling_buffer> buf(sampling_buffer::chunk, chunk * sizeof(float));
+    float* scratch = reinterpret_cast<float*>(buf.get());
+    const patch_list pl{patches[r].data(), patches[r].size()};
+    const float beta = sum_beta[r];
+    for (std::size_t ci = nchunks * q / parts; ci < nchunks * (q + 1) / parts; ++ci) {
+      ar_part& o = part[r * nchunks + ci];
+      const std::size_t b = ci * chunk, n = std::min(chunk, V - b);
+      const float* x = read_chunk(lv, ks, r, b, n, scratch, pl);
+      // (no software prefetch: this pass is light, the hardware prefetcher keeps up, and the
+      // prefetches cost more than they save: docs/sampling.md, "design decisions")
+      ks.max_argmax(x, n, uint32_t(b), false, o.st, bmax.data() + r * nblocks + b / ar_block, nullptr, 0);
+      if (beta != 0.f && o.st.i1 != no_index && o.st.m1 < std::numeric_limits<float>::infinity())
+        o.s = ks.sum_exp(x, n, o.st.m1, beta, nullptr, nullptr, 0);
+    }
+  };
+  auto finish = [&](std::size_t r) {
+    max_state st;
+    for (std::size_t q = 0; q < nchunks; ++q) merge_max(st, part[r * nchunks + q].st);
+    double S = 0.0;
+    if (sum_beta[r] != 0.f && std::isfinite(st.m1))
+      for (std::size_t q = 0; q < nchunks; ++q) {
+        const ar_part& o = part[r * nchunks + q];
+        if (o.s > 0.f) S += double(o.s) * std::exp(double(sum_beta[r]) * (double(o.st.m1) - double(st.m1)));
+      }
+    reusable_bytes<sampling_buffer> buf(sampling_buffer::chunk, chunk * sizeof(float));
+    const ar_row_ctx c{&lv, &ks, r, chunk, {patches[r].data(), patches[r].size()}, bmax.data() + r * nblocks, nblocks,
+                       reinterpret_cast<float*>(buf.get())};
+    tokens[r] = int32_t(ar_row(c, params[r], st, S, r, traces ? traces + r : nullptr));
+  };
+  if (parts == 1 || pool == nullptr) {
+    // a row per task: its selection runs right after its pass, while the row is in this core's L2
+    auto both = [&](std::size_t r) {
+      pass(r);
+      finish(r);
+    };
+    if (pool && rows > 1)
+      pool->run(rows, both);
+    else
+      for (std::size_t r = 0; r < rows; ++r) both(r);
+    return;
+  }
+  // several tasks per row: the last of a row's tasks to finish its pass runs the selection
+  std::vector<std::atomic<std::size_t>> left(rows);
+  for (auto& l : left) l.store(parts);
+  pool->run(rows * parts, [&](std::size_t t) {
+    pass(t);
+    if (left[t / parts].fetch_sub(1, std::memory_order_acq_rel) == 1) finish(t / parts);
+  });
+}
+
+}  // namespace detail
+
+// One token per row of `logits` (rows x V), row r with params[r]. The categorical draw of row
+// r uses u = row_uniform(params[r].seed, r): vary the seed per step. Results do not depend on
+// the pool's size.
+inline void ar_sample(const logits_view& logits, const ar_params* params, int32_t* tokens, thread_pool* pool = nullptr,
+                      sampling_backend be = sampling_backend::best,
+                      const target_descriptor& tgt = target::portable::desc) {
+  detail::ar_sample_impl(logits, params, tokens, pool, be, tgt, nullptr);
+}
+
+}  // namespace lutkit

@@ -1,0 +1,84 @@
+// lutkit — the sampling family's micro-kernel interface: the streaming reductions a target
+// provides over a chunk of decoded (float) logits, and the decoders that fill such a chunk.
+// The driver (dllm.hpp, autoregressive.hpp) walks each row in chunks of sampling_chunk() values
+// and merges the per-chunk results; a target implements this set (portable_kernels.hpp is the
+// plain C++ one every target is tested against).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+
+#include "../core/target.hpp"
+#include "rng.hpp"
+
+namespace lutkit {
+namespace detail {
+
+constexpr uint32_t no_index = 0xFFFFFFFFu;
+// block of the AR driver's block maxima (the coarse level of its top-k / threshold selection)
+constexpr std::size_t ar_block = 256;
+// thresholds of one mass_ge pass (the top-p threshold search)
+constexpr int mass_thresholds = 8;
+
+// running maximum of a row: largest value, its (lowest) index, second largest value.
+// NaN is never a candidate; -inf never becomes the argmax (index stays no_index).
+struct max_state {
+  float m1 = -std::numeric_limits<float>::infinity();
+  uint32_t i1 = no_index;
+  float m2 = -std::numeric_limits<float>::infinity();
+};
+inline void merge_max(max_state& a, const max_state& b) {  // b covers later indices than a
+  const float lo = a.m1 < b.m1 ? a.m1 : b.m1;
+  float m2 = a.m2 > b.m2 ? a.m2 : b.m2;
+  if (lo > m2) m2 = lo;
+  if (b.m1 > a.m1) {
+    a.m1 = b.m1;
+    a.i1 = b.i1;
+  }
+  a.m2 = m2;
+}
+
+struct sampling_kernel_set {
+  const char* name;
+  // state <- max(state, x[0..n)) with indices base + i; with top2 also the second largest;
+  // bmax (if not null): the maximum of each ar_block values (ceil(n / ar_block) outputs)
+  // (prefetching [pf, pf + pf_bytes) meanwhile, as sum_exp)
+  void (*max_argmax)(const float* x, std::size_t n, uint32_t base, bool top2, max_state& st, float* bmax,
+                     const void* pf, std::size_t pf_bytes);
+  // sum of exp(beta (x - m)) over x[0..n) (NaN and -inf add 0); ent (if not null) += the sum of
+  // exp(beta (x - m)) * beta (x - m). While it computes, it prefetches [pf, pf + pf_bytes) (the
+  // next chunk of the stream: its DRAM reads overlap this chunk's arithmetic; pf may be null).
+  float (*sum_exp)(const float* x, std::size_t n, float m, float beta, float* ent, const void* pf,
+                   std::size_t pf_bytes);
+  // the two above fused in one pass over x: state <- max(state, x), returns the sum of
+  // exp(beta (x - ref)) for a given ref (the caller's running maximum; terms above it are > 1)
+  float (*max_sum_exp)(const float* x, std::size_t n, uint32_t base, bool top2, max_state& st, float ref, float beta,
+                       float* ent, const void* pf, std::size_t pf_bytes);
+  // Gumbel-max: y_i = beta x_i + g_i, g_i = -log(-log(u_i)), u_i = token_uniform(key, base + i);
+  // (best_y, best_i) <- the largest y (lowest index on ties; NaN never)
+  void (*gumbel_argmax)(const float* x, std::size_t n, uint32_t base, rng_key key, float beta, float& best_y,
+                        uint32_t& best_i);
+  // for the 8 ascending thresholds t[j]: mass[j] += the sum of exp(beta (x - m)) over x >= t[j],
+  // count[j] += their number (NaN never counts)
+  void (*mass_ge)(const float* x, std::size_t n, float m, float beta, const float* t, double* mass, uint64_t* count);
+  // the values >= t (NaN never) with their indices base + i; returns their count (<= n)
+  std::size_t (*collect_ge)(const float* x, std::size_t n, uint32_t base, float t, uint32_t* idx, float* val);
+  // decoders into floats: n values
+  void (*decode_bf16)(const uint16_t* s, std::size_t n, float* out);
+  void (*decode_f16)(const uint16_t* s, std::size_t n, float* out);
+  // n values from ceil(n / 32) MX blocks (codes, one exponent per 32)
+  void (*decode_mxfp8)(const uint8_t* codes, const uint8_t* scales, std::size_t n, float* out);
+};
+
+}  // namespace detail
+
+// The chunk of the vocabulary a row is streamed in: half the L1 data cache in floats (the other
+// half holds the prefetched stream and the small state), a multiple of the AR block; targets
+// whose vector loads bypass L1 use their on-chip memory.
+constexpr std::size_t sampling_chunk(const target_descriptor& t) {
+  const std::size_t bytes = t.l1_bytes ? t.l1_bytes / 2 : t.onchip_bytes / 4;
+  std::size_t n = bytes / sizeof(float) / detail::ar_block * detail::ar_block;
+  return n < detail::ar_block ? detail::ar_block : n;
+}
+
+}  // namespace lutkit

@@ -1,0 +1,290 @@
+// Autoregressive sampling against the double reference: the final candidate set and token for
+// random chains (llama.cpp's and vLLM's orders), penalties, every format and backend; k / p
+// edge values, NaN / -inf, all-equal rows; categorical statistics; thread independence; errors.
+#include <cstring>
+#include <set>
+
+#include "sampling_common.hpp"
+
+using namespace lutkit;
+using namespace sampling_test;
+
+namespace {
+
+bool subset(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b) {  // both ascending
+  return std::includes(b.begin(), b.end(), a.begin(), a.end());
+}
+
+ar_params random_params(std::mt19937_64& rng, std::size_t V, std::vector<int32_t>& hist) {
+  ar_params p;
+  const float temps[] = {0.f, 0.5f, 1.f, 1.7f};
+  p.temperature = temps[rng() % 4];
+  const int32_t ks[] = {0, 1, int32_t(1 + rng() % 64), int32_t(V), int32_t(V) + 5, int32_t(1 + rng() % V)};
+  p.top_k = ks[rng() % 6];
+  const float ps[] = {0.f, 0.5f, 0.9f, 0.95f, 1.f, float(rng() % 1000) / 1000.f};
+  p.top_p = ps[rng() % 6];
+  p.min_p = rng() % 3 == 0 ? float(rng() % 100) / 400.f : 0.f;
+  if (rng() % 3 == 0) {
+    hist.resize(rng() % 40);
+    for (auto& t : hist) t = int32_t(rng() % V);
+    p.history = hist.data();
+    p.history_len = hist.size();
+    p.repetition_penalty = rng() % 2 ? 1.3f : 0.8f;
+    p.presence_penalty = rng() % 2 ? 0.5f : -0.25f;
+    p.frequency_penalty = rng() % 2 ? 0.1f : 0.f;
+  }
+  p.chain = rng() % 2 ? llama_cpp_chain : vllm_chain;
+  p.seed = rng();
+  return p;
+}
+
+// the first truncating stage is top-p on the whole vocabulary: the kernel's sum S there is the
+// streaming pass's (relative error bound as in the dLLM test: u (chunk/16 + 12 + 2 nchunks) plus
+// u sum e_i |d_i| / S, at most u (V + 1) with the crude bound e |d| <= 1/e)
+bool top_p_first(const ar_params& p, std::size_t V) {
+  if (detail::greedy(p)) return false;
+  for (int i = 0; i < p.chain.n; ++i) {
+    const ar_stage s = p.chain.s[i];
+    if (!detail::stage_on(p, s, V)) continue;
+    if (s == ar_stage::top_p) return true;
+    if (s == ar_stage::top_k || s == ar_stage::min_p) return false;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("ar_sample matches the reference: chains, penalties, formats, chunks, batch rows", "[sampling][ar]") {
+  std::mt19937_64 rng(4242);
+  thread_pool pool(2);
+  const logit_type types[] = {logit_type::f32, logit_type::bf16, logit_type::f16, logit_type::mxfp8};
+  std::size_t compared = 0, same_set = 0;
+  for (int it = 0; it < 60; ++it) {
+    const std::size_t rows = 1 + rng() % 5;
+    const std::size_t V = 1 + rng() % (it % 4 == 0 ? 6000 : 900);
+    const std::size_t chunk = it % 3 == 0 ? 256 : it % 3 == 1 ? 1024 : sampling_chunk(target::portable::desc);
+    const auto d = random_logits(rng, types[it % 4], rows, V);
+    std::vector<std::vector<int32_t>> hist(rows);
+    std::vector<ar_params> ps(rows);
+    for (std::size_t r = 0; r < rows; ++r) ps[r] = random_params(rng, V, hist[r]);
+    std::vector<reference::ar_result> ref;
+    for (std::size_t r = 0; r < rows; ++r) ref.push_back(reference::ar_row(d.view(), r, ps[r]));
+    for (const auto be : backends()) {
+      std::vector<int32_t> tok(rows);
+      std::vector<detail::ar_trace> tr(rows);
+      detail::ar_sample_impl(d.view(), ps.data(), tok.data(), it % 2 ? &pool : nullptr, be, chunk_target(chunk), tr.data());
+      for (std::size_t r = 0; r < rows; ++r) {
+        const auto& p = ps[r];
+        INFO("backend " << backend_name(be) << " type " << logit_type_name(d.type) << " V=" << V << " row " << r
+                        << " T=" << p.temperature << " k=" << p.top_k << " p=" << p.top_p << " min_p=" << p.min_p
+                        << " hist " << p.history_len << " chain " << (p.chain.s[1] == ar_stage::top_k ? "llama.cpp" : "vLLM"));
+        const auto row = reference::logits_row(d.view(), r);
+        REQUIRE(tok[r] >= 0);
+        REQUIRE(std::size_t(tok[r]) < V);
+        REQUIRE(!std::isnan(row[std::size_t(tok[r])]));  // NaN never selected
+        if (detail::greedy(p)) {
+          REQUIRE(tok[r] == ref[r].token);
+          continue;
+        }
+        ++compared;
+        std::vector<uint32_t> kept = tr[r].kept;
+        if (tr[r].all) {
+          kept.clear();
+          for (std::size_t t = 0; t < V; ++t)
+            if (!std::isnan(row[t])) kept.push_back(uint32_t(t));
+        }
+        if (kept == ref[r].kept) {
+          ++same_set;
+          if (!tr[r].all) {
+            REQUIRE(tok[r] == ref[r].token);  // same set, same arithmetic: the same token
+          } else {
+            // the whole-vocabulary draw compares u S with float chunk sums: the token's cumulative
+            // interval in the reference contains u within S's relative error bound
+            const std::size_t nch = (V + chunk - 1) / chunk;
+            const double rel = u24 * (double(chunk) / 16 + 12 + 2 * double(nch) + double(V) + 1);
+            double lo = 0, hi = 0;
+            for (std::size_t j = 0; j < kept.size(); ++j) {
+              if (kept[j] == uint32_t(tok[r])) {
+                hi = lo + ref[r].prob[j];
+                break;
+              }
+              lo += ref[r].prob[j];
+            }
+            REQUIRE(hi > lo);
+            REQUIRE(ref[r].u >= lo - 2 * rel);
+            REQUIRE(ref[r].u <= hi + 2 * rel);
+          }
+        } else {
+          // only top-p on the whole vocabulary may cut elsewhere, within S's error bound: the set
+          // lies between the reference's at p (1 - tol) and at p (1 + tol)
+          REQUIRE(top_p_first(p, V));
+          const std::size_t nch = (V + chunk - 1) / chunk;
+          const double rel = u24 * (double(chunk) / 16 + 12 + 2 * double(nch) + double(V) + 1);
+          auto lo = p, hi = p;
+          lo.top_p = float(double(p.top_p) * (1 - 4 * rel));
+          hi.top_p = std::min(1.f, float(double(p.top_p) * (1 + 4 * rel)));
+          const auto rl = reference::ar_row(d.view(), r, lo), rh = reference::ar_row(d.view(), r, hi);
+          REQUIRE(subset(rl.kept, kept));
+          REQUIRE(subset(kept, rh.kept));
+        }
+        REQUIRE(std::binary_search(kept.begin(), kept.end(), uint32_t(tok[r])));
+      }
+    }
+  }
+  CHECK(same_set * 10 >= compared * 9);  // boundary cases are rare
+}
+
+TEST_CASE("ar: k = 0 / 1 / V, p = 0 / 1, all-equal rows, -inf and NaN entries", "[sampling][ar]") {
+  const std::size_t V = 1000;
+  std::mt19937_64 rng(3);
+  std::vector<float> lg(V);
+  std::normal_distribution<float> nd(0.f, 2.f);
+  for (auto& v : lg) v = nd(rng);
+  lg[17] = 20.f;  // a clear argmax
+  const auto lv = logits_view::f32(lg.data(), 1, V);
+  for (const auto be : backends()) {
+    INFO("backend " << backend_name(be));
+    auto run = [&](const ar_params& p) {
+      int32_t t = -1;
+      detail::ar_trace tr;
+      detail::ar_sample_impl(lv, &p, &t, nullptr, be, target::portable::desc, &tr);
+      return std::make_pair(t, tr);
+    };
+    ar_params p;
+    p.top_k = 1;
+    for (uint64_t s = 0; s < 20; ++s) {
+      p.seed = s;
+      CHECK(run(p).first == 17);
+    }
+    p.top_k = 0;  // off: the whole vocabulary
+    CHECK(run(p).second.all);
+    p.top_k = int32_t(V);
+    CHECK(run(p).second.all);
+    p.top_k = 0;
+    p.top_p = 0.f;  // the top-1 only
+    CHECK(run(p).first == 17);
+    CHECK(run(p).second.kept == std::vector<uint32_t>{17});
+    p.top_p = 1.f;
+    CHECK(run(p).second.all);
+    p.temperature = 0.f;
+    CHECK(run(p).first == 17);
+  }
+  // all equal: top-k keeps the k lowest indices; greedy takes index 0
+  std::vector<float> eq(V, 0.5f);
+  const auto le = logits_view::f32(eq.data(), 1, V);
+  for (const auto be : backends()) {
+    ar_params p;
+    p.top_k = 7;
+    int32_t t;
+    detail::ar_trace tr;
+    detail::ar_sample_impl(le, &p, &t, nullptr, be, target::portable::desc, &tr);
+    CHECK(tr.kept == std::vector<uint32_t>{0, 1, 2, 3, 4, 5, 6});
+    p.temperature = 0.f;
+    ar_sample(le, &p, &t, nullptr, be);
+    CHECK(t == 0);
+  }
+  // NaN and -inf never drawn; an all-NaN row is an error
+  std::vector<float> nn(V, NAN);
+  for (std::size_t i = 0; i < V; i += 3) nn[i] = i % 2 ? -INFINITY : float(i % 7) * 0.1f;
+  const auto ln = logits_view::f32(nn.data(), 1, V);
+  for (const auto be : backends())
+    for (uint64_t s = 0; s < 30; ++s) {
+      ar_params p;
+      p.seed = s;
+      p.top_p = s % 2 ? 0.9f : 1.f;
+      int32_t t;
+      ar_sample(ln, &p, &t, nullptr, be);
+      REQUIRE(std::isfinite(nn[std::size_t(t)]));
+    }
+  std::vector<float> allnan(V, NAN);
+  ar_params p;
+  int32_t t;
+  for (const auto be : backends())
+    CHECK_THROWS_WITH(ar_sample(logits_view::f32(allnan.data(), 1, V), &p, &t, nullptr, be),
+                      Catch::Contains("no finite maximum"));
+}
+
+TEST_CASE("ar: categorical draws follow the truncated softmax (chi-square, false-alarm rate 0.001)", "[sampling][ar][stats]") {
+  const float l[8] = {1.f, 0.2f, -0.5f, 2.f, 1.5f, 0.f, -2.f, 0.7f};
+  const std::size_t V = 8, N = 10000;
+  std::vector<float> lg(N * V);
+  for (std::size_t i = 0; i < N; ++i) std::copy(l, l + V, lg.begin() + std::ptrdiff_t(i * V));
+  const auto lv = logits_view::f32(lg.data(), N, V);
+  struct cfg {
+    float T;
+    int k;
+    float p, mp;
+  } cfgs[] = {{1.f, 0, 1.f, 0.f}, {0.7f, 5, 1.f, 0.f}, {1.3f, 0, 0.8f, 0.f}, {1.f, 6, 0.9f, 0.1f}};
+  for (const auto& c : cfgs)
+    for (const auto be : backends()) {
+      INFO("backend " << backend_name(be) << " T " << c.T << " k " << c.k << " p " << c.p << " min_p " << c.mp);
+      std::vector<ar_params> ps(N);
+      for (auto& p : ps) p.temperature = c.T, p.top_k = c.k, p.top_p = c.p, p.min_p = c.mp, p.seed = 11;
+      std::vector<int32_t> tok(N);
+      ar_sample(lv, ps.data(), tok.data(), nullptr, be);
+      const auto ref = reference::ar_row(lv, 0, ps[0]);
+      std::vector<std::size_t> cnt(ref.kept.size(), 0);
+      for (auto t : tok) {
+        const auto at = std::find(ref.kept.begin(), ref.kept.end(), uint32_t(t));
+        REQUIRE(at != ref.kept.end());  // never outside the truncated set
+        ++cnt[std::size_t(at - ref.kept.begin())];
+      }
+      if (ref.kept.size() > 1) CHECK(chi2(cnt, ref.prob, N) < chi2_crit_001(ref.kept.size() - 1));
+    }
+}
+
+TEST_CASE("ar: the same bits on 1 and 2 threads (a row split over both)", "[sampling][ar]") {
+  std::mt19937_64 rng(8);
+  for (std::size_t rows : {1, 3}) {
+    const std::size_t V = rows == 1 ? 600000 : 20000;  // 2.4 MB: a single row is split over the threads
+    const auto d = random_logits(rng, logit_type::f32, rows, V, false);
+    thread_pool pool(2);
+    for (const auto be : backends())
+      for (int c = 0; c < 3; ++c) {
+        std::vector<ar_params> ps(rows);
+        for (std::size_t r = 0; r < rows; ++r) {
+          ps[r].seed = 100 + r + uint64_t(c);
+          ps[r].top_p = c == 0 ? 0.9f : 1.f;           // top-p on the whole vocabulary
+          ps[r].top_k = c == 2 ? 40 : 0;                // or top-k, or nothing
+          ps[r].temperature = 0.8f;
+        }
+        std::vector<int32_t> a(rows), b(rows);
+        std::vector<detail::ar_trace> ta(rows), tb(rows);
+        const auto tgt = chunk_target(rows == 1 ? 8192 : 1024);
+        detail::ar_sample_impl(d.view(), ps.data(), a.data(), nullptr, be, tgt, ta.data());
+        detail::ar_sample_impl(d.view(), ps.data(), b.data(), &pool, be, tgt, tb.data());
+        REQUIRE(a == b);
+        for (std::size_t r = 0; r < rows; ++r) REQUIRE(ta[r].kept == tb[r].kept);
+      }
+  }
+}
+
+TEST_CASE("ar: bad parameters are clear errors", "[sampling][ar]") {
+  std::vector<float> lg(2 * 10, 0.f);
+  const auto lv = logits_view::f32(lg.data(), 2, 10);
+  std::vector<ar_params> ps(2);
+  std::vector<int32_t> t(2);
+  auto run = [&]() { ar_sample(lv, ps.data(), t.data()); };
+  REQUIRE_NOTHROW(run());
+  auto bad = [&](auto set, const char* msg) {
+    ps.assign(2, ar_params{});
+    set(ps[1]);
+    CHECK_THROWS_WITH(run(), Catch::Contains(msg) && Catch::Contains("row 1"));
+  };
+  bad([](ar_params& p) { p.temperature = -0.5f; }, "temperature");
+  bad([](ar_params& p) { p.temperature = INFINITY; }, "temperature");
+  bad([](ar_params& p) { p.top_k = -1; }, "top_k");
+  bad([](ar_params& p) { p.top_p = 1.5f; }, "top_p");
+  bad([](ar_params& p) { p.top_p = NAN; }, "top_p");
+  bad([](ar_params& p) { p.min_p = -0.1f; }, "min_p");
+  bad([](ar_params& p) { p.repetition_penalty = 0.f; }, "repetition_penalty");
+  static const int32_t h[] = {3, 10};
+  bad([](ar_params& p) { p.history = h; p.history_len = 2; }, "history token 10");
+  bad([](ar_params& p) { p.history_len = 2; }, "null history");
+  bad([](ar_params& p) { p.chain = ar_chain{{ar_stage::top_k, ar_stage::penalties}, 2}; }, "penalties must be the first");
+  bad([](ar_params& p) { p.chain = ar_chain{{ar_stage::top_k, ar_stage::top_k}, 2}; }, "twice");
+  bad([](ar_params& p) { p.chain = ar_chain{{ar_stage::top_k}, 1}; p.temperature = 0.f; }, "greedy");
+  ps.assign(2, ar_params{});
+  CHECK_THROWS_WITH(ar_sample(lv, ps.data(), nullptr), Catch::Contains("null"));
+  CHECK_THROWS_WITH(ar_sample(logits_view::f32(lg.data(), 0, 10), ps.data(), t.data()), Catch::Contains("no rows"));
+}
