@@ -23,3 +23,5 @@
 #include "lutkit/gemm/dequant_gemm.hpp"
 #include "lutkit/gemm/reference.hpp"
 #include "lutkit/gemm/tile_group_gemm.hpp"
+#include "lutkit/attention/attention.hpp"
+#include "lutkit/attention/reference.hpp"
