@@ -336,22 +336,23 @@ inline void run_decode(const attention_options& o, const kv_cache_view& prefix, 
       sa.exp = o.exp;
       sa.exp_table = table;
       sa.scratch = reinterpret_cast<float*>(sc.get());
-      for (std::size_t c0 = k0; c0 < k1; c0 += ch) {
-        sa.k0 = c0;
-        sa.k1 = std::min(k1, c0 + ch);
-        for (std::size_t g = 0; g < hkv; ++g) {
-          const std::ptrdiff_t hoff = std::ptrdiff_t(g) * src.head_stride * std::ptrdiff_t(kv_type_bytes(src.type));
-          sa.k = static_cast<const uint8_t*>(src.k) + hoff;
-          sa.v = static_cast<const uint8_t*>(src.v) + hoff;
-          const std::size_t r0 = is_prefix ? g * n_seq * G : (g * n_seq + b) * G;
-          float* sg = st + g * R * stride;
-          sa.rows.R = R;
-          sa.rows.q = qs.data() + r0 * d;
-          sa.rows.pos = pos.data() + r0;
-          sa.rows.mask = any_mask ? mrows.data() + r0 : nullptr;
-          sa.rows.m = sg;
-          sa.rows.l = sg + R;
-          sa.rows.acc = sg + 2 * R;
+      // one head at a time, its keys in order: one sequential stream per head for the prefetchers
+      for (std::size_t g = 0; g < hkv; ++g) {
+        const std::ptrdiff_t hoff = std::ptrdiff_t(g) * src.head_stride * std::ptrdiff_t(kv_type_bytes(src.type));
+        sa.k = static_cast<const uint8_t*>(src.k) + hoff;
+        sa.v = static_cast<const uint8_t*>(src.v) + hoff;
+        const std::size_t r0 = is_prefix ? g * n_seq * G : (g * n_seq + b) * G;
+        float* sg = st + g * R * stride;
+        sa.rows.R = R;
+        sa.rows.q = qs.data() + r0 * d;
+        sa.rows.pos = pos.data() + r0;
+        sa.rows.mask = any_mask ? mrows.data() + r0 : nullptr;
+        sa.rows.m = sg;
+        sa.rows.l = sg + R;
+        sa.rows.acc = sg + 2 * R;
+        for (std::size_t c0 = k0; c0 < k1; c0 += ch) {
+          sa.k0 = c0;
+          sa.k1 = std::min(k1, c0 + ch);
           ks.step(sa);
         }
       }

@@ -158,37 +158,53 @@ LUTKIT_AVX512_ATT void step(const att_step_args& a) {
   const std::size_t n = std::size_t(E - B), n16 = (n + 15) / 16 * 16;
   float* S = a.scratch;  // [R][n16]
   const std::ptrdiff_t rs = a.row_stride;
-  // score stage: each K row loaded once, dotted with every row's query
-  for (std::size_t j = 0; j < n; ++j) {
-    const std::ptrdiff_t kb = (B + std::ptrdiff_t(j)) * rs;
-    __m512 kv[NV];
+  // score stage: keys in groups of 4, rows in groups of 4 (the last group repeats its last row):
+  // 16 dot vectors reduced together by a transpose-add (lane i of block b: row b, key i)
+  for (std::size_t r0 = 0; r0 < R; r0 += 4) {
+    const float* qr[4];
+    for (int i = 0; i < 4; ++i) qr[i] = a.rows.q + std::min(r0 + std::size_t(i), R - 1) * D;
+    for (std::size_t j = 0; j < n; j += 4) {
+      __m512 u[4];
+#pragma GCC unroll 4
+      for (int jj = 0; jj < 4; ++jj) {
+        const std::ptrdiff_t key = B + std::ptrdiff_t(std::min(j + std::size_t(jj), n - 1));
+        const std::ptrdiff_t kb = key * rs;
+        if (r0 == 0) {
+          // the next chunk's rows of this head (the driver sweeps a head's keys in order)
+          constexpr std::ptrdiff_t eb = T == kv_type::f32 ? 4 : 2;
+          const char* pk = static_cast<const char*>(a.k) + (kb + std::ptrdiff_t(n) * rs) * eb;
+          const char* pv = static_cast<const char*>(a.v) + (kb + std::ptrdiff_t(n) * rs) * eb;
+#pragma GCC unroll 8
+          for (int c = 0; c < D * int(eb); c += 64) {
+            _mm_prefetch(pk + c, _MM_HINT_T1);
+            _mm_prefetch(pv + c, _MM_HINT_T1);
+          }
+        }
+        __m512 x[4];
+        {
+          const __m512 k0 = load16<T>(a.k, kb);
+#pragma GCC unroll 4
+          for (int i = 0; i < 4; ++i) x[i] = _mm512_mul_ps(_mm512_loadu_ps(qr[i]), k0);
+        }
 #pragma GCC unroll 16
-    for (int v = 0; v < NV; ++v) kv[v] = load16<T>(a.k, kb + 16 * v);
-    std::size_t r = 0;
-    for (; r + 2 <= R; r += 2) {
-      const float* q0 = a.rows.q + r * D;
-      const float* q1 = q0 + D;
-      __m512 x0 = _mm512_mul_ps(_mm512_loadu_ps(q0), kv[0]), y0 = _mm512_mul_ps(_mm512_loadu_ps(q1), kv[0]);
-      __m512 x1 = _mm512_mul_ps(_mm512_loadu_ps(q0 + 16), kv[1]), y1 = _mm512_mul_ps(_mm512_loadu_ps(q1 + 16), kv[1]);
-#pragma GCC unroll 16
-      for (int v = 2; v < NV; v += 2) {
-        x0 = _mm512_fmadd_ps(_mm512_loadu_ps(q0 + 16 * v), kv[v], x0);
-        y0 = _mm512_fmadd_ps(_mm512_loadu_ps(q1 + 16 * v), kv[v], y0);
-        x1 = _mm512_fmadd_ps(_mm512_loadu_ps(q0 + 16 * v + 16), kv[v + 1], x1);
-        y1 = _mm512_fmadd_ps(_mm512_loadu_ps(q1 + 16 * v + 16), kv[v + 1], y1);
+        for (int v = 1; v < NV; ++v) {
+          const __m512 kv = load16<T>(a.k, kb + 16 * v);
+#pragma GCC unroll 4
+          for (int i = 0; i < 4; ++i) x[i] = _mm512_fmadd_ps(_mm512_loadu_ps(qr[i] + 16 * v), kv, x[i]);
+        }
+        // rows (0, 1) and (2, 3) halves, then 128-bit blocks: block b = row b's 4 partial sums
+        const __m512 t01 = _mm512_add_ps(_mm512_shuffle_f32x4(x[0], x[1], 0x44), _mm512_shuffle_f32x4(x[0], x[1], 0xEE));
+        const __m512 t23 = _mm512_add_ps(_mm512_shuffle_f32x4(x[2], x[3], 0x44), _mm512_shuffle_f32x4(x[2], x[3], 0xEE));
+        u[jj] = _mm512_add_ps(_mm512_shuffle_f32x4(t01, t23, 0x88), _mm512_shuffle_f32x4(t01, t23, 0xDD));
       }
-      S[r * n16 + j] = _mm512_reduce_add_ps(_mm512_add_ps(x0, x1));
-      S[(r + 1) * n16 + j] = _mm512_reduce_add_ps(_mm512_add_ps(y0, y1));
-    }
-    for (; r < R; ++r) {
-      const float* q0 = a.rows.q + r * D;
-      __m512 x0 = _mm512_mul_ps(_mm512_loadu_ps(q0), kv[0]), x1 = _mm512_mul_ps(_mm512_loadu_ps(q0 + 16), kv[1]);
-#pragma GCC unroll 16
-      for (int v = 2; v < NV; v += 2) {
-        x0 = _mm512_fmadd_ps(_mm512_loadu_ps(q0 + 16 * v), kv[v], x0);
-        x1 = _mm512_fmadd_ps(_mm512_loadu_ps(q0 + 16 * v + 16), kv[v + 1], x1);
-      }
-      S[r * n16 + j] = _mm512_reduce_add_ps(_mm512_add_ps(x0, x1));
+      // within each block: 4 keys' 4 partial sums -> [key 0, key 1, key 2, key 3] totals
+      const __m512 p = _mm512_add_ps(_mm512_unpacklo_ps(u[0], u[1]), _mm512_unpackhi_ps(u[0], u[1]));
+      const __m512 q = _mm512_add_ps(_mm512_unpacklo_ps(u[2], u[3]), _mm512_unpackhi_ps(u[2], u[3]));
+      const __m512 res = _mm512_add_ps(_mm512_shuffle_ps(p, q, 0x44), _mm512_shuffle_ps(p, q, 0xEE));
+      alignas(64) float tmp[16];
+      _mm512_store_ps(tmp, res);
+      for (int i = 0; i < 4 && r0 + std::size_t(i) < R; ++i)
+        std::memcpy(S + (r0 + std::size_t(i)) * n16 + j, tmp + 4 * i, 16);
     }
   }
   // softmax stage (padding lanes j >= n are outside [b, e): -inf, weight 0)
