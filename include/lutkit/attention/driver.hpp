@@ -46,16 +46,17 @@ struct attention_options {
 
 namespace detail {
 
-enum class att_slot { rows, scratch, panels, count };
+enum class att_slot { rows, scratch, panels, decode_rows, partials, count };
 
 // Chunk lengths from the target's L1 (docs/attention.md, "Chunk sizes"):
-//   decode: a chunk of V (read once per 64 output channels and row group) stays in L1: half of
-//           L1 / (d * element bytes), a multiple of 16 in [16, 256];
+//   decode: the chunk's K and V rows (K read by the score stage, V once per 64 output channels
+//           and row group) together in half of L1: L1 / 4 / (d * element bytes), a multiple of
+//           16 in [16, 256];
 //   prefill: the bf16 K and V chunks of the tile (2 * 2 * d bytes per key) in half of L1, a
 //           multiple of 64 in [64, 128].
 inline std::size_t decode_chunk(std::size_t d, kv_type t, const target_descriptor& td = target::portable::desc) {
   const std::size_t l1 = td.l1_bytes ? td.l1_bytes : (std::size_t(32) << 10);
-  std::size_t c = (l1 / 2) / (d * kv_type_bytes(t));
+  std::size_t c = (l1 / 4) / (d * kv_type_bytes(t));
   c = c / 16 * 16;
   return std::clamp<std::size_t>(c, 16, 256);
 }
@@ -289,9 +290,12 @@ inline void run_decode(const attention_options& o, const kv_cache_view& prefix, 
   const std::size_t rows_all = n_seq * hq;  // row (b, head) at b * hq + head
   const std::size_t stride = d + 2;
   // scaled queries, positions, mask rows, grouped per KV head: row (g, b, h) at (g * n_seq + b) * G + h
-  std::vector<float> qs(rows_all * d);
-  std::vector<int64_t> pos(rows_all);
-  std::vector<const float*> mrows(rows_all);
+  // (working buffers reused from call to call: fresh pages of a few hundred KiB cost more page
+  // clearing than a short decode step takes)
+  reusable_bytes<att_slot> rowbuf(att_slot::decode_rows, rows_all * (d * 4 + 16) + 64);
+  float* qs = reinterpret_cast<float*>(rowbuf.get());
+  int64_t* pos = reinterpret_cast<int64_t*>(qs + rows_all * d + (rows_all * d) % 2);
+  const float** mrows = reinterpret_cast<const float**>(pos + rows_all);
   bool any_mask = false;
   for (std::size_t b = 0; b < n_seq; ++b) {
     any_mask = any_mask || seqs[b].add_mask;
@@ -304,7 +308,8 @@ inline void run_decode(const attention_options& o, const kv_cache_view& prefix, 
         mrows[r] = seqs[b].add_mask;
       }
   }
-  std::vector<float> part((nsplit + n_seq) * rows_all * stride);
+  reusable_bytes<att_slot> partbuf(att_slot::partials, (nsplit + n_seq) * rows_all * stride * sizeof(float) + 64);
+  float* part = reinterpret_cast<float*>(partbuf.get());
   const std::size_t tasks = nsplit + n_seq;
   att_parallel(pool, tasks, [&](std::size_t t) {
     const bool is_prefix = t < nsplit;
@@ -344,9 +349,9 @@ inline void run_decode(const attention_options& o, const kv_cache_view& prefix, 
         const std::size_t r0 = is_prefix ? g * n_seq * G : (g * n_seq + b) * G;
         float* sg = st + g * R * stride;
         sa.rows.R = R;
-        sa.rows.q = qs.data() + r0 * d;
-        sa.rows.pos = pos.data() + r0;
-        sa.rows.mask = any_mask ? mrows.data() + r0 : nullptr;
+        sa.rows.q = qs + r0 * d;
+        sa.rows.pos = pos + r0;
+        sa.rows.mask = any_mask ? mrows + r0 : nullptr;
         sa.rows.m = sg;
         sa.rows.l = sg + R;
         sa.rows.acc = sg + 2 * R;
@@ -358,7 +363,7 @@ inline void run_decode(const attention_options& o, const kv_cache_view& prefix, 
       }
     }
     // to the partial array, in (b, head) row order
-    att_partial P{part.data() + t * rows_all * stride, d};
+    att_partial P{part + t * rows_all * stride, d};
     for (std::size_t g = 0; g < hkv; ++g) {
       const float* sg = st + g * R * stride;
       for (std::size_t rr = 0; rr < R; ++rr) {
@@ -377,10 +382,10 @@ inline void run_decode(const attention_options& o, const kv_cache_view& prefix, 
       float m = -std::numeric_limits<float>::infinity(), l = 0.f;
       std::fill(acc.begin(), acc.end(), 0.f);
       for (std::size_t s = 0; s < nsplit; ++s) {
-        att_partial P{part.data() + s * rows_all * stride, d};
+        att_partial P{part + s * rows_all * stride, d};
         att_merge(d, m, l, acc.data(), P.m(row), P.l(row), P.acc(row));
       }
-      att_partial P{part.data() + (nsplit + b) * rows_all * stride, d};
+      att_partial P{part + (nsplit + b) * rows_all * stride, d};
       att_merge(d, m, l, acc.data(), P.m(row), P.l(row), P.acc(row));
       att_finish(d, m, l, acc.data(), seqs[b].out + h * d, seqs[b].lse ? seqs[b].lse + h : nullptr);
     }

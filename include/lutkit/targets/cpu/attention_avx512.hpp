@@ -170,14 +170,16 @@ LUTKIT_AVX512_ATT void step(const att_step_args& a) {
         const std::ptrdiff_t key = B + std::ptrdiff_t(std::min(j + std::size_t(jj), n - 1));
         const std::ptrdiff_t kb = key * rs;
         if (r0 == 0) {
-          // the next chunk's rows of this head (the driver sweeps a head's keys in order)
+          // K and V rows 16 keys ahead into L1 (the driver sweeps a head's keys in order; a chunk
+          // ahead, or into L2 only, measured slower: docs/attention.md, "Decode")
           constexpr std::ptrdiff_t eb = T == kv_type::f32 ? 4 : 2;
-          const char* pk = static_cast<const char*>(a.k) + (kb + std::ptrdiff_t(n) * rs) * eb;
-          const char* pv = static_cast<const char*>(a.v) + (kb + std::ptrdiff_t(n) * rs) * eb;
+          constexpr std::ptrdiff_t PD = 16;
+          const char* pk = static_cast<const char*>(a.k) + (kb + PD * rs) * eb;
+          const char* pv = static_cast<const char*>(a.v) + (kb + PD * rs) * eb;
 #pragma GCC unroll 8
           for (int c = 0; c < D * int(eb); c += 64) {
-            _mm_prefetch(pk + c, _MM_HINT_T1);
-            _mm_prefetch(pv + c, _MM_HINT_T1);
+            _mm_prefetch(pk + c, _MM_HINT_T0);
+            _mm_prefetch(pv + c, _MM_HINT_T0);
           }
         }
         __m512 x[4];
