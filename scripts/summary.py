@@ -96,7 +96,7 @@ def prefill(path):
 def attention(path):
     """Attention table: decode (time, K/V GB/s, fraction of a plain read of the same K/V bytes in the
     same run) and prefill (GFLOP/s over all Lq x L query-key pairs, fraction of peak/bf16_dot at the
-    same thread count), both against the naive two-pass baseline of the same shape."""
+    same thread count), both against the naive two-pass baseline of the same shape (decode: batch 1 only)."""
     data = json.load(open(path))
     peak, rows = {}, {}
     for b in data["benchmarks"]:
@@ -120,7 +120,8 @@ def attention(path):
         if k not in ("attention_decode", "attention_prefill"):
             continue
         thr = [x for x in shape.split("/") if x.startswith("threads:")][0]
-        rd = rows.get(("kv_read", shape))
+        # batch rows: the read of the shared prefix (the sequences' own 32 keys are not in it)
+        rd = rows.get(("kv_read", "/".join(("q:1" if x.startswith("q:") else x) for x in shape.split("/"))))
         nv = rows.get(("attention_naive", shape))
         pk = peak.get(("bf16_dot", thr))
         s_rd = f"{rd[0] / t:.2f}" if rd and k == "attention_decode" else "-"

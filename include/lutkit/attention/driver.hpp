@@ -150,7 +150,7 @@ inline void run_prefill(const attention_options& o, const float* q, std::size_t 
     float* m = reinterpret_cast<float*>(qb + R * d + 32);
     m = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(m) + 63) & ~uintptr_t(63));
     float* l = m + R;
-    int64_t* pos = reinterpret_cast<int64_t*>(l + R + (R & 1));
+    int64_t* pos = reinterpret_cast<int64_t*>(l + R);  // m is 64-byte aligned: m + 2R floats is 8-byte aligned
     const float** mrows = reinterpret_cast<const float**>(pos + R);
     for (std::size_t i = 0; i < nq; ++i)
       for (std::size_t h = 0; h < G; ++h) {
