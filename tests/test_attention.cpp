@@ -375,6 +375,8 @@ TEST_CASE("attention decode: batched sequences sharing a prefix", "[attention]")
     bd.chunks = (pre.view.len + 40) / 16 + 2;
     bd.type = t;
     bd.mask_max = it % 3 == 1 ? 3.0 : -1;  // |N(0, 0.5)| < 3 for these seeds (checked below)
+    // 16 or more rows per KV head: the prefix runs the packed bf16 tile (attention/driver.hpp)
+    bd.bf16 = o.backend == attention_backend::best && avx512_available() && n_seq * (hq / hkv) >= 16;
     for (std::size_t b = 0; b < n_seq; ++b) {
       for (float x : mask[b]) REQUIRE(std::fabs(x) < 3.f);
       const int64_t p = int64_t(pre.view.len + own[b].view.len) - 1;

@@ -46,7 +46,7 @@ struct attention_options {
 
 namespace detail {
 
-enum class att_slot { rows, scratch, panels, decode_rows, partials, count };
+enum class att_slot { rows, scratch, panels, decode_rows, partials, decode_qb, tile_scratch, count };
 
 // Chunk lengths from the target's L1 (docs/attention.md, "Chunk sizes"):
 //   decode: the chunk's K and V rows (K read by the score stage, V once per 64 output channels
@@ -286,7 +286,13 @@ inline void run_decode(const attention_options& o, const kv_cache_view& prefix, 
   // prefix splits: a function of the length only (same bits for any thread count)
   const std::size_t Lp = prefix.len;
   const std::size_t nsplit = Lp == 0 ? 0 : std::clamp<std::size_t>((Lp + 511) / 512, 1, 32);
-  const std::size_t per = nsplit ? ((Lp + nsplit - 1) / nsplit + chunk - 1) / chunk * chunk : 0;
+  // (splits start at multiples of 128: of the decode chunk's 16 and of the packed tile's chunk)
+  const std::size_t per = nsplit ? ((Lp + nsplit - 1) / nsplit + 127) / 128 * 128 : 0;
+  (void)chunk;
+  // many rows per KV head (batched sequences x the group's query heads): the prefix through the
+  // packed bf16 tile of the prefill, whose vdpbf16ps does twice the work of an FMA per instruction
+  const bool tile_path = ks0.tile_supports && ks0.tile_supports(d) && n_seq * G >= 16;
+  const std::size_t pchunk = prefill_chunk(d);
   const std::size_t rows_all = n_seq * hq;  // row (b, head) at b * hq + head
   const std::size_t stride = d + 2;
   // scaled queries, positions, mask rows, grouped per KV head: row (g, b, h) at (g * n_seq + b) * G + h
@@ -342,6 +348,14 @@ inline void run_decode(const attention_options& o, const kv_cache_view& prefix, 
       sa.exp_table = table;
       sa.scratch = reinterpret_cast<float*>(sc.get());
       // one head at a time, its keys in order: one sequential stream per head for the prefetchers
+      const bool tiled = is_prefix && tile_path;
+      const std::size_t plen = tiled ? (k1 - k0 + pchunk - 1) / pchunk * pchunk : 0;
+      reusable_bytes<att_slot> pan, qbb, tsc;
+      if (tiled) {
+        pan = reusable_bytes<att_slot>(att_slot::panels, plen * d * 2 * sizeof(uint16_t) + 64);
+        qbb = reusable_bytes<att_slot>(att_slot::decode_qb, R * d * sizeof(uint16_t) + 64);
+        tsc = reusable_bytes<att_slot>(att_slot::tile_scratch, R * pchunk * 2 * sizeof(float) + 64);
+      }
       for (std::size_t g = 0; g < hkv; ++g) {
         const std::ptrdiff_t hoff = std::ptrdiff_t(g) * src.head_stride * std::ptrdiff_t(kv_type_bytes(src.type));
         sa.k = static_cast<const uint8_t*>(src.k) + hoff;
@@ -355,6 +369,46 @@ inline void run_decode(const attention_options& o, const kv_cache_view& prefix, 
         sa.rows.m = sg;
         sa.rows.l = sg + R;
         sa.rows.acc = sg + 2 * R;
+        if (tiled) {
+          // this split's keys of head g packed (keys >= k1 zero and invisible), then the tile
+          uint16_t* kp = reinterpret_cast<uint16_t*>(pan.get());
+          uint16_t* vp = kp + plen * d;
+          att_pack_args pa;
+          pa.k = sa.k;
+          pa.v = sa.v;
+          pa.type = src.type;
+          pa.row_stride = src.row_stride;
+          pa.k0 = k0;
+          pa.k1 = k0 + plen;
+          pa.n_kv = k1;
+          pa.d = d;
+          pa.kp = kp;
+          pa.vp = vp;
+          ks0.pack(pa);
+          uint16_t* qb = reinterpret_cast<uint16_t*>(qbb.get());
+          for (std::size_t j = 0; j < R * d; ++j) qb[j] = f32_to_bf16(sa.rows.q[j]);
+          att_tile_args ta;
+          ta.rows = sa.rows;
+          ta.qb = qb;
+          ta.kp = kp;
+          ta.vp = vp;
+          ta.pos0 = 0;
+          ta.n_kv = k1;
+          ta.mask_base = 0;
+          ta.kbase = k0;
+          ta.k0 = k0;
+          ta.k1 = k0 + plen;
+          ta.chunk = pchunk;
+          ta.d = d;
+          ta.softcap = o.softcap;
+          ta.mask = o.mask;
+          ta.window = win;
+          ta.exp = o.exp;
+          ta.exp_table = table;
+          ta.scratch = reinterpret_cast<float*>(tsc.get());
+          ks0.tile(ta);
+          continue;
+        }
         for (std::size_t c0 = k0; c0 < k1; c0 += ch) {
           sa.k0 = c0;
           sa.k1 = std::min(k1, c0 + ch);
