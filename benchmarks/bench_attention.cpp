@@ -9,7 +9,8 @@
 // Names: <kernel>/d:<d>/hq:<Hq>/hkv:<Hkv>/kv:<L>/q:<Lq>/<causal|swa|full>/<f16|bf16|f32>/threads:<T>/<cold|warm>
 // (q: queries per sequence for prefill; for decode the batch size). cold: rotating copies of the
 // K/V beyond 4x the 32 MiB LLC; warm: one copy. Counters: KV_GBps (K/V bytes / time), GFLOPs
-// (4 * d * query-key pairs, every pair of the causal sweep counted as the issue asks: Lq * L).
+// (4 * d * query-key pairs: causal prefill Lq * L, every pair of the sweep; sliding window: the
+// pairs inside the window; decode: every key of every sequence).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -228,8 +229,14 @@ void bm_prefill(benchmark::State& st, std::size_t d, std::size_t hq, std::size_t
     attention_prefill(o, q.data(), nq, int64_t(L - nq), c.view(0), out.data(), nullptr, nullptr, 0, pool);
     benchmark::DoNotOptimize(out.data());
   }
-  // every query-key pair of the sweep: Lq x L (the issue's count; the visible pairs are fewer)
-  const double flops = 4.0 * double(d) * double(hq) * double(L) * double(nq);
+  // causal: every query-key pair of the sweep, Lq x L (the causal diagonal's skipped half-block
+  // included); sliding window: the pairs the window lets through (most of Lq x L are outside it)
+  double pairs = double(L) * double(nq);
+  if (window) {
+    pairs = 0;
+    for (std::size_t i = 0; i < nq; ++i) pairs += double(std::min<std::size_t>(L - nq + i + 1, window));
+  }
+  const double flops = 4.0 * double(d) * double(hq) * pairs;
   set_kv_counters(st, double(c.bytes), flops);
   const double pk = peak_gflops("bf16_dot/" + std::to_string(T));
   if (pk > 0) st.counters["of_peak"] = benchmark::Counter(flops * 1e-9 / pk, benchmark::Counter::kIsIterationInvariantRate);
