@@ -261,6 +261,36 @@ TEST_CASE("attention: 1 and 2 threads give the same bits", "[attention]") {
   }
 }
 
+TEST_CASE("attention: batched decode, 1 and 2 threads give the same bits", "[attention]") {
+  thread_pool pool(2);
+  std::mt19937_64 rng(12);
+  for (std::size_t n_seq : {2, 8}) {  // 8 rows (fp32 step) and 32 rows (packed bf16 tile) per KV head
+    kv_store pre;
+    make_kv(pre, rng, kv_type::f16, 2500, 2, 128, false);
+    std::vector<kv_store> own(n_seq);
+    std::vector<std::vector<float>> q(n_seq), a(n_seq), b(n_seq);
+    std::vector<decode_sequence> sa(n_seq), sb(n_seq);
+    attention_options o;
+    o.heads_q = 8;
+    o.heads_kv = 2;
+    o.head_dim = 128;
+    o.scale = 0.09f;
+    for (std::size_t i = 0; i < n_seq; ++i) {
+      make_kv(own[i], rng, kv_type::f16, 3 + i, 2, 128, true);
+      q[i] = randn(rng, 8 * 128);
+      a[i].assign(8 * 128, 0.f);
+      b[i].assign(8 * 128, 0.f);
+      sa[i].q = sb[i].q = q[i].data();
+      sa[i].own = sb[i].own = own[i].view;
+      sa[i].out = a[i].data();
+      sb[i].out = b[i].data();
+    }
+    attention_decode(o, pre.view, sa, nullptr);
+    attention_decode(o, pre.view, sb, &pool);
+    for (std::size_t i = 0; i < n_seq; ++i) REQUIRE(std::memcmp(a[i].data(), b[i].data(), a[i].size() * 4) == 0);
+  }
+}
+
 TEST_CASE("attention decode: split-KV merge against the reference and the unsplit result", "[attention]") {
   std::mt19937_64 rng(21);
   for (int it = 0; it < 16; ++it) {
