@@ -158,6 +158,8 @@ LUTKIT_AVX512_ATT void step(const att_step_args& a) {
   const std::size_t n = std::size_t(E - B), n16 = (n + 15) / 16 * 16;
   float* S = a.scratch;  // [R][n16]
   const std::ptrdiff_t rs = a.row_stride;
+  constexpr std::ptrdiff_t eb = T == kv_type::f32 ? 4 : 2;
+  constexpr std::ptrdiff_t PD = 16;
   // score stage: keys in groups of 4, rows in groups of 4 (the last group repeats its last row):
   // 16 dot vectors reduced together by a transpose-add (lane i of block b: row b, key i)
   for (std::size_t r0 = 0; r0 < R; r0 += 4) {
@@ -170,17 +172,11 @@ LUTKIT_AVX512_ATT void step(const att_step_args& a) {
         const std::ptrdiff_t key = B + std::ptrdiff_t(std::min(j + std::size_t(jj), n - 1));
         const std::ptrdiff_t kb = key * rs;
         if (r0 == 0) {
-          // K and V rows 16 keys ahead into L1 (the driver sweeps a head's keys in order; a chunk
-          // ahead, or into L2 only, measured slower: docs/attention.md, "Decode")
-          constexpr std::ptrdiff_t eb = T == kv_type::f32 ? 4 : 2;
-          constexpr std::ptrdiff_t PD = 16;
-          const char* pk = static_cast<const char*>(a.k) + (kb + PD * rs) * eb;
+          // memory kept busy through both stages: the score stage fetches this chunk's V rows
+          // (16 keys ahead of the K it reads), the value stage the next chunk's K rows
           const char* pv = static_cast<const char*>(a.v) + (kb + PD * rs) * eb;
 #pragma GCC unroll 8
-          for (int c = 0; c < D * int(eb); c += 64) {
-            _mm_prefetch(pk + c, _MM_HINT_T0);
-            _mm_prefetch(pv + c, _MM_HINT_T0);
-          }
+          for (int c = 0; c < D * int(eb); c += 64) _mm_prefetch(pv + c, _MM_HINT_T0);
         }
         __m512 x[4];
         {
@@ -237,6 +233,11 @@ LUTKIT_AVX512_ATT void step(const att_step_args& a) {
         for (int v = 0; v < 4; ++v) acc[i][v] = _mm512_loadu_ps(a.rows.acc + (r + i) * D + c0 + 16 * v);
       for (std::size_t j = 0; j < n; ++j) {
         const std::ptrdiff_t vb = (B + std::ptrdiff_t(j)) * rs + c0;
+        if (r == 0 && c0 == 0) {
+          const char* pk = static_cast<const char*>(a.k) + ((B + std::ptrdiff_t(j + n)) * rs) * eb;
+#pragma GCC unroll 8
+          for (int c = 0; c < D * int(eb); c += 64) _mm_prefetch(pk + c, _MM_HINT_T0);
+        }
         __m512 vv[4];
 #pragma GCC unroll 4
         for (int v = 0; v < 4; ++v) vv[v] = load16<T>(a.v, vb + 16 * v);
