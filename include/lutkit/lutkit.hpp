@@ -1,6 +1,6 @@
 // lutkit — umbrella header: the core (policies, tiling spec, thread pool), quantization and
 // packing, and the kernel families on the portable target with run-time dispatch: LUT-GEMV and
-// FusedDQP (decode), the LUT dequant-GEMM (prefill), their references. The xsimd backend is
+// FusedDQP (decode), the LUT dequant-GEMM (prefill), attention (prefill and decode), their references. The xsimd backend is
 // opt-in: lutkit/targets/xsimd/lut_gemv.hpp.
 #pragma once
 #include "lutkit/core/concepts.hpp"
