@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstddef>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <lutkit/quant/quant.hpp>
@@ -29,5 +30,8 @@ lutkit::quantized<P> random_quantized(std::size_t M, std::size_t K, uint64_t see
 
 lutkit::thread_pool& pool_for(int threads);
 void register_prefill();
+void register_attention();
+// the peak measured by peak/<kind>/threads:T in this run ("bf16_dot/2"), 0 if not yet measured
+double peak_gflops(const std::string& key);
 void register_sampling();
 }  // namespace lutkit_bench

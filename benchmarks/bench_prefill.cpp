@@ -447,6 +447,11 @@ void bm_tile_group_gemm(benchmark::State& st, std::size_t M, std::size_t K, std:
     st.counters["of_peak"] = benchmark::Counter(flops * 1e-9 / g_peak[pk], benchmark::Counter::kIsIterationInvariantRate);
 }
 
+double peak_gflops(const std::string& key) {
+  auto it = g_peak.find(key);
+  return it == g_peak.end() ? 0.0 : it->second;
+}
+
 void register_prefill() {
   const char* kinds[3] = {"vnni_int8", "bf16_dot", "fp32_fma"};
   for (int T : {1, 2})

@@ -24,7 +24,8 @@ def main(path):
             dram[thr] = b.get("weight_GBps", 0)
             continue
         p = parse(name)
-        if not p or p[0] in ("peak", "dequant") or p[0].startswith(("dllm_", "ar_")):
+        if not p or p[0] in ("peak", "dequant", "attention_decode", "attention_prefill", "attention_naive", "kv_read") \
+                or p[0].startswith(("dllm_", "ar_")):
             continue
         unit = {"us": 1.0, "ms": 1e3, "ns": 1e-3}[b.get("time_unit", "us")]
         rows.append((p, b["real_time"] * unit, b.get("weight_GBps", 0), b.get("roofline", 0)))
@@ -146,7 +147,45 @@ def sampling(path):
                   f"{(f'{rd / t[k]:.2f}' if rd else '-'):>7} {(f'{srt / t[k]:.1f}x' if srt else '-'):>8}")
 
 
+def attention(path):
+    """Attention table: decode (time, K/V GB/s, fraction of a plain read of the same K/V bytes in the
+    same run) and prefill (GFLOP/s over all Lq x L query-key pairs, fraction of peak/bf16_dot at the
+    same thread count), both against the naive two-pass baseline of the same shape (decode: batch 1 only)."""
+    data = json.load(open(path))
+    peak, rows = {}, {}
+    for b in data["benchmarks"]:
+        name = b["name"].replace("/real_time", "").replace("/iterations:5", "")
+        if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
+            continue
+        name = name.replace("_median", "")
+        p = name.split("/")
+        if p[0] == "peak":
+            peak[(p[1], p[2])] = b.get("GFLOPs", 0)
+        elif p[0] in ("attention_decode", "attention_prefill", "attention_naive", "kv_read") and len(p) >= 10:
+            unit = {"us": 1.0, "ms": 1e3, "ns": 1e-3}[b.get("time_unit", "us")]
+            rows[(p[0], "/".join(p[1:]))] = (b["real_time"] * unit, b.get("KV_GBps", 0), b.get("GFLOPs", 0))
+    if not rows:
+        return
+    print()
+    hdr = f"{'attention':<18} {'shape':<62} {'time us':>10} {'KV GB/s':>8} {'GFLOP/s':>8} {'vs read':>8} {'of peak':>8} {'vs naive':>9}"
+    print(hdr)
+    print("-" * len(hdr))
+    for (k, shape), (t, gb, gf) in sorted(rows.items()):
+        if k not in ("attention_decode", "attention_prefill"):
+            continue
+        thr = [x for x in shape.split("/") if x.startswith("threads:")][0]
+        # batch rows: the read of the shared prefix (the sequences' own 32 keys are not in it)
+        rd = rows.get(("kv_read", "/".join(("q:1" if x.startswith("q:") else x) for x in shape.split("/"))))
+        nv = rows.get(("attention_naive", shape))
+        pk = peak.get(("bf16_dot", thr))
+        s_rd = f"{rd[0] / t:.2f}" if rd and k == "attention_decode" else "-"
+        s_pk = f"{gf / pk:.2f}" if pk and k == "attention_prefill" else "-"
+        s_nv = f"{nv[0] / t:.1f}x" if nv else "-"
+        print(f"{k:<18} {shape:<62} {t:10.1f} {gb:8.2f} {gf:8.1f} {s_rd:>8} {s_pk:>8} {s_nv:>9}")
+
+
 if __name__ == "__main__":
     main(sys.argv[1])
     prefill(sys.argv[1])
     sampling(sys.argv[1])
+    attention(sys.argv[1])

@@ -1,7 +1,7 @@
 // lutkit — umbrella header: the core (policies, tiling spec, thread pool), quantization and
 // packing, and the kernel families on the portable target with run-time dispatch: LUT-GEMV and
-// FusedDQP (decode), the LUT dequant-GEMM (prefill), sampling (autoregressive and diffusion-LLM),
-// their references. The xsimd backend is
+// FusedDQP (decode), the LUT dequant-GEMM (prefill), attention (prefill and decode), sampling
+// (autoregressive and diffusion-LLM), their references. The xsimd backend is
 // opt-in: lutkit/targets/xsimd/lut_gemv.hpp.
 #pragma once
 #include "lutkit/core/concepts.hpp"
@@ -24,6 +24,8 @@
 #include "lutkit/gemm/dequant_gemm.hpp"
 #include "lutkit/gemm/reference.hpp"
 #include "lutkit/gemm/tile_group_gemm.hpp"
+#include "lutkit/attention/attention.hpp"
+#include "lutkit/attention/reference.hpp"
 #include "lutkit/sampling/autoregressive.hpp"
 #include "lutkit/sampling/dllm.hpp"
 #include "lutkit/sampling/logits.hpp"

@@ -1,0 +1,125 @@
+// lutkit — attention: one chunked online-softmax kernel with two entries.
+//   attention_prefill: many queries (a prompt, or a prompt chunk appended to a KV cache at
+//     position q_pos0), query blocks x KV chunks, blocks outside the mask skipped;
+//   attention_decode: one query per sequence, 1..64 sequences sharing a prefix whose K/V is read
+//     once for all of them; the keys split across threads, partials merged by log-sum-exp.
+// GQA / MQA: query head h reads KV head h / (heads_q / heads_kv); all query heads of a KV head are
+// processed together. K/V fp16, bf16 or fp32 with the caller's strides; queries, outputs, lse
+// fp32. Fully masked rows give 0 and lse = -inf. Same bits for any thread count.
+// Dataflow, mask conventions, errors: docs/attention.md.
+#pragma once
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "../core/error.hpp"
+#include "driver.hpp"
+
+namespace lutkit {
+
+namespace detail {
+struct byte_range {
+  const void* p;
+  std::size_t n;
+};
+inline bool overlaps(byte_range a, byte_range b) {
+  if (!a.p || !b.p || a.n == 0 || b.n == 0) return false;
+  const auto x = reinterpret_cast<uintptr_t>(a.p), y = reinterpret_cast<uintptr_t>(b.p);
+  return x < y + b.n && y < x + a.n;
+}
+inline void check_options(const attention_options& o) {
+  require(o.heads_kv > 0 && o.heads_q > 0, "attention: heads_q and heads_kv must be > 0 (got ", o.heads_q, ", ",
+          o.heads_kv, ")");
+  require(o.heads_q % o.heads_kv == 0, "attention: heads_q (", o.heads_q, ") is not a multiple of heads_kv (",
+          o.heads_kv, ")");
+  require(o.head_dim >= 1 && o.head_dim <= 1024, "attention: unsupported head_dim ", o.head_dim, " (1 .. 1024)");
+  require(std::isfinite(o.scale) && o.scale != 0.f, "attention: scale must be finite and non-zero");
+  require(std::isfinite(o.softcap) && o.softcap >= 0.f, "attention: softcap must be >= 0 (0: none)");
+  require(o.mask != mask_kind::window || o.window > 0, "attention: mask_kind::window needs window > 0");
+  require(o.mask == mask_kind::window || o.window == 0, "attention: window given without mask_kind::window");
+}
+// the bytes a view's K (or V) spans
+inline byte_range kv_extent(const attention_options& o, const kv_cache_view& kv, const void* base) {
+  if (kv.len == 0) return {base, 0};
+  const std::size_t last = (kv.len - 1) * std::size_t(kv.row_stride) + (o.heads_kv - 1) * std::size_t(kv.head_stride) + o.head_dim;
+  return {base, last * kv_type_bytes(kv.type)};
+}
+inline void check_view(const attention_options& o, const kv_cache_view& kv, const char* what) {
+  if (kv.len == 0) return;
+  require(kv.k && kv.v, "attention: null K or V of ", what);
+  require(kv.row_stride > 0 && kv.head_stride >= 0, "attention: ", what, " strides must be row_stride > 0, head_stride >= 0");
+  require(o.heads_kv == 1 || kv.head_stride > 0, "attention: ", what, " head_stride must be > 0 with several KV heads");
+  require(kv.type == kv_type::f16 || kv.type == kv_type::bf16 || kv.type == kv_type::f32, "attention: bad kv_type of ", what);
+}
+}  // namespace detail
+
+// Prefill: q [n_q][heads_q][head_dim] (query i at position q_pos0 + i), keys at positions
+// 0 .. kv.len - 1; out [n_q][heads_q][head_dim]; lse (optional) [n_q][heads_q], natural log, in
+// logit units; add_mask (optional) [n_q][mask_stride] fp32 added to the logit of key j at
+// add_mask[i * mask_stride + j] (finite or -inf), shared by all heads.
+inline void attention_prefill(const attention_options& o, const float* q, std::size_t n_q, int64_t q_pos0,
+                              const kv_cache_view& kv, float* out, float* lse = nullptr,
+                              const float* add_mask = nullptr, std::size_t mask_stride = 0,
+                              thread_pool* pool = nullptr) {
+  using namespace detail;
+  check_options(o);
+  require(q_pos0 >= 0, "attention_prefill: negative query position offset ", q_pos0);
+  if (n_q == 0) return;
+  require(q && out, "attention_prefill: null q or out");
+  check_view(o, kv, "the KV cache");
+  require(!add_mask || mask_stride >= kv.len, "attention_prefill: mask_stride ", mask_stride, " < kv.len ", kv.len);
+  const std::size_t qn = n_q * o.heads_q * o.head_dim * 4;
+  const byte_range ro{out, qn}, rl{lse, lse ? n_q * o.heads_q * 4 : 0};
+  require(!overlaps(ro, {q, qn}) && !overlaps(ro, kv_extent(o, kv, kv.k)) && !overlaps(ro, kv_extent(o, kv, kv.v)) &&
+              !overlaps(rl, ro) && !overlaps(rl, {q, qn}) && !overlaps(rl, kv_extent(o, kv, kv.k)) &&
+              !overlaps(rl, kv_extent(o, kv, kv.v)),
+          "attention_prefill: out / lse overlap an input or each other");
+  if (add_mask) {
+    const byte_range rm{add_mask, ((n_q - 1) * mask_stride + kv.len) * 4};
+    require(!overlaps(ro, rm) && !overlaps(rl, rm), "attention_prefill: out / lse overlap the mask");
+  }
+  run_prefill(o, q, n_q, q_pos0, kv, out, lse, add_mask, mask_stride, pool);
+}
+
+// Batched decode: every sequence sees the shared prefix (positions 0 .. prefix.len - 1), then its
+// own keys (decode_sequence). One sequence over a whole cache: prefix = the cache, own empty.
+inline void attention_decode(const attention_options& o, const kv_cache_view& prefix,
+                             std::span<const decode_sequence> seqs, thread_pool* pool = nullptr) {
+  using namespace detail;
+  check_options(o);
+  require(!seqs.empty() && seqs.size() <= 64, "attention_decode: 1 .. 64 sequences (got ", seqs.size(), ")");
+  check_view(o, prefix, "the shared prefix");
+  const std::size_t qn = o.heads_q * o.head_dim * 4;
+  for (std::size_t b = 0; b < seqs.size(); ++b) {
+    const decode_sequence& s = seqs[b];
+    require(s.q && s.out, "attention_decode: null q or out of sequence ", b);
+    check_view(o, s.own, "a sequence's own keys");
+    const byte_range ro{s.out, qn}, rl{s.lse, s.lse ? o.heads_q * 4 : 0};
+    bool bad = overlaps(ro, rl);
+    for (const decode_sequence& t : seqs) {
+      bad = bad || overlaps(ro, {t.q, qn}) || overlaps(rl, {t.q, qn}) || overlaps(ro, kv_extent(o, t.own, t.own.k)) ||
+            overlaps(ro, kv_extent(o, t.own, t.own.v)) || overlaps(rl, kv_extent(o, t.own, t.own.k)) ||
+            overlaps(rl, kv_extent(o, t.own, t.own.v));
+      if (&t != &s) bad = bad || overlaps(ro, {t.out, qn}) || overlaps(rl, {t.out, qn}) || overlaps(ro, {t.lse, t.lse ? o.heads_q * 4 : 0});
+      if (t.add_mask) bad = bad || overlaps(ro, {t.add_mask, (prefix.len + t.own.len) * 4});
+    }
+    bad = bad || overlaps(ro, kv_extent(o, prefix, prefix.k)) || overlaps(ro, kv_extent(o, prefix, prefix.v)) ||
+          overlaps(rl, kv_extent(o, prefix, prefix.k)) || overlaps(rl, kv_extent(o, prefix, prefix.v));
+    require(!bad, "attention_decode: out / lse of sequence ", b, " overlap an input or another output");
+  }
+  run_decode(o, prefix, seqs.data(), seqs.size(), pool);
+}
+
+// One sequence, one query: q [heads_q][head_dim] at position kv.len - 1.
+inline void attention_decode(const attention_options& o, const float* q, const kv_cache_view& kv, float* out,
+                             float* lse = nullptr, thread_pool* pool = nullptr) {
+  decode_sequence s;
+  s.q = q;
+  s.out = out;
+  s.lse = lse;
+  s.own.type = kv.type;
+  attention_decode(o, kv, std::span<const decode_sequence>(&s, 1), pool);
+}
+
+}  // namespace lutkit

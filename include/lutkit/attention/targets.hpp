@@ -1,0 +1,33 @@
+// lutkit — the attention family's registration point: the ONE place the family reaches a target
+// folder. It lists the kernel sets this build compiled (attention/microkernel.hpp) and picks one
+// per call. A new target adds its include and its branch here.
+#pragma once
+#include "../core/error.hpp"
+#include "generic_kernels.hpp"
+#include "microkernel.hpp"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include "../targets/cpu/attention_avx512.hpp"
+#endif
+
+namespace lutkit {
+
+// Which kernels run: the best the CPU has, the portable C++ ones, or AVX-512 (an error if the
+// CPU lacks AVX-512 F/BW/BF16 or F16C).
+enum class attention_backend { best, generic, avx512 };
+
+namespace detail {
+inline const att_kernel_set& att_kernels_for(attention_backend b) {
+#if defined(LUTKIT_HAVE_AVX512_ATT)
+  if (b == attention_backend::avx512) {
+    require(avx512_att::cpu_supported(), "attention: this CPU lacks AVX-512 BF16 / F16C");
+    return avx512_att::kernels();
+  }
+  if (b == attention_backend::best && avx512_att::cpu_supported()) return avx512_att::kernels();
+#else
+  require(b != attention_backend::avx512, "attention: AVX-512 kernels are not compiled for this target");
+#endif
+  return generic_att_kernels();
+}
+}  // namespace detail
+}  // namespace lutkit

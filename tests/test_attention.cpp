@@ -1,0 +1,487 @@
+// Attention family tests: differential against the double reference (attention/reference.hpp)
+// over seeded random shapes, every mask kind, GQA ratios, head dims, KV types and layouts, both
+// backends; exp accuracy; window edges; fully masked rows; large logits; split-KV merge; thread
+// determinism; batched decode with a shared prefix; bad input.
+#include "attention_check.hpp"
+
+using namespace att_test;
+
+namespace {
+
+struct prefill_case {
+  std::size_t hq, hkv, d, n_q, len;
+  int64_t pos0;
+  kv_type type;
+  mask_kind mask;
+  std::size_t window;
+  bool token_major;
+  float softcap;
+  bool add_mask;
+  exp_kind exp;
+  attention_backend backend;
+};
+
+std::string describe(const prefill_case& c) {
+  std::ostringstream os;
+  os << "hq " << c.hq << " hkv " << c.hkv << " d " << c.d << " n_q " << c.n_q << " len " << c.len << " pos0 " << c.pos0
+     << " type " << int(c.type) << " mask " << int(c.mask) << " window " << c.window << " token_major " << c.token_major
+     << " softcap " << c.softcap << " add_mask " << c.add_mask << " exp " << int(c.exp) << " backend " << int(c.backend);
+  return os.str();
+}
+
+attention_options opts_of(const prefill_case& c) {
+  attention_options o;
+  o.heads_q = c.hq;
+  o.heads_kv = c.hkv;
+  o.head_dim = c.d;
+  o.scale = float(1.0 / std::sqrt(double(c.d)));
+  o.softcap = c.softcap;
+  o.mask = c.mask;
+  o.window = c.mask == mask_kind::window ? c.window : 0;
+  o.exp = c.exp;
+  o.backend = c.backend;
+  return o;
+}
+
+bool uses_bf16(const prefill_case& c) {
+  const bool dims = c.d == 64 || c.d == 128 || c.d == 256;
+  return c.backend != attention_backend::generic && dims && avx512_available() && c.len > 0;
+}
+
+double run_prefill_case(const prefill_case& c, uint64_t seed, thread_pool* pool = nullptr,
+                        std::vector<float>* out_copy = nullptr, float qscale = 1.f, bool exact = false) {
+  std::mt19937_64 rng(seed);
+  kv_store kv;
+  make_kv(kv, rng, c.type, c.len, c.hkv, c.d, c.token_major, 1.f, exact);
+  const auto q = randn(rng, c.n_q * c.hq * c.d, qscale, exact);
+  std::vector<float> mask;
+  const std::size_t mstride = c.len + 5;
+  float mask_max = 0;
+  if (c.add_mask) {
+    mask = randn(rng, c.n_q * mstride, 1.f);
+    std::uniform_int_distribution<int> pick(0, 7);
+    for (auto& x : mask) {
+      if (pick(rng) == 0) x = -std::numeric_limits<float>::infinity();
+      else mask_max = std::max(mask_max, std::fabs(x));
+    }
+    // one row wholly masked by the caller
+    for (std::size_t j = 0; j < mstride; ++j) mask[(c.n_q / 2) * mstride + j] = -std::numeric_limits<float>::infinity();
+  }
+  const attention_options o = opts_of(c);
+  std::vector<float> out(c.n_q * c.hq * c.d, 7.f), lse(c.n_q * c.hq, 7.f);
+  attention_prefill(o, q.data(), c.n_q, c.pos0, kv.view, out.data(), lse.data(), c.add_mask ? mask.data() : nullptr,
+                    mstride, pool);
+  if (out_copy) *out_copy = out;
+  bound_in b;
+  b.bf16 = uses_bf16(c);
+  b.table = c.exp == exp_kind::table;
+  b.softcap = c.softcap;
+  b.mask_max = c.add_mask ? mask_max : -1;
+  b.chunks = c.len / 16 + 2;
+  b.type = c.type;
+  double worst = 0;
+  const std::size_t G = c.hq / c.hkv;
+  for (std::size_t i = 0; i < c.n_q; ++i)
+    for (std::size_t h = 0; h < c.hq; ++h) {
+      std::vector<float> qs(q.begin() + std::ptrdiff_t((i * c.hq + h) * c.d), q.begin() + std::ptrdiff_t((i * c.hq + h + 1) * c.d));
+      const auto r = ref::attention_one(o, qs.data(), c.pos0 + int64_t(i), kv.view, h / G,
+                                        c.add_mask ? mask.data() + i * mstride : nullptr);
+      std::ostringstream w;
+      w << describe(c) << " seed " << seed << " query " << i << " head " << h;
+      worst = std::max(worst, check_row(r, out.data() + (i * c.hq + h) * c.d, lse.data() + i * c.hq + h, c.d, b, w.str()));
+    }
+  return worst;
+}
+
+prefill_case random_case(std::mt19937_64& rng, attention_backend be) {
+  auto pick = [&](int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng); };
+  prefill_case c{};
+  const std::size_t ratios[4] = {1, 2, 4, 8};
+  c.hkv = std::size_t(1 + pick(2));
+  c.hq = c.hkv * ratios[pick(4)];
+  const std::size_t dims[7] = {64, 128, 256, 64, 128, 40, 96};
+  c.d = dims[pick(7)];
+  c.n_q = std::size_t(1 + pick(40));
+  c.mask = mask_kind(pick(3));
+  c.pos0 = pick(3) == 0 ? 0 : pick(200);
+  c.len = c.mask == mask_kind::none ? std::size_t(1 + pick(300)) : std::size_t(c.pos0) + c.n_q + std::size_t(pick(3) == 0 ? pick(20) : 0);
+  if (pick(8) == 0) c.len = std::size_t(pick(int(c.len) + 1));  // queries past the cache end
+  c.window = std::size_t(1 + pick(120));
+  c.type = kv_type(pick(3));
+  c.token_major = pick(2) == 0;
+  c.softcap = pick(4) == 0 ? 5.f + float(pick(40)) : 0.f;
+  c.add_mask = pick(4) == 0;
+  c.exp = exp_kind(pick(2));
+  c.backend = be;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("attention exp: poly and table against std::exp", "[attention]") {
+  double worst_poly = 0, worst_table = 0;
+  const float* table = detail::exp_table();
+  for (int i = 0; i <= 1 << 20; ++i) {
+    const float x = -87.f * float(i) / float(1 << 20);
+    const double e = std::exp(double(x));
+    worst_poly = std::max(worst_poly, std::fabs(double(detail::exp_poly(x)) - e) / e);
+    // the table's error: the fp16 rounding of x (relative uh) plus the fp32 entry (u)
+    const double t = double(detail::exp_by_table(table, x));
+    const double te = std::fabs(t - e) / e;
+    const double tb = std::expm1(uh * std::fabs(double(x))) + u;
+    INFO("x " << x << " table " << t << " exp " << e);
+    REQUIRE(te <= tb * 1.0000001);
+    worst_table = std::max(worst_table, te);
+  }
+  WARN("exp_poly max relative error " << worst_poly / u << " ulp(2^-24); table " << worst_table);
+  REQUIRE(worst_poly <= eps_poly);
+  REQUIRE(detail::exp_poly(-std::numeric_limits<float>::infinity()) == 0.f);
+  REQUIRE(detail::exp_by_table(table, -std::numeric_limits<float>::infinity()) == 0.f);
+  REQUIRE(detail::exp_poly(0.f) == 1.f);
+  REQUIRE(detail::exp_by_table(table, 0.f) == 1.f);
+  REQUIRE(detail::exp_by_table(table, -70000.f) == 0.f);
+}
+
+TEST_CASE("attention prefill: random shapes, both backends, against the reference", "[attention]") {
+  std::mt19937_64 rng(20261123);
+  double worst = 0;
+  for (int it = 0; it < 120; ++it) {
+    const attention_backend be = it % 3 == 0 ? attention_backend::generic : attention_backend::best;
+    const prefill_case c = random_case(rng, be);
+    worst = std::max(worst, run_prefill_case(c, 1000 + uint64_t(it)));
+  }
+  WARN("prefill: worst error / bound " << worst);
+}
+
+TEST_CASE("attention prefill: window edges p - w and p - w + 1", "[attention]") {
+  // K = 0: every visible key has the same weight; V[k] = position k in every channel: the output
+  // is the mean of the visible positions, (max(0, p - w + 1) + p) / 2 exactly.
+  for (auto be : {attention_backend::generic, attention_backend::best})
+    for (std::size_t w : {1, 2, 7, 64, 65}) {
+      const std::size_t d = 64, len = 200, n_q = 50;
+      const int64_t pos0 = 150;
+      std::vector<float> K(len * d, 0.f), V(len * d);
+      for (std::size_t k = 0; k < len; ++k)
+        for (std::size_t c = 0; c < d; ++c) V[k * d + c] = float(k);
+      kv_cache_view kv{K.data(), V.data(), kv_type::f32, len, std::ptrdiff_t(d), 0};
+      attention_options o;
+      o.heads_q = o.heads_kv = 1;
+      o.head_dim = d;
+      o.scale = 1.f;
+      o.mask = mask_kind::window;
+      o.window = w;
+      o.backend = be;
+      std::vector<float> q(n_q * d, 1.f), out(n_q * d);
+      attention_prefill(o, q.data(), n_q, pos0, kv, out.data());
+      for (std::size_t i = 0; i < n_q; ++i) {
+        const int64_t p = pos0 + int64_t(i);
+        const double want = (double(std::max<int64_t>(0, p - int64_t(w) + 1)) + double(p)) / 2;
+        // bf16 path: V rounded to bf16 (positions < 256 are exact), P = 1 exact; fp32 sums of <= 65 terms
+        INFO("window " << w << " query " << p << " got " << out[i * d] << " want " << want);
+        REQUIRE(std::fabs(out[i * d] - want) <= want * 70 * u);
+      }
+    }
+}
+
+TEST_CASE("attention: fully masked rows give 0 and lse -inf", "[attention]") {
+  for (auto be : {attention_backend::generic, attention_backend::best}) {
+    const std::size_t d = 128, n_q = 4;
+    std::mt19937_64 rng(3);
+    kv_store kv;
+    make_kv(kv, rng, kv_type::f16, 100, 1, d, false);
+    attention_options o;
+    o.heads_q = o.heads_kv = 1;
+    o.head_dim = d;
+    o.scale = 0.1f;
+    o.backend = be;
+    const auto q = randn(rng, n_q * d);
+    std::vector<float> out(n_q * d, 5.f), lse(n_q, 5.f);
+    // queries past an empty cache
+    kv_cache_view empty = kv.view;
+    empty.len = 0;
+    attention_prefill(o, q.data(), n_q, 0, empty, out.data(), lse.data());
+    for (float x : out) REQUIRE(x == 0.f);
+    for (float x : lse) REQUIRE((std::isinf(x) && x < 0));
+    // a caller mask of -inf everywhere
+    std::vector<float> mask(n_q * 100, -std::numeric_limits<float>::infinity());
+    std::fill(out.begin(), out.end(), 5.f);
+    o.mask = mask_kind::none;
+    attention_prefill(o, q.data(), n_q, 0, kv.view, out.data(), lse.data(), mask.data(), 100);
+    for (float x : out) REQUIRE(x == 0.f);
+    for (float x : lse) REQUIRE((std::isinf(x) && x < 0));
+    // decode over an empty cache
+    std::vector<float> o1(d, 5.f);
+    float l1 = 5.f;
+    attention_decode(o, q.data(), empty, o1.data(), &l1);
+    for (float x : o1) REQUIRE(x == 0.f);
+    REQUIRE((std::isinf(l1) && l1 < 0));
+  }
+}
+
+TEST_CASE("attention: large logits (|q.k| ~ 1e4 before scale)", "[attention]") {
+  // q and K exact in bf16 and a power-of-two scale: the bf16 path's inputs are exact, so the
+  // bound is the accumulation's, not the inputs' rounding
+  double worst = 0;
+  for (int it = 0; it < 12; ++it) {
+    prefill_case c{8, 2, it % 2 ? 128u : 64u, 17, 300, 250, kv_type(it % 3), mask_kind(it % 3), 100, it % 2 == 0, 0.f,
+                   false, exp_kind(it / 6), it % 4 == 3 ? attention_backend::generic : attention_backend::best};
+    c.len = c.mask == mask_kind::none ? 300 : 267;
+    worst = std::max(worst, run_prefill_case(c, 77 + uint64_t(it), nullptr, nullptr, 900.f, true));
+  }
+  WARN("large logits: worst error / bound " << worst);
+}
+
+TEST_CASE("attention: 1 and 2 threads give the same bits", "[attention]") {
+  thread_pool pool(2);
+  std::mt19937_64 rng(11);
+  for (int it = 0; it < 6; ++it) {
+    prefill_case c = random_case(rng, attention_backend::best);
+    c.n_q = 70;
+    c.len = std::max<std::size_t>(c.len, 300) + std::size_t(c.pos0) + c.n_q;
+    std::vector<float> a, b;
+    run_prefill_case(c, 500 + uint64_t(it), nullptr, &a);
+    run_prefill_case(c, 500 + uint64_t(it), &pool, &b);
+    REQUIRE(std::memcmp(a.data(), b.data(), a.size() * 4) == 0);
+  }
+  // decode: many splits
+  for (std::size_t len : {100, 3000, 9000}) {
+    kv_store kv;
+    make_kv(kv, rng, kv_type::f16, len, 2, 128, true);
+    attention_options o;
+    o.heads_q = 8;
+    o.heads_kv = 2;
+    o.head_dim = 128;
+    o.scale = 0.088f;
+    const auto q = randn(rng, 8 * 128);
+    std::vector<float> a(8 * 128), b(8 * 128), la(8), lb(8);
+    attention_decode(o, q.data(), kv.view, a.data(), la.data(), nullptr);
+    attention_decode(o, q.data(), kv.view, b.data(), lb.data(), &pool);
+    REQUIRE(std::memcmp(a.data(), b.data(), a.size() * 4) == 0);
+    REQUIRE(std::memcmp(la.data(), lb.data(), la.size() * 4) == 0);
+  }
+}
+
+TEST_CASE("attention: batched decode, 1 and 2 threads give the same bits", "[attention]") {
+  thread_pool pool(2);
+  std::mt19937_64 rng(12);
+  for (std::size_t n_seq : {2, 8}) {  // 8 rows (fp32 step) and 32 rows (packed bf16 tile) per KV head
+    kv_store pre;
+    make_kv(pre, rng, kv_type::f16, 2500, 2, 128, false);
+    std::vector<kv_store> own(n_seq);
+    std::vector<std::vector<float>> q(n_seq), a(n_seq), b(n_seq);
+    std::vector<decode_sequence> sa(n_seq), sb(n_seq);
+    attention_options o;
+    o.heads_q = 8;
+    o.heads_kv = 2;
+    o.head_dim = 128;
+    o.scale = 0.09f;
+    for (std::size_t i = 0; i < n_seq; ++i) {
+      make_kv(own[i], rng, kv_type::f16, 3 + i, 2, 128, true);
+      q[i] = randn(rng, 8 * 128);
+      a[i].assign(8 * 128, 0.f);
+      b[i].assign(8 * 128, 0.f);
+      sa[i].q = sb[i].q = q[i].data();
+      sa[i].own = sb[i].own = own[i].view;
+      sa[i].out = a[i].data();
+      sb[i].out = b[i].data();
+    }
+    attention_decode(o, pre.view, sa, nullptr);
+    attention_decode(o, pre.view, sb, &pool);
+    for (std::size_t i = 0; i < n_seq; ++i) REQUIRE(std::memcmp(a[i].data(), b[i].data(), a[i].size() * 4) == 0);
+  }
+}
+
+TEST_CASE("attention decode: split-KV merge against the reference and the unsplit result", "[attention]") {
+  std::mt19937_64 rng(21);
+  for (int it = 0; it < 16; ++it) {
+    const std::size_t ratios[4] = {1, 2, 4, 8};
+    const std::size_t hkv = 1 + std::size_t(it % 2), hq = hkv * ratios[it % 4];
+    const std::size_t dims[5] = {64, 128, 256, 80, 128};
+    const std::size_t d = dims[it % 5];
+    const std::size_t len = it < 4 ? std::size_t(1 + it * 7) : std::size_t(500 + 700 * it);
+    const kv_type t = kv_type(it % 3);
+    kv_store kv;
+    make_kv(kv, rng, t, len, hkv, d, it % 2 == 0);
+    attention_options o;
+    o.heads_q = hq;
+    o.heads_kv = hkv;
+    o.head_dim = d;
+    o.scale = float(1 / std::sqrt(double(d)));
+    o.exp = exp_kind(it % 2);
+    o.softcap = it % 5 == 0 ? 30.f : 0.f;
+    if (it % 3 == 1) {
+      o.mask = mask_kind::window;
+      o.window = 1 + len / 3;
+    }
+    o.backend = it % 4 == 2 ? attention_backend::generic : attention_backend::best;
+    const auto q = randn(rng, hq * d);
+    std::vector<float> out(hq * d), lse(hq);
+    attention_decode(o, q.data(), kv.view, out.data(), lse.data());
+    // unsplit: the portable prefill (one query at position len - 1, one sweep over the keys)
+    attention_options og = o;
+    og.backend = attention_backend::generic;
+    std::vector<float> out1(hq * d), lse1(hq);
+    attention_prefill(og, q.data(), 1, int64_t(len) - 1, kv.view, out1.data(), lse1.data());
+    bound_in b;
+    b.table = o.exp == exp_kind::table;
+    b.softcap = o.softcap;
+    b.chunks = len / 16 + 2;
+    b.type = t;
+    for (std::size_t h = 0; h < hq; ++h) {
+      const auto r = ref::attention_one(o, q.data() + h * d, int64_t(len) - 1, kv.view, h / (hq / hkv), nullptr);
+      std::ostringstream w;
+      w << "decode it " << it << " len " << len << " head " << h;
+      check_row(r, out.data() + h * d, lse.data() + h, d, b, w.str());
+      check_row(r, out1.data() + h * d, lse1.data() + h, d, b, w.str() + " (unsplit)");
+      // split vs unsplit: within the sum of both bounds
+      const double bd = 2 * row_bound(r, d, b);
+      for (std::size_t c = 0; c < d; ++c) REQUIRE(std::fabs(double(out[h * d + c]) - double(out1[h * d + c])) <= bd);
+    }
+    // merging two halves by their lse (the caller's merge) gives the whole
+    if (len >= 2 && o.mask == mask_kind::causal && o.softcap == 0.f) {
+      const std::size_t half = len / 2;
+      kv_cache_view a = kv.view, bb = kv.view;
+      a.len = half;
+      std::vector<float> oa(hq * d), ob(hq * d), la(hq), lb(hq);
+      attention_options on = o;
+      on.mask = mask_kind::none;
+      attention_decode(on, q.data(), a, oa.data(), la.data());
+      bb.k = static_cast<const uint8_t*>(kv.view.k) + std::ptrdiff_t(half) * kv.view.row_stride * std::ptrdiff_t(kv_type_bytes(t));
+      bb.v = static_cast<const uint8_t*>(kv.view.v) + std::ptrdiff_t(half) * kv.view.row_stride * std::ptrdiff_t(kv_type_bytes(t));
+      bb.len = len - half;
+      attention_decode(on, q.data(), bb, ob.data(), lb.data());
+      for (std::size_t h = 0; h < hq; ++h) {
+        const auto r = ref::attention_one(o, q.data() + h * d, int64_t(len) - 1, kv.view, h / (hq / hkv), nullptr);
+        const double M = std::max(la[h], lb[h]);
+        const double wa = std::exp(la[h] - M), wb = std::exp(lb[h] - M);
+        const double bd = 2 * row_bound(r, d, b);
+        for (std::size_t c = 0; c < d; ++c) {
+          const double m = (wa * oa[h * d + c] + wb * ob[h * d + c]) / (wa + wb);
+          REQUIRE(std::fabs(m - r.out[c]) <= bd);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("attention decode: batched sequences sharing a prefix", "[attention]") {
+  std::mt19937_64 rng(31);
+  for (int it = 0; it < 10; ++it) {
+    const std::size_t n_seq = std::size_t(1 + (it * 5) % 16), hkv = 2, hq = 8, d = it % 3 == 2 ? 64 : 128;
+    const kv_type t = kv_type(it % 3);
+    kv_store pre;
+    make_kv(pre, rng, t, std::size_t(700 + it * 300), hkv, d, it % 2 == 0);
+    std::vector<kv_store> own(n_seq);
+    std::vector<std::vector<float>> q(n_seq), out(n_seq), lse(n_seq), mask(n_seq);
+    std::vector<decode_sequence> seqs(n_seq);
+    attention_options o;
+    o.heads_q = hq;
+    o.heads_kv = hkv;
+    o.head_dim = d;
+    o.scale = 0.1f;
+    o.exp = exp_kind(it % 2);
+    if (it % 4 == 3) {
+      o.mask = mask_kind::window;
+      o.window = 300;
+    }
+    o.backend = it % 5 == 4 ? attention_backend::generic : attention_backend::best;
+    for (std::size_t b = 0; b < n_seq; ++b) {
+      make_kv(own[b], rng, t, (b * 7) % 40, hkv, d, b % 2 == 0);
+      q[b] = randn(rng, hq * d);
+      out[b].assign(hq * d, 9.f);
+      lse[b].assign(hq, 9.f);
+      seqs[b].q = q[b].data();
+      seqs[b].own = own[b].view;
+      seqs[b].out = out[b].data();
+      seqs[b].lse = lse[b].data();
+      if (it % 3 == 1) {
+        mask[b] = randn(rng, pre.view.len + own[b].view.len, 0.5f);
+        seqs[b].add_mask = mask[b].data();
+      }
+    }
+    attention_decode(o, pre.view, seqs);
+    bound_in bd;
+    bd.table = o.exp == exp_kind::table;
+    bd.chunks = (pre.view.len + 40) / 16 + 2;
+    bd.type = t;
+    bd.mask_max = it % 3 == 1 ? 3.0 : -1;  // |N(0, 0.5)| < 3 for these seeds (checked below)
+    // 16 or more rows per KV head: the prefix runs the packed bf16 tile (attention/driver.hpp)
+    bd.bf16 = o.backend == attention_backend::best && avx512_available() && n_seq * (hq / hkv) >= 16;
+    for (std::size_t b = 0; b < n_seq; ++b) {
+      for (float x : mask[b]) REQUIRE(std::fabs(x) < 3.f);
+      const int64_t p = int64_t(pre.view.len + own[b].view.len) - 1;
+      for (std::size_t h = 0; h < hq; ++h) {
+        const auto r = ref::attention_one(o, q[b].data() + h * d, p, own[b].view, h / (hq / hkv),
+                                          seqs[b].add_mask, &pre.view);
+        std::ostringstream w;
+        w << "batched it " << it << " seq " << b << " head " << h;
+        check_row(r, out[b].data() + h * d, lse[b].data() + h, d, bd, w.str());
+      }
+    }
+  }
+}
+
+TEST_CASE("attention: bad input gives a clear error", "[attention]") {
+  const std::size_t d = 64;
+  std::vector<float> K(16 * d, 0.f), V(16 * d, 0.f), q(4 * d, 0.f), out(4 * d);
+  kv_cache_view kv{K.data(), V.data(), kv_type::f32, 16, std::ptrdiff_t(d), std::ptrdiff_t(16 * d)};
+  attention_options o;
+  o.heads_q = 2;
+  o.heads_kv = 1;
+  o.head_dim = d;
+  o.scale = 0.125f;
+  auto err = [&](attention_options oo, const float* qq, float* oo_out, int64_t pos, const char* what) {
+    INFO(what);
+    REQUIRE_THROWS_AS(attention_prefill(oo, qq, 2, pos, kv, oo_out), lutkit::error);
+  };
+  REQUIRE_NOTHROW(attention_prefill(o, q.data(), 2, 3, kv, out.data()));
+  auto o1 = o;
+  o1.heads_q = 3;
+  o1.heads_kv = 2;
+  err(o1, q.data(), out.data(), 0, "Hq not a multiple of Hkv");
+  auto o2 = o;
+  o2.head_dim = 0;
+  err(o2, q.data(), out.data(), 0, "head dim 0");
+  o2.head_dim = 4096;
+  err(o2, q.data(), out.data(), 0, "head dim too large");
+  err(o, nullptr, out.data(), 0, "null q");
+  err(o, q.data(), nullptr, 0, "null out");
+  err(o, q.data(), q.data() + 8, 0, "out overlaps q");
+  err(o, q.data(), K.data(), 0, "out overlaps K");
+  err(o, q.data(), out.data(), -1, "negative offset");
+  auto o3 = o;
+  o3.mask = mask_kind::window;
+  o3.window = 0;
+  err(o3, q.data(), out.data(), 0, "window 0");
+  auto o4 = o;
+  o4.scale = std::numeric_limits<float>::quiet_NaN();
+  err(o4, q.data(), out.data(), 0, "NaN scale");
+  auto o5 = o;
+  o5.softcap = -1.f;
+  err(o5, q.data(), out.data(), 0, "negative softcap");
+  kv_cache_view bad = kv;
+  bad.k = nullptr;
+  REQUIRE_THROWS_AS(attention_prefill(o, q.data(), 2, 0, bad, out.data()), lutkit::error);
+  bad = kv;
+  bad.row_stride = 0;
+  REQUIRE_THROWS_AS(attention_prefill(o, q.data(), 2, 0, bad, out.data()), lutkit::error);
+  std::vector<float> mask(2 * 8);
+  REQUIRE_THROWS_AS(attention_prefill(o, q.data(), 2, 0, kv, out.data(), nullptr, mask.data(), 8), lutkit::error);
+  // decode
+  REQUIRE_THROWS_AS(attention_decode(o1, q.data(), kv, out.data()), lutkit::error);
+  REQUIRE_THROWS_AS(attention_decode(o, q.data(), kv, q.data()), lutkit::error);
+  REQUIRE_THROWS_AS(attention_decode(o, q.data(), kv, out.data(), out.data() + 3), lutkit::error);
+  REQUIRE_THROWS_AS(attention_decode(o, kv, std::span<const decode_sequence>()), lutkit::error);
+  decode_sequence s[2];
+  s[0].q = s[1].q = q.data();
+  s[0].out = out.data();
+  s[1].out = out.data() + 64;  // overlaps sequence 0's output
+  REQUIRE_THROWS_AS(attention_decode(o, kv, std::span<const decode_sequence>(s, 2)), lutkit::error);
+  s[1].out = nullptr;
+  REQUIRE_THROWS_AS(attention_decode(o, kv, std::span<const decode_sequence>(s, 2)), lutkit::error);
+  if (!avx512_available()) {
+    auto o6 = o;
+    o6.backend = attention_backend::avx512;
+    REQUIRE_THROWS_AS(attention_prefill(o6, q.data(), 2, 3, kv, out.data()), lutkit::error);
+  }
+}
