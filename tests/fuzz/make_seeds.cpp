@@ -133,6 +133,25 @@ int main(int argc, char** argv) {
     b.insert(b.end(), bytes.begin(), bytes.end());
     write(root / "streams", "seed_tile_group_64x64", b);
   }
+  // attention and sampling: parameter bytes (the targets read a fixed sequence of fields, zeros
+  // past the end), a few valid settings each; the harness builds the tensors from the rest
+  {
+    std::mt19937_64 rng(21);
+    for (int i = 0; i < 6; ++i) {
+      // byte 0: prefill (odd) or decode; then heads_kv, group ratio, GQA tweak, head dim index,
+      // scale, softcap, mask, window, exp, K/V type, length, layout, then values
+      std::vector<uint8_t> b{uint8_t(i % 2), uint8_t(1 + i % 3), uint8_t(i % 4), 1, uint8_t(i % 3), 1, 7, 1, 1,
+                             uint8_t(i % 3), 0, uint8_t(i % 3 == 1 ? 5 + i : 0), uint8_t(i % 2), uint8_t(i % 3), uint8_t(9 + 5 * i), uint8_t(i)};
+      for (int j = 0; j < 3000; ++j) b.push_back(uint8_t(rng()));
+      write(root / "attention", "seed_" + std::to_string(i), b);
+    }
+    for (int i = 0; i < 8; ++i) {
+      // byte 0: logit type (bits 0-1) and dLLM / AR (bit 2); then the parameters and logits
+      std::vector<uint8_t> b{uint8_t(i)};
+      for (int j = 0; j < 4000; ++j) b.push_back(uint8_t(rng() % (j < 40 ? 4 : 256)));
+      write(root / "sampling", "seed_" + std::to_string(i), b);
+    }
+  }
   std::printf("seeds written to %s\n", root.c_str());
   return 0;
 }

@@ -14,6 +14,7 @@
 #include <span>
 
 #include "../core/error.hpp"
+#include "../core/limits.hpp"
 #include "driver.hpp"
 
 namespace lutkit {
@@ -36,7 +37,13 @@ inline void check_options(const attention_options& o) {
   require(o.head_dim >= 1 && o.head_dim <= 1024, "attention: unsupported head_dim ", o.head_dim, " (1 .. 1024)");
   require(std::isfinite(o.scale) && o.scale != 0.f, "attention: scale must be finite and non-zero");
   require(std::isfinite(o.softcap) && o.softcap >= 0.f, "attention: softcap must be >= 0 (0: none)");
+  require(o.mask == mask_kind::causal || o.mask == mask_kind::window || o.mask == mask_kind::none,
+          "attention: mask kind ", int(o.mask), " is not causal, window or none");
+  require(o.exp == exp_kind::poly || o.exp == exp_kind::table, "attention: exp kind ", int(o.exp), " is not poly or table");
   require(o.mask != mask_kind::window || o.window > 0, "attention: mask_kind::window needs window > 0");
+  // positions and windows are dimensions (core/limits.hpp): at most 2^31, so p - window cannot wrap
+  check_dim(o.window, "attention", "window");
+  check_dim(o.heads_q, "attention", "heads_q");
   require(o.mask == mask_kind::window || o.window == 0, "attention: window given without mask_kind::window");
 }
 // the bytes a view's K (or V) spans
@@ -47,6 +54,9 @@ inline byte_range kv_extent(const attention_options& o, const kv_cache_view& kv,
 }
 inline void check_view(const attention_options& o, const kv_cache_view& kv, const char* what) {
   if (kv.len == 0) return;
+  check_dim(kv.len, "attention", "kv.len");
+  require(kv.row_stride <= std::ptrdiff_t(max_dim) && kv.head_stride <= std::ptrdiff_t(max_dim), "attention: ", what,
+          " strides exceed 2^31 elements");
   require(kv.k && kv.v, "attention: null K or V of ", what);
   require(kv.row_stride > 0 && kv.head_stride >= 0, "attention: ", what, " strides must be row_stride > 0, head_stride >= 0");
   require(o.heads_kv == 1 || kv.head_stride > 0, "attention: ", what, " head_stride must be > 0 with several KV heads");
@@ -65,6 +75,9 @@ inline void attention_prefill(const attention_options& o, const float* q, std::s
   using namespace detail;
   check_options(o);
   require(q_pos0 >= 0, "attention_prefill: negative query position offset ", q_pos0);
+  check_dim(std::size_t(q_pos0), "attention_prefill", "q_pos0");
+  check_dim(n_q, "attention_prefill", "n_q");
+  check_dim(mask_stride, "attention_prefill", "mask_stride");
   if (n_q == 0) return;
   require(q && out, "attention_prefill: null q or out");
   check_view(o, kv, "the KV cache");

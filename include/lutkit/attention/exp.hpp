@@ -28,6 +28,7 @@ inline constexpr float exp_c7 = 1.f / 5040.f, exp_c6 = 1.f / 720.f, exp_c5 = 1.f
                        exp_c3 = 1.f / 6.f, exp_c2 = 0.5f;
 
 inline float exp_poly(float x) {
+  if (std::isnan(x)) return x;  // (a NaN logit: NaN out, without converting NaN to an exponent)
   x = x < exp_clamp ? exp_clamp : x;  // also maps -inf
   const float n = std::nearbyint(x * exp_log2e);
   float r = std::fma(n, -exp_ln2_hi, x);

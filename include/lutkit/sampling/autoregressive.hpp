@@ -66,6 +66,8 @@ inline float penalize(float l, uint32_t count, const ar_params& p) {
 inline void check_ar(const logits_view& lv, const ar_params& p, std::size_t r) {
   require(std::isfinite(p.temperature) && p.temperature >= 0.f, "ar_sample: row ", r,
           ": temperature must be finite and >= 0 (got ", p.temperature, ")");
+  require(p.temperature == 0.f || std::isfinite(1.f / p.temperature), "ar_sample: row ", r, ": temperature ",
+          p.temperature, " is so small that 1 / T overflows (use 0 for greedy)");
   require(p.top_k >= 0, "ar_sample: row ", r, ": top_k must be >= 0 (got ", p.top_k, ")");
   require(p.top_p >= 0.f && p.top_p <= 1.f, "ar_sample: row ", r, ": top_p must be in [0, 1] (got ", p.top_p, ")");
   require(p.min_p >= 0.f && p.min_p <= 1.f, "ar_sample: row ", r, ": min_p must be in [0, 1] (got ", p.min_p, ")");

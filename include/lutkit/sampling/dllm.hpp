@@ -69,6 +69,8 @@ inline void check_dllm(const logits_view& lv, std::size_t B, std::size_t L, cons
   require(lv.rows == B * L, who, ": logits have ", lv.rows, " rows, expected B*L = ", B * L);
   require(std::isfinite(p.temperature) && p.temperature >= 0.f, who, ": temperature must be finite and >= 0 (got ",
           p.temperature, ")");
+  require(p.temperature == 0.f || std::isfinite(1.f / p.temperature), who, ": temperature ", p.temperature,
+          " is so small that 1 / T overflows (use 0 for the argmax)");
   require(p.block_begin < std::min(p.block_end, L), who, ": active block [",
           p.block_begin, ", ", p.block_end, ") is empty or starts beyond L = ", L);
   require(p.eos == dllm_eos::none || (p.eos_id >= 0 && std::size_t(p.eos_id) < lv.vocab), who,
@@ -135,6 +137,8 @@ inline dllm_pos_out dllm_position(const logits_view& lv, const sampling_kernel_s
   }
   require(st.i1 != no_index && std::isfinite(st.m1), "dllm_sample: logits row ", r,
           " has no finite maximum (all NaN / -inf, or +inf)");
+  require(!gumbel || gi != no_index, "dllm_sample: logits row ", r, ": no finite l / T + g at temperature ",
+          p.temperature, " (use 0 for the argmax)");
   dllm_pos_out o;
   o.x0 = gumbel ? gi : st.i1;
   switch (p.confidence) {
