@@ -14,6 +14,8 @@
 
 #include <lutkit/lutkit.hpp>
 
+#include "scaled_cases.hpp"
+
 namespace att_test {
 using namespace lutkit;
 

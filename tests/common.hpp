@@ -14,20 +14,10 @@
 #include <lutkit/lutkit.hpp>
 
 #include "instances.hpp"
+#include "scaled_cases.hpp"
 
 namespace lutkit_test {
 
-// Emulated runs (qemu) scale the randomized loops down: LUTKIT_TEST_CASE_DIVISOR = d runs
-// ceil(n / d) cases of each, and the suite says so once in its output.
-inline int scaled_cases(int n) {
-  static const int d = [] {
-    const char* e = std::getenv("LUTKIT_TEST_CASE_DIVISOR");
-    const int v = e ? std::atoi(e) : 1;
-    if (v > 1) std::printf("lutkit tests: reduced case count, 1/%d of each randomized loop (LUTKIT_TEST_CASE_DIVISOR)\n", v);
-    return v < 1 ? 1 : v;
-  }();
-  return (n + d - 1) / d;
-}
 
 // Weights: Gaussian, with a heavy-tailed minority so groups see outliers.
 inline std::vector<float> random_weights(std::mt19937_64& rng, std::size_t n) {

@@ -121,7 +121,7 @@ prefill_case random_case(std::mt19937_64& rng, attention_backend be) {
 TEST_CASE("attention exp: poly and table against std::exp", "[attention]") {
   double worst_poly = 0, worst_table = 0;
   const float* table = detail::exp_table();
-  for (int i = 0; i <= 1 << 20; ++i) {
+  for (int i = 0; i <= 1 << 20; i += lutkit_test::case_divisor()) {
     const float x = -87.f * float(i) / float(1 << 20);
     const double e = std::exp(double(x));
     worst_poly = std::max(worst_poly, std::fabs(double(detail::exp_poly(x)) - e) / e);
@@ -145,7 +145,7 @@ TEST_CASE("attention exp: poly and table against std::exp", "[attention]") {
 TEST_CASE("attention prefill: random shapes, both backends, against the reference", "[attention]") {
   std::mt19937_64 rng(20261123);
   double worst = 0;
-  for (int it = 0; it < 120; ++it) {
+  for (int it = 0; it < lutkit_test::scaled_cases(120); ++it) {
     const attention_backend be = it % 3 == 0 ? attention_backend::generic : attention_backend::best;
     const prefill_case c = random_case(rng, be);
     worst = std::max(worst, run_prefill_case(c, 1000 + uint64_t(it)));
@@ -222,7 +222,7 @@ TEST_CASE("attention: large logits (|q.k| ~ 1e4 before scale)", "[attention]") {
   // q and K exact in bf16 and a power-of-two scale: the bf16 path's inputs are exact, so the
   // bound is the accumulation's, not the inputs' rounding
   double worst = 0;
-  for (int it = 0; it < 12; ++it) {
+  for (int it = 0; it < lutkit_test::scaled_cases(12); ++it) {
     prefill_case c{8, 2, it % 2 ? 128u : 64u, 17, 300, 250, kv_type(it % 3), mask_kind(it % 3), 100, it % 2 == 0, 0.f,
                    false, exp_kind(it / 6), it % 4 == 3 ? attention_backend::generic : attention_backend::best};
     c.len = c.mask == mask_kind::none ? 300 : 267;
@@ -234,7 +234,7 @@ TEST_CASE("attention: large logits (|q.k| ~ 1e4 before scale)", "[attention]") {
 TEST_CASE("attention: 1 and 2 threads give the same bits", "[attention]") {
   thread_pool pool(2);
   std::mt19937_64 rng(11);
-  for (int it = 0; it < 6; ++it) {
+  for (int it = 0; it < lutkit_test::scaled_cases(6); ++it) {
     prefill_case c = random_case(rng, attention_backend::best);
     c.n_q = 70;
     c.len = std::max<std::size_t>(c.len, 300) + std::size_t(c.pos0) + c.n_q;
@@ -293,7 +293,7 @@ TEST_CASE("attention: batched decode, 1 and 2 threads give the same bits", "[att
 
 TEST_CASE("attention decode: split-KV merge against the reference and the unsplit result", "[attention]") {
   std::mt19937_64 rng(21);
-  for (int it = 0; it < 16; ++it) {
+  for (int it = 0; it < lutkit_test::scaled_cases(16); ++it) {
     const std::size_t ratios[4] = {1, 2, 4, 8};
     const std::size_t hkv = 1 + std::size_t(it % 2), hq = hkv * ratios[it % 4];
     const std::size_t dims[5] = {64, 128, 256, 80, 128};
@@ -366,7 +366,7 @@ TEST_CASE("attention decode: split-KV merge against the reference and the unspli
 
 TEST_CASE("attention decode: batched sequences sharing a prefix", "[attention]") {
   std::mt19937_64 rng(31);
-  for (int it = 0; it < 10; ++it) {
+  for (int it = 0; it < lutkit_test::scaled_cases(10); ++it) {
     const std::size_t n_seq = std::size_t(1 + (it * 5) % 16), hkv = 2, hq = 8, d = it % 3 == 2 ? 64 : 128;
     const kv_type t = kv_type(it % 3);
     kv_store pre;

@@ -175,9 +175,17 @@ TEST_CASE("a policy for another target never runs host code", "[robustness][targ
   const auto ws = pack<S>(quantize<S>(w.data(), M, K));  // packing is the shared tiling spec: fine anywhere
   CHECK_THROWS_WITH(lut_gemv<S>(ws, build_tables<S>(x.data(), 1, K), y.data()), Catch::Contains("targets sme"));
   CHECK_THROWS_WITH(build_tables<H>(x.data(), 1, K), Catch::Contains("targets hvx"));
-#if !(defined(__aarch64__) && defined(__ARM_FEATURE_SME))
+#if !defined(LUTKIT_HAVE_SME_DQ)
   CHECK_THROWS_WITH(dequant_gemm<S>(ws, x.data(), 1, K, y.data(), act_type::fp32), Catch::Contains("targets sme"));
   CHECK_THROWS_WITH(fused_dq_gemv<S>(ws, x.data(), 1, K, y.data()), Catch::Contains("targets sme"));
+#else
+  // an aarch64 build with the SME kernels: they run where the CPU has SME, and refuse the rest
+  if (detail::sme::cpu_supported()) {
+    CHECK_NOTHROW(dequant_gemm<S>(ws, x.data(), 1, K, y.data(), act_type::fp32));
+    CHECK_THROWS_WITH(fused_dq_gemv<S>(ws, x.data(), 1, K, y.data()), Catch::Contains("no FusedDQP"));
+  } else {
+    CHECK_THROWS_WITH(dequant_gemm<S>(ws, x.data(), 1, K, y.data(), act_type::fp32), Catch::Contains("lacks"));
+  }
 #endif
   // and a blob packed for one target is refused by another's policy
   CHECK_THROWS_WITH(packed_weights<H>::from_bytes(ws.bytes(), ws.size_bytes()), Catch::Contains("packed for policy"));
