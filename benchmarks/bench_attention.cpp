@@ -85,16 +85,22 @@ void set_kv_counters(benchmark::State& st, double bytes, double flops) {
   st.counters["GFLOPs"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-// ------------------------------------------------------------------ decode
-void bm_decode(benchmark::State& st, std::size_t d, std::size_t hq, std::size_t hkv, std::size_t L, std::size_t batch,
-               int T, bool cold) {
-  auto& c = kv_data(d, hkv, L, cold);
-  thread_pool* pool = T > 1 ? &pool_for(T) : nullptr;
+// the benchmarks' shape: d, query and KV heads, scale 1 / sqrt(d), causal
+attention_options options(std::size_t d, std::size_t hq, std::size_t hkv) {
   attention_options o;
   o.heads_q = hq;
   o.heads_kv = hkv;
   o.head_dim = d;
   o.scale = float(1 / std::sqrt(double(d)));
+  return o;
+}
+
+// ------------------------------------------------------------------ decode
+void bm_decode(benchmark::State& st, std::size_t d, std::size_t hq, std::size_t hkv, std::size_t L, std::size_t batch,
+               int T, bool cold) {
+  auto& c = kv_data(d, hkv, L, cold);
+  thread_pool* pool = T > 1 ? &pool_for(T) : nullptr;
+  attention_options o = options(d, hq, hkv);
   std::mt19937_64 rng(1);
   std::normal_distribution<float> nd;
   const std::size_t own = batch > 1 ? 32 : 0;
@@ -212,11 +218,7 @@ void bm_prefill(benchmark::State& st, std::size_t d, std::size_t hq, std::size_t
                 std::size_t window, int T) {
   auto& c = kv_data(d, hkv, L, false);
   thread_pool* pool = T > 1 ? &pool_for(T) : nullptr;
-  attention_options o;
-  o.heads_q = hq;
-  o.heads_kv = hkv;
-  o.head_dim = d;
-  o.scale = float(1 / std::sqrt(double(d)));
+  attention_options o = options(d, hq, hkv);
   if (window) {
     o.mask = mask_kind::window;
     o.window = window;
@@ -245,48 +247,36 @@ void bm_prefill(benchmark::State& st, std::size_t d, std::size_t hq, std::size_t
 }  // namespace
 
 void register_attention() {
+  // every attention row: wall-clock time (the kernels run on the pool) in the unit that suits it
+  auto add = [](const std::string& name, auto fn, benchmark::TimeUnit unit) {
+    benchmark::RegisterBenchmark(name.c_str(), fn)->UseRealTime()->Unit(unit);
+  };
   for (std::size_t L : {4096, 16384, 32768})
     for (std::size_t batch : {1, 16})
       for (int T : {1, 2}) {
-        benchmark::RegisterBenchmark(("attention_decode" + tail(128, 32, 8, L, batch, "causal", T, true)).c_str(),
-                                     [=](benchmark::State& st) { bm_decode(st, 128, 32, 8, L, batch, T, true); })
-            ->UseRealTime()
-            ->Unit(benchmark::kMicrosecond);
+        add("attention_decode" + tail(128, 32, 8, L, batch, "causal", T, true),
+            [=](benchmark::State& st) { bm_decode(st, 128, 32, 8, L, batch, T, true); }, benchmark::kMicrosecond);
         if (batch == 1) {
-          benchmark::RegisterBenchmark(("kv_read" + tail(128, 32, 8, L, batch, "causal", T, true)).c_str(),
-                                       [=](benchmark::State& st) { bm_kv_read(st, 128, 8, L, T, true); })
-              ->UseRealTime()
-              ->Unit(benchmark::kMicrosecond);
-          benchmark::RegisterBenchmark(("attention_naive" + tail(128, 32, 8, L, batch, "causal", T, true)).c_str(),
-                                       [=](benchmark::State& st) { bm_naive(st, 128, 32, 8, L, 1, 0, T, true); })
-              ->UseRealTime()
-              ->Unit(benchmark::kMicrosecond);
+          add("kv_read" + tail(128, 32, 8, L, batch, "causal", T, true),
+              [=](benchmark::State& st) { bm_kv_read(st, 128, 8, L, T, true); }, benchmark::kMicrosecond);
+          add("attention_naive" + tail(128, 32, 8, L, batch, "causal", T, true),
+              [=](benchmark::State& st) { bm_naive(st, 128, 32, 8, L, 1, 0, T, true); }, benchmark::kMicrosecond);
         }
       }
   // warm (cache-resident K/V, 4096 keys = 16 MiB < LLC): the kernel's compute time alone
   for (int T : {1, 2})
-    benchmark::RegisterBenchmark(("attention_decode" + tail(128, 32, 8, 4096, 1, "causal", T, false)).c_str(),
-                                 [=](benchmark::State& st) { bm_decode(st, 128, 32, 8, 4096, 1, T, false); })
-        ->UseRealTime()
-        ->Unit(benchmark::kMicrosecond);
+    add("attention_decode" + tail(128, 32, 8, 4096, 1, "causal", T, false),
+        [=](benchmark::State& st) { bm_decode(st, 128, 32, 8, 4096, 1, T, false); }, benchmark::kMicrosecond);
   for (int T : {1, 2}) {
-    benchmark::RegisterBenchmark(("attention_prefill" + tail(128, 32, 8, 4096, 512, "causal", T, false)).c_str(),
-                                 [=](benchmark::State& st) { bm_prefill(st, 128, 32, 8, 4096, 512, 0, T); })
-        ->UseRealTime()
-        ->Unit(benchmark::kMillisecond);
-    benchmark::RegisterBenchmark(("attention_naive" + tail(128, 32, 8, 4096, 512, "causal", T, false)).c_str(),
-                                 [=](benchmark::State& st) { bm_naive(st, 128, 32, 8, 4096, 512, 0, T, false); })
-        ->UseRealTime()
-        ->Unit(benchmark::kMillisecond);
+    add("attention_prefill" + tail(128, 32, 8, 4096, 512, "causal", T, false),
+        [=](benchmark::State& st) { bm_prefill(st, 128, 32, 8, 4096, 512, 0, T); }, benchmark::kMillisecond);
+    add("attention_naive" + tail(128, 32, 8, 4096, 512, "causal", T, false),
+        [=](benchmark::State& st) { bm_naive(st, 128, 32, 8, 4096, 512, 0, T, false); }, benchmark::kMillisecond);
     // Gemma3-4B local layer: d 256, 8 query heads, 4 KV heads, window 1024, a 2048-token prompt
-    benchmark::RegisterBenchmark(("attention_prefill" + tail(256, 8, 4, 2048, 2048, "swa", T, false)).c_str(),
-                                 [=](benchmark::State& st) { bm_prefill(st, 256, 8, 4, 2048, 2048, 1024, T); })
-        ->UseRealTime()
-        ->Unit(benchmark::kMillisecond);
-    benchmark::RegisterBenchmark(("attention_naive" + tail(256, 8, 4, 2048, 2048, "swa", T, false)).c_str(),
-                                 [=](benchmark::State& st) { bm_naive(st, 256, 8, 4, 2048, 2048, 1024, T, false); })
-        ->UseRealTime()
-        ->Unit(benchmark::kMillisecond);
+    add("attention_prefill" + tail(256, 8, 4, 2048, 2048, "swa", T, false),
+        [=](benchmark::State& st) { bm_prefill(st, 256, 8, 4, 2048, 2048, 1024, T); }, benchmark::kMillisecond);
+    add("attention_naive" + tail(256, 8, 4, 2048, 2048, "swa", T, false),
+        [=](benchmark::State& st) { bm_naive(st, 256, 8, 4, 2048, 2048, 1024, T, false); }, benchmark::kMillisecond);
   }
 }
 }  // namespace lutkit_bench

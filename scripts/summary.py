@@ -6,6 +6,12 @@ import json
 import sys
 
 
+def header(hdr):
+    """A table's header line and its rule."""
+    print(hdr)
+    print("-" * len(hdr))
+
+
 def parse(name):
     parts = name.split("/")
     if len(parts) < 6:
@@ -34,9 +40,7 @@ def main(path):
     for thr, bw in sorted(dram.items()):
         print(f"measured DRAM read bandwidth, {thr} thread(s): {bw:.1f} GB/s")
     print("vs stream: time of a plain one-shot streaming read of the same cold bytes (stream_read) / the GEMV's time")
-    hdr = f"{'kernel':<12} {'policy':<36} {'shape':<11} {'N':>3} {'thr':>3} {'mode':<5} {'time us':>9} {'GB/s':>6} {'roofline':>8} {'vs ConvertDQ':>12} {'vs float':>8} {'vs stream':>9}"
-    print(hdr)
-    print("-" * len(hdr))
+    header(f"{'kernel':<12} {'policy':<36} {'shape':<11} {'N':>3} {'thr':>3} {'mode':<5} {'time us':>9} {'GB/s':>6} {'roofline':>8} {'vs ConvertDQ':>12} {'vs float':>8} {'vs stream':>9}")
     for (kernel, pol, shape, n, thr, mode), t, gbps, roof in rows:
         bits = pol.split("_")[0]
         cdq = times.get(("convert_dq", f"{bits}_g64_asym_rowmajor", shape, n, thr, mode))
@@ -69,9 +73,7 @@ def prefill(path):
         print("measured peak (GFLOP/s): " + ", ".join(f"{k}/{t} {v:.0f}" for (k, t), v in sorted(peak.items())))
     if gemm:
         print()
-        hdr = f"{'kernel':<15} {'weights':<34} {'shape':<11} {'N':>4} {'thr':>3} {'act':<6} {'ms':>8} {'GFLOP/s':>8} {'best':>6} {'of peak':>7} {'vs ConvertDQ':>12} {'vs LoadFull':>11}"
-        print(hdr)
-        print("-" * len(hdr))
+        header(f"{'kernel':<15} {'weights':<34} {'shape':<11} {'N':>4} {'thr':>3} {'act':<6} {'ms':>8} {'GFLOP/s':>8} {'best':>6} {'of peak':>7} {'vs ConvertDQ':>12} {'vs LoadFull':>11}")
         for (k, pol, shape, n, thr, act), (t, gf, op, best) in sorted(gemm.items()):
             bits = pol.split("_")[0]
             cdq = gemm.get(("convertdq_gemm", f"{bits}_g64_asym_rowmajor", shape, n, thr, act))
@@ -118,9 +120,7 @@ def sampling(path):
     dl = sorted(k for k in t if k.startswith("dllm_sample/"))
     if dl:
         print()
-        hdr = f"{'dLLM step':<44} {'thr':>3} {'ms':>8} {'GB/s':>6} {'of read':>7} {'vs multi-pass':>13} {'Gumbel ms':>9}"
-        print(hdr)
-        print("-" * len(hdr))
+        header(f"{'dLLM step':<44} {'thr':>3} {'ms':>8} {'GB/s':>6} {'of read':>7} {'vs multi-pass':>13} {'Gumbel ms':>9}")
         for k in dl:
             rest = k[len("dllm_sample/"):]
             case, thr = rest.rsplit("/threads:", 1)
@@ -133,9 +133,7 @@ def sampling(path):
     ar = sorted(k for k in t if k.startswith("ar_sample/"))
     if ar:
         print()
-        hdr = f"{'AR sample':<44} {'thr':>3} {'mode':<5} {'us':>9} {'GB/s':>6} {'of read':>7} {'vs sort':>8}"
-        print(hdr)
-        print("-" * len(hdr))
+        header(f"{'AR sample':<44} {'thr':>3} {'mode':<5} {'us':>9} {'GB/s':>6} {'of read':>7} {'vs sort':>8}")
         for k in ar:
             parts = k.split("/")  # ar_sample, B:, V:, chain, threads:, mode
             if len(parts) < 6:
@@ -167,9 +165,7 @@ def attention(path):
     if not rows:
         return
     print()
-    hdr = f"{'attention':<18} {'shape':<62} {'time us':>10} {'KV GB/s':>8} {'GFLOP/s':>8} {'vs read':>8} {'of peak':>8} {'vs naive':>9}"
-    print(hdr)
-    print("-" * len(hdr))
+    header(f"{'attention':<18} {'shape':<62} {'time us':>10} {'KV GB/s':>8} {'GFLOP/s':>8} {'vs read':>8} {'of peak':>8} {'vs naive':>9}")
     for (k, shape), (t, gb, gf) in sorted(rows.items()):
         if k not in ("attention_decode", "attention_prefill"):
             continue

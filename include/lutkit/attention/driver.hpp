@@ -67,6 +67,18 @@ inline std::size_t prefill_chunk(std::size_t d, const target_descriptor& td = ta
   return std::clamp<std::size_t>(c, 64, 128);
 }
 
+// the logit-to-weight part of every kernel's arguments (microkernel.hpp, att_logit_args)
+inline att_logit_args logit_args(const attention_options& o) {
+  att_logit_args a;
+  a.d = o.head_dim;
+  a.softcap = o.softcap;
+  a.mask = o.mask;
+  a.window = int64_t(o.window);
+  a.exp = o.exp;
+  a.exp_table = o.exp == exp_kind::table ? exp_table() : nullptr;
+  return a;
+}
+
 template <class F>
 inline void att_parallel(thread_pool* pool, std::size_t tasks, const F& fn) {
   if (pool && pool->size() > 1 && tasks > 1) {
@@ -100,8 +112,8 @@ inline void run_prefill(const attention_options& o, const float* q, std::size_t 
   const att_kernel_set& sk = use_step ? ks : generic_att_kernels();
   const std::size_t Bq = std::max<std::size_t>(1, 64 / G);  // queries per block: ~64 rows
   const std::size_t nblk = (n_q + Bq - 1) / Bq;
-  const int64_t win = int64_t(o.window);
-  const float* table = o.exp == exp_kind::table ? exp_table() : nullptr;
+  const att_logit_args lg = logit_args(o);
+  const int64_t win = lg.window;
 
   // keys any query sees: [klo, khi)
   int64_t klo, khi, t0, t1;
@@ -192,12 +204,7 @@ inline void run_prefill(const attention_options& o, const float* q, std::size_t 
         ta.k0 = std::size_t(lo) / chunk * chunk;  // blocks wholly outside [lo, hi) are skipped
         ta.k1 = (std::size_t(hi) + chunk - 1) / chunk * chunk;
         ta.chunk = chunk;
-        ta.d = d;
-        ta.softcap = o.softcap;
-        ta.mask = o.mask;
-        ta.window = win;
-        ta.exp = o.exp;
-        ta.exp_table = table;
+        static_cast<att_logit_args&>(ta) = lg;
         ta.scratch = reinterpret_cast<float*>(sc.get());
         ks.tile(ta);
       } else {
@@ -211,12 +218,7 @@ inline void run_prefill(const attention_options& o, const float* q, std::size_t 
         sa.row_stride = kv.row_stride;
         sa.pos0 = 0;
         sa.n_kv = kv.len;
-        sa.d = d;
-        sa.softcap = o.softcap;
-        sa.mask = o.mask;
-        sa.window = win;
-        sa.exp = o.exp;
-        sa.exp_table = table;
+        static_cast<att_logit_args&>(sa) = lg;
         sa.scratch = reinterpret_cast<float*>(sc.get());
         for (std::size_t k0 = std::size_t(lo) / chunk * chunk; k0 < std::size_t(hi); k0 += chunk) {
           sa.k0 = k0;
@@ -280,8 +282,7 @@ inline void run_decode(const attention_options& o, const kv_cache_view& prefix, 
   const att_kernel_set& ks0 = att_kernels_for(o.backend);
   const std::size_t d = o.head_dim, hq = o.heads_q, hkv = o.heads_kv, G = hq / hkv;
   const att_kernel_set& ks = ks0.step_supports(d) ? ks0 : generic_att_kernels();
-  const int64_t win = int64_t(o.window);
-  const float* table = o.exp == exp_kind::table ? exp_table() : nullptr;
+  const att_logit_args lg = logit_args(o);
   const std::size_t chunk = decode_chunk(d, prefix.type);
   // prefix splits: a function of the length only (same bits for any thread count)
   const std::size_t Lp = prefix.len;
@@ -340,12 +341,7 @@ inline void run_decode(const attention_options& o, const kv_cache_view& prefix, 
       sa.pos0 = is_prefix ? 0 : int64_t(Lp);
       sa.n_kv = src.len;
       sa.mask_base = is_prefix ? 0 : Lp;
-      sa.d = d;
-      sa.softcap = o.softcap;
-      sa.mask = o.mask;
-      sa.window = win;
-      sa.exp = o.exp;
-      sa.exp_table = table;
+      static_cast<att_logit_args&>(sa) = lg;
       sa.scratch = reinterpret_cast<float*>(sc.get());
       // one head at a time, its keys in order: one sequential stream per head for the prefetchers
       const bool tiled = is_prefix && tile_path;
@@ -399,12 +395,7 @@ inline void run_decode(const attention_options& o, const kv_cache_view& prefix, 
           ta.k0 = k0;
           ta.k1 = k0 + plen;
           ta.chunk = pchunk;
-          ta.d = d;
-          ta.softcap = o.softcap;
-          ta.mask = o.mask;
-          ta.window = win;
-          ta.exp = o.exp;
-          ta.exp_table = table;
+          static_cast<att_logit_args&>(ta) = lg;
           ta.scratch = reinterpret_cast<float*>(tsc.get());
           ks0.tile(ta);
           continue;

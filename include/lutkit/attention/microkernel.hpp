@@ -36,9 +36,20 @@ struct att_rows {
   float* acc = nullptr;
 };
 
+// How a key's logit becomes its weight, the same for every kernel of one call: head dim, softcap,
+// mask kind and window, exp policy (the driver fills it once from attention_options).
+struct att_logit_args {
+  std::size_t d = 0;
+  float softcap = 0.f;  // 0: none
+  mask_kind mask = mask_kind::causal;
+  int64_t window = 0;
+  exp_kind exp = exp_kind::poly;
+  const float* exp_table = nullptr;  // 32768 entries, exp of -|fp16 code| (attention/exp.hpp)
+};
+
 // One online-softmax step of rows against keys [k0, k1) of a KV source whose key i is at
 // position pos0 + i. Element (i, c) of K is at k + i * row_stride + c (V likewise).
-struct att_step_args {
+struct att_step_args : att_logit_args {
   att_rows rows;
   const void* k = nullptr;
   const void* v = nullptr;
@@ -48,13 +59,7 @@ struct att_step_args {
   std::size_t n_kv = 0;  // keys of the source (mask rows are indexed by mask_base + key index)
   std::size_t mask_base = 0;
   std::size_t k0 = 0, k1 = 0;
-  std::size_t d = 0;
-  float softcap = 0.f;  // 0: none
-  mask_kind mask = mask_kind::causal;
-  int64_t window = 0;
-  exp_kind exp = exp_kind::poly;
-  const float* exp_table = nullptr;  // 32768 entries, exp of -|fp16 code| (attention/exp.hpp)
-  float* scratch = nullptr;          // >= (R + 2) * (k1 - k0 rounded up to 16) floats
+  float* scratch = nullptr;  // >= (R + 2) * (k1 - k0 rounded up to 16) floats
 };
 
 // The visible key interval [lo, hi) (key indices of the source) of a query at position p, or an
@@ -88,7 +93,7 @@ struct att_pack_args {
 
 // One prefill tile: R rows (queries already scaled, as bf16 pairs in qb, row r at qb + r * d)
 // against packed keys [k0, k1) (k0, k1 multiples of chunk).
-struct att_tile_args {
+struct att_tile_args : att_logit_args {
   att_rows rows;
   const uint16_t* qb = nullptr;
   const uint16_t* kp = nullptr;
@@ -97,12 +102,6 @@ struct att_tile_args {
   std::size_t n_kv = 0, mask_base = 0;
   std::size_t kbase = 0;  // key index of the panels' first key (a multiple of chunk)
   std::size_t k0 = 0, k1 = 0, chunk = 64;
-  std::size_t d = 0;
-  float softcap = 0.f;
-  mask_kind mask = mask_kind::causal;
-  int64_t window = 0;
-  exp_kind exp = exp_kind::poly;
-  const float* exp_table = nullptr;
   float* scratch = nullptr;  // >= R * chunk * 2 floats
 };
 
