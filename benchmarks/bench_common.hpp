@@ -34,4 +34,5 @@ void register_attention();
 // the peak measured by peak/<kind>/threads:T in this run ("bf16_dot/2"), 0 if not yet measured
 double peak_gflops(const std::string& key);
 void register_sampling();
+void register_decode();
 }  // namespace lutkit_bench

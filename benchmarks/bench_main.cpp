@@ -281,6 +281,7 @@ void register_all() {
 int main(int argc, char** argv) {
   register_all();
   lutkit_bench::register_prefill();
+  lutkit_bench::register_decode();
   lutkit_bench::register_attention();
   lutkit_bench::register_sampling();
   benchmark::Initialize(&argc, argv);

@@ -30,7 +30,8 @@ def main(path):
             dram[thr] = b.get("weight_GBps", 0)
             continue
         p = parse(name)
-        if not p or p[0] in ("peak", "dequant", "attention_decode", "attention_prefill", "attention_naive", "kv_read") \
+        if not p or p[0] in ("peak", "dequant", "attention_decode", "attention_prefill", "attention_naive", "kv_read",
+                             "decode_gemv", "decode_read") \
                 or p[0].startswith(("dllm_", "ar_")):
             continue
         unit = {"us": 1.0, "ms": 1e3, "ns": 1e-3}[b.get("time_unit", "us")]
@@ -48,9 +49,37 @@ def main(path):
         s_cdq = f"{cdq / t:.2f}x" if cdq and kernel == "lut_gemv" else "-"
         s_flt = f"{flt / t:.2f}x" if flt and kernel != "float_gemv" and mode == "cold" else "-"
         strm = times.get(("stream_read", pol, shape, n, thr, mode))
-        s_str = f"{strm / t:.2f}" if strm and kernel.startswith("lut_gemv") else "-"
+        s_str = f"{strm / t:.2f}" if strm and kernel.startswith(("lut_gemv", "fused_dq_gemv")) else "-"
+        s_roof = f"{roof:8.2f}" if roof else f"{'-':>8}"
         print(f"{kernel:<12} {pol:<36} {shape:<11} {n.split(':')[1]:>3} {thr.split(':')[1]:>3} {mode:<5} "
-              f"{t:9.1f} {gbps:6.1f} {roof:8.2f} {s_cdq:>12} {s_flt:>8} {s_str:>9}")
+              f"{t:9.1f} {gbps:6.1f} {s_roof} {s_cdq:>12} {s_flt:>8} {s_str:>9}")
+
+
+def decode(path):
+    """Decode table: decode_gemv by method and imported format (time, weight GB/s), as a fraction
+    of a plain read of the same cold blob bytes over the same threads (decode_read) in the same run."""
+    data = json.load(open(path))
+    rows, read = [], {}
+    for b in data["benchmarks"]:
+        if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
+            continue
+        name = b["name"].replace("/real_time", "").replace("_median", "")
+        p = name.split("/")
+        unit = {"us": 1.0, "ms": 1e3, "ns": 1e-3}[b.get("time_unit", "us")]
+        t = b["real_time"] * unit
+        if p[0] == "decode_read" and len(p) >= 5:
+            read[(p[1], p[3])] = t
+        elif p[0] == "decode_gemv" and len(p) >= 7:
+            rows.append((p[1], p[2], p[4].split(":")[1], p[5], t, b.get("weight_GBps", 0)))
+    if not rows:
+        return
+    print()
+    print("decode: vs read = time of a plain read of the same cold blob bytes (decode_read, same threads) / the kernel's")
+    header(f"{'method':<9} {'policy':<36} {'N':>3} {'thr':>3} {'time us':>9} {'GB/s':>6} {'vs read':>8}")
+    for method, pol, n, thr, t, gbps in sorted(rows, key=lambda r: (r[1], int(r[2]), r[3], r[0])):
+        rd = read.get((pol, thr))
+        s_rd = f"{rd / t:.2f}" if rd else "-"
+        print(f"{method:<9} {pol:<36} {n:>3} {thr.split(':')[1]:>3} {t:9.1f} {gbps:6.1f} {s_rd:>8}")
 
 
 def prefill(path):
@@ -182,6 +211,7 @@ def attention(path):
 
 if __name__ == "__main__":
     main(sys.argv[1])
+    decode(sys.argv[1])
     prefill(sys.argv[1])
     sampling(sys.argv[1])
     attention(sys.argv[1])

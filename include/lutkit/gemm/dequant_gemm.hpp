@@ -75,24 +75,39 @@ void dq_gemm_tiles(const Src& src, const dq_activations& A, const dq_kernel_set&
         if constexpr (prefetching_source<Src>) pf.step();
       };
       if (A.act == act_type::int8 || A.act == act_type::int8_group) {
-        const uint8_t* W = src.levels(t, k0, k1, s);
+        // decode (1 or 2 columns): level 1 fused into the micro-kernel where the source has it
+        // (only the real columns: the padding up to NP holds zeros)
+        const std::size_t ncols = std::min(nbw, g.N - nb0);
+        constexpr bool can_fuse = requires { src.int8_fused(std::size_t(1)); };
+        const int8_fused_fn fused = [&]() -> int8_fused_fn {
+          if constexpr (can_fuse)
+            return ncols <= 2 ? src.int8_fused(ncols) : nullptr;
+          else
+            return nullptr;
+        }();
+        const uint8_t* W = fused ? nullptr : src.levels(t, k0, k1, s);
         const std::size_t nf = (k1 - k0 + g.flush_k - 1) / g.flush_k;
-        for (std::size_t f = 0; f < nf; ++f) src.group_scales(t, k0 + f * g.flush_k, &s.sw[f * 64], &s.swz[f * 64]);
+        if (!fused)  // (the fused kernels read the scales themselves)
+          for (std::size_t f = 0; f < nf; ++f) src.group_scales(t, k0 + f * g.flush_k, &s.sw[f * 64], &s.swz[f * 64]);
         const std::size_t full = (k1 - k0) / g.flush_k, tail = (k1 - k0) % g.flush_k;
         const std::size_t f0 = k0 / g.flush_k, fsteps = g.flush_k / 4;
         const int8_t* Ad = reinterpret_cast<const int8_t*>(A.data.get());
-        // only the real columns: the padding up to NP holds zeros
-        const std::size_t ncols = std::min(nbw, g.N - nb0);
         for (std::size_t n0 = 0; n0 < ncols; n0 += mk_int8_cols) {
           const std::size_t nc = std::min<std::size_t>(mk_int8_cols, ncols - n0);
-          prefetch_next();
+          if (!fused) prefetch_next();  // (the fused kernels stream their bytes themselves)
           mk_int8_args a{W, Ad + 4 * g.panel_index(nb0 + n0, k0 / 4), 4 * g.cb, fsteps, full, C + n0 * 64,
                          s.sw.data(), s.swz.data(),
                          A.sumx.data() + f0 * NP + nb0 + n0,
                          A.sa.empty() ? nullptr : A.sa.data() + f0 * NP + nb0 + n0, NP};
-          if (full) ks.int8[nc - 1](a);
+          const auto call = [&](std::size_t kstart) {
+            if constexpr (can_fuse) {
+              if (fused) return src.run_int8_fused(fused, t, kstart, a);
+            }
+            ks.int8[nc - 1](a);
+          };
+          if (full) call(k0);
           if (tail) {
-            a.W += full * fsteps * 256;
+            if (W) a.W += full * fsteps * 256;
             a.A += full * fsteps * a.lda;
             a.steps = tail / 4;
             a.groups = 1;
@@ -100,7 +115,7 @@ void dq_gemm_tiles(const Src& src, const dq_activations& A, const dq_kernel_set&
             a.swz += full * 64;
             a.sumx += full * NP;
             if (a.sa) a.sa += full * NP;
-            ks.int8[nc - 1](a);
+            call(k0 + full * g.flush_k);
           }
         }
       } else {

@@ -110,12 +110,20 @@ struct dq_kernel_set {
 // Level 1 of one policy's bit layout on a target: codes of the 64 rows of tile t for k in [k0, k1)
 // (multiples of 4), in the step-major layout of mk_int8 (codes_steps: codes[s * 256 + 4 r + i]) or
 // row-major (codes_rows: out[r * ldo + k - k0]). Null: the portable unpacker (gemm/dequant.hpp).
+using int8_fused_fn = void (*)(const uint8_t* data, const packed_layout& L, std::size_t t, std::size_t k0,
+                               const mk_int8_args& a);
 template <class P>
 struct dq_level1_fns {
   void (*codes_steps)(const uint8_t* data, const packed_layout& L, std::size_t t, std::size_t k0, std::size_t k1,
                       uint8_t* out) = nullptr;
   void (*codes_rows)(const uint8_t* data, const packed_layout& L, std::size_t t, std::size_t k0, std::size_t k1,
                      uint8_t* out, std::size_t ldo) = nullptr;
+  // Level 1 fused into the int8 micro-kernel for 1 or 2 columns (decode): int8_fused[nc - 1]
+  // computes what int8[nc - 1] computes on the levels of tile t from step k0 / 4 on (a.W, a.sw and
+  // a.swz unused: the kernel reads the codes, scales and zeros from the blob), bit for bit, with
+  // the levels made in registers instead of read from a buffer. Null: the
+  // buffered route (codes_steps / the portable unpacker, then int8[nc - 1]).
+  int8_fused_fn int8_fused[2] = {nullptr, nullptr};
 };
 
 }  // namespace lutkit::detail

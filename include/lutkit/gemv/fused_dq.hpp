@@ -109,13 +109,42 @@ void fused_dq_gemv_rows(const packed_weights<P>& w, const float* x, std::size_t 
   detail::run_fused_dq<P>(w, x, N, K, y, ldx, ldy, r0, r1, nullptr, backend);
 }
 
-// The decode kernel as a policy choice, on one blob.
-enum class decode_method { lut_gemv, fused_dq };
+// The decode kernel as a policy choice, on one blob:
+//   lut_gemv  bit-serial table lookups (formats linear in their bits, bits <= 4);
+//   fused_dq  FusedDQP: fp32 level-2 dequantization of sub-blocks, fp32 dots (any format);
+//   int8      the int8 paradigm of the dequant-GEMM with activations quantized per scale group
+//             (act_type::int8_group): codes as u8 levels times int8 activations (VNNI), scale
+//             and zero once per group; for 1 or 2 activation rows level 1 runs fused into the
+//             micro-kernel where the target has it. Formats with integer levels.
+//   best      the fastest correct one for the policy (docs/llama_formats.md, "Decode").
+enum class decode_method { lut_gemv, fused_dq, int8, best };
+
+template <class P>
+constexpr decode_method best_decode_method() {
+  using FT = format_traits<typename P::format>;
+  // int8 where its level 1 is a 4-plane transpose (4 and 8 bits: 0.82-0.93 of the plain read at
+  // 1 thread against 0.46 for the W4 LUT-GEMV); LUT-GEMV below 4 bits (W2: 0.76 against 0.30)
+  if constexpr (FT::integer_levels && !FT::is_ternary && (FT::planes == 4 || FT::planes == 8))
+    return decode_method::int8;
+  else if constexpr (FT::lut_gemv_capable)
+    return decode_method::lut_gemv;
+  else
+    return decode_method::fused_dq;
+}
 
 template <class P>
 void decode_gemv(const packed_weights<P>& w, const float* x, std::size_t N, std::size_t K, float* y,
-                 decode_method method, std::size_t ldx = 0, std::size_t ldy = 0, thread_pool* pool = nullptr) {
-  if constexpr (format_traits<typename P::format>::lut_gemv_capable) {
+                 decode_method method = decode_method::best, std::size_t ldx = 0, std::size_t ldy = 0,
+                 thread_pool* pool = nullptr) {
+  using FT = format_traits<typename P::format>;
+  if (method == decode_method::best) method = best_decode_method<P>();
+  if (method == decode_method::int8) {
+    detail::require(FT::integer_levels, "decode_gemv: policy ", P::name(),
+                    " has a float codebook; decode_method::int8 needs integer levels (use fused_dq or best)");
+    dequant_gemm<P>(w, x, N, K, y, act_type::int8_group, ldx, ldy, pool);
+    return;
+  }
+  if constexpr (FT::lut_gemv_capable) {
     if (method == decode_method::lut_gemv) {
       if (ldx == 0) ldx = K;
       const auto t = build_tables<P>(x, N, K, ldx);
@@ -124,7 +153,7 @@ void decode_gemv(const packed_weights<P>& w, const float* x, std::size_t N, std:
     }
   } else {
     detail::require(method == decode_method::fused_dq, "decode_gemv: policy ", P::name(),
-                    " is not linear in its bits; LUT-GEMV cannot serve it (use decode_method::fused_dq)");
+                    " is not linear in its bits; LUT-GEMV cannot serve it (use decode_method::fused_dq, int8 or best)");
   }
   fused_dq_gemv<P>(w, x, N, K, y, ldx, ldy, pool);
 }

@@ -414,6 +414,174 @@ LUTKIT_AVX512_GFNI void unpack_levels_steps_gfni(const uint8_t* data, const pack
   }
 }
 
+// Level 1 fused into the int8 micro-kernel (decode, 1 or 2 activation columns): each k4 step's
+// 64 x 4 levels come out of the GFNI transpose above in four registers (rows 0-15, 16-31, 32-47,
+// 48-63: the step-major layout mk_int8 reads) and go straight into vpdpbusd, so the packed
+// bytes are read once and no level buffer is written or re-read. 8-plane formats run the
+// transpose on planes 0-3 and 4-7 and join the nibbles; codebooks map codes to their u8 levels
+// with one vpshufb. Integer sums and the fp32 epilogue are those of mk_int8<NC>: the same bits.
+template <class P>
+constexpr bool fused_levels_are_codes() {
+  using FT = format_traits<typename P::format>;
+  for (int c = 0; c <= FT::max_code; ++c)
+    if (FT::level(c) != float(c)) return false;
+  return true;
+}
+template <class P>
+constexpr bool has_int8_fused() {
+  constexpr auto& S = P::spec;
+  using FT = format_traits<typename P::format>;
+  return !S.ternary && FT::integer_levels && (S.planes == 4 || (S.planes == 8 && fused_levels_are_codes<P>()));
+}
+// the 4 level registers of one step from the paired chunks ca (planes 4h, 4h + 1) and cb (4h + 2, 4h + 3)
+LUTKIT_AVX512_GFNI inline void gfni_nibbles(__m512i ca, __m512i cb, __m512i g0, __m512i g1, __m512i w[4]) {
+  const __m512i unit = _mm512_set1_epi64(0x8040201008040201ll);
+  const __m512i m0f = _mm512_set1_epi8(0x0F);
+  const __mmask16 odd = 0xAAAA;
+#pragma GCC unroll 2
+  for (int T = 0; T < 2; ++T) {
+    const __m512i X = _mm512_gf2p8affine_epi64_epi8(unit, _mm512_permutex2var_epi8(ca, T ? g1 : g0, cb), 0);
+    w[T] = _mm512_and_si512(_mm512_mask_blend_epi32(odd, X, _mm512_slli_epi64(X, 28)), m0f);
+    w[2 + T] = _mm512_and_si512(_mm512_mask_blend_epi32(odd, _mm512_srli_epi64(X, 32), _mm512_srli_epi64(X, 4)), m0f);
+  }
+}
+// 16 fp16 / bf16 group parameters -> fp32 (exact)
+template <bool BF16>
+LUTKIT_AVX512_GFNI inline __m512 fused_param16(const uint8_t* p) {
+  const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  if constexpr (BF16) return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  else return _mm512_cvtph_ps(h);
+}
+// 64 rows' weight scales and zero coefficients of group gi (lut_weight_source::group_scales)
+template <class P>
+LUTKIT_AVX512_GFNI inline void fused_group_scales(const uint8_t* data, const packed_layout& L, std::size_t t,
+                                                  std::size_t gi, float* sw, float* swz) {
+  constexpr auto& S = P::spec;
+  const uint8_t* ps = data + L.scale_offset(t, gi);
+#pragma GCC unroll 4
+  for (int v = 0; v < 4; ++v) {
+    const __m512 sc = fused_param16<S.bf16_params>(ps + 32 * v);
+    __m512 zc;
+    if constexpr (S.asymmetric) {
+      const __m512 zz = fused_param16<S.bf16_params>(data + L.zero_offset(t, gi) + 32 * v);
+      zc = S.min_form ? _mm512_xor_ps(zz, _mm512_set1_ps(-0.f)) : _mm512_mul_ps(zz, sc);
+    } else {
+      zc = _mm512_mul_ps(_mm512_set1_ps(S.sym_zero), sc);
+    }
+    _mm512_store_ps(sw + 16 * v, sc);
+    _mm512_store_ps(swz + 16 * v, zc);
+  }
+}
+// the epilogue of mk_int8 for one 16-row vector: f += sw * float(c) [* sa] - swz * sumx
+LUTKIT_AVX512_GFNI inline void fused_epi(const float* sa, const float* sw, const float* swz, __m512i c, int v,
+                                         __m512 ba, __m512 bx, __m512& f) {
+  __m512 x = _mm512_cvtepi32_ps(c);
+  if (sa) x = _mm512_mul_ps(x, ba);
+  f = _mm512_fmadd_ps(x, _mm512_loadu_ps(sw + 16 * v), f);
+  f = _mm512_fnmadd_ps(_mm512_loadu_ps(swz + 16 * v), bx, f);
+}
+template <class P, int NC>
+LUTKIT_AVX512_GFNI void mk_int8_fused(const uint8_t* data, const packed_layout& L, std::size_t t, std::size_t k0,
+                                      const mk_int8_args& a) {
+  static_assert(NC == 1 || NC == 2);
+  static_assert(has_int8_fused<P>());
+  constexpr auto& S = P::spec;
+  using FT = format_traits<typename P::format>;
+  const level1_gfni_indices& ix = level1_gfni_tables();
+  const __m512i g0 = _mm512_load_si512(ix.gather[0]), g1 = _mm512_load_si512(ix.gather[1]);
+  alignas(64) uint8_t mapb[64];
+  for (int i = 0; i < 64; ++i) mapb[i] = S.planes == 4 ? uint8_t(FT::level(i % 16)) : 0;
+  const __m512i map = _mm512_load_si512(mapb);
+  level1_walk<P> walk(data, L, t, k0, nullptr);
+  // software prefetch of the packed stream 8 KiB ahead (a tile's bytes are contiguous). Measured
+  // W4 g64 / W8 g32, 4096 x 14336, N = 1, cold, vs the plain read: none 0.58 / 0.41 at 1 thread,
+  // 2 KiB 0.70, 4 KiB 0.76-0.83 / 0.87, 8 KiB 0.82 / 0.93 (docs/llama_formats.md, "Decode").
+  constexpr long PFD = 8192;
+  std::size_t step = k0 / 4;
+  const int8_t* A = a.A;
+  __m512 f00 = _mm512_loadu_ps(a.C), f01 = _mm512_loadu_ps(a.C + 16), f02 = _mm512_loadu_ps(a.C + 32),
+         f03 = _mm512_loadu_ps(a.C + 48);
+  __m512 f10 = _mm512_setzero_ps(), f11 = f10, f12 = f10, f13 = f10;
+  if constexpr (NC == 2) {
+    f10 = _mm512_loadu_ps(a.C + 64);
+    f11 = _mm512_loadu_ps(a.C + 80);
+    f12 = _mm512_loadu_ps(a.C + 96);
+    f13 = _mm512_loadu_ps(a.C + 112);
+  }
+  for (std::size_t g = 0; g < a.groups; ++g) {
+    __m512i c00 = _mm512_setzero_si512(), c01 = c00, c02 = c00, c03 = c00;
+    __m512i c10 = c00, c11 = c00, c12 = c00, c13 = c00;
+    for (std::size_t s = 0; s < a.steps; ++s) {
+      const level1_step st = walk.at(step++);
+#pragma GCC unroll 4
+      for (int p = 0; p < S.planes / 2; ++p)
+        _mm_prefetch(reinterpret_cast<const char*>(st.base + S.paired_chunk_in_block(st.spi, st.s, p)) + PFD, _MM_HINT_T0);
+      __m512i w[4];
+      gfni_nibbles(_mm512_loadu_si512(st.base + S.paired_chunk_in_block(st.spi, st.s, 0)),
+                   _mm512_loadu_si512(st.base + S.paired_chunk_in_block(st.spi, st.s, 1)), g0, g1, w);
+      if constexpr (S.planes == 8) {
+        __m512i h[4];
+        gfni_nibbles(_mm512_loadu_si512(st.base + S.paired_chunk_in_block(st.spi, st.s, 2)),
+                     _mm512_loadu_si512(st.base + S.paired_chunk_in_block(st.spi, st.s, 3)), g0, g1, h);
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; ++i) w[i] = _mm512_or_si512(w[i], _mm512_slli_epi16(h[i], 4));
+      } else if constexpr (!fused_levels_are_codes<P>()) {
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; ++i) w[i] = _mm512_shuffle_epi8(map, w[i]);
+      }
+      const int8_t* as = A + s * a.lda;
+      int32_t xd;
+      __builtin_memcpy(&xd, as, 4);
+      const __m512i x0 = _mm512_set1_epi32(xd);
+      c00 = _mm512_dpbusd_epi32(c00, w[0], x0);
+      c01 = _mm512_dpbusd_epi32(c01, w[1], x0);
+      c02 = _mm512_dpbusd_epi32(c02, w[2], x0);
+      c03 = _mm512_dpbusd_epi32(c03, w[3], x0);
+      if constexpr (NC == 2) {
+        __builtin_memcpy(&xd, as + 4, 4);
+        const __m512i x1 = _mm512_set1_epi32(xd);
+        c10 = _mm512_dpbusd_epi32(c10, w[0], x1);
+        c11 = _mm512_dpbusd_epi32(c11, w[1], x1);
+        c12 = _mm512_dpbusd_epi32(c12, w[2], x1);
+        c13 = _mm512_dpbusd_epi32(c13, w[3], x1);
+      }
+    }
+    A += a.steps * a.lda;
+    // the group's scales and zeros straight from the blob, as lut_weight_source::group_scales
+    // computes them (exact fp16 / bf16 decode, then zero * scale or -min in fp32)
+    alignas(64) float sw[64], swz[64];
+    fused_group_scales<P>(data, L, t, L.group_of_k((step - a.steps) * 4), sw, swz);
+    const float* sx = a.sumx + g * a.ldsum;
+    const float* sa = a.sa ? a.sa + g * a.ldsum : nullptr;
+    {
+      const __m512 bx = _mm512_set1_ps(sx[0]);
+      const __m512 ba = sa ? _mm512_set1_ps(sa[0]) : _mm512_set1_ps(1.f);
+      fused_epi(sa, sw, swz, c00, 0, ba, bx, f00);
+      fused_epi(sa, sw, swz, c01, 1, ba, bx, f01);
+      fused_epi(sa, sw, swz, c02, 2, ba, bx, f02);
+      fused_epi(sa, sw, swz, c03, 3, ba, bx, f03);
+    }
+    if constexpr (NC == 2) {
+      const __m512 bx = _mm512_set1_ps(sx[1]);
+      const __m512 ba = sa ? _mm512_set1_ps(sa[1]) : _mm512_set1_ps(1.f);
+      fused_epi(sa, sw, swz, c10, 0, ba, bx, f10);
+      fused_epi(sa, sw, swz, c11, 1, ba, bx, f11);
+      fused_epi(sa, sw, swz, c12, 2, ba, bx, f12);
+      fused_epi(sa, sw, swz, c13, 3, ba, bx, f13);
+    }
+  }
+  _mm512_storeu_ps(a.C, f00);
+  _mm512_storeu_ps(a.C + 16, f01);
+  _mm512_storeu_ps(a.C + 32, f02);
+  _mm512_storeu_ps(a.C + 48, f03);
+  if constexpr (NC == 2) {
+    _mm512_storeu_ps(a.C + 64, f10);
+    _mm512_storeu_ps(a.C + 80, f11);
+    _mm512_storeu_ps(a.C + 96, f12);
+    _mm512_storeu_ps(a.C + 112, f13);
+  }
+}
+
 template <class P>
 LUTKIT_AVX512_DQ void unpack_levels_steps(const uint8_t* data, const packed_layout& L, std::size_t t, std::size_t k0,
                                           std::size_t k1, uint8_t* out, bool allow_gfni = true) {
@@ -736,7 +904,14 @@ dq_level1_fns<P> level1_fns() {
   if constexpr (P::spec.ternary) {
     return {};
   } else {
-    return {&codes_steps<P>, &unpack_codes_rows<P>};
+    dq_level1_fns<P> f{&codes_steps<P>, &unpack_codes_rows<P>};
+    if constexpr (has_int8_fused<P>()) {
+      if (cpu_has_gfni()) {
+        f.int8_fused[0] = &mk_int8_fused<P, 1>;
+        f.int8_fused[1] = &mk_int8_fused<P, 2>;
+      }
+    }
+    return f;
   }
 }
 

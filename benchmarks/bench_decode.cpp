@@ -1,0 +1,129 @@
+// Decode GEMV (y = W x, N activation rows) through each decode_method on imported-format blobs,
+// beside a plain read of the same cold weight bytes (the practical roofline).
+//   decode_gemv/<method>/<policy>/4096x14336/n:<N>/threads:<T>/cold
+//   decode_read/<policy>/4096x14336/threads:<T>/cold   a plain read of the same copies, same pool
+// cold: rotating copies of the blob beyond 4x the 32 MiB LLC. Counter weight_GBps: blob bytes /
+// time. The summary's "vs read" column divides the read's time by the kernel's.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <lutkit/lutkit.hpp>
+
+#include "baselines.hpp"
+#include "bench_common.hpp"
+
+namespace lutkit_bench {
+namespace {
+using namespace lutkit;
+using i8 = table::lut4<int8_t, false>;
+using Q4_0 = policy<fmt::uint_sym<4>, group<32>, i8>;
+using Q8_0 = policy<fmt::uint_sym<8>, group<32>, i8>;
+using IQ4NL = policy<fmt::codebook4<book::iq4_nl>, group<32>, i8>;
+using NF4 = policy<fmt::codebook4<book::nf4>, group<64>, i8>;
+using Q4NX = policy<fmt::q4nx, group<32>, i8>;
+using W4 = policy<fmt::uint_asym<4>, group<64>, i8>;
+using W2 = policy<fmt::uint_asym<2>, group<64>, i8>;
+
+template <class P>
+std::vector<packed_weights<P>>& decode_copies(std::size_t M, std::size_t K) {
+  static std::vector<packed_weights<P>> copies;
+  static std::size_t m0 = 0, k0 = 0;
+  if (copies.empty() || m0 != M || k0 != K) {
+    copies.clear();
+    copies.push_back(pack<P>(random_quantized<P>(M, K, M * 7 + K)));
+    m0 = M;
+    k0 = K;
+    const std::size_t want = std::max<std::size_t>(2, (std::size_t(128) << 20) / copies[0].size_bytes() + 2);
+    while (copies.size() < want) copies.push_back(packed_weights<P>::from_bytes(copies[0].bytes(), copies[0].size_bytes()));
+  }
+  return copies;
+}
+
+const char* method_name(decode_method m) {
+  switch (m) {
+    case decode_method::lut_gemv: return "lut_gemv";
+    case decode_method::fused_dq: return "fused_dq";
+    case decode_method::int8: return "int8";
+    default: return "best";
+  }
+}
+
+template <class P>
+void bm_decode(benchmark::State& st, decode_method method, std::size_t M, std::size_t K, std::size_t N, int T) {
+  auto& copies = decode_copies<P>(M, K);
+  std::mt19937_64 rng(5);
+  std::normal_distribution<float> nd;
+  std::vector<float> x(N * K), y(N * M);
+  for (auto& v : x) v = nd(rng);
+  thread_pool* pool = T > 1 ? &pool_for(T) : nullptr;
+  std::size_t i = 0;
+  for (auto _ : st) {
+    decode_gemv<P>(copies[i++ % copies.size()], x.data(), N, K, y.data(), method, 0, 0, pool);
+    benchmark::DoNotOptimize(y.data());
+  }
+  st.counters["weight_GBps"] = benchmark::Counter(double(copies[0].size_bytes()) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+template <class P>
+void bm_decode_read(benchmark::State& st, std::size_t M, std::size_t K, int T) {
+  auto& copies = decode_copies<P>(M, K);
+  thread_pool* pool = T > 1 ? &pool_for(T) : nullptr;
+  std::size_t i = 0;
+  for (auto _ : st) {
+    const auto& w = copies[i++ % copies.size()];
+    const std::size_t words = w.size_bytes() / 8;
+    const uint64_t* p = reinterpret_cast<const uint64_t*>(w.bytes());
+    uint64_t sink[8] = {};
+    if (pool) {
+      pool->run(std::size_t(T), [&](std::size_t t) {
+        const std::size_t a = words * t / std::size_t(T), b = words * (t + 1) / std::size_t(T);
+        sink[t] = read_bandwidth(p + a, b - a, 0);
+      });
+    } else {
+      sink[0] = read_bandwidth(p, words, 0);
+    }
+    benchmark::DoNotOptimize(sink);
+  }
+  st.counters["weight_GBps"] = benchmark::Counter(double(copies[0].size_bytes()) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+template <class P>
+void register_policy(std::size_t M, std::size_t K) {
+  const std::string shape = "/" + std::to_string(M) + "x" + std::to_string(K);
+  for (int T : {1, 2}) {
+    const std::string th = "/threads:" + std::to_string(T) + "/cold";
+    benchmark::RegisterBenchmark(("decode_read/" + P::name() + shape + th).c_str(),
+                                 [=](benchmark::State& st) { bm_decode_read<P>(st, M, K, T); })
+        ->Unit(benchmark::kMicrosecond)
+        ->UseRealTime();
+    std::vector<decode_method> ms = {decode_method::fused_dq};
+    if constexpr (format_traits<typename P::format>::integer_levels) ms.push_back(decode_method::int8);
+    if constexpr (format_traits<typename P::format>::lut_gemv_capable) ms.push_back(decode_method::lut_gemv);
+    for (std::size_t N : {1, 2, 16})
+      for (decode_method m : ms) {
+        if (N > 1 && m == decode_method::fused_dq) continue;
+        benchmark::RegisterBenchmark(
+            ("decode_gemv/" + std::string(method_name(m)) + "/" + P::name() + shape + "/n:" + std::to_string(N) + th).c_str(),
+            [=](benchmark::State& st) { bm_decode<P>(st, m, M, K, N, T); })
+            ->Unit(benchmark::kMicrosecond)
+            ->UseRealTime();
+      }
+  }
+}
+}  // namespace
+
+void register_decode() {
+  register_policy<Q8_0>(4096, 14336);
+  register_policy<IQ4NL>(4096, 14336);
+  register_policy<NF4>(4096, 14336);
+  register_policy<Q4NX>(4096, 14336);
+  register_policy<Q4_0>(4096, 14336);
+  register_policy<W4>(4096, 14336);
+  register_policy<W2>(4096, 14336);
+}
+}  // namespace lutkit_bench

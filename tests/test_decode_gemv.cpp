@@ -1,0 +1,96 @@
+// decode_gemv: every method on every policy of the dequant list, N = 1..16, ragged shapes,
+// against the double reference (the int8 paradigm's bound of fuzz_dequant_gemm.hpp, with the
+// activations quantized per scale group exactly as the kernel quantizes them), 1 and 2 threads
+// bit-identical, and the int8 decode of 1 or 2 rows (level 1 fused into the micro-kernel where
+// the CPU has GFNI) bit-identical to the buffered route: the same rows inside a 3-row call.
+#include "fuzz_dequant_gemm.hpp"
+
+namespace lutkit_test {
+namespace {
+
+template <class P>
+void fuzz_decode_policy(uint64_t seed_base) {
+  using namespace lutkit;
+  using FT = format_traits<typename P::format>;
+  static thread_pool pool(2);
+  constexpr bool int_ok = FT::integer_levels;
+  for (int c = 0; c < scaled_cases(8); ++c) {
+    const uint64_t seed = seed_base * 1000003ull + uint64_t(c);
+    std::mt19937_64 rng(seed);
+    const std::size_t M = std::uniform_int_distribution<std::size_t>(1, c % 4 == 0 ? 260 : 100)(rng);
+    const std::size_t K = random_k<P>(rng, c % 3 == 0 ? 1300 : 600);
+    const std::size_t N = c % 4 < 2 ? std::size_t(c % 4 + 1) : std::uniform_int_distribution<std::size_t>(1, 16)(rng);
+    act_kind kind = act_kind::gaussian;
+    if (c % 8 == 5) kind = act_kind::extremes;
+    if (c % 8 == 7) kind = act_kind::with_nan;
+    const auto w = random_weights(rng, M * K);
+    const auto x = random_activations(rng, (N + 2) * K, kind);
+    const auto q = quantize<P>(w.data(), M, K);
+    const auto wp = pack<P>(q);
+    INFO("policy " << P::name() << " seed " << seed << " M=" << M << " K=" << K << " N=" << N << " case " << c);
+    const std::size_t ldy = M + 3;
+    if constexpr (int_ok) {
+      const auto geo = detail::make_dq_geometry<P>(wp.layout(), N, act_type::int8_group);
+      const auto e = dq_reference<P>(q, x, N, act_type::int8_group, geo.flush_k, geo.flushes());
+      std::vector<float> y1(N * ldy, -5.f), y2(N * ldy, -6.f);
+      decode_gemv<P>(wp, x.data(), N, K, y1.data(), decode_method::int8, 0, ldy, nullptr);
+      decode_gemv<P>(wp, x.data(), N, K, y2.data(), decode_method::int8, 0, ldy, &pool);
+      CHECK(dq_compare<P>(e, y1.data(), ldy, N, M) == "");
+      bool same = true;
+      for (std::size_t n = 0; n < N; ++n)
+        for (std::size_t m = 0; m < M; ++m) {
+          const float a = y1[n * ldy + m], b = y2[n * ldy + m];
+          same = same && (a == b || (std::isnan(a) && std::isnan(b)));
+        }
+      CHECK(same);  // 1 and 2 threads: the same bits
+      if (N <= 2) {
+        // the same rows as the first N of a 3-row call (the buffered route, mk_int8_3)
+        std::vector<float> y3(3 * M, 0.f);
+        dequant_gemm<P>(wp, x.data(), 3, K, y3.data(), act_type::int8_group);
+        bool same3 = true;
+        for (std::size_t n = 0; n < N; ++n)
+          for (std::size_t m = 0; m < M; ++m) {
+            const float a = y1[n * ldy + m], b = y3[n * M + m];
+            same3 = same3 && (a == b || (std::isnan(a) && std::isnan(b)));
+          }
+        CHECK(same3);
+      }
+      // every column outside [0, M) of the strided output untouched
+      bool untouched = true;
+      for (std::size_t n = 0; n < N; ++n)
+        for (std::size_t m = M; m < ldy; ++m) untouched = untouched && y1[n * ldy + m] == -5.f;
+      CHECK(untouched);
+    } else {
+      CHECK_THROWS_WITH(decode_gemv<P>(wp, x.data(), N, K, std::vector<float>(N * M).data(), decode_method::int8),
+                        Catch::Matchers::Contains("needs integer levels"));
+    }
+    // best: the method best_decode_method<P>() names, bit for bit
+    {
+      std::vector<float> yb(N * M, -7.f), ym(N * M, -8.f);
+      decode_gemv<P>(wp, x.data(), N, K, yb.data(), decode_method::best, 0, 0, &pool);
+      decode_gemv<P>(wp, x.data(), N, K, ym.data(), best_decode_method<P>(), 0, 0, nullptr);
+      bool same = true;
+      for (std::size_t i = 0; i < yb.size(); ++i) same = same && (yb[i] == ym[i] || (std::isnan(yb[i]) && std::isnan(ym[i])));
+      CHECK(same);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace lutkit_test
+
+TEST_CASE("decode_gemv: int8 decode matches the reference, threads and the buffered route", "[decode_gemv][fuzz]") {
+  lutkit_test::for_dq_policies<0, lutkit_test::dq_policy_count>(
+      []<class P>() { lutkit_test::fuzz_decode_policy<P>(0xDEC0 + P::hash() % 991); });
+}
+
+TEST_CASE("decode_gemv: best picks int8 for 4- and 8-plane integer levels, else LUT-GEMV or FusedDQP", "[decode_gemv]") {
+  using namespace lutkit;
+  using i8 = table::lut4<int8_t, false>;
+  STATIC_REQUIRE(best_decode_method<policy<fmt::uint_sym<8>, group<32>, i8>>() == decode_method::int8);
+  STATIC_REQUIRE(best_decode_method<policy<fmt::codebook4<book::iq4_nl>, group<32>, i8>>() == decode_method::int8);
+  STATIC_REQUIRE(best_decode_method<policy<fmt::codebook4<book::nf4>, group<64>, i8>>() == decode_method::fused_dq);
+  STATIC_REQUIRE(best_decode_method<policy<fmt::uint_asym<4>, group<64>, i8>>() == decode_method::int8);
+  STATIC_REQUIRE(best_decode_method<policy<fmt::uint_asym<2>, group<64>, i8>>() == decode_method::lut_gemv);
+  STATIC_REQUIRE(best_decode_method<policy<fmt::ternary, per_tensor, i8>>() == decode_method::lut_gemv);
+}
