@@ -40,5 +40,20 @@ void convert_dq_gemv(int bits, const uint8_t* codes, const uint16_t* sz, const f
 uint64_t read_bandwidth(const uint64_t* p, std::size_t n, std::size_t prefetch_bytes) {
   return HWY_DYNAMIC_DISPATCH(ReadBandwidth)(p, n, prefetch_bytes);
 }
+void pooled_read(const void* p, std::size_t bytes, lutkit::thread_pool* pool, int T) {
+  const uint64_t* w = static_cast<const uint64_t*>(p);
+  const std::size_t words = bytes / 8;
+  uint64_t sink[64] = {};
+  if (pool && T > 1) {
+    pool->run(std::size_t(T), [&](std::size_t t) {
+      const std::size_t a = words * t / std::size_t(T), b = words * (t + 1) / std::size_t(T);
+      sink[t % 64] = read_bandwidth(w + a, b - a, 0);
+    });
+  } else {
+    sink[0] = read_bandwidth(w, words, 0);
+  }
+  volatile uint64_t keep = 0;
+  for (uint64_t v : sink) keep = keep + v;
+}
 }  // namespace lutkit_bench
 #endif

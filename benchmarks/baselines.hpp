@@ -3,6 +3,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <lutkit/core/thread_pool.hpp>
+
 namespace lutkit_bench {
 void float_gemv(const float* W, const float* x, float* y, std::size_t M, std::size_t K, std::size_t N,
                 std::size_t r0, std::size_t r1);
@@ -18,4 +20,7 @@ void convert_dq_rows_bf16(int bits, const uint8_t* codes, const uint16_t* sz, st
 void convert_dq_rows_codes(int bits, const uint8_t* codes, std::size_t K, std::size_t m0, std::size_t rows,
                            std::size_t k0, std::size_t k1, uint8_t* out);
 uint64_t read_bandwidth(const uint64_t* p, std::size_t n, std::size_t prefetch_bytes);
+// A plain read of `bytes` bytes at p (a multiple of 8), split in T equal parts over the pool (the
+// calling thread alone when pool is null): the roofline rows of every benchmark family.
+void pooled_read(const void* p, std::size_t bytes, lutkit::thread_pool* pool, int T);
 }  // namespace lutkit_bench

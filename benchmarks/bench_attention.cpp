@@ -135,18 +135,7 @@ void bm_kv_read(benchmark::State& st, std::size_t d, std::size_t hkv, std::size_
   const std::size_t n = cold ? c.copies.size() : 1;
   std::size_t i = 0;
   for (auto _ : st) {
-    const uint64_t* p = reinterpret_cast<const uint64_t*>(c.copies[i++ % n].get());
-    const std::size_t words = c.bytes / 8;
-    uint64_t sink[8] = {};
-    if (pool) {
-      pool->run(std::size_t(T), [&](std::size_t t) {
-        const std::size_t a = words * t / std::size_t(T), b = words * (t + 1) / std::size_t(T);
-        sink[t] = read_bandwidth(p + a, b - a, 0);
-      });
-    } else {
-      sink[0] = read_bandwidth(p, words, 0);
-    }
-    benchmark::DoNotOptimize(sink);
+    pooled_read(c.copies[i++ % n].get(), c.bytes, pool, T);
   }
   set_kv_counters(st, double(c.bytes), 0.0);
 }

@@ -76,18 +76,7 @@ void bm_decode_read(benchmark::State& st, std::size_t M, std::size_t K, int T) {
   std::size_t i = 0;
   for (auto _ : st) {
     const auto& w = copies[i++ % copies.size()];
-    const std::size_t words = w.size_bytes() / 8;
-    const uint64_t* p = reinterpret_cast<const uint64_t*>(w.bytes());
-    uint64_t sink[8] = {};
-    if (pool) {
-      pool->run(std::size_t(T), [&](std::size_t t) {
-        const std::size_t a = words * t / std::size_t(T), b = words * (t + 1) / std::size_t(T);
-        sink[t] = read_bandwidth(p + a, b - a, 0);
-      });
-    } else {
-      sink[0] = read_bandwidth(p, words, 0);
-    }
-    benchmark::DoNotOptimize(sink);
+    pooled_read(w.bytes(), w.size_bytes(), pool, T);
   }
   st.counters["weight_GBps"] = benchmark::Counter(double(copies[0].size_bytes()) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }

@@ -141,18 +141,7 @@ void bm_stream_read(benchmark::State& st, std::size_t M, std::size_t K, int thre
   std::size_t i = 0;
   for (auto _ : st) {
     const auto& w = c.copies[i++ % c.copies.size()];
-    const std::size_t words = w.size_bytes() / 8;
-    const uint64_t* p = reinterpret_cast<const uint64_t*>(w.bytes());
-    uint64_t sink[8] = {};
-    if (pool) {
-      pool->run(std::size_t(threads), [&](std::size_t t) {
-        const std::size_t a = words * t / std::size_t(threads), b = words * (t + 1) / std::size_t(threads);
-        sink[t] = lutkit_bench::read_bandwidth(p + a, b - a, 0);
-      });
-    } else {
-      sink[0] = lutkit_bench::read_bandwidth(p, words, 0);
-    }
-    benchmark::DoNotOptimize(sink);
+    lutkit_bench::pooled_read(w.bytes(), w.size_bytes(), pool, threads);
   }
   set_counters(st, double(c.copies[0].size_bytes()), 0.0, threads);
 }

@@ -11,6 +11,7 @@
 #include "../../core/compiler.hpp"
 #include "../../core/tiling.hpp"
 #include "../../gemm/activations.hpp"
+#include "../../gemm/dequant.hpp"
 #include "../../gemm/microkernel.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -421,17 +422,10 @@ LUTKIT_AVX512_GFNI void unpack_levels_steps_gfni(const uint8_t* data, const pack
 // transpose on planes 0-3 and 4-7 and join the nibbles; codebooks map codes to their u8 levels
 // with one vpshufb. Integer sums and the fp32 epilogue are those of mk_int8<NC>: the same bits.
 template <class P>
-constexpr bool fused_levels_are_codes() {
-  using FT = format_traits<typename P::format>;
-  for (int c = 0; c <= FT::max_code; ++c)
-    if (FT::level(c) != float(c)) return false;
-  return true;
-}
-template <class P>
 constexpr bool has_int8_fused() {
   constexpr auto& S = P::spec;
   using FT = format_traits<typename P::format>;
-  return !S.ternary && FT::integer_levels && (S.planes == 4 || (S.planes == 8 && fused_levels_are_codes<P>()));
+  return !S.ternary && FT::integer_levels && (S.planes == 4 || (S.planes == 8 && levels_are_codes<P>()));
 }
 // the 4 level registers of one step from the paired chunks ca (planes 4h, 4h + 1) and cb (4h + 2, 4h + 3)
 LUTKIT_AVX512_GFNI inline void gfni_nibbles(__m512i ca, __m512i cb, __m512i g0, __m512i g1, __m512i w[4]) {
@@ -525,7 +519,7 @@ LUTKIT_AVX512_GFNI void mk_int8_fused(const uint8_t* data, const packed_layout& 
                      _mm512_loadu_si512(st.base + S.paired_chunk_in_block(st.spi, st.s, 3)), g0, g1, h);
 #pragma GCC unroll 4
         for (int i = 0; i < 4; ++i) w[i] = _mm512_or_si512(w[i], _mm512_slli_epi16(h[i], 4));
-      } else if constexpr (!fused_levels_are_codes<P>()) {
+      } else if constexpr (!levels_are_codes<P>()) {
 #pragma GCC unroll 4
         for (int i = 0; i < 4; ++i) w[i] = _mm512_shuffle_epi8(map, w[i]);
       }
