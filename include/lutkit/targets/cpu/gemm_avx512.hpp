@@ -474,6 +474,17 @@ LUTKIT_AVX512_GFNI inline void fused_epi(const float* sa, const float* sw, const
   f = _mm512_fmadd_ps(x, _mm512_loadu_ps(sw + 16 * v), f);
   f = _mm512_fnmadd_ps(_mm512_loadu_ps(swz + 16 * v), bx, f);
 }
+// the epilogue of activation column n (16-row vectors v = 0..3)
+LUTKIT_AVX512_GFNI inline void fused_epi_col(const float* sa, const float* sw, const float* swz, const float* sx,
+                                             int n, __m512i c0, __m512i c1, __m512i c2, __m512i c3, __m512& f0,
+                                             __m512& f1, __m512& f2, __m512& f3) {
+  const __m512 bx = _mm512_set1_ps(sx[n]);
+  const __m512 ba = sa ? _mm512_set1_ps(sa[n]) : _mm512_set1_ps(1.f);
+  fused_epi(sa, sw, swz, c0, 0, ba, bx, f0);
+  fused_epi(sa, sw, swz, c1, 1, ba, bx, f1);
+  fused_epi(sa, sw, swz, c2, 2, ba, bx, f2);
+  fused_epi(sa, sw, swz, c3, 3, ba, bx, f3);
+}
 template <class P, int NC>
 LUTKIT_AVX512_GFNI void mk_int8_fused(const uint8_t* data, const packed_layout& L, std::size_t t, std::size_t k0,
                                       const mk_int8_args& a) {
@@ -547,22 +558,8 @@ LUTKIT_AVX512_GFNI void mk_int8_fused(const uint8_t* data, const packed_layout& 
     fused_group_scales<P>(data, L, t, L.group_of_k((step - a.steps) * 4), sw, swz);
     const float* sx = a.sumx + g * a.ldsum;
     const float* sa = a.sa ? a.sa + g * a.ldsum : nullptr;
-    {
-      const __m512 bx = _mm512_set1_ps(sx[0]);
-      const __m512 ba = sa ? _mm512_set1_ps(sa[0]) : _mm512_set1_ps(1.f);
-      fused_epi(sa, sw, swz, c00, 0, ba, bx, f00);
-      fused_epi(sa, sw, swz, c01, 1, ba, bx, f01);
-      fused_epi(sa, sw, swz, c02, 2, ba, bx, f02);
-      fused_epi(sa, sw, swz, c03, 3, ba, bx, f03);
-    }
-    if constexpr (NC == 2) {
-      const __m512 bx = _mm512_set1_ps(sx[1]);
-      const __m512 ba = sa ? _mm512_set1_ps(sa[1]) : _mm512_set1_ps(1.f);
-      fused_epi(sa, sw, swz, c10, 0, ba, bx, f10);
-      fused_epi(sa, sw, swz, c11, 1, ba, bx, f11);
-      fused_epi(sa, sw, swz, c12, 2, ba, bx, f12);
-      fused_epi(sa, sw, swz, c13, 3, ba, bx, f13);
-    }
+    fused_epi_col(sa, sw, swz, sx, 0, c00, c01, c02, c03, f00, f01, f02, f03);
+    if constexpr (NC == 2) fused_epi_col(sa, sw, swz, sx, 1, c10, c11, c12, c13, f10, f11, f12, f13);
   }
   _mm512_storeu_ps(a.C, f00);
   _mm512_storeu_ps(a.C + 16, f01);
