@@ -340,7 +340,7 @@ class level1_walk {
       blk_ = blk;
       base_ = data_ + L_.block_offset(t_, blk);
     }
-    return {base_, int(in / 2), int(in % 2), out_ + (step - k0_ / 4) * 256};
+    return {base_, int(in / 2), int(in % 2), out_ ? out_ + (step - k0_ / 4) * 256 : nullptr};  // (fused kernels: no buffer)
   }
 
  private:
