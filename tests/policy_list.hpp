@@ -57,6 +57,16 @@ using dq_policy_list = append_policies<
     policy<fmt::q4nx, group<32>, i8>>::type;              // Q4NX: bf16 scale and min per 32
 inline constexpr std::size_t dq_policy_count = std::tuple_size_v<dq_policy_list>;
 
+// The policies of a list with their target replaced (the layout tests run every target's layout).
+template <class List, class Target>
+struct retarget;
+template <class... P, class Target>
+struct retarget<std::tuple<P...>, Target> {
+  using type = std::tuple<policy<typename P::format, typename P::group_shape, typename P::table_layout, Target>...>;
+};
+template <class List, class Target>
+using retargeted = typename retarget<List, Target>::type;
+
 // Calls f.template operator()<P>() for the policies with index in [Begin, End).
 template <std::size_t Begin, std::size_t End, class F>
 void for_policies(F&& f) {

@@ -14,7 +14,7 @@ namespace {
 template <class P>
 void check_layout_properties() {
   constexpr auto& S = P::spec;
-  const std::size_t Ms[] = {1, 63, 64, 65, 130};
+  const std::size_t Ms[] = {1, 63, 64, 65, 129, 130, 257};
   const std::size_t g = S.group_k > 0 ? std::size_t(S.group_k) : 1;
   const std::size_t Ks[] = {g * (S.group_k > 0 ? 1 : 7), g * (S.group_k > 0 ? 2 : 96), S.group_k > 0 ? g * 3 : 200};
   std::mt19937_64 rng(policy_hash(P::name()));
@@ -62,7 +62,7 @@ void check_layout_properties() {
             }
         }
         for (std::size_t gi = 0; gi < L.groups; ++gi) {
-          const std::size_t t = m / 64, r = m % 64;
+          const std::size_t t = m / S.rows_per_tile, r = m % S.rows_per_tile;
           for (int b = 0; b < 16; ++b) mark(L.scale_offset(t, gi) + 2 * r + b / 8, b % 8);
           if (S.asymmetric)
             for (int b = 0; b < 16; ++b) mark(L.zero_offset(t, gi) + 2 * r + b / 8, b % 8);
@@ -94,7 +94,7 @@ void check_layout_properties() {
             for (std::size_t blk = b0; blk < b1; ++blk) starts += blk % L.blocks_per_group == 0;
             CHECK(hi - lo == (b1 - b0) * std::size_t(S.block_bytes()) + starts * std::size_t(S.scale_bytes()));
             bool inside = true;
-            for (std::size_t m = t * 64; m < t * 64 + 64; ++m) {
+            for (std::size_t m = t * S.rows_per_tile; m < (t + 1) * S.rows_per_tile; ++m) {
               if (S.ternary) {
                 for (std::size_t st = k0 / 3; st < k1 / 3; ++st) {
                   const auto li = L.index_location(m, st * 3, 0);
@@ -122,6 +122,50 @@ void check_layout_properties() {
 
 TEST_CASE("pack/unpack round trip and element map, every policy", "[layout]") {
   for_policies<0, policy_count>([]<class P>() { check_layout_properties<P>(); });
+}
+
+TEST_CASE("pack/unpack round trip and element map, every policy on every target's layout", "[layout]") {
+  // the same properties on the layouts the spec builds for the other targets (hvx: 128-row tiles in
+  // vlut16 order; sme: the host's layout), checked here on the host
+  for_each_policy_in<retargeted<policy_list, target::hvx>>([]<class P>() { check_layout_properties<P>(); });
+  for_each_policy_in<retargeted<policy_list, target::sme>>([]<class P>() { check_layout_properties<P>(); });
+}
+
+TEST_CASE("vlut16 layout: a row's byte and nibble, its sign bit, the blob's policy", "[layout]") {
+  using H = policy<fmt::uint_asym<2>, group<64>, table::lut4<int8_t, true>, target::hvx>;
+  using Hn = policy<fmt::uint_asym<2>, group<64>, table::lut4<int8_t, true>>;
+  constexpr auto& S = H::spec;
+  STATIC_REQUIRE(S.rows_per_tile == 128);
+  STATIC_REQUIRE(S.chunk_bytes == 128);
+  STATIC_REQUIRE(S.vlut16());
+  STATIC_REQUIRE(S.step_pair_bytes() == 2 * 128);  // one chunk per plane
+  const packed_layout L(S, 300, 128);
+  CHECK(L.tiles == 3);
+  // row r of plane p, step 2 sp + s, activation i: byte 2 (r mod 64) + r / 64, bit 4 s + i
+  for (int r : {0, 1, 63, 64, 65, 127})
+    for (std::size_t k : {std::size_t(0), std::size_t(5), std::size_t(70)})
+      for (int p = 0; p < 2; ++p) {
+        const auto loc = L.index_location(std::size_t(r), k, p);
+        const std::size_t step = k / 4, sp = step / 2;
+        const int spi = int(sp % std::size_t(S.step_pairs_per_block()));
+        CHECK(loc.byte == L.block_offset(0, sp / std::size_t(S.step_pairs_per_block())) +
+                              std::size_t(spi * 256 + p * 128 + 2 * (r % 64) + r / 64));
+        CHECK(loc.shift == int(step % 2) * 4 + int(k % 4));
+      }
+  using T = policy<fmt::ternary, per_channel, table::lut4<int8_t, false>, target::hvx>;
+  STATIC_REQUIRE(T::spec.sign_chunks_per_block() == T::spec.step_pairs_per_block() / 4);
+  const packed_layout LT(T::spec, 128, 96 * 2);
+  const auto ls = LT.ternary_sign_location(65, 5);  // step pair 2, step 1
+  CHECK(ls.byte == LT.block_offset(0, 0) + std::size_t(T::spec.step_pairs_per_block() * 128 + 2 * 1 + 1));
+  CHECK(ls.shift == 2 * 2 + 1);
+  // an hvx blob is not a host blob (the policy name carries the target), and the reverse
+  std::vector<float> w(128 * 64, 0.25f);
+  const auto wp = pack<H>(quantize<H>(w.data(), 128, 64));
+  CHECK(H::name() != Hn::name());
+  CHECK_THROWS_WITH(packed_weights<Hn>::from_bytes(wp.bytes(), wp.size_bytes()),
+                    Catch::Matchers::Contains("packed for policy") && Catch::Matchers::Contains("hvx"));
+  const auto wn = pack<Hn>(quantize<Hn>(w.data(), 128, 64));
+  CHECK_THROWS_WITH(packed_weights<H>::from_bytes(wn.bytes(), wn.size_bytes()), Catch::Matchers::Contains("packed for policy"));
 }
 
 TEST_CASE("tiling spec constants", "[layout]") {

@@ -3,14 +3,14 @@
 // bf16-parameter formats (Q4NX scales and mins), their references and tests.
 #pragma once
 #include <cstdint>
-#include <cstring>
+// (no <cstring>: the freestanding HVX build includes this header)
 
 namespace lutkit {
 
 inline float bf16_to_f32(uint16_t b) {
   const uint32_t x = uint32_t(b) << 16;
   float f;
-  std::memcpy(&f, &x, 4);
+  __builtin_memcpy(&f, &x, 4);
   return f;
 }
 
@@ -18,7 +18,7 @@ inline float bf16_to_f32(uint16_t b) {
 // subnormals round like any other value (bf16 keeps float's exponent range).
 inline uint16_t f32_to_bf16(float f) {
   uint32_t x;
-  std::memcpy(&x, &f, 4);
+  __builtin_memcpy(&x, &f, 4);
   if ((x & 0x7FFFFFFFu) > 0x7F800000u) return uint16_t((x >> 16) | 0x0040u);
   const uint32_t lsb = (x >> 16) & 1u;
   x += 0x7FFFu + lsb;

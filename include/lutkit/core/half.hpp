@@ -2,14 +2,14 @@
 // (Kernels convert with the target's own instructions.)
 #pragma once
 #include <cstdint>
-#include <cstring>
+// (no <cstring>: the freestanding HVX build includes this header)
 
 namespace lutkit {
 
 // float -> binary16, round to nearest even; NaN stays NaN, overflow becomes Inf.
 inline uint16_t f32_to_f16(float f) {
   uint32_t x;
-  std::memcpy(&x, &f, 4);
+  __builtin_memcpy(&x, &f, 4);
   const uint32_t sign = (x >> 16) & 0x8000u;
   const uint32_t absx = x & 0x7FFFFFFFu;
   if (absx >= 0x7F800000u) return uint16_t(sign | (absx > 0x7F800000u ? 0x7E00u : 0x7C00u));
@@ -42,7 +42,7 @@ inline float f16_to_f32(uint16_t h) {
       x = sign;
     } else {  // subnormal: m * 2^-24
       float f = float(m) * (1.0f / 16777216.0f);
-      std::memcpy(&x, &f, 4);
+      __builtin_memcpy(&x, &f, 4);
       x |= sign;
     }
   } else if (e == 31) {
@@ -51,7 +51,7 @@ inline float f16_to_f32(uint16_t h) {
     x = sign | ((e + 112u) << 23) | (m << 13);
   }
   float f;
-  std::memcpy(&f, &x, 4);
+  __builtin_memcpy(&f, &x, 4);
   return f;
 }
 

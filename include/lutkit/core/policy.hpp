@@ -96,7 +96,7 @@ struct policy {
                 "lutkit: ternary weights use per_tensor or per_channel scales (3-weight steps "
                 "cannot tile a power-of-two group)");
 
-  static constexpr tiling_spec spec = make_tiling_spec<Fmt, Group, Table>();
+  static constexpr tiling_spec spec = make_tiling_spec<Fmt, Group, Table, Target>();
   static_assert(spec.valid(), "lutkit: tiling spec violates its constraints (int16 bound, block/group)");
   // false for codebooks and 8-bit formats: the LUT-GEMV entry points reject such policies
   static constexpr bool lut_gemv_capable = fmt_traits::lut_gemv_capable;

@@ -6,6 +6,12 @@
 
 namespace lutkit {
 
+// How a target's table-lookup instruction orders its results, which fixes where the tiling spec puts
+// a row's index inside a chunk: `pshufb` (x86 / NEON byte lookups, pmaddubs plane pairing) or
+// `vlut16` (Hexagon: byte 2i's result lands in lane i of the low output vector, byte 2i+1's in lane
+// i of the high one, so row r sits in byte 2 (r mod 64) + r / 64).
+enum class lookup_order : int { pshufb = 0, vlut16 = 1 };
+
 struct target_descriptor {
   const char* name;
   int vector_bytes;            // native vector width the tiling spec is laid out for
@@ -19,6 +25,9 @@ struct target_descriptor {
   double dram_gbps;            // nominal DRAM bandwidth (model only; the host measures its own)
   double vector_gops;          // nominal peak int8 Gop/s (model only; 0: unknown)
   std::size_t l1_bytes;        // per-core L1 data cache vector loads hit (0: vector loads bypass L1)
+  // ---- what the tiling spec takes from the target: rows per tile (= bytes per chunk) and order
+  int tile_rows = 64;
+  lookup_order order = lookup_order::pshufb;
 };
 
 namespace target {
@@ -34,9 +43,11 @@ struct portable {
 // (16 entries x 16 bit,
 // 64 lookups/instr), HMX 32x32 fp16 tiles, 8 MiB VTCM (T-MAN §2, paper 001 §5); DDR -> TCM
 // by DMA 59 GB/s (T-MAN Table 2); 45 TOPS NPU peak (T-MAN §1).
+// Its packed layout: 128-row tiles, 128-byte chunks in vlut16 order (docs/tiling.md).
 struct hvx {
   static constexpr target_descriptor desc{"hvx", 128, 32, 16, 16, 64, 32, 32, 32,
-                                          std::size_t(8) << 20, 0, 59.0, 45000.0, 0};
+                                          std::size_t(8) << 20, 0, 59.0, 45000.0, 0,
+                                          128, lookup_order::vlut16};
 };
 // Arm SME: streaming SVE (SVL 512 assumed for the model) + ZA tiles; LUTI4 on SME2.
 // (No paper gives its figures: the memory numbers are placeholders until measured.)

@@ -1,207 +1,30 @@
-// lutkit — THE tiling spec: the single source of truth for the packed weight layout.
-//
-// The packer, the unpacker, the LUT-GEMV kernels (Highway and xsimd), the table builder, the
-// references' error bounds and the tests take every offset from here; nothing else computes a
-// stride. docs/tiling.md describes the same layout in prose.
-//
-// Vocabulary (see docs/tiling.md for the byte-level picture):
-//   tile        64 output rows. M is padded to a multiple of 64 with zero-code rows.
-//   step        k_per_step consecutive activations that form one 4-bit table index
-//               (4 for bit-plane formats -> 16 entries; 3 for ternary -> 14 mirrored entries).
-//   chunk       64 bytes = one register tile = 128 nibbles, read by one 512-bit load (two 256-bit
-//               or four 128-bit loads on narrower targets; the layout does not change).
-//     paired chunk  (step j, planes 2p and 2p+1): byte 2*(r%32)+h, nibble r/32 holds the index of
-//                   row r, plane 2p+h. pmaddubs with weights (2^2p, 2^(2p+1)) combines the planes.
-//     lone chunk    (steps j, j+1, one plane; ternary: the mirrored index): bytes 32*s + q(r),
-//                   nibble r/32, for step j+s, where q(r) = 2*(r%16) + (r%32)/16.
-//   step pair   2 steps: [paired chunks: for plane pair p: step j, step j+1] [lone chunk]
-//               [ternary: 16 sign bytes, bit 64*nib + 32*s + q(r)].
-//   block       block_k activations: the table-quantization granule and the int16 accumulation
-//               interval; its length is bounded at compile time so int16 sums cannot overflow.
-//   group       group_k activations sharing a scale (and zero): [fp16 scale x 64 rows]
-//               [fp16 zero x 64 rows, asymmetric only] [blocks ...].
-//   packed      [tile 0: group 0, group 1, ...][tile 1] ... ; per_channel / per_tensor have one
-//               group spanning the padded K.
+// lutkit — the tiling spec's hosted half: the checked packed_layout every hosted caller
+// constructs, and the 2-byte group parameter codec. The spec itself, its element map and every
+// offset are in tiling_spec.hpp (freestanding, shared with the Hexagon kernels).
 #pragma once
 #include <cstddef>
-#include <utility>
 #include <cstdint>
+#include <utility>
 
-#include "concepts.hpp"
 #include "bf16.hpp"
 #include "error.hpp"
 #include "half.hpp"
 #include "limits.hpp"
+#include "tiling_spec.hpp"
 
 namespace lutkit {
-
-struct tiling_spec {
-  // ---- from the format, group shape and table layout
-  int bits = 0;
-  bool ternary = false;
-  bool asymmetric = false;
-  bool per_tensor = false;
-  int planes = 0;
-  int k_per_step = 0;
-  int group_k = 0;        // 0: one group spanning the padded K
-  int entry_bits = 8;     // table entries: 8 or 16 bits
-  bool mirror = false;
-  int plane_weight_sum = 0;
-  float sym_zero = 0;
-  bool lut = true;        // format_traits::lut_gemv_capable: the int16 bound applies
-  bool min_form = false;     // format_traits::min_form: the zero slot holds an additive minimum
-  bool bf16_params = false;  // format_traits::bf16_params: scale and zero/min slots are bf16
-  // ---- tunables / derived
-  int rows_per_tile = 64;
-  int chunk_bytes = 64;
-  int steps_per_block = 0;
-  int block_k = 0;
-  // software prefetch distance of the weight stream, in bytes (0: off; non-temporal hint).
-  // Measured on the host (W2 4096x14336, interleaved A/B runs): no distance beat the hardware
-  // prefetcher at 2 threads and none was reliably better at 1 thread, so it is off.
-  int prefetch_bytes = 0;
-
-  // ------------------------------------------------------------------ derived sizes
-  constexpr int paired_chunks_per_step_pair() const { return ternary ? 0 : (planes / 2) * 2; }
-  constexpr int lone_chunks_per_step_pair() const { return ternary ? 1 : planes % 2; }
-  constexpr int sign_bytes_per_step_pair() const { return ternary ? 16 : 0; }
-  constexpr int step_pair_bytes() const {
-    return (paired_chunks_per_step_pair() + lone_chunks_per_step_pair()) * chunk_bytes +
-           sign_bytes_per_step_pair();
-  }
-  constexpr int step_pairs_per_block() const { return steps_per_block / 2; }
-  constexpr int block_bytes() const { return step_pairs_per_block() * step_pair_bytes(); }
-  constexpr int scale_bytes() const { return rows_per_tile * 2 * (asymmetric ? 2 : 1); }
-  // offsets inside a block (compile-time for a compile-time spec): kernels add these to
-  // packed_layout::block_offset so the inner loop does no shape arithmetic
-  constexpr int paired_chunk_in_block(int spi, int s, int p) const {
-    return spi * step_pair_bytes() + (p * 2 + s) * chunk_bytes;
-  }
-  constexpr int lone_chunk_in_block(int spi) const {
-    return spi * step_pair_bytes() + paired_chunks_per_step_pair() * chunk_bytes;
-  }
-  constexpr int sign_in_block(int spi) const { return lone_chunk_in_block(spi) + chunk_bytes; }
-  // table bytes per step for one activation row: 16 entries (int16: low-byte and high-byte tables)
-  constexpr int table_bytes_per_step() const { return 16 * (entry_bits / 8); }
-
-  // ------------------------------------------------------------------ overflow bound
-  // Largest |table entry| the table builder produces: int8 -> 127, int16 -> 32767 split into a
-  // signed high byte (|hi| <= 128) and an unsigned low byte (<= 255) looked up separately.
-  constexpr long max_abs_lookup_hi() const { return entry_bits == 8 ? 127 : 128; }
-  constexpr long max_abs_lookup_lo() const { return entry_bits == 8 ? 0 : 255; }
-  // Largest |int16 accumulator| within a block: every lookup of the block, weighted by 2^plane.
-  constexpr long max_abs_acc16() const {
-    const long m = max_abs_lookup_hi() > max_abs_lookup_lo() ? max_abs_lookup_hi() : max_abs_lookup_lo();
-    return long(steps_per_block) * plane_weight_sum * m;
-  }
-  constexpr bool valid() const {
-    return planes >= 1 && steps_per_block >= 2 && steps_per_block % 2 == 0 &&
-           block_k == steps_per_block * k_per_step && (!lut || max_abs_acc16() <= 32767) &&
-           (group_k == 0 || group_k % block_k == 0) && rows_per_tile == 64 && chunk_bytes == 64;
-  }
-};
-
-// Row r of a tile (0..63) -> position inside a lone chunk's 32-byte half.
-constexpr int lone_byte_of_row(int r) { return 2 * (r % 16) + (r % 32) / 16; }
-constexpr int nibble_of_row(int r) { return r / 32; }
-constexpr int paired_byte_of_row(int r, int h) { return 2 * (r % 32) + h; }
-
-namespace detail {
-constexpr int largest_pow2_le(long v) {
-  int p = 1;
-  while (long(p) * 2 <= v) p *= 2;
-  return p;
-}
-}  // namespace detail
 
 // The 2-byte group parameters (scale; zero or min) of a packed blob: fp16, or bf16 for formats
 // with bf16_params. Every reader and writer of those slots goes through these two.
 inline float decode_param(const tiling_spec& s, uint16_t bits) { return s.bf16_params ? bf16_to_f32(bits) : f16_to_f32(bits); }
 inline uint16_t encode_param(const tiling_spec& s, float v) { return s.bf16_params ? f32_to_bf16(v) : f32_to_f16(v); }
 
-template <class Fmt, class Group, class Table>
-constexpr tiling_spec make_tiling_spec() {
-  using FT = format_traits<Fmt>;
-  tiling_spec s{};
-  s.bits = FT::bits;
-  s.ternary = FT::is_ternary;
-  s.asymmetric = FT::asymmetric;
-  s.per_tensor = Group::tensor;
-  s.planes = FT::planes;
-  s.k_per_step = FT::k_per_step;
-  s.group_k = Group::group_k;
-  s.entry_bits = Table::entry_bits;
-  s.mirror = Table::mirror && !FT::is_ternary;  // ternary indices are mirrored by construction
-  s.plane_weight_sum = FT::plane_weight_sum;
-  s.sym_zero = FT::sym_zero;
-  s.lut = FT::lut_gemv_capable;
-  s.min_form = FT::min_form;
-  s.bf16_params = FT::bf16_params;
-  // Block length: as many steps as the int16 bound allows, at most 16 (64 activations) for
-  // bit planes — a power of two dividing the group — and 32 steps (96 activations) for ternary.
-  // Formats the LUT-GEMV cannot run have no int16 bound: min(16, group / 4) steps.
-  const long m = Table::entry_bits == 8 ? 127 : 255;
-  const long max_steps = 32767 / (long(FT::plane_weight_sum) * m);
-  if (!FT::lut_gemv_capable) {
-    // no LUT accumulators to bound (codebooks, 8 bits): min(16, group / 4) steps
-    const long cap = Group::group_k > 0 && Group::group_k / 4 < 16 ? Group::group_k / 4 : 16;
-    s.steps_per_block = detail::largest_pow2_le(cap);
-  } else if (FT::is_ternary) {
-    s.steps_per_block = max_steps >= 32 ? 32 : detail::largest_pow2_le(max_steps);
-  } else {
-    long cap = 16;
-    if (Group::group_k > 0 && Group::group_k / 4 < cap) cap = Group::group_k / 4;
-    if (max_steps < cap) cap = max_steps;
-    s.steps_per_block = detail::largest_pow2_le(cap);
-  }
-  s.block_k = s.steps_per_block * s.k_per_step;
-  return s;
-}
-
-// The shape-dependent part: every offset of a packed blob of M x K weights.
-struct packed_layout {
-  tiling_spec spec{};
-  std::size_t M = 0, K = 0;
-  std::size_t M_pad = 0, K_pad = 0;
-  std::size_t tiles = 0, groups = 0, blocks_per_group = 0;
-  std::size_t group_bytes = 0, tile_bytes = 0, total_bytes = 0;
-
+// Every offset of a packed blob of M x K weights (layout_geometry), for a shape checked here:
+// within the size limits, K a multiple of the group.
+struct packed_layout : layout_geometry {
   packed_layout() = default;
-  packed_layout(const tiling_spec& s, std::size_t m, std::size_t k) : spec(s), M(m), K(k) {
-    detail::check_matrix_shape(m, k, "packed layout");
-    if (s.group_k > 0) {
-      detail::require(k % std::size_t(s.group_k) == 0,
-                      "K (", k, ") is not a multiple of the group size (", s.group_k, ")");
-      K_pad = k;
-    } else {
-      K_pad = (k + s.block_k - 1) / s.block_k * s.block_k;
-    }
-    M_pad = (m + s.rows_per_tile - 1) / s.rows_per_tile * s.rows_per_tile;
-    tiles = M_pad / s.rows_per_tile;
-    groups = s.group_k > 0 ? K_pad / s.group_k : 1;
-    blocks_per_group = (s.group_k > 0 ? std::size_t(s.group_k) : K_pad) / s.block_k;
-    group_bytes = std::size_t(s.scale_bytes()) + blocks_per_group * s.block_bytes();
-    tile_bytes = groups * group_bytes;
-    total_bytes = tiles * tile_bytes;
-  }
+  packed_layout(const tiling_spec& s, std::size_t m, std::size_t k) : layout_geometry(checked(s, m, k), m, k) {}
 
-  std::size_t steps() const { return K_pad / spec.k_per_step; }
-  std::size_t step_pairs() const { return steps() / 2; }
-  std::size_t blocks() const { return K_pad / spec.block_k; }
-  std::size_t group_of_block(std::size_t blk) const { return blk / blocks_per_group; }
-  std::size_t group_of_k(std::size_t k) const { return spec.group_k > 0 ? k / spec.group_k : 0; }
-
-  // ---- byte offsets from the start of the packed data
-  std::size_t tile_offset(std::size_t t) const { return t * tile_bytes; }
-  std::size_t group_offset(std::size_t t, std::size_t g) const { return tile_offset(t) + g * group_bytes; }
-  std::size_t scale_offset(std::size_t t, std::size_t g) const { return group_offset(t, g); }
-  std::size_t zero_offset(std::size_t t, std::size_t g) const {
-    return group_offset(t, g) + std::size_t(spec.rows_per_tile) * 2;
-  }
-  std::size_t block_offset(std::size_t t, std::size_t blk) const {
-    return group_offset(t, group_of_block(blk)) + std::size_t(spec.scale_bytes()) +
-           (blk % blocks_per_group) * spec.block_bytes();
-  }
   // [first, last) bytes of k range [k0, k1) of tile t (k0, k1 on block boundaries): its blocks and
   // the scales and zeros of every group that starts inside it, one contiguous range (groups lie in
   // k order, each its parameters first). The parameters of a group begun before k0 are not in it.
@@ -210,46 +33,13 @@ struct packed_layout {
     const std::size_t lo = b0 % blocks_per_group == 0 ? scale_offset(t, group_of_block(b0)) : block_offset(t, b0);
     return {lo, block_offset(t, b1 - 1) + std::size_t(spec.block_bytes())};
   }
-  // paired chunk of plane pair p for step 2*sp + s
-  std::size_t paired_chunk_offset(std::size_t t, std::size_t sp, int s, int p) const {
-    const int per = spec.step_pairs_per_block();
-    return block_offset(t, sp / per) + std::size_t(spec.paired_chunk_in_block(int(sp % per), s, p));
-  }
-  std::size_t lone_chunk_offset(std::size_t t, std::size_t sp) const {
-    const int per = spec.step_pairs_per_block();
-    return block_offset(t, sp / per) + std::size_t(spec.lone_chunk_in_block(int(sp % per)));
-  }
-  std::size_t sign_offset(std::size_t t, std::size_t sp) const {
-    const int per = spec.step_pairs_per_block();
-    return block_offset(t, sp / per) + std::size_t(spec.sign_in_block(int(sp % per)));
-  }
-
-  // ---- the element map: where the bit of (row, k, plane) lives. For ternary, `plane` is
-  // ignored and the location is that of the 4-bit mirrored index of the triple holding k
-  // (shift is the nibble's low bit); see ternary_sign_location for its sign bit.
-  struct bit_location {
-    std::size_t byte;
-    int shift;
-  };
-  bit_location index_location(std::size_t row, std::size_t k, int plane) const {
-    const std::size_t t = row / spec.rows_per_tile;
-    const int r = int(row % spec.rows_per_tile);
-    const std::size_t step = k / spec.k_per_step;
-    const int i = spec.ternary ? 0 : int(k % spec.k_per_step);
-    const std::size_t sp = step / 2;
-    const int s = int(step % 2);
-    const int nib = nibble_of_row(r);
-    if (!spec.ternary && plane < spec.paired_chunks_per_step_pair()) {
-      return {paired_chunk_offset(t, sp, s, plane / 2) + std::size_t(paired_byte_of_row(r, plane % 2)),
-              nib * 4 + i};
-    }
-    return {lone_chunk_offset(t, sp) + std::size_t(32 * s + lone_byte_of_row(r)), nib * 4 + i};
-  }
-  bit_location ternary_sign_location(std::size_t row, std::size_t step) const {
-    const std::size_t t = row / spec.rows_per_tile;
-    const int r = int(row % spec.rows_per_tile);
-    const int bit = 64 * nibble_of_row(r) + 32 * int(step % 2) + lone_byte_of_row(r);
-    return {sign_offset(t, step / 2) + std::size_t(bit / 8), bit % 8};
+ private:
+  static const tiling_spec& checked(const tiling_spec& s, std::size_t m, std::size_t k) {
+    detail::check_matrix_shape(m, k, "packed layout");
+    if (s.group_k > 0)
+      detail::require(k % std::size_t(s.group_k) == 0,
+                      "K (", k, ") is not a multiple of the group size (", s.group_k, ")");
+    return s;
   }
 };
 
