@@ -6,7 +6,12 @@ and the instructions it spans) that contain an instruction matching MARK and pri
 instruction count and the MARK count. With --require, exits 1 when no such instruction exists in
 any matching function (the ISA check: e.g. the SME binary must contain FMOPA).
 
-  scripts/isa_proxy.py BINARY --func REGEX --mark REGEX [--require] [--label TEXT]
+Hexagon binaries (detected from the disassembly's packets) are counted in VLIW packets: the loops
+are the hardware loops (loop0 ... :endloop0) and backward jumps, and each loop prints its packets,
+its HVX instructions (those naming a vector register) and, with --bytes B (the packed-weight
+bytes one iteration consumes), packets and HVX instructions per 128 bytes.
+
+  scripts/isa_proxy.py BINARY --func REGEX --mark REGEX [--require] [--label TEXT] [--bytes B]
 """
 import argparse
 import re
@@ -32,6 +37,83 @@ def functions(binary):
         yield name, body
 
 
+def hexagon_packets(body):
+    """[(address, [instructions], ends_loop0)] from llvm-objdump's Hexagon packet listing."""
+    packets, cur = [], None
+    for addr, op, args in body:
+        text = (op + " " + args).strip()
+        if text.startswith("{"):
+            cur = [addr, [], False]
+            packets.append(cur)
+            text = text[1:]
+        if cur is None:
+            continue
+        end = "}" in text
+        cur[2] = cur[2] or ":endloop0" in text
+        text = text.split("}")[0]
+        cur[1] += [i.strip() for i in text.split(";") if i.strip()]
+        if end:
+            cur = None
+    return packets
+
+
+def hexagon_loops(packets):
+    """(start, end) packet-address ranges of hardware loops and backward jumps, innermost first."""
+    out = []
+    for i, (addr, ins, _) in enumerate(packets):
+        for x in ins:
+            m = re.match(r"loop0\(0x([0-9a-f]+)", x)
+            if m:
+                start = int(m.group(1), 16)
+                end = next((a for a, _, e in packets[i:] if e and a >= start), None)
+                if end is not None:
+                    out.append((start, end))
+            m = re.search(r"jump(?::\w+)? 0x([0-9a-f]+)$", x)
+            if m and int(m.group(1), 16) <= addr:
+                out.append((int(m.group(1), 16), addr))
+    return sorted(set(out), key=lambda r: r[1] - r[0])
+
+
+def hexagon_main(a, fre, mre, funcs):
+    found = 0
+    hvx = re.compile(r"\bv\d+\b|\bvmem|\bvtmp\b")
+    for name, body in funcs:
+        if not fre.search(name):
+            continue
+        packets = hexagon_packets(body)
+        nmark = sum(1 for _, ins, _ in packets for x in ins if mre.search(x))
+        found += nmark
+        if not nmark:
+            continue
+        seen = []
+        if not any(any(mre.search(x) for p in packets if lo <= p[0] <= hi for x in p[1])
+                   for lo, hi in hexagon_loops(packets)):
+            # straight-line code (one call = one unit of work): the whole function
+            ins = [x for p in packets for x in p[1]]
+            v = sum(1 for x in ins if hvx.search(x))
+            short = name if len(name) < 110 else name[:107] + "..."
+            per = f"; per 128 bytes: {len(packets) * 128 / a.bytes:.1f} packets" if a.bytes else ""
+            print(f"{a.label}{short}: straight line {len(packets)} packets, {v} HVX instructions, {nmark} x {a.mark}{per}")
+        for lo, hi in hexagon_loops(packets):
+            pk = [p for p in packets if lo <= p[0] <= hi]
+            ins = [x for p in pk for x in p[1]]
+            m = sum(1 for x in ins if mre.search(x))
+            if m == 0 or any(s <= lo and hi <= e or lo <= s and e <= hi for s, e in seen):
+                continue
+            seen.append((lo, hi))
+            v = sum(1 for x in ins if hvx.search(x))
+            short = name if len(name) < 110 else name[:107] + "..."
+            per = ""
+            if a.bytes:
+                per = f"; per 128 bytes: {len(pk) * 128 / a.bytes:.1f} packets, {v * 128 / a.bytes:.1f} HVX instructions"
+            print(f"{a.label}{short}: inner loop {len(pk)} packets, {v} HVX instructions, {m} x {a.mark}{per}")
+    print(f"{a.label}{found} instructions matching {a.mark} in functions matching {a.func}")
+    if a.require and found == 0:
+        print(f"ISA check failed: no {a.mark} in {a.binary}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def loops(body):
     """(start, end) address ranges of backward branches, innermost first."""
     out = []
@@ -53,10 +135,14 @@ def main():
     ap.add_argument("--mark", required=True)
     ap.add_argument("--require", action="store_true")
     ap.add_argument("--label", default="")
+    ap.add_argument("--bytes", type=float, default=0.0)
     a = ap.parse_args()
     fre, mre = re.compile(a.func), re.compile(a.mark)
+    funcs = list(functions(a.binary))
+    if any(op.startswith("{") for _, body in funcs[:50] for _, op, _ in body[:4]):
+        return hexagon_main(a, fre, mre, funcs)
     found = 0
-    for name, body in functions(a.binary):
+    for name, body in funcs:
         if not fre.search(name):
             continue
         marks = [i for i in body if mre.fullmatch(i[1])]

@@ -281,4 +281,22 @@ struct layout_geometry {
   }
 };
 
+// Q4_0 super-groups (paper 001 §5.1.2), the HVX dequantizer's layout: 8 consecutive 32-weight
+// groups of one row (256 weights) in one record, [128 code bytes][8 fp16 scales]; a row is
+// ceil(K / 256) records (a ragged tail: its missing groups have code 0 and scale 0). Codes sit so
+// that vlut16 returns them in order: weight w's 4-bit code is nibble w / 128 of byte
+// 2 (w mod 64) + (w / 64) mod 2 (low nibbles: weights 0..127, high nibbles: 128..255).
+struct q4_0_supergroup {
+  static constexpr int weights = 256, groups = 8, group_k = 32;
+  static constexpr int code_bytes = 128, bytes = code_bytes + 2 * groups;
+  static constexpr int byte_of(int w) { return 2 * (w % 64) + (w / 64) % 2; }
+  static constexpr int shift_of(int w) { return 4 * (w / 128); }
+  static constexpr int scale_offset(int g) { return code_bytes + 2 * g; }
+  static constexpr std::size_t records_per_row(std::size_t K) { return (K + weights - 1) / weights; }
+  static constexpr std::size_t row_bytes(std::size_t K) { return records_per_row(K) * std::size_t(bytes); }
+  static constexpr std::size_t record_offset(std::size_t K, std::size_t m, std::size_t k) {
+    return m * row_bytes(K) + (k / weights) * std::size_t(bytes);
+  }
+};
+
 }  // namespace lutkit
