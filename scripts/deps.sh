@@ -4,6 +4,7 @@
 #   scripts/deps.sh fuzz     and clang-19 with its runtimes (libFuzzer, sanitizers) for scripts/fuzz.sh
 #   scripts/deps.sh arm      and the aarch64 cross build: clang-19, lld-19, qemu-user, the aarch64 GCC
 #                            runtime, and Debian multiarch :arm64 builds of Highway and libstdc++
+#   scripts/deps.sh hexagon  and the Hexagon cross build: clang-19, lld-19, libc++ headers, qemu-user
 set -euo pipefail
 pkgs=(cmake ninja-build g++ libhwy-dev libxsimd-dev libboost1.81-dev catch2 libbenchmark-dev)
 for extra in "$@"; do
@@ -17,6 +18,7 @@ for extra in "$@"; do
         $SUDO dpkg --add-architecture arm64
       fi
       ;;
+    hexagon) pkgs+=(clang-19 lld-19 libc++-19-dev qemu-user python3) ;;
     *) echo "deps.sh: unknown group '$extra'" >&2; exit 2 ;;
   esac
 done

@@ -6,12 +6,15 @@
 #              aarch64-neon (Highway's NEON target, the portable dequant kernels; a quarter of each
 #              randomized loop, printed by the suite; the [statistics] studies run on the host only),
 #              sme128 / sme512 (target::sme at those SVLs)
+#   hvx-v67    the HVX suite cross-built by clang-19 for Hexagon v67 (128-byte HVX, freestanding) and run
+#              under qemu-hexagon against vectors the host build writes; the ISA checks (vlut16, vgather)
+#              and the packet proxy (scripts/isa_proxy.py)
 #   fuzz       every libFuzzer target for LUTKIT_FUZZ_SECONDS (default 60) each
 # and closes with one line per target: "<target>: N passed, M failed" (N counts Catch2 test cases
 # plus the other ctest tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/deps.sh fuzz arm
+scripts/deps.sh fuzz arm hexagon
 jobs="${LUTKIT_JOBS:-2}"
 summary=()
 
@@ -51,6 +54,15 @@ cmake --build build/aarch64 -j "$jobs"
 run_ctest aarch64-neon build/aarch64 -E '@sme'
 run_ctest sme128 build/aarch64 -R '@sme128'
 run_ctest sme512 build/aarch64 -R '@sme512'
+
+echo "== hvx-v67: clang-19 cross build for Hexagon v67 HVX-128, run under qemu-hexagon"
+# the host Release build above wrote the vectors (target lutkit_hvx_vectors)
+cmake -S . -B build/hvx -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/hexagon-v67-hvx128.cmake \
+  -DLUTKIT_HVX_VECTORS="$PWD/build/test/hvx_vectors.bin" >/dev/null
+cmake --build build/hvx -j "$jobs"
+run_ctest hvx-v67 build/hvx
+scripts/hvx_proxy.sh build/hvx/tests/hvx/lutkit_hvx_tests
 
 echo "== fuzz: libFuzzer + ASan + UBSan, ${LUTKIT_FUZZ_SECONDS:-60} s per target"
 scripts/fuzz.sh | tee build/fuzz-summary.log

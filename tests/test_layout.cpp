@@ -243,3 +243,43 @@ TEST_CASE("reusable working buffers: one owner at a time, reused after release",
     CHECK(f.get() != g.get());
   }
 }
+
+TEST_CASE("Q4_0 super-groups: every code and scale where the layout says, ragged K, bad scales refused", "[layout]") {
+  using SG = q4_0_supergroup;
+  std::mt19937 rng(7);
+  for (std::size_t K : {std::size_t(32), std::size_t(256), std::size_t(288), std::size_t(800)}) {
+    const std::size_t M = 3, nb = M * K / 32;
+    std::vector<uint8_t> blocks(nb * 18);
+    for (auto& b : blocks) b = uint8_t(rng());
+    for (std::size_t b = 0; b < nb; ++b) blocks[b * 18 + 1] &= 0x3B;  // finite scales
+    const auto sg = pack_q4_0_supergroups(blocks.data(), M, K, blocks.size());
+    REQUIRE(sg.size() == M * SG::row_bytes(K));
+    std::vector<bool> used(sg.size() * 8, false);
+    bool codes_ok = true, scales_ok = true, injective = true;
+    for (std::size_t m = 0; m < M; ++m)
+      for (std::size_t k = 0; k < K; ++k) {
+        const unsigned char* blk = &blocks[(m * (K / 32) + k / 32) * 18];
+        const int j = int(k % 32);
+        const unsigned code = j < 16 ? blk[2 + j] & 15u : unsigned(blk[2 + j - 16] >> 4);
+        const int w = int(k % 256);
+        const std::size_t at = SG::record_offset(K, m, k) + std::size_t(SG::byte_of(w));
+        codes_ok = codes_ok && ((sg[at] >> SG::shift_of(w)) & 15u) == code;
+        for (int b = 0; b < 4; ++b) {
+          injective = injective && !used[at * 8 + std::size_t(SG::shift_of(w) + b)];
+          used[at * 8 + std::size_t(SG::shift_of(w) + b)] = true;
+        }
+        if (j == 0) {
+          const std::size_t so = SG::record_offset(K, m, k) + std::size_t(SG::scale_offset(int(w / 32)));
+          scales_ok = scales_ok && sg[so] == blk[0] && sg[so + 1] == blk[1];
+        }
+      }
+    CHECK(codes_ok);
+    CHECK(scales_ok);
+    CHECK(injective);
+  }
+  std::vector<uint8_t> bad(18, 0);
+  bad[1] = 0x7C;  // +inf
+  CHECK_THROWS_WITH(pack_q4_0_supergroups(bad.data(), 1, 32, bad.size()), Catch::Matchers::Contains("not finite"));
+  CHECK_THROWS_WITH(pack_q4_0_supergroups(bad.data(), 1, 48, bad.size()), Catch::Matchers::Contains("multiple of 32"));
+  CHECK_THROWS_WITH(pack_q4_0_supergroups(bad.data(), 2, 32, bad.size()), Catch::Matchers::Contains("needs"));
+}

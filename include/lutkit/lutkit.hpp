@@ -13,6 +13,7 @@
 #include "lutkit/core/tiling.hpp"
 #include "lutkit/quant/pack.hpp"
 #include "lutkit/quant/q4nx.hpp"
+#include "lutkit/quant/q4_0_supergroup.hpp"
 #include "lutkit/quant/quant.hpp"
 #include "lutkit/quant/reference.hpp"
 #include "lutkit/quant/tile_group.hpp"

@@ -32,7 +32,11 @@ inline std::vector<uint8_t> pack_q4_0_supergroups(const void* blocks, std::size_
       const std::size_t k0 = g * SG::group_k;
       uint8_t* rec = out.data() + SG::record_offset(K, m, k0);
       const int gi = int((k0 % SG::weights) / SG::group_k);
-      std::memcpy(rec + SG::scale_offset(gi), b, 2);
+      uint16_t d;
+      std::memcpy(&d, b, 2);
+      detail::require((d & 0x7C00u) != 0x7C00u, "pack_q4_0_supergroups: the scale of row ", m, ", block ", g,
+                      " is not finite");
+      std::memcpy(rec + SG::scale_offset(gi), &d, 2);
       detail::decode_ggml_nibbles(b + 2, codes);
       for (int j = 0; j < SG::group_k; ++j) {
         const int w = gi * SG::group_k + j;

@@ -2,7 +2,8 @@
 // super-group layout (tiling_spec.hpp: q4_0_supergroup). The scale is baked into each group's
 // 16-entry table (entry c = fp16(d * (c - 8)), rounded once, as the host's dequantization rounds
 // to fp16), so the lookup's output IS the fp16 weight: no unpack, convert or multiply, and no
-// HVX float (v67 has none; before v79 it would compute in qfloat). One 128-byte vector of codes is
+// HVX float (v67 has none; before v79 it would compute in qfloat). The tables themselves are
+// built by HVX integer ops, 128 entries (8 groups) per super-group. One 128-byte vector of codes is
 // 256 weights of 8 groups; each pass (low nibbles: groups 0..3, high: 4..7) ORs four match-mode
 // vlut16 lookups, the index byte's upper nibble naming its group.
 #pragma once
@@ -11,28 +12,78 @@
 namespace lutkit::hvx {
 
 namespace detail {
-// byte b's group within a nibble pass, in the upper nibble: 2 (b mod 2) + b / 64
 struct sg_consts {
-  alignas(128) std::uint8_t gid[128];
+  alignas(128) std::uint8_t gid[128];        // byte b's group within a nibble pass: (2 (b mod 2) + b / 64) << 4
+  alignas(128) std::uint8_t scale_idx[128];  // table lane -> its group's scale (match selectors 1 and 3)
+  alignas(128) std::int16_t kabs[64];        // table lane -> |c - 8|
+  alignas(128) std::int16_t kneg[64];        // table lane -> sign bit of c - 8
 };
 constexpr sg_consts make_sg_consts() {
   sg_consts c{};
   for (int b = 0; b < 128; ++b) c.gid[b] = std::uint8_t((2 * (b % 2) + b / 64) << 4);
+  for (int hw = 0; hw < 64; ++hw) {
+    // group m of a table vector answers match selector m: word 16 (m mod 2) + code, halfword m / 2
+    const int word = hw / 2, m = 2 * (hw % 2) + word / 16, code = word % 16;
+    c.kabs[hw] = std::int16_t(code < 8 ? 8 - code : code - 8);
+    c.kneg[hw] = std::int16_t(code < 8 ? -32768 : 0);
+    // scale g sits in halfword 56 + g of the vector loaded at record + 16: word 28 + g / 2,
+    // halfword g mod 2, i.e. selector 1 (even g) or 3 (odd g), index 12 + g / 2. Even bytes feed
+    // the low output (groups 0..3), odd bytes the high one (groups 4..7).
+    for (int half = 0; half < 2; ++half) {
+      const int g = 4 * half + m;
+      c.scale_idx[2 * hw + half] = std::uint8_t(((g % 2) ? 0x30 : 0x10) | (12 + g / 2));
+    }
+  }
   return c;
 }
 inline constexpr sg_consts sg_consts_v = make_sg_consts();
 
-// The per-group tables of one super-group: groups 0..3 in `lo`, 4..7 in `hi`; group m of a
-// vector answers the match selector m: word 16 (m mod 2) + c, halfword m / 2.
-__attribute__((noinline)) inline void supergroup_tables(const std::uint8_t* rec, std::int16_t* lo, std::int16_t* hi) {
-  for (int g = 0; g < q4_0_supergroup::groups; ++g) {
-    std::uint16_t db;
-    __builtin_memcpy(&db, rec + q4_0_supergroup::scale_offset(g), 2);
-    const float d = f16_to_f32(db);
-    std::int16_t* t = g < 4 ? lo : hi;
-    const int m = g % 4;
-    for (int c = 0; c < 16; ++c) t[2 * (16 * (m % 2) + c) + m / 2] = std::int16_t(f32_to_f16(d * float(c - 8)));
-  }
+// fp16(d * k) per lane, rounded to nearest even, from the fp16 bits of d and k = +-kabs, in
+// integer HVX (v67 has no HVX float): d = M 2^(E-25) with an 11-bit M, so M |k| (< 2^14) is exact
+// and only its renormalization to 11 bits rounds. Finite d only (the importer and
+// pack_q4_0_supergroups refuse the others).
+inline HVX_Vector scaled_codes_f16(HVX_Vector d, HVX_Vector kabs, HVX_Vector kneg) {
+  const HVX_Vector zero = Q6_V_vzero(), one = splat_h(1);
+  const HVX_Vector sign = Q6_V_vxor_VV(Q6_V_vand_VV(d, splat_h(0x8000)), kneg);
+  const HVX_Vector ed = Q6_V_vand_VV(Q6_Vuh_vlsr_VuhR(d, 10), splat_h(0x1F));
+  const HVX_Vector md = Q6_V_vand_VV(d, splat_h(0x3FF));
+  const HVX_VectorPred normal_d = Q6_Q_vcmp_gt_VhVh(ed, zero);
+  const HVX_Vector M = Q6_V_vmux_QVV(normal_d, Q6_V_vor_VV(md, splat_h(0x400)), md);
+  const HVX_Vector E = Q6_V_vmux_QVV(normal_d, ed, one);
+  const HVX_Vector P = Q6_Vh_vmpyi_VhVh(M, kabs);               // value = P 2^(E-25)
+  const HVX_Vector L = Q6_Vh_vsub_VhVh(splat_h(15), Q6_Vuh_vcl0_Vuh(P));  // leading bit of P
+  // normal result: 11-bit mantissa of P (left shift exact, right shift by s <= 3 rounded to even)
+  const HVX_Vector t = Q6_Vh_vsub_VhVh(splat_h(10), L);
+  const HVX_Vector tl = Q6_Vh_vmax_VhVh(t, zero), sr = Q6_Vh_vmax_VhVh(Q6_Vh_vsub_VhVh(zero, t), zero);
+  const HVX_Vector Pl = Q6_Vh_vasl_VhVh(P, tl);
+  const HVX_Vector r = Q6_Vh_vlsr_VhVh(Pl, sr);
+  const HVX_Vector h2 = Q6_Vh_vasl_VhVh(one, sr);
+  const HVX_Vector rem2 = Q6_Vh_vasl_VhR(Q6_V_vand_VV(Pl, Q6_Vh_vsub_VhVh(h2, one)), 1);
+  const HVX_VectorPred up = Q6_Q_or_QQ(Q6_Q_vcmp_gt_VhVh(rem2, h2),
+                                       Q6_Q_and_QQ(Q6_Q_vcmp_eq_VhVh(rem2, h2), Q6_Q_vcmp_eq_VhVh(Q6_V_vand_VV(r, one), one)));
+  const HVX_Vector mant = Q6_Vh_vadd_VhVh(r, Q6_V_vmux_QVV(up, one, zero));  // in [2^10, 2^11]
+  // (biased exponent - 1) * 1024 + mant: a mantissa rounded up to 2^11 carries into the exponent
+  const HVX_Vector expo = Q6_Vh_vadd_VhVh(L, Q6_Vh_vsub_VhVh(E, splat_h(11)));
+  const HVX_Vector nbits = Q6_Vuh_vmin_VuhVuh(Q6_Vh_vadd_VhVh(Q6_Vh_vasl_VhR(expo, 10), mant), splat_h(0x7C00));
+  // subnormal result (biased exponent <= 0): exactly P 2^(E-1) units of 2^-24
+  const HVX_Vector sbits = Q6_Vh_vasl_VhVh(P, Q6_Vh_vsub_VhVh(E, one));
+  const HVX_VectorPred normal_r = Q6_Q_vcmp_gt_VhVh(Q6_Vh_vadd_VhVh(L, E), splat_h(10));
+  HVX_Vector bits = Q6_V_vmux_QVV(normal_r, nbits, sbits);
+  bits = Q6_V_vmux_QVV(Q6_Q_vcmp_eq_VhVh(P, zero), zero, bits);
+  return Q6_V_vor_VV(bits, sign);
+}
+
+// The per-group tables of one super-group, built by HVX: its 8 scales broadcast to their table
+// lanes by one match-mode vlut16 pair (paper 001 §5.2.2's scale broadcast), then fp16(d (c - 8))
+// per lane; groups 0..3 in `lo`, 4..7 in `hi`.
+__attribute__((noinline)) inline void supergroup_tables(const std::uint8_t* rec, HVX_Vector* lo, HVX_Vector* hi) {
+  const HVX_Vector sc = vloadu(rec + q4_0_supergroup::scale_offset(0) - 112);  // scales in halfwords 56..63
+  const HVX_Vector idx = vload(sg_consts_v.scale_idx);
+  HVX_VectorPair d = Q6_Wh_vlut16_VbVhR(idx, sc, 1);
+  d = Q6_Wh_vlut16or_WhVbVhR(d, idx, sc, 3);
+  const HVX_Vector kabs = vload(sg_consts_v.kabs), kneg = vload(sg_consts_v.kneg);
+  *lo = scaled_codes_f16(Q6_V_lo_W(d), kabs, kneg);
+  *hi = scaled_codes_f16(Q6_V_hi_W(d), kabs, kneg);
 }
 
 __attribute__((noinline)) inline void supergroup_lookup(HVX_Vector codes, HVX_Vector tlo, HVX_Vector thi, HVX_Vector* out) {
@@ -63,14 +114,14 @@ inline status dequant_q4_0_supergroups(const std::uint8_t* src, std::size_t M, s
   if (M == 0 || K == 0 || K % q4_0_supergroup::group_k != 0) return status::bad_shape;
   if (ldo == 0) ldo = K;
   if (ldo < K) return status::bad_stride;
-  alignas(128) std::int16_t tlo[64], thi[64];
   alignas(128) HVX_Vector w[4];
   for (std::size_t m = 0; m < M; ++m)
     for (std::size_t k0 = 0; k0 < K; k0 += q4_0_supergroup::weights) {
       const std::uint8_t* rec = src + q4_0_supergroup::record_offset(K, m, k0);
-      detail::supergroup_tables(rec, tlo, thi);
+      HVX_Vector tlo, thi;
+      detail::supergroup_tables(rec, &tlo, &thi);
       const HVX_Vector codes = detail::vloadu(rec);  // records are 144 bytes apart
-      detail::supergroup_lookup(codes, detail::vload(tlo), detail::vload(thi), w);
+      detail::supergroup_lookup(codes, tlo, thi, w);
       const std::size_t n = K - k0 < 256 ? K - k0 : 256;
       std::uint16_t* o = out + m * ldo + k0;
       if (n == 256) {
