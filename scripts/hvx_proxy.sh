@@ -19,4 +19,7 @@ proxy --func "${fn}uint_asym<2>, lutkit::group<64>, lutkit::table::lut4<signed c
 proxy --func "hvx::detail::build_table_vector<lutkit::hvx::spec_of<lutkit::fmt::uint_asym<2>, lutkit::group<64>, lutkit::table::lut4<signed char, false>" --mark vlut16 --label "table build, 4 steps (W2) "
 proxy --func "hvx::detail::supergroup_lookup" --mark vlut16 --bytes 128 --label "dequant Q4_0, lookups "
 proxy --func "hvx::detail::supergroup_tables" --mark . --bytes 128 --label "dequant Q4_0, tables "
+# one loop iteration = one step of a step pair over a 128-row tile: the step's nibbles of 4 plane chunks
+# (256 bytes of W4) -> 4 x 128 fp16 weights
+proxy --func "hvx::detail::tman_step_pair<lutkit::hvx::spec_of<lutkit::fmt::uint_sym<4>, lutkit::group<32>" --mark vlut16 --bytes 256 --label "dequant T-MAN blob W4 "
 proxy --func "hvx::detail::exp_gather64" --mark vgather --bytes 128 --label "exp, 64 fp16 "

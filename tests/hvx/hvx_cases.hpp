@@ -37,6 +37,11 @@ using gemv_policies = list<entry<fmt::uint_asym<1>, group<32>, i8>,       //
                            entry<fmt::ternary, per_tensor, i8>,           //
                            entry<fmt::ternary, per_channel, i8m>>;
 
+// The entries the T-MAN blob dequantizer takes (hvx::dequant_fp16): symmetric integer, 2-4 bits.
+template <class E>
+constexpr bool tman_dequant_entry = !format_traits<typename E::fmt>::is_ternary &&
+                                    !format_traits<typename E::fmt>::asymmetric && format_traits<typename E::fmt>::bits >= 2;
+
 // Calls f.template operator()<E>() for entry i of the list; false if there is none.
 template <class... E, class F>
 bool with_entry(list<E...>, int i, F&& f) {
@@ -52,7 +57,8 @@ bool with_entry(list<E...>, int i, F&& f) {
 //          [model: N * M floats][model bound: N * M floats]  (make_hvx_vectors.cpp: hvx_model)
 //   q4_0   [super-groups: M * row_bytes(K)][expected fp16: M * K]
 //   exp    [table: 32768 fp16][inputs: N fp16][expected: N fp16]      (M = K = 0)
-enum kind : uint32_t { k_end = 0, k_gemv = 1, k_q4_0 = 2, k_exp = 3 };
+//   tman   [packed data][expected fp16, transposed: K x M]               (policy: gemv_policies)
+enum kind : uint32_t { k_end = 0, k_gemv = 1, k_q4_0 = 2, k_exp = 3, k_tman = 4 };
 struct record {
   uint32_t kind, policy, M, K, N, row_begin, row_end, ldx;
   uint32_t section[6];  // section byte sizes before padding

@@ -228,6 +228,32 @@ void gemv_case(writer& w, std::mt19937& rng, int policy) {
   w.end();
 }
 
+template <class E>
+void tman_case(writer& w, std::mt19937& rng, int policy) {
+  using P = lutkit::policy<typename E::fmt, typename E::group, typename E::table, target::hvx>;
+  constexpr auto& S = P::spec;
+  const std::size_t M = std::uniform_int_distribution<std::size_t>(1, 300)(rng);
+  const std::size_t K = S.group_k > 0 ? std::size_t(S.group_k) * std::uniform_int_distribution<std::size_t>(1, 4)(rng)
+                                      : std::uniform_int_distribution<std::size_t>(1, 300)(rng);
+  std::vector<float> wt(M * K);
+  std::normal_distribution<float> nd;
+  const float scale = std::ldexp(1.f, int(rng() % 30) - 20);  // fp16 scales from subnormal to ~2^9
+  for (auto& v : wt) v = nd(rng) * scale;
+  const auto q = quantize<P>(wt.data(), M, K);
+  const auto wp = pack<P>(q);
+  const auto deq = ref::dequantize(q);
+  std::vector<uint16_t> expect(K * M);
+  for (std::size_t m = 0; m < M; ++m)
+    for (std::size_t k = 0; k < K; ++k) expect[k * M + m] = f32_to_f16(float(deq[m * K + k]));
+  record* r = w.begin(k_tman);
+  r->policy = uint32_t(policy);
+  r->M = uint32_t(M);
+  r->K = uint32_t(K);
+  w.section(wp.data(), wp.layout().total_bytes);
+  w.section(expect.data(), expect.size() * 2);
+  w.end();
+}
+
 void q4_0_case(writer& w, std::mt19937& rng) {
   using P = lutkit::policy<fmt::uint_sym<4>, group<32>, table::lut4<int8_t, false>>;
   const std::size_t M = std::uniform_int_distribution<std::size_t>(1, 24)(rng);
@@ -292,6 +318,14 @@ int main(int argc, char** argv) {
     with_entry(gemv_policies{}, p, [&]<class E>() { gemv_case<E>(w, rng, p); });
   }
   for (int c = 0; c < cases; ++c) q4_0_case(w, rng);
+  for (int c = 0, p = 0; c < cases; ++p) {
+    with_entry(gemv_policies{}, p % gemv_policies::size, [&]<class E>() {
+      if constexpr (tman_dequant_entry<E>) {
+        tman_case<E>(w, rng, p % gemv_policies::size);
+        ++c;
+      }
+    });
+  }
   std::vector<uint16_t> table(32768);
   const float* host = detail::exp_table();
   for (std::size_t i = 0; i < table.size(); ++i) table[i] = f32_to_f16(host[i]);

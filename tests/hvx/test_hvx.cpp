@@ -26,7 +26,7 @@ using hvx_rt::put;
 namespace {
 alignas(128) unsigned char table_buf[1 << 20];
 alignas(128) float ybuf[16 * 320];
-alignas(128) std::uint16_t hbuf[24 * 1280];
+alignas(128) std::uint16_t hbuf[300 * 1024];
 alignas(128) unsigned char misaligned_copy[1 << 18];
 
 const unsigned char* section(const record* r, int i) {
@@ -111,6 +111,37 @@ void q4_0_record(const record* r, hvx_rt::suite& s, long index) {
   s.end(index);
 }
 
+void tman_record(const record* r, hvx_rt::suite& s, long index) {
+  const auto* data = section(r, 0);
+  const auto* expect = reinterpret_cast<const std::uint16_t*>(section(r, 1));
+  const std::size_t M = r->M, K = r->K;
+  s.begin();
+  s.check(M * K <= sizeof hbuf / 2);
+  const bool found = with_entry(gemv_policies{}, int(r->policy), [&]<class E>() {
+    if constexpr (tman_dequant_entry<E>) {
+      using P = hvx::spec_of<typename E::fmt, typename E::group, typename E::table>;
+      s.check(hvx::dequant_fp16<P>(data, M, K, hbuf) == hvx::status::ok);
+      long bad = 0;
+      for (std::size_t i = 0; i < M * K; ++i) bad += !s.check(hbuf[i] == expect[i]);
+      if (bad) {
+        put("  tman dequant policy ");
+        put(long(r->policy));
+        put(" M=");
+        put(long(M));
+        put(" K=");
+        put(long(K));
+        put(" mismatches=");
+        put(bad);
+        put("\n");
+      }
+    } else {
+      s.check(false);  // the generator writes eligible policies only
+    }
+  });
+  s.check(found);
+  s.end(index);
+}
+
 const std::uint16_t* exp_table = nullptr;
 void exp_record(const record* r, hvx_rt::suite& s, long index) {
   if (r->section[0] != 0) {
@@ -171,7 +202,7 @@ void status_cases(hvx_rt::suite& s, const record* first_gemv) {
 
 int main() {
   hvx_rt::suite gemv{"lut_gemv (vlut16, HVX table build)"}, q40{"dequant Q4_0 super-groups (vlut16)"},
-      ex{"exp table (vgather)"}, st{"error statuses"};
+      ex{"exp table (vgather)"}, tm{"dequant T-MAN blob (vlut16 plane join)"}, st{"error statuses"};
   const record* first_gemv = nullptr;
   long i = 0;
   for (const auto* r = reinterpret_cast<const record*>(lutkit_hvx_vectors); r->kind != k_end;
@@ -183,10 +214,12 @@ int main() {
       q4_0_record(r, q40, i);
     } else if (r->kind == k_exp) {
       exp_record(r, ex, i);
+    } else if (r->kind == k_tman) {
+      tman_record(r, tm, i);
     }
   }
   status_cases(st, first_gemv);
-  const hvx_rt::suite* all[] = {&gemv, &q40, &ex, &st};
+  const hvx_rt::suite* all[] = {&gemv, &q40, &tm, &ex, &st};
   long cases = 0, failed = 0, assertions = 0;
   for (const auto* s : all) {
     s->report();

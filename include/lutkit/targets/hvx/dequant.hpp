@@ -133,4 +133,99 @@ inline status dequant_q4_0_supergroups(const std::uint8_t* src, std::size_t M, s
   return status::ok;
 }
 
+// ---------------------------------------------------------------------------------------------
+// The T-MAN blob (the W-bit blob packed for target::hvx, vlut16 order) -> fp16, T-MAN §4.3's two
+// levels on HVX: level 1 joins the bit planes with vlut16 (each plane's nibble looked up in a
+// "spread" table that puts bit i at bit 4 i + plane, the planes OR-ed: one halfword per row holds
+// the codes of the step's 4 activations); level 2 turns code c into fp16(scale (c - zero)) for every
+// row at once, the row's scale being its lane (the blob stores a group's 128 scales row-ordered,
+// which is the lanes' order). Symmetric integer formats with B >= 2 bits, whose c - zero is an
+// integer (uint_sym<2..4>, the llama.cpp Q4_0 import): the product is exact before its one rounding,
+// so the result is bit-exact with the host's dequantization.
+
+namespace detail {
+struct spread_consts {
+  alignas(128) std::int16_t table[64];  // nomatch selector p: nibble n -> sum_i bit_i(n) << (4 i + p)
+};
+constexpr spread_consts make_spread_consts() {
+  spread_consts c{};
+  for (int p = 0; p < 4; ++p)
+    for (int n = 0; n < 16; ++n) {
+      int v = 0;
+      for (int i = 0; i < 4; ++i) v |= ((n >> i) & 1) << (4 * i + p);
+      c.table[2 * (16 * (p % 2) + n) + p / 2] = std::int16_t(v);
+    }
+  return c;
+}
+inline constexpr spread_consts spread_consts_v = make_spread_consts();
+
+// fp16 of the rows' weights at activation k = 4 j + i for the codes packed in h (nibble i), rows
+// in lanes; d: the rows' fp16 scales
+inline HVX_Vector code_column_f16(HVX_Vector h, int i, HVX_Vector d, int zero) {
+  const HVX_Vector c = Q6_V_vand_VV(Q6_Vuh_vlsr_VuhR(h, 4 * i), splat_h(15));
+  const HVX_Vector diff = Q6_Vh_vsub_VhVh(c, splat_h(zero));
+  return scaled_codes_f16(d, Q6_Vh_vabs_Vh(diff), Q6_V_vand_VV(diff, splat_h(0x8000)));
+}
+
+template <class P>
+__attribute__((noinline)) void tman_step_pair(const std::uint8_t* bp, int spi, const std::uint8_t* scales, std::size_t k0,
+                                              std::size_t K, std::size_t rows, std::uint16_t* out, std::size_t ldo) {
+  constexpr tiling_spec S = P::spec;
+  constexpr int zero = 1 << (S.bits - 1);
+  const HVX_Vector spread = vload(spread_consts_v.table);
+  const HVX_Vector d0 = vload(scales), d1 = vload(scales + 128);  // rows 0..63, 64..127
+  for (int s = 0; s < 2; ++s) {
+    HVX_VectorPair h = Q6_W_vcombine_VV(Q6_V_vzero(), Q6_V_vzero());
+    for (int p = 0; p < S.planes; ++p) {  // level 1: join the planes
+      HVX_Vector v = vload(bp + S.plane_chunk_in_block(spi, p));
+      if (s) v = Q6_Vuh_vlsr_VuhR(v, 4);
+      const HVX_VectorPair l = Q6_Wh_vlut16_VbVhR_nomatch(v, spread, p);
+      h = Q6_W_vcombine_VV(Q6_V_vor_VV(Q6_V_hi_W(h), Q6_V_hi_W(l)), Q6_V_vor_VV(Q6_V_lo_W(h), Q6_V_lo_W(l)));
+    }
+    for (int i = 0; i < 4; ++i) {  // level 2: one activation's column of 128 rows
+      const std::size_t k = k0 + std::size_t(4 * s + i);
+      if (k >= K) return;
+      std::uint16_t* o = out + k * ldo;
+      const HVX_Vector lo = code_column_f16(Q6_V_lo_W(h), i, d0, zero);
+      const HVX_Vector hi = code_column_f16(Q6_V_hi_W(h), i, d1, zero);
+      if (rows == 128) {
+        vstoreu(o, lo);
+        vstoreu(o + 64, hi);
+      } else {
+        alignas(128) HVX_Vector col[2] = {lo, hi};
+        __builtin_memcpy(o, col, rows * 2);
+      }
+    }
+  }
+}
+}  // namespace detail
+
+// The fp16 bit patterns of the M x K weights of a blob packed for P (target::hvx), stored
+// transposed: out[k * ldo + m] (ldo = 0: M), the k-major order a matrix unit takes its B operand
+// in. `data` is the blob's packed data, 128-byte aligned.
+template <class P>
+status dequant_fp16(const std::uint8_t* data, std::size_t M, std::size_t K, std::uint16_t* out, std::size_t ldo = 0) {
+  require_hvx_spec<P>();
+  constexpr tiling_spec S = P::spec;
+  static_assert(!S.ternary && !S.asymmetric && S.bits >= 2 && S.bits <= 4 && !S.bf16_params && S.lut,
+                "lutkit::hvx::dequant_fp16: symmetric integer formats of 2-4 bits (uint_sym<B>)");
+  if (data == nullptr || out == nullptr) return status::null_pointer;
+  if (M == 0 || K == 0 || !k_fits_groups<S.group_k>(K)) return status::bad_shape;
+  if (ldo == 0) ldo = M;
+  if (ldo < M) return status::bad_stride;
+  if (!detail::aligned128(data)) return status::bad_alignment;
+  const layout_geometry L(S, M, K);
+  const std::size_t spb = std::size_t(S.step_pairs_per_block());
+  for (std::size_t t = 0; t < L.tiles; ++t) {
+    const std::size_t rows = M - t * 128 < 128 ? M - t * 128 : 128;
+    for (std::size_t sp = 0; sp < L.step_pairs(); ++sp) {
+      const std::size_t blk = sp / spb, k0 = sp * 2 * std::size_t(S.k_per_step);
+      if (k0 >= K) break;
+      detail::tman_step_pair<P>(data + L.block_offset(t, blk), int(sp % spb),
+                                data + L.scale_offset(t, L.group_of_block(blk)), k0, K, rows, out + t * 128, ldo);
+    }
+  }
+  return status::ok;
+}
+
 }  // namespace lutkit::hvx

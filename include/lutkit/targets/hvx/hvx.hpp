@@ -60,6 +60,13 @@ constexpr void require_hvx_spec() {
                 "lutkit::hvx: this policy's blob is laid out for another target (the policy must name target::hvx)");
 }
 
+// K is whole groups (group_k 0: any K)
+template <int G>
+constexpr bool k_fits_groups(std::size_t K) {
+  if constexpr (G > 0) return K % std::size_t(G) == 0;
+  return true;
+}
+
 namespace detail {
 // Vector loads and stores of memory also read or written as scalars (the blob's bytes, tables
 // staged by the scalar unit, accumulators read back): a may_alias vector type, so the compiler's

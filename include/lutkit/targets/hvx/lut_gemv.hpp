@@ -28,12 +28,6 @@ struct tables {
 
 namespace detail {
 
-template <int G>
-constexpr bool k_fits_groups(std::size_t K) {
-  if constexpr (G > 0) return K % std::size_t(G) == 0;
-  return true;
-}
-
 template <class P>
 struct gemv_geometry {
   static constexpr tiling_spec S = P::spec;
@@ -136,7 +130,7 @@ status build_tables(const float* x, std::size_t N, std::size_t K, std::size_t ld
   require_hvx_spec<P>();
   constexpr tiling_spec S = P::spec;
   if (x == nullptr || buf == nullptr) return status::null_pointer;
-  if (N == 0 || K == 0 || !detail::k_fits_groups<S.group_k>(K)) return status::bad_shape;
+  if (N == 0 || K == 0 || !k_fits_groups<S.group_k>(K)) return status::bad_shape;
   if (ldx == 0) ldx = K;
   if (ldx < K) return status::bad_stride;
   if (!detail::aligned128(buf)) return status::bad_alignment;
@@ -307,7 +301,7 @@ status lut_gemv_rows(const std::uint8_t* data, std::size_t M, std::size_t K, con
   static_assert(S.lut && S.entry_bits == 8,
                 "lutkit::hvx::lut_gemv: int8-table LUT formats (lut4<int8_t, ...>; bits 1-4 or ternary)");
   if (data == nullptr || y == nullptr || tb.entries == nullptr) return status::null_pointer;
-  if (M == 0 || K == 0 || tb.K != K || tb.N == 0 || !detail::k_fits_groups<S.group_k>(K) ||
+  if (M == 0 || K == 0 || tb.K != K || tb.N == 0 || !k_fits_groups<S.group_k>(K) ||
       row_begin >= row_end || row_end > M)
     return status::bad_shape;
   if (ldy == 0) ldy = M;
