@@ -469,6 +469,11 @@ void register_prefill() {
           register_gemm<W4>(M, K, N, T, a, N == 128);
           register_gemm<W2>(M, K, N, T, a, N == 128);
         }
+  // the default paradigm (int8 per scale group) beside per-row int8, at the headline shape
+  for (int T : {2, 1}) {
+    register_gemm<W4>(4096, 14336, 128, T, act_type::int8_group, false);
+    register_gemm<W2>(4096, 14336, 128, T, act_type::int8_group, false);
+  }
   // the formats outside the W2/W4 sweep, at the headline shape: Q4NX (bf16 scale and min per
   // 32, min form) and tile-group weights
   for (act_type a : {act_type::int8, act_type::bf16}) register_gemm<Q4NX>(4096, 14336, 128, 2, a, false);

@@ -102,7 +102,7 @@ def prefill(path):
         print("measured peak (GFLOP/s): " + ", ".join(f"{k}/{t} {v:.0f}" for (k, t), v in sorted(peak.items())))
     if gemm:
         print()
-        header(f"{'kernel':<15} {'weights':<34} {'shape':<11} {'N':>4} {'thr':>3} {'act':<6} {'ms':>8} {'GFLOP/s':>8} {'best':>6} {'of peak':>7} {'vs ConvertDQ':>12} {'vs LoadFull':>11}")
+        header(f"{'kernel':<15} {'weights':<34} {'shape':<11} {'N':>4} {'thr':>3} {'act':<10} {'ms':>8} {'GFLOP/s':>8} {'best':>6} {'of peak':>7} {'vs ConvertDQ':>12} {'vs LoadFull':>11}")
         for (k, pol, shape, n, thr, act), (t, gf, op, best) in sorted(gemm.items()):
             bits = pol.split("_")[0]
             cdq = gemm.get(("convertdq_gemm", f"{bits}_g64_asym_rowmajor", shape, n, thr, act))
@@ -112,7 +112,7 @@ def prefill(path):
             same = "_g64_asym_" in pol
             s_c = f"{cdq[0] / t:.2f}x" if cdq and k == "dequant_gemm" and same else "-"
             s_l = f"{lf[0] / t:.2f}x" if lf and k == "dequant_gemm" and same else "-"
-            print(f"{k:<15} {pol:<34} {shape:<11} {n.split(':')[1]:>4} {thr.split(':')[1]:>3} {act.split(':')[1]:<6} "
+            print(f"{k:<15} {pol:<34} {shape:<11} {n.split(':')[1]:>4} {thr.split(':')[1]:>3} {act.split(':')[1]:<10} "
                   f"{t:8.1f} {gf:8.1f} {best:6.0f} {op:7.2f} {s_c:>12} {s_l:>11}")
     if deq:
         print()

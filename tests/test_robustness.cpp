@@ -175,6 +175,12 @@ TEST_CASE("a policy for another target never runs host code", "[robustness][targ
   const auto ws = pack<S>(quantize<S>(w.data(), M, K));  // packing is the shared tiling spec: fine anywhere
   CHECK_THROWS_WITH(lut_gemv<S>(ws, build_tables<S>(x.data(), 1, K), y.data()), Catch::Contains("targets sme"));
   CHECK_THROWS_WITH(build_tables<H>(x.data(), 1, K), Catch::Contains("targets hvx"));
+  // the hvx blob (128-row tiles, vlut16 order) packs on the host; no host kernel runs it
+  const auto wh = pack<H>(quantize<H>(w.data(), M, K));
+  CHECK_THROWS_WITH(dequant_gemm<H>(wh, x.data(), 1, K, y.data(), act_type::fp32), Catch::Contains("targets hvx"));
+  CHECK_THROWS_WITH(dequant_gemm<H>(wh, x.data(), 1, K, y.data(), act_type::int8), Catch::Contains("targets hvx"));
+  CHECK_THROWS_WITH(fused_dq_gemv<H>(wh, x.data(), 1, K, y.data()), Catch::Contains("targets hvx"));
+  CHECK_THROWS_WITH(decode_gemv<H>(wh, x.data(), 1, K, y.data()), Catch::Contains("targets hvx"));
 #if !defined(LUTKIT_HAVE_SME_DQ)
   CHECK_THROWS_WITH(dequant_gemm<S>(ws, x.data(), 1, K, y.data(), act_type::fp32), Catch::Contains("targets sme"));
   CHECK_THROWS_WITH(fused_dq_gemv<S>(ws, x.data(), 1, K, y.data()), Catch::Contains("targets sme"));

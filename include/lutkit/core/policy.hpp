@@ -36,10 +36,11 @@ struct symmetry {
   std::string str() const { return asymmetric ? "asym" : "sym"; }
 };
 struct table_layout {
-  int index_bits;
+  int index_bits;  // 0: the format never builds LUT tables (8 bits, codebooks, Q4NX): "notab"
   int entry_bits;
   bool mirror;
   std::string str() const {
+    if (index_bits == 0) return "notab";
     std::ostringstream os;
     os << "lut" << index_bits << "i" << entry_bits << (mirror ? "m" : "");
     return os.str();
@@ -84,7 +85,10 @@ inline uint64_t policy_hash(const std::string& name) {
   return h;
 }
 
-template <class Fmt, class Group, class Table, class Target = target::portable>
+// Table: the LUT-GEMV's activation tables. The default, mirrored int8 tables, is the one at least
+// as accurate as llama.cpp at the same speed (docs/llama_formats.md, "Accuracy"); formats the
+// LUT-GEMV cannot run (8 bits, codebooks, Q4NX) ignore it, and their blobs do not record it.
+template <class Fmt, class Group, class Table = table::lut4<int8_t, true>, class Target = target::portable>
 struct policy {
   using format = Fmt;
   using group_shape = Group;
@@ -107,7 +111,8 @@ struct policy {
     return policy_desc{{fmt_traits::bits, fmt_traits::is_ternary, fmt_traits::book_name},
                        {Group::group_k, Group::tensor},
                        {fmt_traits::asymmetric},
-                       {Table::index_bits, Table::entry_bits, spec.mirror},
+                       fmt_traits::lut_gemv_capable ? name_token::table_layout{Table::index_bits, Table::entry_bits, spec.mirror}
+                                                    : name_token::table_layout{0, 0, false},
                        {Target::desc.name},
                        {spec.block_k}};
   }

@@ -37,4 +37,27 @@ std::vector<double> gemv(const quantized<P>& q, const float* x, std::size_t N, s
   return y;
 }
 
+// llama.cpp's CPU product for the same weights: its activations rounded to 8 bits per block of
+// `block` along K, then the exact dot with the dequantized weights (ggml's integer block dot
+// d_w d_x sum(q_w q_x) is this sum, grouped). block = 32: q8_0 (d = amax / 127 stored as fp16,
+// q = round(x / d), as quantize_row_q8_0 does), the activations of Q4_0, Q8_0 and IQ4_NL;
+// block = 256: q8_K (a float d), the activations of the K-quants. What lutkit's accuracy is
+// compared against (docs/llama_formats.md, "Accuracy").
+template <class P>
+std::vector<double> gemv_llama_activations(const quantized<P>& q, const float* x, std::size_t N, std::size_t ldx = 0,
+                                           std::size_t block = 32) {
+  if (ldx == 0) ldx = q.K;
+  std::vector<float> xq(N * q.K);
+  for (std::size_t n = 0; n < N; ++n)
+    for (std::size_t k0 = 0; k0 < q.K; k0 += block) {
+      const std::size_t k1 = k0 + block < q.K ? k0 + block : q.K;
+      float amax = 0.f;
+      for (std::size_t k = k0; k < k1; ++k) amax = std::fmax(amax, std::fabs(x[n * ldx + k]));
+      const float d = amax / 127.f, id = d != 0.f ? 1.f / d : 0.f;
+      const float ds = block == 32 ? f16_to_f32(f32_to_f16(d)) : d;
+      for (std::size_t k = k0; k < k1; ++k) xq[n * q.K + k] = ds * std::round(x[n * ldx + k] * id);
+    }
+  return gemv(q, xq.data(), N, q.K);
+}
+
 }  // namespace lutkit::ref

@@ -1,0 +1,208 @@
+// Which table layout and activation paradigm to choose: the error of each lutkit decode and prefill
+// route on llama.cpp tensors (Q4_0, Q8_0 imported from blocks; IQ4_NL), measured against the exact
+// product of the dequantized weights (ref::gemv, double), beside llama.cpp's own error (its
+// activations rounded to q8_0 per 32: ref::gemv_q8_0_activations). Prints the table
+// docs/llama_formats.md ("Accuracy") records. Errors are relative RMS over all outputs.
+//   lutkit_accuracy [M K N seeds]   (default 1024 4096 8 3)
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <lutkit/lutkit.hpp>
+
+using namespace lutkit;
+
+namespace {
+
+struct tensor {
+  std::vector<float> w, x;  // M x K weights, N x K activations
+};
+
+// Weights with row-to-row scale spread and rare outliers; activations with a few outlier
+// channels (as LLM hidden states have).
+tensor make_tensor(std::size_t M, std::size_t K, std::size_t N, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd;
+  std::uniform_real_distribution<float> ud(0.25f, 2.f);
+  tensor t;
+  t.w.resize(M * K);
+  for (std::size_t m = 0; m < M; ++m) {
+    const float rs = ud(rng);
+    for (std::size_t k = 0; k < K; ++k) t.w[m * K + k] = nd(rng) * rs * (rng() % 500 == 0 ? 8.f : 1.f);
+  }
+  std::vector<float> ch(K);
+  for (auto& c : ch) c = rng() % 100 == 0 ? 20.f : 1.f;
+  t.x.resize(N * K);
+  for (std::size_t n = 0; n < N; ++n)
+    for (std::size_t k = 0; k < K; ++k) t.x[n * K + k] = nd(rng) * ch[k];
+  return t;
+}
+
+// llama.cpp's block quantizers, from their definition: Q4_0 d = (the value of largest |w|) / -8,
+// q = min(15, trunc(w / d + 8.5)); Q8_0 d = amax / 127, q = round(w / d); d stored as fp16.
+std::vector<uint8_t> q4_0_blocks(const std::vector<float>& w, std::size_t M, std::size_t K) {
+  std::vector<uint8_t> out(M * K / 32 * 18);
+  for (std::size_t b = 0; b < M * K / 32; ++b) {
+    const float* v = &w[b * 32];
+    float amax = 0.f, mx = 0.f;
+    for (int j = 0; j < 32; ++j)
+      if (std::fabs(v[j]) > amax) {
+        amax = std::fabs(v[j]);
+        mx = v[j];
+      }
+    const float d = mx / -8.f, id = d != 0.f ? 1.f / d : 0.f;
+    const uint16_t dh = f32_to_f16(d);
+    std::memcpy(&out[b * 18], &dh, 2);
+    for (int j = 0; j < 16; ++j) {
+      const int q0 = std::min(15, int(v[j] * id + 8.5f)), q1 = std::min(15, int(v[j + 16] * id + 8.5f));
+      out[b * 18 + 2 + j] = uint8_t(q0 | (q1 << 4));
+    }
+  }
+  return out;
+}
+std::vector<uint8_t> q8_0_blocks(const std::vector<float>& w, std::size_t M, std::size_t K) {
+  std::vector<uint8_t> out(M * K / 32 * 34);
+  for (std::size_t b = 0; b < M * K / 32; ++b) {
+    const float* v = &w[b * 32];
+    float amax = 0.f;
+    for (int j = 0; j < 32; ++j) amax = std::fmax(amax, std::fabs(v[j]));
+    const float d = amax / 127.f, id = d != 0.f ? 1.f / d : 0.f;
+    const uint16_t dh = f32_to_f16(d);
+    std::memcpy(&out[b * 34], &dh, 2);
+    for (int j = 0; j < 32; ++j) out[b * 34 + 2 + j] = uint8_t(int8_t(std::lround(v[j] * id)));
+  }
+  return out;
+}
+
+struct err_acc {
+  double e2 = 0, r2 = 0;
+  void add(const std::vector<float>& y, const std::vector<double>& ref) {
+    for (std::size_t i = 0; i < y.size(); ++i) {
+      e2 += (double(y[i]) - ref[i]) * (double(y[i]) - ref[i]);
+      r2 += ref[i] * ref[i];
+    }
+  }
+  void add(const std::vector<double>& y, const std::vector<double>& ref) {
+    for (std::size_t i = 0; i < y.size(); ++i) {
+      e2 += (y[i] - ref[i]) * (y[i] - ref[i]);
+      r2 += ref[i] * ref[i];
+    }
+  }
+  double rel() const { return std::sqrt(e2 / r2); }
+};
+
+struct row {
+  std::string format, route;
+  err_acc err;
+};
+
+template <class P>
+quantized<P> import_for(const tensor& t, std::size_t M, std::size_t K) {
+  using F = typename P::format;
+  if constexpr (std::is_same_v<F, fmt::uint_sym<4>>) {
+    const auto b = q4_0_blocks(t.w, M, K);
+    return import_q4_0<P>(b.data(), M, K, b.size());
+  } else if constexpr (std::is_same_v<F, fmt::uint_sym<8>>) {
+    const auto b = q8_0_blocks(t.w, M, K);
+    return import_q8_0<P>(b.data(), M, K, b.size());
+  } else {
+    return quantize<P>(t.w.data(), M, K);  // IQ4_NL: lutkit's RTN quantizer into the same format
+  }
+}
+
+template <class P>
+void lut_row(std::vector<row>& rows, const char* format, const char* route, const tensor& t, std::size_t M,
+             std::size_t K, std::size_t N, const std::vector<double>& exact, std::size_t slot, thread_pool& pool) {
+  const auto q = import_for<P>(t, M, K);
+  const auto wp = pack<P>(q);
+  std::vector<float> y(N * M);
+  lut_gemv(wp, build_tables<P>(t.x.data(), N, K), y.data(), 0, &pool);
+  if (rows.size() <= slot) rows.resize(slot + 1);
+  rows[slot].format = format;
+  rows[slot].route = route;
+  rows[slot].err.add(y, exact);
+}
+
+template <class P>
+std::size_t dq_rows(std::vector<row>& rows, const char* format, const tensor& t, std::size_t M, std::size_t K,
+                    std::size_t N, std::size_t slot, thread_pool& pool, std::vector<double>& exact) {
+  const auto q = import_for<P>(t, M, K);
+  const auto wp = pack<P>(q);
+  exact = ref::gemv(q, t.x.data(), N);
+  std::vector<float> y(N * M);
+  const struct {
+    act_type a;
+    const char* name;
+  } acts[] = {{act_type::int8, "dequant_gemm act_type::int8 (per activation row)"},
+              {act_type::int8_group, "dequant_gemm act_type::int8_group (per scale group)"},
+              {act_type::bf16, "dequant_gemm act_type::bf16"},
+              {act_type::fp32, "dequant_gemm act_type::fp32"}};
+  if (rows.size() < slot + 6) rows.resize(slot + 6);
+  for (std::size_t i = 0; i < 4; ++i) {
+    dequant_gemm(wp, t.x.data(), N, K, y.data(), acts[i].a, 0, 0, &pool);
+    rows[slot + i].format = format;
+    rows[slot + i].route = acts[i].name;
+    rows[slot + i].err.add(y, exact);
+  }
+  decode_gemv(wp, t.x.data(), N, K, y.data(), decode_method::best, 0, 0, &pool);
+  rows[slot + 4].format = format;
+  rows[slot + 4].route = "decode_gemv (decode_method::best)";
+  rows[slot + 4].err.add(y, exact);
+  rows[slot + 5].format = format;
+  rows[slot + 5].route = "llama.cpp: activations as q8_0";
+  rows[slot + 5].err.add(ref::gemv_llama_activations(q, t.x.data(), N), exact);
+  return slot + 6;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::size_t M = argc > 4 ? std::strtoul(argv[1], nullptr, 10) : 1024;
+  const std::size_t K = argc > 4 ? std::strtoul(argv[2], nullptr, 10) : 4096;
+  const std::size_t N = argc > 4 ? std::strtoul(argv[3], nullptr, 10) : 8;
+  const int seeds = argc > 4 ? std::atoi(argv[4]) : 3;
+  using i8 = table::lut4<int8_t, false>;
+  using i8m = table::lut4<int8_t, true>;
+  using i16 = table::lut4<int16_t, false>;
+  using i16m = table::lut4<int16_t, true>;
+  thread_pool pool(2);
+  std::vector<row> rows;
+  for (int s = 0; s < seeds; ++s) {
+    const tensor t = make_tensor(M, K, N, 1000u + unsigned(s));
+    std::vector<double> exact;
+    std::size_t slot = dq_rows<policy<fmt::uint_sym<4>, group<32>, i8>>(rows, "Q4_0", t, M, K, N, 0, pool, exact);
+    lut_row<policy<fmt::uint_sym<4>, group<32>, i8>>(rows, "Q4_0", "lut_gemv, table lut4<int8_t, false>", t, M, K, N, exact, slot++, pool);
+    lut_row<policy<fmt::uint_sym<4>, group<32>, i8m>>(rows, "Q4_0", "lut_gemv, table lut4<int8_t, true> (mirrored)", t, M, K, N, exact, slot++, pool);
+    lut_row<policy<fmt::uint_sym<4>, group<32>, i16>>(rows, "Q4_0", "lut_gemv, table lut4<int16_t, false>", t, M, K, N, exact, slot++, pool);
+    lut_row<policy<fmt::uint_sym<4>, group<32>, i16m>>(rows, "Q4_0", "lut_gemv, table lut4<int16_t, true>", t, M, K, N, exact, slot++, pool);
+    slot = dq_rows<policy<fmt::uint_sym<8>, group<32>, i8>>(rows, "Q8_0", t, M, K, N, slot, pool, exact);
+    slot = dq_rows<policy<fmt::codebook4<book::iq4_nl>, group<32>, i8>>(rows, "IQ4_NL", t, M, K, N, slot, pool, exact);
+    // a wider group (no llama.cpp format; its K-quants take q8_K activations, one scale per 256)
+    using W4 = policy<fmt::uint_asym<4>, group<64>, i8>;
+    slot = dq_rows<W4>(rows, "W4 g64 asym", t, M, K, N, slot, pool, exact);
+    if (rows.size() <= slot) rows.resize(slot + 1);
+    rows[slot].format = "W4 g64 asym";
+    rows[slot].route = "llama.cpp K-quant style: activations as q8_K (per 256)";
+    rows[slot++].err.add(ref::gemv_llama_activations(quantize<W4>(t.w.data(), M, K), t.x.data(), N, 0, 256), exact);
+    lut_row<policy<fmt::uint_asym<4>, group<64>, i8>>(rows, "W4 g64 asym", "lut_gemv, table lut4<int8_t, false>", t, M, K, N, exact, slot++, pool);
+    lut_row<policy<fmt::uint_asym<4>, group<64>, i8m>>(rows, "W4 g64 asym", "lut_gemv, table lut4<int8_t, true> (mirrored)", t, M, K, N, exact, slot++, pool);
+  }
+  std::printf("Relative RMS error against the exact product of the dequantized weights (%zu x %zu, N = %zu, "
+              "%d seeds)\n\n",
+              M, K, N, seeds);
+  std::printf("| format | route | error | / llama.cpp's (q8_0 activations) |\n| --- | --- | --- | --- |\n");
+  double llama = 0;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    // ratios against each format's q8_0 row
+    if (i == 0 || rows[i].format != rows[i - 1].format)
+      for (std::size_t j = i; j < rows.size() && rows[j].format == rows[i].format; ++j)
+        if (rows[j].route == "llama.cpp: activations as q8_0") llama = rows[j].err.rel();
+    std::printf("| %s | %s | %.2e | %.2f |\n", rows[i].format.c_str(), rows[i].route.c_str(), rows[i].err.rel(),
+                rows[i].err.rel() / llama);
+  }
+  return 0;
+}
