@@ -48,13 +48,7 @@ std::vector<uint8_t> q4_0_blocks(const std::vector<float>& w, std::size_t M, std
   std::vector<uint8_t> out(M * K / 32 * 18);
   for (std::size_t b = 0; b < M * K / 32; ++b) {
     const float* v = &w[b * 32];
-    float amax = 0.f, mx = 0.f;
-    for (int j = 0; j < 32; ++j)
-      if (std::fabs(v[j]) > amax) {
-        amax = std::fabs(v[j]);
-        mx = v[j];
-      }
-    const float d = mx / -8.f, id = d != 0.f ? 1.f / d : 0.f;
+    const float d = detail::signed_absmax(v, 32, 1) / -8.f, id = d != 0.f ? 1.f / d : 0.f;
     const uint16_t dh = f32_to_f16(d);
     std::memcpy(&out[b * 18], &dh, 2);
     for (int j = 0; j < 16; ++j) {

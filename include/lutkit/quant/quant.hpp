@@ -86,11 +86,21 @@ uint8_t nearest_level(float w, float s) {
 // Codebooks: the fp16 scale of one group. The largest-magnitude weight m lands on the most
 // negative or on the most positive signed level (m / lo or m / hi, like q4_0's m / -8), and a
 // few shrunk candidates of each are tried; the smallest squared error of nearest-level codes wins.
+// The first weight of largest magnitude, sign kept (0 for an all-zero group). Two passes, a max
+// reduction and a search: clang 19 at -O3 for aarch64 vectorizes the one-pass form (m = w where
+// |w| > |m|) wrongly, dropping the first element in some inlining contexts (a W8 group of
+// tests/test_formats.cpp got the scale of its second-largest weight under qemu).
+inline float signed_absmax(const float* w, std::size_t n, std::size_t stride) {
+  float amax = 0.f;
+  for (std::size_t i = 0; i < n; ++i) amax = std::fmax(amax, std::fabs(w[i * stride]));
+  for (std::size_t i = 0; i < n; ++i)
+    if (std::fabs(w[i * stride]) == amax) return w[i * stride];
+  return 0.f;
+}
+
 template <class FT>
 float fit_codebook_scale(const float* w, std::size_t n, std::size_t stride) {
-  float m = 0.f;
-  for (std::size_t i = 0; i < n; ++i)
-    if (std::fabs(w[i * stride]) > std::fabs(m)) m = w[i * stride];
+  const float m = signed_absmax(w, n, stride);
   if (m == 0.f) return 0.f;
   float lo = 0.f, hi = 0.f;
   for (int c = 0; c <= FT::max_code; ++c) {
@@ -156,9 +166,7 @@ void fit_group(const float* w, std::size_t n, std::size_t stride, float& s, floa
     z = P::spec.sym_zero;
   } else {
     // like q4_0: the largest-magnitude weight maps exactly onto the most negative level
-    float m = 0.f;
-    for (std::size_t i = 0; i < n; ++i)
-      if (std::fabs(w[i * stride]) > std::fabs(m)) m = w[i * stride];
+    const float m = signed_absmax(w, n, stride);
     s = round_to_f16(m / -float(1 << (B - 1)));
     z = P::spec.sym_zero;
   }
