@@ -35,4 +35,5 @@ void register_attention();
 double peak_gflops(const std::string& key);
 void register_sampling();
 void register_decode();
+void register_load();
 }  // namespace lutkit_bench

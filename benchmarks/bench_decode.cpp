@@ -49,6 +49,7 @@ const char* method_name(decode_method m) {
     case decode_method::lut_gemv: return "lut_gemv";
     case decode_method::fused_dq: return "fused_dq";
     case decode_method::int8: return "int8";
+    case decode_method::bf16: return "bf16";
     default: return "best";
   }
 }
@@ -90,12 +91,12 @@ void register_policy(std::size_t M, std::size_t K) {
                                  [=](benchmark::State& st) { bm_decode_read<P>(st, M, K, T); })
         ->Unit(benchmark::kMicrosecond)
         ->UseRealTime();
-    std::vector<decode_method> ms = {decode_method::fused_dq};
+    std::vector<decode_method> ms = {decode_method::fused_dq, decode_method::bf16};
     if constexpr (format_traits<typename P::format>::integer_levels) ms.push_back(decode_method::int8);
     if constexpr (format_traits<typename P::format>::lut_gemv_capable) ms.push_back(decode_method::lut_gemv);
     for (std::size_t N : {1, 2, 16})
       for (decode_method m : ms) {
-        if (N > 1 && m == decode_method::fused_dq) continue;
+        if (N > 1 && (m == decode_method::fused_dq || m == decode_method::bf16)) continue;
         benchmark::RegisterBenchmark(
             ("decode_gemv/" + std::string(method_name(m)) + "/" + P::name() + shape + "/n:" + std::to_string(N) + th).c_str(),
             [=](benchmark::State& st) { bm_decode<P>(st, m, M, K, N, T); })

@@ -273,6 +273,7 @@ int main(int argc, char** argv) {
   lutkit_bench::register_decode();
   lutkit_bench::register_attention();
   lutkit_bench::register_sampling();
+  lutkit_bench::register_load();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

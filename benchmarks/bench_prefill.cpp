@@ -119,24 +119,27 @@ prefill_case<P>& prefill_data(std::size_t M, std::size_t K, bool need_full) {
     auto c = std::make_unique<prefill_case<P>>();
     c->M = M;
     c->K = K;
-    constexpr int B = P::spec.bits;
-    const std::size_t groups = K / 64;
     c->q = random_quantized<P>(M, K, M * 131 + K);
-    const std::vector<uint8_t>& codes = c->q.codes;
     c->packed = std::make_unique<packed_weights<P>>(pack<P>(c->q));
-    // ConvertDQ layout: per 16 bytes, code j of byte i is weight 16*j + i
-    constexpr int per_byte = 8 / B;
-    c->cdq_codes.assign(M * K / per_byte, 0);
-    for (std::size_t m = 0; m < M; ++m)
-      for (std::size_t k = 0; k < K; ++k) {
-        const std::size_t blk = k / (16 * per_byte), in = k % (16 * per_byte);
-        const std::size_t byte = blk * 16 + in % 16, j = in / 16;
-        c->cdq_codes[m * (K / per_byte) + byte] |= uint8_t(codes[m * K + k] << (j * B));
+    // ConvertDQ layout (the baselines' W<bits> g64 asymmetric weights only): per 16 bytes, code j
+    // of byte i is weight 16*j + i
+    if constexpr (P::spec.asymmetric && P::spec.group_k == 64 && !P::spec.min_form) {
+      constexpr int B = P::spec.bits;
+      const std::size_t groups = K / 64;
+      const std::vector<uint8_t>& codes = c->q.codes;
+      constexpr int per_byte = 8 / B;
+      c->cdq_codes.assign(M * K / per_byte, 0);
+      for (std::size_t m = 0; m < M; ++m)
+        for (std::size_t k = 0; k < K; ++k) {
+          const std::size_t blk = k / (16 * per_byte), in = k % (16 * per_byte);
+          const std::size_t byte = blk * 16 + in % 16, j = in / 16;
+          c->cdq_codes[m * (K / per_byte) + byte] |= uint8_t(codes[m * K + k] << (j * B));
+        }
+      c->cdq_sz.resize(M * groups * 2);
+      for (std::size_t i = 0; i < M * groups; ++i) {
+        c->cdq_sz[2 * i] = f32_to_f16(c->q.scales[i]);
+        c->cdq_sz[2 * i + 1] = f32_to_f16(c->q.zeros[i]);
       }
-    c->cdq_sz.resize(M * groups * 2);
-    for (std::size_t i = 0; i < M * groups; ++i) {
-      c->cdq_sz[2 * i] = f32_to_f16(c->q.scales[i]);
-      c->cdq_sz[2 * i + 1] = f32_to_f16(c->q.zeros[i]);
     }
     cache = std::move(c);
   }
@@ -473,6 +476,12 @@ void register_prefill() {
   for (int T : {2, 1}) {
     register_gemm<W4>(4096, 14336, 128, T, act_type::int8_group, false);
     register_gemm<W2>(4096, 14336, 128, T, act_type::int8_group, false);
+  }
+  // llama.cpp's g32 formats on the default paradigm: Q4_0 (linear levels) and IQ4_NL (a codebook:
+  // its codes mapped to u8 levels after level 1), the same bytes
+  for (act_type a : {act_type::int8_group, act_type::int8}) {
+    register_gemm<policy<fmt::uint_sym<4>, group<32>>>(4096, 14336, 128, 2, a, false);
+    register_gemm<policy<fmt::codebook4<book::iq4_nl>, group<32>>>(4096, 14336, 128, 2, a, false);
   }
   // the formats outside the W2/W4 sweep, at the headline shape: Q4NX (bf16 scale and min per
   // 32, min form) and tile-group weights

@@ -209,9 +209,35 @@ def attention(path):
         print(f"{k:<18} {shape:<62} {t:10.1f} {gb:8.2f} {gf:8.1f} {s_rd:>8} {s_pk:>8} {s_nv:>9}")
 
 
+def load(path):
+    """Load table: import + pack of one tensor and pack alone, as a fraction of a memcpy of the
+    packed blob's bytes (load_memcpy) in the same run."""
+    data = json.load(open(path))
+    rows, cp = [], None
+    for b in data["benchmarks"]:
+        if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
+            continue
+        name = b["name"].replace("/real_time", "").replace("_median", "")
+        p = name.split("/")
+        unit = {"us": 1e-3, "ms": 1.0, "ns": 1e-6, "s": 1e3}[b.get("time_unit", "ms")]
+        t = b["real_time"] * unit
+        if p[0] == "load_memcpy":
+            cp = t
+        elif p[0] in ("pack", "import_pack"):
+            rows.append((p[0], p[1], p[2], p[3], t))
+    if not rows:
+        return
+    print()
+    print("load: vs memcpy = time of a memcpy of the packed blob's bytes / the time (load_memcpy, same run)")
+    header(f"{'what':<12} {'weights':<32} {'shape':<11} {'thr':>3} {'ms':>9} {'vs memcpy':>9}")
+    for what, pol, shape, thr, t in sorted(rows):
+        print(f"{what:<12} {pol:<32} {shape:<11} {thr.split(':')[1]:>3} {t:9.2f} {(f'{cp / t:.3f}' if cp else '-'):>9}")
+
+
 if __name__ == "__main__":
     main(sys.argv[1])
     decode(sys.argv[1])
     prefill(sys.argv[1])
     sampling(sys.argv[1])
     attention(sys.argv[1])
+    load(sys.argv[1])

@@ -64,6 +64,15 @@ void fuzz_decode_policy(uint64_t seed_base) {
       CHECK_THROWS_WITH(decode_gemv<P>(wp, x.data(), N, K, std::vector<float>(N * M).data(), decode_method::int8),
                         Catch::Matchers::Contains("needs integer levels"));
     }
+    // bf16: the dequant-GEMM's bf16 route, bit for bit (every format)
+    {
+      std::vector<float> yd(N * M, -7.f), yg(N * M, -8.f);
+      decode_gemv<P>(wp, x.data(), N, K, yd.data(), decode_method::bf16, 0, 0, &pool);
+      dequant_gemm<P>(wp, x.data(), N, K, yg.data(), act_type::bf16);
+      bool same = true;
+      for (std::size_t i = 0; i < yd.size(); ++i) same = same && (yd[i] == yg[i] || (std::isnan(yd[i]) && std::isnan(yg[i])));
+      CHECK(same);
+    }
     // best: the method best_decode_method<P>() names, bit for bit
     {
       std::vector<float> yb(N * M, -7.f), ym(N * M, -8.f);

@@ -33,6 +33,12 @@ void check_layout_properties() {
       for (auto& z : q.zeros) z = round_to_f16(float(code(rng)) + 0.25f);
       const auto wp = pack<P>(q);
       const auto u = unpack<P>(wp);
+      // the fast packer (tile by tile, threaded) writes exactly the element map's bytes
+      static thread_pool pool(3);
+      const auto by_map = detail::pack_by_element_map<P>(q);
+      const auto threaded = pack<P>(q, &pool);
+      CHECK(std::memcmp(by_map.bytes(), wp.bytes(), wp.size_bytes()) == 0);
+      CHECK(std::memcmp(by_map.bytes(), threaded.bytes(), wp.size_bytes()) == 0);
       CHECK(u.codes == q.codes);
       CHECK(u.scales == q.scales);
       CHECK(u.zeros == q.zeros);

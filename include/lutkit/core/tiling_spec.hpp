@@ -105,6 +105,11 @@ struct tiling_spec {
   }
   // vlut16 ternary: the bit of a row's sign byte that holds step s of step pair spi
   constexpr int sign_bit_in_byte(int spi, int s) const { return 2 * (spi % 4) + s; }
+  // The element map inside one step pair: the byte (from the step pair's first byte) holding row
+  // r's index of plane p (ternary: p = 0, the mirrored index) for step s of the pair, and the
+  // index's shift.
+  constexpr int index_byte_in_step_pair(int r, int p, int s) const;
+  constexpr int index_shift(int r, int s) const;
   // table bytes per step for one activation row: 16 entries (int16: low-byte and high-byte tables)
   constexpr int table_bytes_per_step() const { return 16 * (entry_bits / 8); }
 
@@ -134,6 +139,13 @@ constexpr int vlut16_byte_of_row(int r) { return 2 * (r % 64) + r / 64; }
 constexpr int lone_byte_of_row(int r) { return 2 * (r % 16) + (r % 32) / 16; }
 constexpr int nibble_of_row(int r) { return r / 32; }
 constexpr int paired_byte_of_row(int r, int h) { return 2 * (r % 32) + h; }
+
+constexpr int tiling_spec::index_byte_in_step_pair(int r, int p, int s) const {
+  if (vlut16()) return plane_chunk_in_block(0, p) + vlut16_byte_of_row(r);
+  if (p < paired_chunks_per_step_pair()) return paired_chunk_in_block(0, s, p / 2) + paired_byte_of_row(r, p % 2);
+  return lone_chunk_in_block(0) + 32 * s + lone_byte_of_row(r);
+}
+constexpr int tiling_spec::index_shift(int r, int s) const { return vlut16() ? 4 * s : 4 * nibble_of_row(r); }
 
 namespace detail {
 constexpr int largest_pow2_le(long v) {
@@ -255,18 +267,10 @@ struct layout_geometry {
     const int i = spec.ternary ? 0 : int(k % spec.k_per_step);
     const std::size_t sp = step / 2;
     const int s = int(step % 2);
-    if (spec.vlut16()) {
-      const int per = spec.step_pairs_per_block();
-      return {block_offset(t, sp / per) +
-                  std::size_t(spec.plane_chunk_in_block(int(sp % per), spec.ternary ? 0 : plane) + vlut16_byte_of_row(r)),
-              s * 4 + i};
-    }
-    const int nib = nibble_of_row(r);
-    if (!spec.ternary && plane < spec.paired_chunks_per_step_pair()) {
-      return {paired_chunk_offset(t, sp, s, plane / 2) + std::size_t(paired_byte_of_row(r, plane % 2)),
-              nib * 4 + i};
-    }
-    return {lone_chunk_offset(t, sp) + std::size_t(32 * s + lone_byte_of_row(r)), nib * 4 + i};
+    const int per = spec.step_pairs_per_block();
+    const std::size_t pair = block_offset(t, sp / per) + std::size_t(int(sp % per) * spec.step_pair_bytes());
+    // (ternary: the mirrored index sits where plane 0 would, in its lone chunk)
+    return {pair + std::size_t(spec.index_byte_in_step_pair(r, spec.ternary ? 0 : plane, s)), spec.index_shift(r, s) + i};
   }
   constexpr bit_location ternary_sign_location(std::size_t row, std::size_t step) const {
     const std::size_t t = row / spec.rows_per_tile;

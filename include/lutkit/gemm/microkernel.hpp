@@ -118,6 +118,10 @@ struct dq_level1_fns {
                       uint8_t* out) = nullptr;
   void (*codes_rows)(const uint8_t* data, const packed_layout& L, std::size_t t, std::size_t k0, std::size_t k1,
                      uint8_t* out, std::size_t ldo) = nullptr;
+  // the int8 route's u8 levels (format_traits::level of each code) in codes_steps' layout; null:
+  // the portable unpacker and byte map
+  void (*levels_steps)(const uint8_t* data, const packed_layout& L, std::size_t t, std::size_t k0, std::size_t k1,
+                       uint8_t* out) = nullptr;
   // Level 1 fused into the int8 micro-kernel for 1 or 2 columns (decode): int8_fused[nc - 1]
   // computes what int8[nc - 1] computes on the levels of tile t from step k0 / 4 on (a.W, a.sw and
   // a.swz unused: the kernel reads the codes, scales and zeros from the blob), bit for bit, with

@@ -66,11 +66,9 @@ struct lut_weight_source {
   // int8: levels of rows 0..63 for k in [k0, k1) in the step-major layout of mk_int8
   // (k4 step s, row r at [s * 256 + 4 * r])
   const uint8_t* levels(std::size_t t, std::size_t k0, std::size_t k1, dq_scratch& s) const {
-    if constexpr (levels_are_codes<P>()) {
-      if (l1.codes_steps) {
-        l1.codes_steps(data, *L, t, k0, k1, s.codes.get());
-        return s.codes.get();
-      }
+    if (l1.levels_steps) {
+      l1.levels_steps(data, *L, t, k0, k1, s.codes.get());
+      return s.codes.get();
     }
     codes_rows(t, k0, k1, s);
     if constexpr (!levels_are_codes<P>()) {

@@ -117,7 +117,7 @@ void fused_dq_gemv_rows(const packed_weights<P>& w, const float* x, std::size_t 
 //             and zero once per group; for 1 or 2 activation rows level 1 runs fused into the
 //             micro-kernel where the target has it. Formats with integer levels.
 //   best      the fastest correct one for the policy (docs/llama_formats.md, "Decode").
-enum class decode_method { lut_gemv, fused_dq, int8, best };
+enum class decode_method { lut_gemv, fused_dq, int8, bf16, best };
 
 template <class P>
 constexpr decode_method best_decode_method() {
@@ -138,6 +138,10 @@ void decode_gemv(const packed_weights<P>& w, const float* x, std::size_t N, std:
                  thread_pool* pool = nullptr) {
   using FT = format_traits<typename P::format>;
   if (method == decode_method::best) method = best_decode_method<P>();
+  if (method == decode_method::bf16) {  // the dequant-GEMM's bf16 route: any format, float codebooks too
+    dequant_gemm<P>(w, x, N, K, y, act_type::bf16, ldx, ldy, pool);
+    return;
+  }
   if (method == decode_method::int8) {
     detail::require(FT::integer_levels, "decode_gemv: policy ", P::name(),
                     " has a float codebook; decode_method::int8 needs integer levels (use fused_dq or best)");

@@ -13,6 +13,7 @@
 #include "../core/half.hpp"
 #include "../core/memory.hpp"
 #include "../core/policy.hpp"
+#include "../core/thread_pool.hpp"
 #include "../core/tiling.hpp"
 #include "quant.hpp"
 
@@ -164,8 +165,11 @@ inline void ternary_decode(int index, int sign, int& c0, int& c1, int& c2) {
 }
 }  // namespace detail
 
+namespace detail {
+// The packer by the element map alone, one weight bit at a time (index_location for every
+// (row, k, plane)): the specification the fast packer below is tested against.
 template <class P>
-packed_weights<P> pack(const quantized<P>& q) {
+packed_weights<P> pack_by_element_map(const quantized<P>& q) {
   detail::require(q.M > 0 && q.K > 0 && q.codes.size() == q.M * q.K, "pack: quantized tensor is empty or inconsistent");
   packed_weights<P> out(q.M, q.K);
   const packed_layout& L = out.layout();
@@ -215,6 +219,89 @@ packed_weights<P> pack(const quantized<P>& q) {
       }
   }
   return out;
+}
+}  // namespace detail
+
+namespace detail {
+// bit p of each of the 4 codes in x (byte i: the code of activation i of a step) -> the step's
+// 4-bit index of plane p
+inline unsigned plane_nibble(uint32_t x, int p) {
+  x = (x >> p) & 0x01010101u;
+  return (x | (x >> 7) | (x >> 14) | (x >> 21)) & 15u;
+}
+
+// Tiles [t0, t1) of a bit-plane format: the parameters, then per row a sequential walk of its
+// codes, 4 at a time, each step's plane indices written where tiling_spec::index_byte_in_step_pair
+// puts them (the element map's offsets, computed once per row). A tile is one thread's: the rows
+// sharing a byte are in it.
+template <class P>
+void pack_tiles(const quantized<P>& q, uint8_t* d, const packed_layout& L, std::size_t t0, std::size_t t1) {
+  constexpr auto& S = P::spec;
+  constexpr int R = S.rows_per_tile, PL = S.planes;
+  static_assert(!S.ternary && S.k_per_step == 4, "pack_tiles: bit-plane formats");
+  int off[PL][2], sh[2];
+  const std::size_t K = q.K, per = std::size_t(S.step_pairs_per_block()), pair_bytes = std::size_t(S.step_pair_bytes());
+  for (std::size_t t = t0; t < t1; ++t)
+    for (int r = 0; r < R; ++r) {
+      const std::size_t m = t * std::size_t(R) + std::size_t(r);
+      if (m >= q.M) break;  // padded rows: code 0, scale 0, zero 0 (the buffer's zeros)
+      for (std::size_t g = 0; g < L.groups; ++g) {
+        const uint16_t sc = encode_param(S, q.scale(m, g));
+        std::memcpy(d + L.scale_offset(t, g) + 2 * std::size_t(r), &sc, 2);
+        if constexpr (S.asymmetric) {
+          const uint16_t z = encode_param(S, q.zero(m, g));
+          std::memcpy(d + L.zero_offset(t, g) + 2 * std::size_t(r), &z, 2);
+        }
+      }
+      for (int p = 0; p < PL; ++p)
+        for (int s2 = 0; s2 < 2; ++s2) off[p][s2] = S.index_byte_in_step_pair(r, p, s2);
+      sh[0] = S.index_shift(r, 0);
+      sh[1] = S.index_shift(r, 1);
+      const uint8_t* c = q.codes.data() + m * K;
+      const std::size_t steps = (K + 3) / 4;
+      std::size_t blk = 0, spi = 0;
+      uint8_t* pair = d + L.block_offset(t, 0);
+      for (std::size_t st = 0; st < steps; ++st) {
+        uint32_t x = 0;
+        if (4 * st + 4 <= K) {
+          std::memcpy(&x, c + 4 * st, 4);
+        } else {
+          for (std::size_t i = 0; 4 * st + i < K; ++i) x |= uint32_t(c[4 * st + i]) << (8 * i);
+        }
+        const int s2 = int(st & 1);
+        for (int p = 0; p < PL; ++p) pair[off[p][s2]] |= uint8_t(plane_nibble(x, p) << sh[s2]);
+        if (s2 == 1 && ++spi == per) {
+          spi = 0;
+          ++blk;
+          if (blk < L.blocks()) pair = d + L.block_offset(t, blk);
+        } else if (s2 == 1) {
+          pair += pair_bytes;
+        }
+      }
+    }
+}
+}  // namespace detail
+
+// The blob of q for P. Bit-plane formats pack tile by tile (over `pool`'s threads when given);
+// ternary weights go through the element map. Both write the bytes the element map defines
+// (tests/test_layout.cpp compares them).
+template <class P>
+packed_weights<P> pack(const quantized<P>& q, thread_pool* pool = nullptr) {
+  detail::require(q.M > 0 && q.K > 0 && q.codes.size() == q.M * q.K, "pack: quantized tensor is empty or inconsistent");
+  if constexpr (P::spec.ternary) {
+    return detail::pack_by_element_map(q);
+  } else {
+    packed_weights<P> out(q.M, q.K);
+    const packed_layout& L = out.layout();
+    uint8_t* d = out.data();
+    const std::size_t parts = pool ? std::min(pool->size(), L.tiles) : 1;
+    if (parts <= 1) {
+      detail::pack_tiles(q, d, L, 0, L.tiles);
+    } else {
+      pool->run(parts, [&](std::size_t i) { detail::pack_tiles(q, d, L, L.tiles * i / parts, L.tiles * (i + 1) / parts); });
+    }
+    return out;
+  }
 }
 
 template <class P>

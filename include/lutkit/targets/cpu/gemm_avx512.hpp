@@ -890,12 +890,33 @@ void codes_steps(const uint8_t* data, const packed_layout& L, std::size_t t, std
                  uint8_t* out) {
   unpack_levels_steps<P>(data, L, t, k0, k1, out);
 }
+// the int8 route's u8 levels in the same layout: the codes, and for a codebook with integer levels
+// (IQ4_NL, FP4) each code mapped to its level by one vpshufb per 64 bytes
+template <class P>
+LUTKIT_AVX512_DQ void levels_steps(const uint8_t* data, const packed_layout& L, std::size_t t, std::size_t k0,
+                                   std::size_t k1, uint8_t* out) {
+  unpack_levels_steps<P>(data, L, t, k0, k1, out);
+  if constexpr (!levels_are_codes<P>()) {
+    using FT = format_traits<typename P::format>;
+    static_assert(FT::max_code < 16 && FT::integer_levels, "a 16-entry byte map");
+    alignas(16) uint8_t map[16] = {};
+    for (int c = 0; c <= FT::max_code; ++c) map[c] = uint8_t(FT::level(c));
+    const __m512i tbl = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(map)));
+    for (std::size_t i = 0; i < (k1 - k0) * 64; i += 64) {
+      const __m512i c = _mm512_loadu_si512(out + i);
+      _mm512_storeu_si512(out + i, _mm512_shuffle_epi8(tbl, c));
+    }
+  }
+}
+
 template <class P>
 dq_level1_fns<P> level1_fns() {
   if constexpr (P::spec.ternary) {
     return {};
   } else {
     dq_level1_fns<P> f{&codes_steps<P>, &unpack_codes_rows<P>};
+    using FT = format_traits<typename P::format>;
+    if constexpr (levels_are_codes<P>() || (FT::integer_levels && FT::max_code < 16)) f.levels_steps = &levels_steps<P>;
     if constexpr (has_int8_fused<P>()) {
       if (cpu_has_gfni()) {
         f.int8_fused[0] = &mk_int8_fused<P, 1>;

@@ -1,0 +1,92 @@
+// Load benchmarks: what an engine pays to bring a tensor in. A Q4_0 4096 x 14336 tensor, as
+// llama.cpp blocks, imported (import_q4_0) and packed (pack), beside a memcpy of the packed blob's
+// bytes into a buffer already touched (the floor: load_memcpy). Rows: load_memcpy/<policy>/<shape>,
+// pack/<policy>/<shape>/threads:T (from the imported codes), import_pack/q4_0/<shape>/threads:T
+// (blocks to blob). scripts/summary.py, table "load".
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include <lutkit/lutkit.hpp>
+
+#include "bench_common.hpp"
+
+namespace lutkit_bench {
+namespace {
+using namespace lutkit;
+using Q4 = policy<fmt::uint_sym<4>, group<32>>;
+
+struct load_data {
+  std::size_t M = 0, K = 0;
+  std::vector<uint8_t> blocks;
+  std::unique_ptr<quantized<Q4>> q;
+  std::size_t blob_bytes = 0;
+};
+load_data& data_for(std::size_t M, std::size_t K) {
+  static load_data d;
+  if (d.M != M || d.K != K) {
+    d.M = M;
+    d.K = K;
+    d.blocks.assign(M * K / 32 * 18, 0);
+    std::mt19937_64 rng(5);
+    for (std::size_t b = 0; b < M * K / 32; ++b) {
+      const uint16_t s = f32_to_f16(0.01f + float(rng() % 100) * 1e-4f);
+      std::memcpy(&d.blocks[b * 18], &s, 2);
+      for (int j = 0; j < 16; ++j) d.blocks[b * 18 + 2 + j] = uint8_t(rng());
+    }
+    d.q = std::make_unique<quantized<Q4>>(import_q4_0<Q4>(d.blocks.data(), M, K, d.blocks.size()));
+    d.blob_bytes = pack<Q4>(*d.q).size_bytes();
+  }
+  return d;
+}
+
+std::string shape(std::size_t M, std::size_t K) { return std::to_string(M) + "x" + std::to_string(K); }
+
+void bm_memcpy(benchmark::State& st, std::size_t M, std::size_t K) {
+  auto& d = data_for(M, K);
+  const auto blob = pack<Q4>(*d.q);
+  std::vector<uint8_t> dst(blob.size_bytes(), 1);  // touched: no page faults in the loop
+  for (auto _ : st) {
+    std::memcpy(dst.data(), blob.bytes(), blob.size_bytes());
+    benchmark::DoNotOptimize(dst.data());
+  }
+  st.counters["blob_GBps"] = benchmark::Counter(double(blob.size_bytes()) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void bm_pack(benchmark::State& st, std::size_t M, std::size_t K, int threads, bool import) {
+  auto& d = data_for(M, K);
+  thread_pool* pool = threads > 1 ? &pool_for(threads) : nullptr;
+  for (auto _ : st) {
+    if (import) {
+      const auto q = import_q4_0<Q4>(d.blocks.data(), M, K, d.blocks.size());
+      auto w = pack<Q4>(q, pool);
+      benchmark::DoNotOptimize(w.data());
+    } else {
+      auto w = pack<Q4>(*d.q, pool);
+      benchmark::DoNotOptimize(w.data());
+    }
+  }
+  st.counters["blob_GBps"] = benchmark::Counter(double(d.blob_bytes) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+}  // namespace
+
+void register_load() {
+  const std::size_t M = 4096, K = 14336;
+  benchmark::RegisterBenchmark(("load_memcpy/" + Q4::name() + "/" + shape(M, K)).c_str(),
+                               [=](benchmark::State& st) { bm_memcpy(st, M, K); })
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
+  for (int T : {1, 2}) {
+    benchmark::RegisterBenchmark(("pack/" + Q4::name() + "/" + shape(M, K) + "/threads:" + std::to_string(T)).c_str(),
+                                 [=](benchmark::State& st) { bm_pack(st, M, K, T, false); })
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark(("import_pack/q4_0/" + shape(M, K) + "/threads:" + std::to_string(T)).c_str(),
+                                 [=](benchmark::State& st) { bm_pack(st, M, K, T, true); })
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+  }
+}
+}  // namespace lutkit_bench
