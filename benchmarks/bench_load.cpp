@@ -60,7 +60,7 @@ void bm_pack(benchmark::State& st, std::size_t M, std::size_t K, int threads, bo
   thread_pool* pool = threads > 1 ? &pool_for(threads) : nullptr;
   for (auto _ : st) {
     if (import) {
-      const auto q = import_q4_0<Q4>(d.blocks.data(), M, K, d.blocks.size());
+      const auto q = import_q4_0<Q4>(d.blocks.data(), M, K, d.blocks.size(), pool);
       auto w = pack<Q4>(q, pool);
       benchmark::DoNotOptimize(w.data());
     } else {

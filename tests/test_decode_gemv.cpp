@@ -93,12 +93,12 @@ TEST_CASE("decode_gemv: int8 decode matches the reference, threads and the buffe
       []<class P>() { lutkit_test::fuzz_decode_policy<P>(0xDEC0 + P::hash() % 991); });
 }
 
-TEST_CASE("decode_gemv: best picks int8 for 4- and 8-plane integer levels, else LUT-GEMV or FusedDQP", "[decode_gemv]") {
+TEST_CASE("decode_gemv: best picks int8 for 4- and 8-plane integer levels, else LUT-GEMV or bf16", "[decode_gemv]") {
   using namespace lutkit;
   using i8 = table::lut4<int8_t, false>;
   STATIC_REQUIRE(best_decode_method<policy<fmt::uint_sym<8>, group<32>, i8>>() == decode_method::int8);
   STATIC_REQUIRE(best_decode_method<policy<fmt::codebook4<book::iq4_nl>, group<32>, i8>>() == decode_method::int8);
-  STATIC_REQUIRE(best_decode_method<policy<fmt::codebook4<book::nf4>, group<64>, i8>>() == decode_method::fused_dq);
+  STATIC_REQUIRE(best_decode_method<policy<fmt::codebook4<book::nf4>, group<64>, i8>>() == decode_method::bf16);
   STATIC_REQUIRE(best_decode_method<policy<fmt::uint_asym<4>, group<64>, i8>>() == decode_method::int8);
   STATIC_REQUIRE(best_decode_method<policy<fmt::uint_asym<2>, group<64>, i8>>() == decode_method::lut_gemv);
   STATIC_REQUIRE(best_decode_method<policy<fmt::ternary, per_tensor, i8>>() == decode_method::lut_gemv);

@@ -289,3 +289,26 @@ TEST_CASE("Q4_0 super-groups: every code and scale where the layout says, ragged
   CHECK_THROWS_WITH(pack_q4_0_supergroups(bad.data(), 1, 48, bad.size()), Catch::Matchers::Contains("multiple of 32"));
   CHECK_THROWS_WITH(pack_q4_0_supergroups(bad.data(), 2, 32, bad.size()), Catch::Matchers::Contains("needs"));
 }
+
+TEST_CASE("llama.cpp imports over a thread pool: the serial result; a bad block's error", "[layout][import]") {
+  using Q4 = policy<fmt::uint_sym<4>, group<32>>;
+  using Q8 = policy<fmt::uint_sym<8>, group<32>>;
+  std::mt19937 rng(3);
+  const std::size_t M = 37, K = 160;
+  std::vector<uint8_t> b4(M * K / 32 * 18), b8(M * K / 32 * 34);
+  for (auto& v : b4) v = uint8_t(rng());
+  for (auto& v : b8) v = uint8_t(rng());
+  for (std::size_t i = 0; i < M * K / 32; ++i) {
+    b4[i * 18 + 1] &= 0x3B;  // finite fp16 scales
+    b8[i * 34 + 1] &= 0x3B;
+  }
+  thread_pool pool(3);
+  const auto s4 = import_q4_0<Q4>(b4.data(), M, K, b4.size()), p4 = import_q4_0<Q4>(b4.data(), M, K, b4.size(), &pool);
+  CHECK(s4.codes == p4.codes);
+  CHECK(s4.scales == p4.scales);
+  const auto s8 = import_q8_0<Q8>(b8.data(), M, K, b8.size()), p8 = import_q8_0<Q8>(b8.data(), M, K, b8.size(), &pool);
+  CHECK(s8.codes == p8.codes);
+  CHECK(s8.scales == p8.scales);
+  b4[(30 * (K / 32) + 2) * 18 + 1] = 0x7C;  // row 30, block 2: +inf (a later thread's rows)
+  CHECK_THROWS_WITH(import_q4_0<Q4>(b4.data(), M, K, b4.size(), &pool), Catch::Matchers::Contains("(row 30)"));
+}

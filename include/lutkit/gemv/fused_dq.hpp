@@ -128,8 +128,8 @@ constexpr decode_method best_decode_method() {
     return decode_method::int8;
   else if constexpr (FT::lut_gemv_capable)
     return decode_method::lut_gemv;
-  else
-    return decode_method::fused_dq;
+  else  // float codebooks (NF4): the bf16 route, 1.5x FusedDQP (docs/llama_formats.md, "Decode")
+    return decode_method::bf16;
 }
 
 template <class P>

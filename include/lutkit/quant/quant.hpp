@@ -13,6 +13,7 @@
 #include "../core/error.hpp"
 #include "../core/half.hpp"
 #include "../core/limits.hpp"
+#include "../core/thread_pool.hpp"
 #include "../core/policy.hpp"
 
 namespace lutkit {
@@ -310,7 +311,7 @@ quantized<P> import_gptq(const int32_t* qweight, const uint16_t* scales_f16, con
 namespace detail {
 template <class P, class Fmt, class Decode>
 quantized<P> import_ggml_blocks(const char* what, const void* blocks, std::size_t M, std::size_t K,
-                                std::size_t nbytes, std::size_t block_bytes, Decode decode) {
+                                std::size_t nbytes, std::size_t block_bytes, Decode decode, thread_pool* pool) {
   constexpr bool policy_ok = std::is_same_v<typename P::format, Fmt> && P::spec.group_k == 32;
   require(policy_ok, what, ": the policy must have the block's format and group<32>, got ", P::name());
   require(blocks != nullptr, what, ": null block pointer");
@@ -320,13 +321,24 @@ quantized<P> import_ggml_blocks(const char* what, const void* blocks, std::size_
   require(nbytes == unknown_size || nbytes >= nblocks * block_bytes, what, ": buffer of ", nbytes, " bytes holds fewer than ",
           nblocks, " blocks of ", block_bytes, " bytes");
   quantized<P> q = make_quantized<P>(M, K);
-  const auto* b = static_cast<const unsigned char*>(blocks);
-  for (std::size_t i = 0; i < nblocks; ++i, b += block_bytes) {
-    const uint16_t d = uint16_t(b[0] | (unsigned(b[1]) << 8));
-    const float df = f16_to_f32(d);
-    require(std::isfinite(df), what, ": block ", i, " (row ", i / (K / 32), ") has a non-finite scale");
-    q.scales[i] = df;  // blocks are groups: block i is group i % (K/32) of row i / (K/32)
-    decode(b + 2, q.codes.data() + i * 32);
+  // blocks [i0, i1), rows split over the pool's threads (a bad block throws from its thread: the
+  // pool rethrows it)
+  auto part = [&](std::size_t i0, std::size_t i1) {
+    const auto* b = static_cast<const unsigned char*>(blocks) + i0 * block_bytes;
+    for (std::size_t i = i0; i < i1; ++i, b += block_bytes) {
+      const uint16_t d = uint16_t(b[0] | (unsigned(b[1]) << 8));
+      const float df = f16_to_f32(d);
+      require(std::isfinite(df), what, ": block ", i, " (row ", i / (K / 32), ") has a non-finite scale");
+      q.scales[i] = df;  // blocks are groups: block i is group i % (K/32) of row i / (K/32)
+      decode(b + 2, q.codes.data() + i * 32);
+    }
+  };
+  const std::size_t parts = pool ? std::min(pool->size(), M) : 1;
+  if (parts <= 1) {
+    part(0, nblocks);
+  } else {
+    const std::size_t bpr = K / 32;
+    pool->run(parts, [&](std::size_t i) { part(M * i / parts * bpr, M * (i + 1) / parts * bpr); });
   }
   return q;
 }
@@ -343,27 +355,30 @@ inline void decode_ggml_nibbles(const unsigned char* qs, uint8_t* codes) {
 // block_q4_0 (18 bytes: fp16 d, 16 bytes of nibbles q): w = d * (q - 8). Policy: uint_sym<4>,
 // group<32> (code = q, zero 8).
 template <class P>
-quantized<P> import_q4_0(const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes = unknown_size) {
+quantized<P> import_q4_0(const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes = unknown_size,
+                         thread_pool* pool = nullptr) {
   return detail::import_ggml_blocks<P, fmt::uint_sym<4>>("import_q4_0", blocks, M, K, nbytes, 18,
-                                                         detail::decode_ggml_nibbles);
+                                                         detail::decode_ggml_nibbles, pool);
 }
 
 // block_q8_0 (34 bytes: fp16 d, 32 int8 q): w = d * q. Policy: uint_sym<8>, group<32>
 // (code = q + 128, zero 128).
 template <class P>
-quantized<P> import_q8_0(const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes = unknown_size) {
+quantized<P> import_q8_0(const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes = unknown_size,
+                         thread_pool* pool = nullptr) {
   return detail::import_ggml_blocks<P, fmt::uint_sym<8>>(
       "import_q8_0", blocks, M, K, nbytes, 34, [](const unsigned char* qs, uint8_t* codes) {
         for (int j = 0; j < 32; ++j) codes[j] = uint8_t(qs[j] ^ 0x80u);  // int8 q -> q + 128
-      });
+      }, pool);
 }
 
 // block_iq4_nl (18 bytes: fp16 d, 16 bytes of nibbles like q4_0): w = d * kvalues[q].
 // Policy: codebook4<book::iq4_nl>, group<32> (code = q, level kvalues[q] + 128, zero 128).
 template <class P>
-quantized<P> import_iq4_nl(const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes = unknown_size) {
+quantized<P> import_iq4_nl(const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes = unknown_size,
+                           thread_pool* pool = nullptr) {
   return detail::import_ggml_blocks<P, fmt::codebook4<book::iq4_nl>>("import_iq4_nl", blocks, M, K, nbytes, 18,
-                                                                     detail::decode_ggml_nibbles);
+                                                                     detail::decode_ggml_nibbles, pool);
 }
 
 }  // namespace lutkit
