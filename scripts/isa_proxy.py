@@ -37,6 +37,15 @@ def functions(binary):
         yield name, body
 
 
+def finish(a, found):
+    """The closing line, and the ISA check's verdict."""
+    print(f"{a.label}{found} instructions matching {a.mark} in functions matching {a.func}")
+    if a.require and found == 0:
+        print(f"ISA check failed: no {a.mark} in {a.binary}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def hexagon_packets(body):
     """[(address, [instructions], ends_loop0)] from llvm-objdump's Hexagon packet listing."""
     packets, cur = [], None
@@ -107,11 +116,7 @@ def hexagon_main(a, fre, mre, funcs):
             if a.bytes:
                 per = f"; per 128 bytes: {len(pk) * 128 / a.bytes:.1f} packets, {v * 128 / a.bytes:.1f} HVX instructions"
             print(f"{a.label}{short}: inner loop {len(pk)} packets, {v} HVX instructions, {m} x {a.mark}{per}")
-    print(f"{a.label}{found} instructions matching {a.mark} in functions matching {a.func}")
-    if a.require and found == 0:
-        print(f"ISA check failed: no {a.mark} in {a.binary}", file=sys.stderr)
-        return 1
-    return 0
+    return finish(a, found)
 
 
 def loops(body):
@@ -158,11 +163,7 @@ def main():
             seen.add((lo, hi))
             short = name if len(name) < 110 else name[:107] + "..."
             print(f"{a.label}{short}: inner loop {len(ins)} instructions, {m} x {a.mark}")
-    print(f"{a.label}{found} instructions matching {a.mark} in functions matching {a.func}")
-    if a.require and found == 0:
-        print(f"ISA check failed: no {a.mark} in {a.binary}", file=sys.stderr)
-        return 1
-    return 0
+    return finish(a, found)
 
 
 if __name__ == "__main__":

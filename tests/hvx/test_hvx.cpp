@@ -90,17 +90,15 @@ void gemv_record(const record* r, hvx_rt::suite& s, long index) {
   s.end(index);
 }
 
-void q4_0_record(const record* r, hvx_rt::suite& s, long index) {
-  const auto* sg = section(r, 0);
-  const auto* expect = reinterpret_cast<const std::uint16_t*>(section(r, 1));
-  const std::size_t M = r->M, K = r->K;
-  s.begin();
-  s.check(M * K <= sizeof hbuf / 2);
-  s.check(hvx::dequant_q4_0_supergroups(sg, M, K, hbuf) == hvx::status::ok);
+// Bit-exact comparison of n fp16 codes; a failing case prints its shape and how many differ.
+void compare_codes(hvx_rt::suite& s, const std::uint16_t* got, const std::uint16_t* expect, std::size_t n,
+                   const char* what, std::size_t M, std::size_t K) {
   long bad = 0;
-  for (std::size_t i = 0; i < M * K; ++i) bad += !s.check(hbuf[i] == expect[i]);
+  for (std::size_t i = 0; i < n; ++i) bad += !s.check(got[i] == expect[i]);
   if (bad) {
-    put("  q4_0 M=");
+    put("  ");
+    put(what);
+    put(" M=");
     put(long(M));
     put(" K=");
     put(long(K));
@@ -108,6 +106,16 @@ void q4_0_record(const record* r, hvx_rt::suite& s, long index) {
     put(bad);
     put("\n");
   }
+}
+
+void q4_0_record(const record* r, hvx_rt::suite& s, long index) {
+  const auto* sg = section(r, 0);
+  const auto* expect = reinterpret_cast<const std::uint16_t*>(section(r, 1));
+  const std::size_t M = r->M, K = r->K;
+  s.begin();
+  s.check(M * K <= sizeof hbuf / 2);
+  s.check(hvx::dequant_q4_0_supergroups(sg, M, K, hbuf) == hvx::status::ok);
+  compare_codes(s, hbuf, expect, M * K, "q4_0", M, K);
   s.end(index);
 }
 
@@ -121,19 +129,7 @@ void tman_record(const record* r, hvx_rt::suite& s, long index) {
     if constexpr (tman_dequant_entry<E>) {
       using P = hvx::spec_of<typename E::fmt, typename E::group, typename E::table>;
       s.check(hvx::dequant_fp16<P>(data, M, K, hbuf) == hvx::status::ok);
-      long bad = 0;
-      for (std::size_t i = 0; i < M * K; ++i) bad += !s.check(hbuf[i] == expect[i]);
-      if (bad) {
-        put("  tman dequant policy ");
-        put(long(r->policy));
-        put(" M=");
-        put(long(M));
-        put(" K=");
-        put(long(K));
-        put(" mismatches=");
-        put(bad);
-        put("\n");
-      }
+      compare_codes(s, hbuf, expect, M * K, "tman dequant", M, K);
     } else {
       s.check(false);  // the generator writes eligible policies only
     }
@@ -154,15 +150,7 @@ void exp_record(const record* r, hvx_rt::suite& s, long index) {
   alignas(128) static std::uint16_t out[65536 + 64];
   s.check(exp_table != nullptr && r->N <= 65536);
   s.check(hvx::exp_by_table(in, out, r->N, exp_table) == hvx::status::ok);
-  long bad = 0;
-  for (std::size_t i = 0; i < r->N; ++i) bad += !s.check(out[i] == expect[i]);
-  if (bad) {
-    put("  exp n=");
-    put(long(r->N));
-    put(" mismatches=");
-    put(bad);
-    put("\n");
-  }
+  compare_codes(s, out, expect, r->N, "exp", r->N, 1);
   s.end(index);
 }
 
