@@ -110,6 +110,9 @@ struct tiling_spec {
   // index's shift.
   constexpr int index_byte_in_step_pair(int r, int p, int s) const;
   constexpr int index_shift(int r, int s) const;
+  // Ternary: the sign of row r, step s of step pair spi, as a bit of the block: byte (from the
+  // block's first byte) * 8 + bit.
+  constexpr int sign_bit_in_block(int r, int spi, int s) const;
   // table bytes per step for one activation row: 16 entries (int16: low-byte and high-byte tables)
   constexpr int table_bytes_per_step() const { return 16 * (entry_bits / 8); }
 
@@ -146,6 +149,10 @@ constexpr int tiling_spec::index_byte_in_step_pair(int r, int p, int s) const {
   return lone_chunk_in_block(0) + 32 * s + lone_byte_of_row(r);
 }
 constexpr int tiling_spec::index_shift(int r, int s) const { return vlut16() ? 4 * s : 4 * nibble_of_row(r); }
+constexpr int tiling_spec::sign_bit_in_block(int r, int spi, int s) const {
+  if (vlut16()) return (sign_in_block(spi) + vlut16_byte_of_row(r)) * 8 + sign_bit_in_byte(spi, s);
+  return sign_in_block(spi) * 8 + 64 * nibble_of_row(r) + 32 * s + lone_byte_of_row(r);
+}
 
 namespace detail {
 constexpr int largest_pow2_le(long v) {
@@ -275,13 +282,10 @@ struct layout_geometry {
   constexpr bit_location ternary_sign_location(std::size_t row, std::size_t step) const {
     const std::size_t t = row / spec.rows_per_tile;
     const int r = int(row % spec.rows_per_tile);
-    if (spec.vlut16()) {
-      const int per = spec.step_pairs_per_block();
-      const std::size_t sp = step / 2;
-      return {sign_offset(t, sp) + std::size_t(vlut16_byte_of_row(r)), spec.sign_bit_in_byte(int(sp % per), int(step % 2))};
-    }
-    const int bit = 64 * nibble_of_row(r) + 32 * int(step % 2) + lone_byte_of_row(r);
-    return {sign_offset(t, step / 2) + std::size_t(bit / 8), bit % 8};
+    const int per = spec.step_pairs_per_block();
+    const std::size_t sp = step / 2;
+    const int bit = spec.sign_bit_in_block(r, int(sp % per), int(step % 2));
+    return {block_offset(t, sp / per) + std::size_t(bit / 8), bit % 8};
   }
 };
 

@@ -234,6 +234,45 @@ inline unsigned plane_nibble(uint32_t x, int p) {
 // codes, 4 at a time, each step's plane indices written where tiling_spec::index_byte_in_step_pair
 // puts them (the element map's offsets, computed once per row). A tile is one thread's: the rows
 // sharing a byte are in it.
+// Ternary tiles: per row and step the triple's mirrored index and sign (ternary_encode) where the
+// element map puts them; padded rows and the padded K hold all-zero triples (index 13, sign 0).
+template <class P>
+void pack_ternary_tiles(const quantized<P>& q, uint8_t* d, const packed_layout& L, std::size_t t0, std::size_t t1) {
+  constexpr auto& S = P::spec;
+  constexpr int R = S.rows_per_tile, per = S.step_pairs_per_block();
+  const std::size_t K = q.K, steps = L.steps();
+  for (std::size_t t = t0; t < t1; ++t)
+    for (int r = 0; r < R; ++r) {
+      const std::size_t m = t * std::size_t(R) + std::size_t(r);
+      const bool real = m < q.M;
+      if (real)
+        for (std::size_t g = 0; g < L.groups; ++g) {
+          const uint16_t sc = encode_param(S, q.scale(m, g));
+          std::memcpy(d + L.scale_offset(t, g) + 2 * std::size_t(r), &sc, 2);
+        }
+      const int ioff[2] = {S.index_byte_in_step_pair(r, 0, 0), S.index_byte_in_step_pair(r, 0, 1)};
+      const int ish[2] = {S.index_shift(r, 0), S.index_shift(r, 1)};
+      int sbit[per][2];
+      for (int spi = 0; spi < per; ++spi)
+        for (int s2 = 0; s2 < 2; ++s2) sbit[spi][s2] = S.sign_bit_in_block(r, spi, s2);
+      const uint8_t* c = real ? q.codes.data() + m * K : nullptr;
+      for (std::size_t st = 0; st < steps; ++st) {
+        int cc[3];
+        for (int i = 0; i < 3; ++i) {
+          const std::size_t k = st * 3 + std::size_t(i);
+          cc[i] = real && k < K ? c[k] : 1;
+        }
+        int index, sign;
+        ternary_encode(cc[0], cc[1], cc[2], index, sign);
+        const std::size_t sp = st / 2;
+        const int spi = int(sp % std::size_t(per)), s2 = int(st & 1);
+        uint8_t* blk = d + L.block_offset(t, sp / std::size_t(per));
+        blk[std::size_t(spi) * std::size_t(S.step_pair_bytes()) + std::size_t(ioff[s2])] |= uint8_t(index << ish[s2]);
+        if (sign) blk[sbit[spi][s2] / 8] |= uint8_t(1u << (sbit[spi][s2] % 8));
+      }
+    }
+}
+
 template <class P>
 void pack_tiles(const quantized<P>& q, uint8_t* d, const packed_layout& L, std::size_t t0, std::size_t t1) {
   constexpr auto& S = P::spec;
@@ -282,26 +321,25 @@ void pack_tiles(const quantized<P>& q, uint8_t* d, const packed_layout& L, std::
 }
 }  // namespace detail
 
-// The blob of q for P. Bit-plane formats pack tile by tile (over `pool`'s threads when given);
-// ternary weights go through the element map. Both write the bytes the element map defines
-// (tests/test_layout.cpp compares them).
+// The blob of q for P, tile by tile (over `pool`'s threads when given): the bytes the element map
+// defines (tests/test_layout.cpp compares them with detail::pack_by_element_map).
 template <class P>
 packed_weights<P> pack(const quantized<P>& q, thread_pool* pool = nullptr) {
   detail::require(q.M > 0 && q.K > 0 && q.codes.size() == q.M * q.K, "pack: quantized tensor is empty or inconsistent");
-  if constexpr (P::spec.ternary) {
-    return detail::pack_by_element_map(q);
+  packed_weights<P> out(q.M, q.K);
+  const packed_layout& L = out.layout();
+  uint8_t* d = out.data();
+  auto tiles = [&](std::size_t t0, std::size_t t1) {
+    if constexpr (P::spec.ternary) detail::pack_ternary_tiles(q, d, L, t0, t1);
+    else detail::pack_tiles(q, d, L, t0, t1);
+  };
+  const std::size_t parts = pool ? std::min(pool->size(), L.tiles) : 1;
+  if (parts <= 1) {
+    tiles(0, L.tiles);
   } else {
-    packed_weights<P> out(q.M, q.K);
-    const packed_layout& L = out.layout();
-    uint8_t* d = out.data();
-    const std::size_t parts = pool ? std::min(pool->size(), L.tiles) : 1;
-    if (parts <= 1) {
-      detail::pack_tiles(q, d, L, 0, L.tiles);
-    } else {
-      pool->run(parts, [&](std::size_t i) { detail::pack_tiles(q, d, L, L.tiles * i / parts, L.tiles * (i + 1) / parts); });
-    }
-    return out;
+    pool->run(parts, [&](std::size_t i) { tiles(L.tiles * i / parts, L.tiles * (i + 1) / parts); });
   }
+  return out;
 }
 
 template <class P>
