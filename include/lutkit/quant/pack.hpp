@@ -333,10 +333,10 @@ packed_weights<P> pack(const quantized<P>& q, thread_pool* pool = nullptr) {
     if constexpr (P::spec.ternary) detail::pack_ternary_tiles(q, d, L, t0, t1);
     else detail::pack_tiles(q, d, L, t0, t1);
   };
-  const std::size_t parts = pool ? std::min(pool->size(), L.tiles) : 1;
-  if (parts <= 1) {
+  if (pool == nullptr || pool->size() <= 1 || L.tiles <= 1) {
     tiles(0, L.tiles);
   } else {
+    const std::size_t parts = std::min(pool->size(), L.tiles);
     pool->run(parts, [&](std::size_t i) { tiles(L.tiles * i / parts, L.tiles * (i + 1) / parts); });
   }
   return out;

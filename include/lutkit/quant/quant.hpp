@@ -333,11 +333,10 @@ quantized<P> import_ggml_blocks(const char* what, const void* blocks, std::size_
       decode(b + 2, q.codes.data() + i * 32);
     }
   };
-  const std::size_t parts = pool ? std::min(pool->size(), M) : 1;
-  if (parts <= 1) {
+  if (pool == nullptr || pool->size() <= 1 || M <= 1) {
     part(0, nblocks);
   } else {
-    const std::size_t bpr = K / 32;
+    const std::size_t parts = std::min(pool->size(), M), bpr = K / 32;
     pool->run(parts, [&](std::size_t i) { part(M * i / parts * bpr, M * (i + 1) / parts * bpr); });
   }
   return q;
