@@ -95,6 +95,13 @@ inline void put(float f) {  // sign, integer part, 6 decimals: enough to read a 
   put(b);
 }
 
+// Several values in a row: put("  M=", long(M), " K=", long(K), "\n")
+template <class A, class B, class... R>
+inline void put(const A& a, const B& b, const R&... rest) {
+  put(a);
+  put(b, rest...);
+}
+
 // One suite: cases and assertions, a case fails on its first failing assertion.
 struct suite {
   const char* name;
@@ -110,21 +117,11 @@ struct suite {
     ++cases;
     if (!case_ok) {
       ++failed;
-      put("FAILED: ");
-      put(name);
-      put(" case ");
-      put(seed_or_index);
-      put("\n");
+      put("FAILED: ", name, " case ", seed_or_index, "\n");
     }
   }
   void report() const {
-    put("[hvx-v67] ");
-    put(name);
-    put(": ");
-    put(cases - failed);
-    put(" cases passed, ");
-    put(failed);
-    put(" failed\n");
+    put("[hvx-v67] ", name, ": ", cases - failed, " cases passed, ", failed, " failed\n");
   }
 };
 }  // namespace hvx_rt

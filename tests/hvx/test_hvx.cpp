@@ -62,27 +62,9 @@ void gemv_record(const record* r, hvx_rt::suite& s, long index) {
         const bool ok = inside ? (e <= b && -e <= b && em <= bm && -em <= bm) : y == sentinel;
         if (!s.check(ok) && !reported) {
           reported = true;
-          put("  lut_gemv policy ");
-          put(long(r->policy));
-          put(" M=");
-          put(long(M));
-          put(" K=");
-          put(long(K));
-          put(" N=");
-          put(long(N));
-          put(" n=");
-          put(long(n));
-          put(" m=");
-          put(long(m));
-          put(" y=");
-          put(y);
-          put(" ref=");
-          put(ref[n * M + m]);
-          put(" bound=");
-          put(bound[n * M + m]);
-          put(" model=");
-          put(model[n * M + m]);
-          put("\n");
+          put("  lut_gemv policy ", long(r->policy), " M=", long(M), " K=", long(K), " N=", long(N), " n=", long(n),
+              " m=", long(m), " y=", y, " ref=", ref[n * M + m], " bound=", bound[n * M + m], " model=", model[n * M + m],
+              "\n");
         }
       }
   });
@@ -95,17 +77,7 @@ void compare_codes(hvx_rt::suite& s, const std::uint16_t* got, const std::uint16
                    const char* what, std::size_t M, std::size_t K) {
   long bad = 0;
   for (std::size_t i = 0; i < n; ++i) bad += !s.check(got[i] == expect[i]);
-  if (bad) {
-    put("  ");
-    put(what);
-    put(" M=");
-    put(long(M));
-    put(" K=");
-    put(long(K));
-    put(" mismatches=");
-    put(bad);
-    put("\n");
-  }
+  if (bad) put("  ", what, " M=", long(M), " K=", long(K), " mismatches=", bad, "\n");
 }
 
 void q4_0_record(const record* r, hvx_rt::suite& s, long index) {
@@ -215,16 +187,9 @@ int main() {
     failed += s->failed;
     assertions += s->assertions;
   }
-  put(cases - failed);
-  put(" passed, ");
-  put(failed);
-  put(" failed\n");
+  put(cases - failed, " passed, ", failed, " failed\n");
   if (failed == 0) {
-    put("All tests passed (");
-    put(assertions);
-    put(" assertions in ");
-    put(cases);
-    put(" test cases)\n");
+    put("All tests passed (", assertions, " assertions in ", cases, " test cases)\n");
   }
   return failed == 0 ? 0 : 1;
 }
