@@ -132,9 +132,45 @@ TEST_CASE("pack/unpack round trip and element map, every policy", "[layout]") {
 
 TEST_CASE("pack/unpack round trip and element map, every policy on every target's layout", "[layout]") {
   // the same properties on the layouts the spec builds for the other targets (hvx: 128-row tiles in
-  // vlut16 order; sme: the host's layout), checked here on the host
+  // vlut16 order; sme: 64-row tiles in sve order), checked here on the host
   for_each_policy_in<retargeted<policy_list, target::hvx>>([]<class P>() { check_layout_properties<P>(); });
   for_each_policy_in<retargeted<policy_list, target::sme>>([]<class P>() { check_layout_properties<P>(); });
+}
+
+TEST_CASE("sve layout: a row's byte and nibble, its sign bit, the blob's policy", "[layout]") {
+  using P = policy<fmt::uint_asym<3>, group<64>, table::lut4<int8_t, true>, target::sme>;
+  using Pn = policy<fmt::uint_asym<3>, group<64>, table::lut4<int8_t, true>>;
+  constexpr auto& S = P::spec;
+  STATIC_REQUIRE(S.rows_per_tile == 64);
+  STATIC_REQUIRE(S.sve());
+  STATIC_REQUIRE(S.step_pair_bytes() == 3 * 64);  // one chunk per plane
+  const packed_layout L(S, 100, 192);
+  CHECK(L.tiles == 2);
+  // row r of plane p, step 2 sp + s, activation i: byte r of plane p's chunk, bit 4 s + i
+  for (int r : {0, 1, 31, 32, 63, 64, 99})
+    for (std::size_t k : {std::size_t(0), std::size_t(5), std::size_t(70), std::size_t(191)})
+      for (int p = 0; p < 3; ++p) {
+        const auto loc = L.index_location(std::size_t(r), k, p);
+        const std::size_t step = k / 4, sp = step / 2;
+        const int spi = int(sp % std::size_t(S.step_pairs_per_block()));
+        CHECK(loc.byte == L.block_offset(std::size_t(r / 64), sp / std::size_t(S.step_pairs_per_block())) +
+                              std::size_t(spi * 192 + p * 64 + r % 64));
+        CHECK(loc.shift == int(step % 2) * 4 + int(k % 4));
+      }
+  using T = policy<fmt::ternary, per_channel, table::lut4<int8_t, false>, target::sme>;
+  STATIC_REQUIRE(T::spec.sign_chunks_per_block() == T::spec.step_pairs_per_block() / 4);
+  const packed_layout LT(T::spec, 64, 96 * 2);
+  const auto ls = LT.ternary_sign_location(37, 13);  // step pair 6 (sign chunk 1, bits 4, 5), step 1
+  CHECK(ls.byte == LT.block_offset(0, 0) + std::size_t(T::spec.step_pairs_per_block() * 64 + 64 + 37));
+  CHECK(ls.shift == 2 * 2 + 1);
+  // an sme blob is not a host blob (the policy name carries the target), and the reverse
+  std::vector<float> w(64 * 64, 0.25f);
+  const auto wp = pack<P>(quantize<P>(w.data(), 64, 64));
+  CHECK(P::name() != Pn::name());
+  CHECK_THROWS_WITH(packed_weights<Pn>::from_bytes(wp.bytes(), wp.size_bytes()),
+                    Catch::Matchers::Contains("packed for policy") && Catch::Matchers::Contains("sme"));
+  const auto wn = pack<Pn>(quantize<Pn>(w.data(), 64, 64));
+  CHECK_THROWS_WITH(packed_weights<P>::from_bytes(wn.bytes(), wn.size_bytes()), Catch::Matchers::Contains("packed for policy"));
 }
 
 TEST_CASE("vlut16 layout: a row's byte and nibble, its sign bit, the blob's policy", "[layout]") {

@@ -173,7 +173,20 @@ TEST_CASE("a policy for another target never runs host code", "[robustness][targ
   const auto x = random_activations(rng, K, act_kind::gaussian);
   std::vector<float> y(M);
   const auto ws = pack<S>(quantize<S>(w.data(), M, K));  // packing is the shared tiling spec: fine anywhere
+#if !defined(LUTKIT_HAVE_SME_GEMV)
   CHECK_THROWS_WITH(lut_gemv<S>(ws, build_tables<S>(x.data(), 1, K), y.data()), Catch::Contains("targets sme"));
+#else
+  // an aarch64 build with the SME kernels: the SME LUT-GEMV runs where the CPU has SME, and a host
+  // target cannot be named for it
+  if (detail::sme_gemv::cpu_supported()) {
+    const auto ts = build_tables<S>(x.data(), 1, K);
+    CHECK_NOTHROW(lut_gemv<S>(ws, ts, y.data()));
+    CHECK_THROWS_WITH(lut_gemv<S>(ws, ts, y.data(), 0, nullptr, portable::available_targets().front()),
+                      Catch::Contains("cannot be named"));
+  } else {
+    CHECK_THROWS_WITH(build_tables<S>(x.data(), 1, K), Catch::Contains("lacks"));
+  }
+#endif
   CHECK_THROWS_WITH(build_tables<H>(x.data(), 1, K), Catch::Contains("targets hvx"));
   // the hvx blob (128-row tiles, vlut16 order) packs on the host; no host kernel runs it
   const auto wh = pack<H>(quantize<H>(w.data(), M, K));

@@ -9,8 +9,10 @@ namespace lutkit {
 // How a target's table-lookup instruction orders its results, which fixes where the tiling spec puts
 // a row's index inside a chunk: `pshufb` (x86 / NEON byte lookups, pmaddubs plane pairing) or
 // `vlut16` (Hexagon: byte 2i's result lands in lane i of the low output vector, byte 2i+1's in lane
-// i of the high one, so row r sits in byte 2 (r mod 64) + r / 64).
-enum class lookup_order : int { pshufb = 0, vlut16 = 1 };
+// i of the high one, so row r sits in byte 2 (r mod 64) + r / 64) or `sve` (SVE / streaming-SVE
+// TBL: lane i of the result is byte i of the index vector, so row r sits in byte r and any
+// vector-length slice of a chunk holds whole rows).
+enum class lookup_order : int { pshufb = 0, vlut16 = 1, sve = 2 };
 
 struct target_descriptor {
   const char* name;
@@ -51,10 +53,12 @@ struct hvx {
 };
 // Arm SME: streaming SVE (SVL 512 assumed for the model) + ZA tiles; LUTI4 on SME2.
 // (No paper gives its figures: the memory numbers are placeholders until measured.)
+// Its packed layout: 64-row tiles, 64-byte chunks in sve order (docs/tiling.md): a streaming vector
+// of any length from 128 bits reads whole rows of a chunk.
 struct sme {
   static constexpr target_descriptor desc{"sme", 64, 32, 16, 8, 64, 16, 16, 1,
                                           std::size_t(2) << 20, 0, 100.0, 0.0,
-                                          std::size_t(64) << 10};
+                                          std::size_t(64) << 10, 64, lookup_order::sve};
 };
 // AMD AIE-ML compute tile (XDNA): 64 KiB data memory, 512 KiB memory tile, bf16 MAC 4x8x4;
 // sustained DRAM read capped below 40 GB/s (Gemma3-on-XDNA §3, §5).

@@ -21,13 +21,15 @@
 //                   nibble r/32, for step j+s, where q(r) = 2*(r%16) + (r%32)/16.
 //     step pair     [paired chunks: for plane pair p: step j, step j+1] [lone chunk]
 //                   [ternary: 16 sign bytes, bit 64*nib + 32*s + q(r)].
-//   vlut16 order (128-row tiles):
-//     plane chunk   (steps j, j+1, plane p; ternary: the mirrored index): byte 2*(r%64) + r/64,
-//                   nibble s holds step j+s. vlut16 sends byte 2i to lane i of its low output
-//                   vector and byte 2i+1 to lane i of the high one: rows 0..63 and 64..127, in order.
+//   plane orders: vlut16 (128-row tiles) and sve (64-row tiles):
+//     plane chunk   (steps j, j+1, plane p; ternary: the mirrored index): byte b(r), nibble s holds
+//                   step j+s. vlut16: b(r) = 2*(r%64) + r/64 (vlut16 sends byte 2i to lane i of its
+//                   low output vector and byte 2i+1 to lane i of the high one: rows 0..63 and
+//                   64..127, in order). sve: b(r) = r (TBL keeps lanes in place, so a vector of any
+//                   length reads whole rows).
 //     step pair     [plane 0 chunk] ... [plane planes-1 chunk]
 //     ternary signs one chunk per 4 step pairs after the block's index chunks: bit 2*(spi%4) + s
-//                   of row r's byte.
+//                   of row r's byte b(r).
 //   block       block_k activations: the table-quantization granule and the int16 accumulation
 //               interval; its length is bounded at compile time so int16 sums cannot overflow.
 //   group       group_k activations sharing a scale (and zero): [fp16 scale x rows]
@@ -72,19 +74,22 @@ struct tiling_spec {
 
   // ------------------------------------------------------------------ derived sizes
   constexpr bool vlut16() const { return order == lookup_order::vlut16; }
-  // pshufb order: plane pairs in paired chunks, an odd plane in a lone chunk. vlut16 order: every
-  // plane (and the ternary index) in a chunk of its own, both steps of the pair in its two nibbles.
-  constexpr int paired_chunks_per_step_pair() const { return ternary || vlut16() ? 0 : (planes / 2) * 2; }
-  constexpr int lone_chunks_per_step_pair() const { return ternary ? 1 : (vlut16() ? planes : planes % 2); }
-  constexpr int sign_bytes_per_step_pair() const { return ternary && !vlut16() ? 16 : 0; }
+  constexpr bool sve() const { return order == lookup_order::sve; }
+  // pshufb order: plane pairs in paired chunks, an odd plane in a lone chunk. The plane orders
+  // (vlut16, sve): every plane (and the ternary index) in a chunk of its own, both steps of the
+  // pair in its two nibbles.
+  constexpr bool plane_chunks() const { return order != lookup_order::pshufb; }
+  constexpr int paired_chunks_per_step_pair() const { return ternary || plane_chunks() ? 0 : (planes / 2) * 2; }
+  constexpr int lone_chunks_per_step_pair() const { return ternary ? 1 : (plane_chunks() ? planes : planes % 2); }
+  constexpr int sign_bytes_per_step_pair() const { return ternary && !plane_chunks() ? 16 : 0; }
   constexpr int step_pair_bytes() const {
     return (paired_chunks_per_step_pair() + lone_chunks_per_step_pair()) * chunk_bytes +
            sign_bytes_per_step_pair();
   }
   constexpr int step_pairs_per_block() const { return steps_per_block / 2; }
-  // vlut16 ternary: the signs of 4 step pairs share one chunk (bit 2 (spi mod 4) + step of a row's
-  // byte), placed after the block's index chunks
-  constexpr int sign_chunks_per_block() const { return ternary && vlut16() ? step_pairs_per_block() / 4 : 0; }
+  // plane-order ternary: the signs of 4 step pairs share one chunk (bit 2 (spi mod 4) + step of a
+  // row's byte), placed after the block's index chunks
+  constexpr int sign_chunks_per_block() const { return ternary && plane_chunks() ? step_pairs_per_block() / 4 : 0; }
   constexpr int block_bytes() const {
     return step_pairs_per_block() * step_pair_bytes() + sign_chunks_per_block() * chunk_bytes;
   }
@@ -97,13 +102,15 @@ struct tiling_spec {
   constexpr int lone_chunk_in_block(int spi) const {
     return spi * step_pair_bytes() + paired_chunks_per_step_pair() * chunk_bytes;
   }
-  // vlut16 order: the chunk of plane p (ternary: p = 0, the mirrored index)
+  // plane orders: the chunk of plane p (ternary: p = 0, the mirrored index)
   constexpr int plane_chunk_in_block(int spi, int p) const { return lone_chunk_in_block(spi) + p * chunk_bytes; }
   constexpr int sign_in_block(int spi) const {
-    return vlut16() ? step_pairs_per_block() * step_pair_bytes() + (spi / 4) * chunk_bytes
-                    : lone_chunk_in_block(spi) + chunk_bytes;
+    return plane_chunks() ? step_pairs_per_block() * step_pair_bytes() + (spi / 4) * chunk_bytes
+                          : lone_chunk_in_block(spi) + chunk_bytes;
   }
-  // vlut16 ternary: the bit of a row's sign byte that holds step s of step pair spi
+  // plane orders: row r's byte in every chunk of its tile
+  constexpr int byte_of_row(int r) const;
+  // plane-order ternary: the bit of a row's sign byte that holds step s of step pair spi
   constexpr int sign_bit_in_byte(int spi, int s) const { return 2 * (spi % 4) + s; }
   // The element map inside one step pair: the byte (from the step pair's first byte) holding row
   // r's index of plane p (ternary: p = 0, the mirrored index) for step s of the pair, and the
@@ -130,8 +137,8 @@ struct tiling_spec {
     return planes >= 1 && steps_per_block >= 2 && steps_per_block % 2 == 0 &&
            block_k == steps_per_block * k_per_step && (!lut || max_abs_acc16() <= 32767) &&
            (group_k == 0 || group_k % block_k == 0) && rows_per_tile == chunk_bytes &&
-           (vlut16() ? rows_per_tile == 128 && (!ternary || step_pairs_per_block() % 4 == 0)
-                     : rows_per_tile == 64);
+           (plane_chunks() ? rows_per_tile == (vlut16() ? 128 : 64) && (!ternary || step_pairs_per_block() % 4 == 0)
+                           : rows_per_tile == 64);
   }
 };
 
@@ -143,14 +150,16 @@ constexpr int lone_byte_of_row(int r) { return 2 * (r % 16) + (r % 32) / 16; }
 constexpr int nibble_of_row(int r) { return r / 32; }
 constexpr int paired_byte_of_row(int r, int h) { return 2 * (r % 32) + h; }
 
+constexpr int tiling_spec::byte_of_row(int r) const { return vlut16() ? vlut16_byte_of_row(r) : r; }
+
 constexpr int tiling_spec::index_byte_in_step_pair(int r, int p, int s) const {
-  if (vlut16()) return plane_chunk_in_block(0, p) + vlut16_byte_of_row(r);
+  if (plane_chunks()) return plane_chunk_in_block(0, p) + byte_of_row(r);
   if (p < paired_chunks_per_step_pair()) return paired_chunk_in_block(0, s, p / 2) + paired_byte_of_row(r, p % 2);
   return lone_chunk_in_block(0) + 32 * s + lone_byte_of_row(r);
 }
-constexpr int tiling_spec::index_shift(int r, int s) const { return vlut16() ? 4 * s : 4 * nibble_of_row(r); }
+constexpr int tiling_spec::index_shift(int r, int s) const { return plane_chunks() ? 4 * s : 4 * nibble_of_row(r); }
 constexpr int tiling_spec::sign_bit_in_block(int r, int spi, int s) const {
-  if (vlut16()) return (sign_in_block(spi) + vlut16_byte_of_row(r)) * 8 + sign_bit_in_byte(spi, s);
+  if (plane_chunks()) return (sign_in_block(spi) + byte_of_row(r)) * 8 + sign_bit_in_byte(spi, s);
   return sign_in_block(spi) * 8 + 64 * nibble_of_row(r) + 32 * s + lone_byte_of_row(r);
 }
 

@@ -75,13 +75,31 @@ void unpack_codes(const uint8_t* data, const packed_layout& L, std::size_t t, st
                   uint8_t* out, std::size_t ldo) {
   constexpr auto& S = P::spec;
   constexpr int spb = S.step_pairs_per_block();
+  // the dequant driver's tiles are 64 rows; a policy of a 128-row target is refused before this
+  if constexpr (S.rows_per_tile != 64) throw error("dequant: 64-row tiles only, policy " + P::name());
   for (std::size_t blk = k0 / S.block_k; blk < k1 / S.block_k; ++blk) {
     const uint8_t* base = data + L.block_offset(t, blk);
     for (int spi = 0; spi < spb; ++spi) {
       for (int s = 0; s < 2; ++s) {
         const std::size_t step = blk * std::size_t(S.steps_per_block) + std::size_t(2 * spi + s);
         const std::size_t kk = step * std::size_t(S.k_per_step) - k0;
-        if constexpr (S.ternary) {
+        if constexpr (S.plane_chunks()) {
+          // plane orders (sve): the element map of the spec, one row at a time
+          const uint8_t* pair = base + spi * S.step_pair_bytes();
+          for (int r = 0; r < 64; ++r) {
+            const int sh = S.index_shift(r, s);
+            uint32_t v = 0;
+            if constexpr (S.ternary) {
+              const int bit = S.sign_bit_in_block(r, spi, s);
+              const int sign = (base[bit / 8] >> (bit % 8)) & 1;
+              v = repack.tern[((pair[S.index_byte_in_step_pair(r, 0, s)] >> sh) & 15) | sign << 4];
+            } else {
+              for (int p = 0; p < S.planes; ++p)
+                v |= repack.lone[(pair[S.index_byte_in_step_pair(r, p, s)] >> sh) & 15] << p;
+            }
+            std::memcpy(out + std::size_t(r) * ldo + kk, &v, 4);
+          }
+        } else if constexpr (S.ternary) {
           const uint8_t* c = base + S.lone_chunk_in_block(spi) + 32 * s;
           const uint8_t* sg = base + S.sign_in_block(spi);
           for (int rp = 0; rp < 32; ++rp) {
