@@ -145,6 +145,11 @@ void sme_gemv_cases(int& cases) {
     std::vector<float> yt(N * M, -1.f);
     lut_gemv<P>(wp, t, yt.data(), 0, &pool);
     CHECK(same_floats(y.data(), yt.data(), y.size()));
+    if (c == 0) {  // decode_gemv's best method on SME is this LUT-GEMV
+      std::vector<float> yd(N * M, -1.f);
+      decode_gemv<P>(wp, x.data(), N, K, yd.data());
+      CHECK(same_floats(y.data(), yd.data(), y.size()));
+    }
     ++cases;
   }
 }

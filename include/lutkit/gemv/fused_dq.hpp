@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "../gemm/dequant_gemm.hpp"
@@ -116,12 +117,16 @@ void fused_dq_gemv_rows(const packed_weights<P>& w, const float* x, std::size_t 
 //             (act_type::int8_group): codes as u8 levels times int8 activations (VNNI), scale
 //             and zero once per group; for 1 or 2 activation rows level 1 runs fused into the
 //             micro-kernel where the target has it. Formats with integer levels.
-//   best      the fastest correct one for the policy (docs/llama_formats.md, "Decode").
+//   best      the fastest correct one for the policy (docs/llama_formats.md, "Decode"); on
+//             target::sme the LUT-GEMV, or bf16 for formats it cannot serve.
 enum class decode_method { lut_gemv, fused_dq, int8, bf16, best };
 
 template <class P>
 constexpr decode_method best_decode_method() {
   using FT = format_traits<typename P::format>;
+  // SME: its LUT-GEMV, else its bf16 dequant-GEMM (it has no int8 paradigm and no FusedDQP)
+  if constexpr (std::is_same_v<typename P::target_type, target::sme>)
+    return FT::lut_gemv_capable ? decode_method::lut_gemv : decode_method::bf16;
   // int8 where its level 1 is a 4-plane transpose (4 and 8 bits: 0.82-0.93 of the plain read at
   // 1 thread against 0.46 for the W4 LUT-GEMV); LUT-GEMV below 4 bits (W2: 0.76 against 0.30)
   if constexpr (FT::integer_levels && !FT::is_ternary && (FT::planes == 4 || FT::planes == 8))
