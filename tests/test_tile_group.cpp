@@ -7,12 +7,15 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <limits>
 #include <random>
 #include <set>
 #include <string>
 #include <vector>
 
 #include <lutkit/gemm/tile_group_gemm.hpp>
+
+#include "scaled_cases.hpp"
 #include <lutkit/quant/tile_group.hpp>
 
 using namespace lutkit;
@@ -320,7 +323,7 @@ void tile_group_kernel_case(std::mt19937_64& rng, std::size_t M, std::size_t K, 
       }
       if (!bf && N <= 4) {  // decode GEMV (fp32)
         std::vector<float> yv(N * M, -1.f);
-        tile_group_gemv<Fmt>(tw, x.data(), N, K, yv.data(), 0, 0, nullptr, be);
+        tile_group_gemv<Fmt>(tw, x.data(), N, K, yv.data(), 0, 0, nullptr, be, decode_method::fused_dq);
         for (std::size_t i = 0; i < yv.size(); ++i) {
           INFO("gemv M=" << M << " K=" << K << " N=" << N << " backend " << int(be) << " i=" << i);
           REQUIRE(std::fabs(double(yv[i]) - yr[i]) <= bound[i]);
@@ -329,7 +332,86 @@ void tile_group_kernel_case(std::mt19937_64& rng, std::size_t M, std::size_t K, 
     }
   }
 }
+
+// The int8 decode: against the double product of the weights and the activations as the kernel
+// quantizes them (quantize_act_int8 per 32 k, THE activation quantizer), within the fp32 bound;
+// every backend and 1 / 2 threads give the same bits; a row with a non-finite activation gives NaN.
+template <class Fmt>
+void tile_group_int8_case(std::mt19937_64& rng, std::size_t M, std::size_t K, std::size_t N) {
+  const auto w = gaussian(M * K, rng());
+  const auto q = quantize_tile_group<Fmt>(w.data(), M, K);
+  const tile_group_weights<Fmt> tw(q);
+  const std::size_t ldx = K + (N % 3) * 32;
+  std::vector<float> x(N * ldx, 1e30f);  // the stride's padding must not be read
+  std::normal_distribution<float> nd(0.f, 1.f);
+  for (std::size_t n = 0; n < N; ++n)
+    for (std::size_t k = 0; k < K; ++k) x[n * ldx + k] = nd(rng) * (k % 37 == 5 ? 20.f : 1.f);
+  const std::size_t nan_row = N >= 3 ? 1 : N;  // one row with a NaN when N >= 3
+  if (nan_row < N) x[nan_row * ldx + K / 2] = std::numeric_limits<float>::quiet_NaN();
+  std::vector<double> yr(N * M), bound(N * M);
+  for (std::size_t n = 0; n < N; ++n) {
+    std::vector<int8_t> xq(K);
+    std::vector<float> xs(K / 32);
+    detail::quantize_act_int8(x.data() + n * ldx, K, 32, xq.data(), xs.data());
+    for (std::size_t m = 0; m < M; ++m) {
+      double a = 0, mag = 0;
+      for (std::size_t k = 0; k < K; ++k) {
+        const double xv = double(xs[k / 32]) * double(xq[k]);
+        a += double(q.weight(m, k)) * xv;
+        mag += std::fabs(double(q.scale(m, k))) * (double(q.code(m, k)) + std::fabs(double(q.zero(m, k)))) * std::fabs(xv);
+      }
+      yr[n * M + m] = a;
+      bound[n * M + m] = (double(K) + 16.0) * 0x1p-24 * mag;
+    }
+  }
+  std::vector<dq_backend> backends{dq_backend::generic};
+#if defined(LUTKIT_HAVE_AVX512_DQ)
+  if (detail::avx512::cpu_supported()) backends.push_back(dq_backend::avx512);
+#endif
+  static thread_pool pool(2);
+  std::vector<float> first;
+  for (dq_backend be : backends)
+    for (thread_pool* tp : {static_cast<thread_pool*>(nullptr), &pool}) {
+      const std::size_t ldy = M + 7;
+      std::vector<float> y(N * ldy, -1.f);
+      tile_group_gemv<Fmt>(tw, x.data(), N, K, y.data(), ldx, ldy, tp, be, decode_method::int8);
+      std::vector<float> yc(N * M);
+      for (std::size_t n = 0; n < N; ++n)
+        for (std::size_t m = 0; m < M; ++m) {
+          yc[n * M + m] = y[n * ldy + m];
+          for (std::size_t p = M; p < ldy; ++p) REQUIRE(y[n * ldy + p] == -1.f);
+        }
+      for (std::size_t i = 0; i < yc.size(); ++i) {
+        INFO("int8 M=" << M << " K=" << K << " N=" << N << " backend " << int(be) << " threads " << (tp ? 2 : 1)
+                       << " i=" << i);
+        if (i / M == nan_row) REQUIRE(std::isnan(yc[i]));
+        else REQUIRE(std::fabs(double(yc[i]) - yr[i]) <= bound[i]);
+      }
+      if (first.empty()) first = yc;
+      bool same = true;
+      for (std::size_t i = 0; i < yc.size(); ++i) same = same && (yc[i] == first[i] || (std::isnan(yc[i]) && std::isnan(first[i])));
+      CHECK(same);  // backends and thread counts: the same bits
+    }
+  // best is int8
+  std::vector<float> yb(N * M);
+  tile_group_gemv<Fmt>(tw, x.data(), N, K, yb.data(), ldx);
+  bool same = true;
+  for (std::size_t i = 0; i < yb.size(); ++i) same = same && (yb[i] == first[i] || (std::isnan(yb[i]) && std::isnan(first[i])));
+  CHECK(same);
+}
 }  // namespace
+
+TEST_CASE("tile-group int8 decode GEMV matches the reference, bit-identical over backends and threads", "[tilegroup][fuzz]") {
+  std::mt19937_64 rng(2026);
+  std::uniform_int_distribution<int> mt(1, 9), kt(1, 40), nn(1, 16);
+  for (int c = 0; c < lutkit_test::scaled_cases(16); ++c) {
+    const std::size_t M = 32 * std::size_t(mt(rng)), K = 32 * std::size_t(kt(rng)), N = std::size_t(nn(rng));
+    tile_group_int8_case<fmt::uint_asym<4>>(rng, M, K, N);
+    tile_group_int8_case<fmt::uint_sym<4>>(rng, M, K, N);
+    tile_group_int8_case<fmt::uint_asym<2>>(rng, M, K, N);
+    tile_group_int8_case<fmt::uint_sym<2>>(rng, M, K, N);
+  }
+}
 
 TEST_CASE("tile-group kernels: dequant-GEMM (fp32, bf16) and GEMV match the reference", "[tilegroup][fuzz]") {
   std::mt19937_64 rng(2024);
@@ -363,6 +445,8 @@ TEST_CASE("tile-group kernels: bad input", "[tilegroup][bad_input]") {
   CHECK_THROWS_WITH(tile_group_gemm(tw, x.data(), 2, K - 32, y.data()), Catch::Contains("K = "));
   CHECK_THROWS_WITH(tile_group_gemm(tw, nullptr, 2, K, y.data()), Catch::Contains("null"));
   CHECK_THROWS_WITH(tile_group_gemv(tw, x.data(), 2, K, y.data(), K, M - 1), Catch::Contains("ldy"));
+  CHECK_THROWS_WITH(tile_group_gemv(tw, x.data(), 2, K, y.data(), 0, 0, nullptr, dq_backend::best, decode_method::lut_gemv),
+                    Catch::Contains("int8 or fused_dq"));
   CHECK_THROWS_WITH(tile_group_gemm(tw, x.data(), 0, K, y.data()), Catch::Contains("positive"));
   // the byte stream: wrong size, NaN scale
   const auto bytes = pack_super_groups(q);

@@ -56,7 +56,7 @@ void tile_group_case(const uint8_t* d, std::size_t n, std::size_t M, std::size_t
     bound[m] = (double(K) + 64.0) * 0x1p-23 * mag + 1e-30;
   }
   std::vector<float> y(M);
-  tile_group_gemv<TG>(w, x.data(), 1, K, y.data());
+  tile_group_gemv<TG>(w, x.data(), 1, K, y.data(), 0, 0, nullptr, dq_backend::best, decode_method::fused_dq);
   lutkit_fuzz::check_close(kTarget, "tile_group_gemv", y.data(), want.data(), bound.data(), M);
 }
 }  // namespace

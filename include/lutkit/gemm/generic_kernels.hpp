@@ -138,6 +138,53 @@ inline void tg_groups_f32(const tg_groups_args& a, float* out) {
   }
 }
 
+// Tile groups, int8 decode (the contract of tg_int8_args, gemm/microkernel.hpp), for nc columns.
+// The AVX-512 kernel does the same operations in the same order: the same bits.
+template <int NC>
+void tg_int8(const tg_int8_args& a) {
+  const unsigned mask = (1u << a.bits) - 1u;
+  float zacc[NC][8] = {};
+  for (std::size_t s = 0; s < a.n_sg; ++s) {
+    const uint8_t* p = a.sg + s * a.sg_bytes;
+    float sc[8], zz[8], A[NC][8];
+    for (int g = 0; g < 8; ++g) {
+      uint16_t h;
+      std::memcpy(&h, p + a.soff[g], 2);
+      sc[g] = f16_to_f32(h);
+      if (a.zoff[0] < 0) {
+        zz[g] = a.zsym;
+      } else {
+        std::memcpy(&h, p + a.zoff[g], 2);
+        zz[g] = f16_to_f32(h);
+      }
+    }
+    for (int n = 0; n < NC; ++n) {
+      const float xa = a.xa[std::size_t(n) * a.lda + s / 4];
+      for (int g = 0; g < 8; ++g) {
+        A[n][g] = sc[g] * xa;
+        zacc[n][g] = std::fma(sc[g] * zz[g], a.xp[std::size_t(n) * a.ldp + 4 * s + std::size_t(g / 2)], zacc[n][g]);
+      }
+    }
+    for (int q = 0; q < 4; ++q) {
+      uint8_t c[64];
+      for (int i = 0; i < 64; ++i) c[i] = uint8_t((p[a.qbyte[q] + i] >> a.qshift[q]) & mask);
+      for (int n = 0; n < NC; ++n) {
+        const int8_t* x2 = a.xq + std::size_t(n) * a.ldq + 8 * s + std::size_t(2 * q);
+        float* acc = a.acc + 32 * n;
+        for (int r = 0; r < 32; ++r) {
+          const int d = int(c[2 * r]) * x2[0] + int(c[2 * r + 1]) * x2[1];
+          acc[r] = std::fma(float(d), A[n][2 * q + r / 16], acc[r]);
+        }
+      }
+    }
+  }
+  for (int n = 0; n < NC; ++n) {
+    const float z0 = ((zacc[n][0] + zacc[n][2]) + zacc[n][4]) + zacc[n][6];
+    const float z1 = ((zacc[n][1] + zacc[n][3]) + zacc[n][5]) + zacc[n][7];
+    for (int r = 0; r < 32; ++r) a.acc[32 * n + r] -= r < 16 ? z0 : z1;
+  }
+}
+
 }  // namespace generic
 
 inline const dq_kernel_set& generic_kernels() {
@@ -157,7 +204,8 @@ inline const dq_kernel_set& generic_kernels() {
                                {},
                                {},
                                &prepare_rows_baseline,
-                               &write_tile};
+                               &write_tile,
+                               {&generic::tg_int8<1>, &generic::tg_int8<2>, &generic::tg_int8<3>, &generic::tg_int8<4>}};
   return k;
 }
 

@@ -72,6 +72,34 @@ struct tg_groups_args {
   uint16_t* out;
 };
 
+// Tile groups, int8 decode (tile_group_gemv's int8 method): super-groups [0, n_sg) of one 32-row
+// block (super-group s: k = 8 s .. 8 s + 7 from the range's first k, groups g = 2 q + h: k pair q,
+// rows 16 h .. 16 h + 15). The 64 codes of k pair q are bytes qbyte[q] .. qbyte[q] + 63 of a
+// super-group at bits [qshift[q], qshift[q] + bits), byte 2 r + i = row r, k 8 s + 2 q + i; group
+// g's fp16 scale and zero at byte offsets soff[g], zoff[g] (zoff[0] < 0: symmetric, zero = zsym).
+// Activations: int8 xq[n * ldq + k], scale xa[n * lda + k / 32] (per 32 k), and per k pair
+// xp[n * ldp + k / 2] = xa * (xq_k + xq_k+1). For every n < nc:
+//   acc[32 n + r] += sum over k of s_g * xa * (code - zero) * xq   (weights s (code - z))
+// in fp32: per (group, row) the exact int16 pair dot times s_g * xa, the zero terms summed per
+// group and subtracted at the end of the call.
+struct tg_int8_args {
+  const uint8_t* sg;
+  std::size_t n_sg, sg_bytes;
+  int bits;
+  int qbyte[4], qshift[4];
+  int soff[8], zoff[8];
+  float zsym;
+  const int8_t* xq;
+  std::size_t ldq;
+  const float* xa;
+  std::size_t lda;
+  const float* xp;
+  std::size_t ldp;
+  float* acc;
+};
+inline constexpr int tg_int8_cols = 4;  // columns per call
+using tg_int8_fn = void (*)(const tg_int8_args&);
+
 struct dq_activations;  // gemm/activations.hpp
 
 // One target's kernel set: int8 micro-kernels by NC, bf16 / fp32 by NV (index NC - 1 / NV - 1),
@@ -105,6 +133,8 @@ struct dq_kernel_set {
   void (*prepare_rows)(dq_activations& A, const float* x, std::size_t ldx, std::size_t b0, std::size_t b1);
   void (*write_tile)(const dq_activations& A, const float* C, std::size_t n0, std::size_t n1, std::size_t ma,
                      std::size_t mb, float* y, std::size_t ldy);
+  // tile groups, int8 decode, by nc - 1 (null: the portable kernel)
+  tg_int8_fn tg_int8[tg_int8_cols] = {nullptr, nullptr, nullptr, nullptr};
 };
 
 // Level 1 of one policy's bit layout on a target: codes of the 64 rows of tile t for k in [k0, k1)
