@@ -2,6 +2,8 @@
 // beside a plain read of the same cold weight bytes (the practical roofline).
 //   decode_gemv/<method>/<policy>/4096x14336/n:<N>/threads:<T>/cold
 //   decode_read/<policy>/4096x14336/threads:<T>/cold   a plain read of the same copies, same pool
+// Tile-group weights (W4 asym, HMX geometry) run tile_group_gemv under the same names, policy
+// w4_g32_asym_tilegroup_hmx (methods int8 and fused_dq).
 // cold: rotating copies of the blob beyond 4x the 32 MiB LLC. Counter weight_GBps: blob bytes /
 // time. The summary's "vs read" column divides the read's time by the kernel's.
 #include <benchmark/benchmark.h>
@@ -105,9 +107,75 @@ void register_policy(std::size_t M, std::size_t K) {
       }
   }
 }
+// tile-group weights: rotating copies of one quantized tensor, read and decoded like the blobs above
+using TGF = fmt::uint_asym<4>;
+const std::string tg_name = "w4_g32_asym_tilegroup_hmx";
+
+std::vector<tile_group_weights<TGF>>& tile_group_copies(std::size_t M, std::size_t K) {
+  static std::vector<tile_group_weights<TGF>> copies;
+  static std::size_t m0 = 0, k0 = 0;
+  if (copies.empty() || m0 != M || k0 != K) {
+    copies.clear();
+    std::mt19937_64 rng(M * 7 + K);
+    std::normal_distribution<float> nd(0.f, 0.02f);
+    std::vector<float> w(M * K);
+    for (auto& v : w) v = nd(rng);
+    copies.push_back(tile_group_weights<TGF>(quantize_tile_group<TGF>(w.data(), M, K)));
+    m0 = M;
+    k0 = K;
+    const std::size_t want = std::max<std::size_t>(2, (std::size_t(128) << 20) / copies[0].size_bytes() + 2);
+    while (copies.size() < want) copies.push_back(copies[0]);
+  }
+  return copies;
+}
+
+void register_tile_group(std::size_t M, std::size_t K) {
+  const std::string shape = "/" + std::to_string(M) + "x" + std::to_string(K);
+  for (int T : {1, 2}) {
+    const std::string th = "/threads:" + std::to_string(T) + "/cold";
+    benchmark::RegisterBenchmark(("decode_read/" + tg_name + shape + th).c_str(),
+                                 [=](benchmark::State& st) {
+                                   auto& copies = tile_group_copies(M, K);
+                                   thread_pool* pool = T > 1 ? &pool_for(T) : nullptr;
+                                   std::size_t i = 0;
+                                   for (auto _ : st) {
+                                     const auto& w = copies[i++ % copies.size()];
+                                     pooled_read(w.data(), w.size_bytes(), pool, T);
+                                   }
+                                   st.counters["weight_GBps"] = benchmark::Counter(
+                                       double(copies[0].size_bytes()) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+                                 })
+        ->Unit(benchmark::kMicrosecond)
+        ->UseRealTime();
+    for (std::size_t N : {1, 2, 16})
+      for (decode_method m : {decode_method::int8, decode_method::fused_dq}) {
+        if (N > 1 && m == decode_method::fused_dq) continue;
+        benchmark::RegisterBenchmark(
+            ("decode_gemv/" + std::string(method_name(m)) + "/" + tg_name + shape + "/n:" + std::to_string(N) + th).c_str(),
+            [=](benchmark::State& st) {
+              auto& copies = tile_group_copies(M, K);
+              std::mt19937_64 rng(5);
+              std::normal_distribution<float> nd;
+              std::vector<float> x(N * K), y(N * M);
+              for (auto& v : x) v = nd(rng);
+              thread_pool* pool = T > 1 ? &pool_for(T) : nullptr;
+              std::size_t i = 0;
+              for (auto _ : st) {
+                tile_group_gemv(copies[i++ % copies.size()], x.data(), N, K, y.data(), 0, 0, pool, dq_backend::best, m);
+                benchmark::DoNotOptimize(y.data());
+              }
+              st.counters["weight_GBps"] = benchmark::Counter(double(copies[0].size_bytes()) * 1e-9,
+                                                              benchmark::Counter::kIsIterationInvariantRate);
+            })
+            ->Unit(benchmark::kMicrosecond)
+            ->UseRealTime();
+      }
+  }
+}
 }  // namespace
 
 void register_decode() {
+  register_tile_group(4096, 14336);
   register_policy<Q8_0>(4096, 14336);
   register_policy<IQ4NL>(4096, 14336);
   register_policy<NF4>(4096, 14336);

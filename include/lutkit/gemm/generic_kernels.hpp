@@ -144,6 +144,7 @@ template <int NC>
 void tg_int8(const tg_int8_args& a) {
   const unsigned mask = (1u << a.bits) - 1u;
   float zacc[NC][8] = {};
+  float odd[NC][32] = {};  // the odd k pairs' chain (two chains: half the FMA latency per super-group)
   for (std::size_t s = 0; s < a.n_sg; ++s) {
     const uint8_t* p = a.sg + s * a.sg_bytes;
     float sc[8], zz[8], A[NC][8];
@@ -170,7 +171,7 @@ void tg_int8(const tg_int8_args& a) {
       for (int i = 0; i < 64; ++i) c[i] = uint8_t((p[a.qbyte[q] + i] >> a.qshift[q]) & mask);
       for (int n = 0; n < NC; ++n) {
         const int8_t* x2 = a.xq + std::size_t(n) * a.ldq + 8 * s + std::size_t(2 * q);
-        float* acc = a.acc + 32 * n;
+        float* acc = q % 2 ? odd[n] : a.acc + 32 * n;
         for (int r = 0; r < 32; ++r) {
           const int d = int(c[2 * r]) * x2[0] + int(c[2 * r + 1]) * x2[1];
           acc[r] = std::fma(float(d), A[n][2 * q + r / 16], acc[r]);
@@ -181,7 +182,7 @@ void tg_int8(const tg_int8_args& a) {
   for (int n = 0; n < NC; ++n) {
     const float z0 = ((zacc[n][0] + zacc[n][2]) + zacc[n][4]) + zacc[n][6];
     const float z1 = ((zacc[n][1] + zacc[n][3]) + zacc[n][5]) + zacc[n][7];
-    for (int r = 0; r < 32; ++r) a.acc[32 * n + r] -= r < 16 ? z0 : z1;
+    for (int r = 0; r < 32; ++r) a.acc[32 * n + r] = (a.acc[32 * n + r] + odd[n][r]) - (r < 16 ? z0 : z1);
   }
 }
 

@@ -874,8 +874,11 @@ LUTKIT_AVX512_DQ inline void tg_groups_f32(const tg_groups_args& a, float* out) 
 // rows' code pairs, one shift and mask, and per column one vpmaddubsw with the broadcast int8
 // activation pair (int16 lane r = row r's pair dot, exact), two widenings to fp32 and two FMAs with
 // the group's s * xa (rows 0..15 and 16..31 are two groups). The zero terms are summed per group
-// (one FMA of 8 lanes per super-group) and subtracted at the end. generic::tg_int8 is the same
-// arithmetic in the same order (the same bits). Accumulators are named variables (see above).
+// (one FMA of 8 lanes per super-group) and subtracted at the end. Even and odd k pairs accumulate
+// in two chains (r, o; added at the end of the call), and the stream is prefetched
+// tg_prefetch_ahead bytes ahead. generic::tg_int8 is the same arithmetic in the same order (the
+// same bits). Accumulators are named variables (see above).
+inline constexpr std::size_t tg_prefetch_ahead = 8192;
 template <int NC>
 LUTKIT_AVX512_DQ void tg_int8(const tg_int8_args& a) {
   const __m512i mask = _mm512_set1_epi8(char((1u << a.bits) - 1u));
@@ -883,7 +886,7 @@ LUTKIT_AVX512_DQ void tg_int8(const tg_int8_args& a) {
   const bool sym = a.zoff[0] < 0;
   const __m256 zsym = _mm256_set1_ps(a.zsym);
 #define LK_TG_ACC(n)                                                                           \
-  __m512 r##n##0 = _mm512_setzero_ps(), r##n##1 = r##n##0;                                     \
+  __m512 r##n##0 = _mm512_setzero_ps(), r##n##1 = r##n##0, o##n##0 = r##n##0, o##n##1 = r##n##0; \
   __m256 z##n = _mm256_setzero_ps();                                                           \
   if constexpr (n < NC) {                                                                      \
     r##n##0 = _mm512_loadu_ps(a.acc + 32 * n);                                                 \
@@ -893,6 +896,23 @@ LUTKIT_AVX512_DQ void tg_int8(const tg_int8_args& a) {
 #undef LK_TG_ACC
   static_assert(tg_int8_cols == 4, "LK_TG_ACC lists tg_int8_cols columns");
   alignas(32) float A[4][8];
+  // k pair q of super-group s into accumulators R (r: even pairs, o: odd pairs)
+#define LK_TG_COL(n, q, R)                                                                                    \
+  if constexpr (n < NC) {                                                                                     \
+    int16_t xw;                                                                                               \
+    std::memcpy(&xw, a.xq + std::size_t(n) * a.ldq + 8 * s + std::size_t(2 * (q)), 2);                        \
+    const __m512i d = _mm512_maddubs_epi16(c, _mm512_set1_epi16(xw));                                         \
+    R##n##0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(_mm512_castsi512_si256(d))),           \
+                              _mm512_set1_ps(A[n][2 * (q)]), R##n##0);                                        \
+    R##n##1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(_mm512_extracti64x4_epi64(d, 1))),     \
+                              _mm512_set1_ps(A[n][2 * (q) + 1]), R##n##1);                                    \
+  }
+#define LK_TG_PAIR(q, R)                                                                                      \
+  {                                                                                                           \
+    const __m512i c = _mm512_and_si512(                                                                       \
+        _mm512_srl_epi16(_mm512_loadu_si512(p + a.qbyte[q]), _mm_cvtsi32_si128(a.qshift[q])), mask);          \
+    LK_TG_COL(0, q, R) LK_TG_COL(1, q, R) LK_TG_COL(2, q, R) LK_TG_COL(3, q, R)                               \
+  }
   for (std::size_t s = 0; s < a.n_sg; ++s) {
     const uint8_t* p = a.sg + s * a.sg_bytes;
     const __m256 sc = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + a.soff[0])));
@@ -907,30 +927,23 @@ LUTKIT_AVX512_DQ void tg_int8(const tg_int8_args& a) {
   }
     LK_TG_PARAMS(0) LK_TG_PARAMS(1) LK_TG_PARAMS(2) LK_TG_PARAMS(3)
 #undef LK_TG_PARAMS
-    for (int q = 0; q < 4; ++q) {
-      const __m512i c = _mm512_and_si512(
-          _mm512_srl_epi16(_mm512_loadu_si512(p + a.qbyte[q]), _mm_cvtsi32_si128(a.qshift[q])), mask);
-#define LK_TG_COL(n)                                                                                          \
-  if constexpr (n < NC) {                                                                                     \
-    int16_t xw;                                                                                               \
-    std::memcpy(&xw, a.xq + std::size_t(n) * a.ldq + 8 * s + std::size_t(2 * q), 2);                          \
-    const __m512i d = _mm512_maddubs_epi16(c, _mm512_set1_epi16(xw));                                         \
-    r##n##0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(_mm512_castsi512_si256(d))),           \
-                              _mm512_set1_ps(A[n][2 * q]), r##n##0);                                          \
-    r##n##1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(_mm512_extracti64x4_epi64(d, 1))),     \
-                              _mm512_set1_ps(A[n][2 * q + 1]), r##n##1);                                      \
-  }
-      LK_TG_COL(0) LK_TG_COL(1) LK_TG_COL(2) LK_TG_COL(3)
-#undef LK_TG_COL
+    _mm_prefetch(reinterpret_cast<const char*>(p) + tg_prefetch_ahead, _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(p) + tg_prefetch_ahead + 64, _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(p) + tg_prefetch_ahead + 128, _MM_HINT_T0);
+    for (int q = 0; q < 4; q += 2) {
+      LK_TG_PAIR(q, r)
+      LK_TG_PAIR(q + 1, o)
     }
   }
+#undef LK_TG_PAIR
+#undef LK_TG_COL
 #define LK_TG_STORE(n)                                                              \
   if constexpr (n < NC) {                                                           \
     alignas(32) float z[8];                                                         \
     _mm256_store_ps(z, z##n);                                                       \
     const float z0 = ((z[0] + z[2]) + z[4]) + z[6], z1 = ((z[1] + z[3]) + z[5]) + z[7]; \
-    _mm512_storeu_ps(a.acc + 32 * n, _mm512_sub_ps(r##n##0, _mm512_set1_ps(z0)));  \
-    _mm512_storeu_ps(a.acc + 32 * n + 16, _mm512_sub_ps(r##n##1, _mm512_set1_ps(z1))); \
+    _mm512_storeu_ps(a.acc + 32 * n, _mm512_sub_ps(_mm512_add_ps(r##n##0, o##n##0), _mm512_set1_ps(z0))); \
+    _mm512_storeu_ps(a.acc + 32 * n + 16, _mm512_sub_ps(_mm512_add_ps(r##n##1, o##n##1), _mm512_set1_ps(z1))); \
   }
   LK_TG_STORE(0) LK_TG_STORE(1) LK_TG_STORE(2) LK_TG_STORE(3)
 #undef LK_TG_STORE
