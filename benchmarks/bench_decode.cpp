@@ -94,11 +94,15 @@ void register_policy(std::size_t M, std::size_t K) {
         ->Unit(benchmark::kMicrosecond)
         ->UseRealTime();
     std::vector<decode_method> ms = {decode_method::fused_dq, decode_method::bf16};
-    if constexpr (format_traits<typename P::format>::integer_levels) ms.push_back(decode_method::int8);
+    if constexpr (format_traits<typename P::format>::integer_levels || detail::split_levels<P>())
+      ms.push_back(decode_method::int8);  // (split levels: N <= 2 on AVX-512 VNNI + GFNI CPUs)
     if constexpr (format_traits<typename P::format>::lut_gemv_capable) ms.push_back(decode_method::lut_gemv);
     for (std::size_t N : {1, 2, 16})
       for (decode_method m : ms) {
         if (N > 1 && (m == decode_method::fused_dq || m == decode_method::bf16)) continue;
+        if (m == decode_method::int8 && !format_traits<typename P::format>::integer_levels &&
+            !detail::split_int8_decode_available<P>(N, detail::dq_kernels_for_policy<P>(dq_backend::best)))
+          continue;
         benchmark::RegisterBenchmark(
             ("decode_gemv/" + std::string(method_name(m)) + "/" + P::name() + shape + "/n:" + std::to_string(N) + th).c_str(),
             [=](benchmark::State& st) { bm_decode<P>(st, m, M, K, N, T); })

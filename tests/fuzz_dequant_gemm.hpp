@@ -32,7 +32,7 @@ struct dq_expect {
 
 template <class P>
 dq_expect<P> dq_reference(const lutkit::quantized<P>& q, const std::vector<float>& x, std::size_t N,
-                          lutkit::act_type act, std::size_t flush_k, std::size_t flushes) {
+                          lutkit::act_type act, std::size_t flush_k, std::size_t flushes, bool split = false) {
   using namespace lutkit;
   using FT = format_traits<typename P::format>;
   const std::size_t M = q.M, K = q.K, G = q.group_k();
@@ -67,6 +67,14 @@ dq_expect<P> dq_reference(const lutkit::quantized<P>& q, const std::vector<float
       const int c = q.codes[m * K + k];
       const float v = FT::value(s, z, c);
       wv[k] = act == act_type::bf16 ? double(round_to_bf16(v)) : double(v);
+      if constexpr (detail::split_levels<P>()) {
+        if (split) {  // split levels (int8 decode of float codebooks): s * (Q - 2^13) * 2^-13, Q <= 2^14
+          const double Q = double(detail::split_level_q<P>(c)), one = double(1 << detail::split_level_bits);
+          wv[k] = double(s) * (Q - one) / one;
+          wmag[k] = std::fabs(double(s)) * (Q / one + 1.0) + std::fabs(wv[k]);
+          continue;
+        }
+      }
       // min form (z is the group minimum): the kernels form s * level and m separately
       wmag[k] = P::spec.min_form ? std::fabs(double(s)) * std::fabs(double(FT::level(c))) + std::fabs(double(z)) + std::fabs(wv[k])
                                  : std::fabs(double(s)) * (std::fabs(double(FT::level(c))) + std::fabs(double(z))) + std::fabs(wv[k]);

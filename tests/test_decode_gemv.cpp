@@ -60,6 +60,27 @@ void fuzz_decode_policy(uint64_t seed_base) {
       for (std::size_t n = 0; n < N; ++n)
         for (std::size_t m = M; m < ldy; ++m) untouched = untouched && y1[n * ldy + m] == -5.f;
       CHECK(untouched);
+    } else if (detail::split_int8_decode_available<P>(N, detail::dq_kernels_for_policy<P>(dq_backend::best))) {
+      // float codebooks, N <= 2: the int8 decode with split levels, against the reference of the
+      // fixed-point levels (their distance to the codebook: "split levels" below)
+      const auto geo = detail::make_dq_geometry<P>(wp.layout(), N, act_type::int8_group);
+      const auto e = dq_reference<P>(q, x, N, act_type::int8_group, geo.flush_k, geo.flushes(), true);
+      std::vector<float> y1(N * ldy, -5.f), y2(N * ldy, -6.f);
+      decode_gemv<P>(wp, x.data(), N, K, y1.data(), decode_method::int8, 0, ldy, nullptr);
+      decode_gemv<P>(wp, x.data(), N, K, y2.data(), decode_method::int8, 0, ldy, &pool);
+      CHECK(dq_compare<P>(e, y1.data(), ldy, N, M) == "");
+      bool same = true, untouched = true;
+      for (std::size_t n = 0; n < N; ++n)
+        for (std::size_t m = 0; m < ldy; ++m) {
+          const float a = y1[n * ldy + m], b = y2[n * ldy + m];
+          if (m < M) same = same && (a == b || (std::isnan(a) && std::isnan(b)));
+          else untouched = untouched && a == -5.f && b == -6.f;
+        }
+      CHECK(same);  // 1 and 2 threads: the same bits
+      CHECK(untouched);
+      // the public dequant_gemm keeps refusing the int8 paradigm for float codebooks
+      CHECK_THROWS_WITH(dequant_gemm<P>(wp, x.data(), N, K, std::vector<float>(N * M).data(), act_type::int8_group),
+                        Catch::Matchers::Contains("needs integer levels"));
     } else {
       CHECK_THROWS_WITH(decode_gemv<P>(wp, x.data(), N, K, std::vector<float>(N * M).data(), decode_method::int8),
                         Catch::Matchers::Contains("needs integer levels"));
@@ -73,11 +94,15 @@ void fuzz_decode_policy(uint64_t seed_base) {
       for (std::size_t i = 0; i < yd.size(); ++i) same = same && (yd[i] == yg[i] || (std::isnan(yd[i]) && std::isnan(yg[i])));
       CHECK(same);
     }
-    // best: the method best_decode_method<P>() names, bit for bit
+    // best: the method best_decode_method<P>(N) names, bit for bit (best_decode_method<P>() but
+    // for split-level codebooks at N <= 2 on CPUs with the fused int8 kernel)
     {
+      const decode_method bm = best_decode_method<P>(N);
+      CHECK((bm == best_decode_method<P>() ||
+             (detail::split_levels<P>() && N <= 2 && bm == decode_method::int8)));
       std::vector<float> yb(N * M, -7.f), ym(N * M, -8.f);
       decode_gemv<P>(wp, x.data(), N, K, yb.data(), decode_method::best, 0, 0, &pool);
-      decode_gemv<P>(wp, x.data(), N, K, ym.data(), best_decode_method<P>(), 0, 0, nullptr);
+      decode_gemv<P>(wp, x.data(), N, K, ym.data(), bm, 0, 0, nullptr);
       bool same = true;
       for (std::size_t i = 0; i < yb.size(); ++i) same = same && (yb[i] == ym[i] || (std::isnan(yb[i]) && std::isnan(ym[i])));
       CHECK(same);
@@ -91,6 +116,28 @@ void fuzz_decode_policy(uint64_t seed_base) {
 TEST_CASE("decode_gemv: int8 decode matches the reference, threads and the buffered route", "[decode_gemv][fuzz]") {
   lutkit_test::for_dq_policies<0, lutkit_test::dq_policy_count>(
       []<class P>() { lutkit_test::fuzz_decode_policy<P>(0xDEC0 + P::hash() % 991); });
+}
+
+TEST_CASE("split levels: float codebooks as 15-bit fixed point within 2^-14 of every level", "[decode_gemv]") {
+  using namespace lutkit;
+  int split_policies = 0;
+  lutkit_test::for_dq_policies<0, lutkit_test::dq_policy_count>([&]<class P>() {
+    if constexpr (detail::split_levels<P>()) {
+      ++split_policies;
+      using FT = format_traits<typename P::format>;
+      for (int c = 0; c <= FT::max_code; ++c) {
+        const int Q = detail::split_level_q<P>(c);
+        INFO(P::name() << " code " << c << " Q " << Q);
+        CHECK(Q >= 0);
+        CHECK((Q >> 7) <= 255);
+        CHECK(std::fabs(double(Q - (1 << detail::split_level_bits)) / double(1 << detail::split_level_bits) -
+                        double(FT::level(c))) <= 0x1p-14);
+      }
+    }
+  });
+  STATIC_REQUIRE(detail::split_levels<policy<fmt::codebook4<book::nf4>, group<64>, table::lut4<int8_t, false>>>());
+  STATIC_REQUIRE(!detail::split_levels<policy<fmt::codebook4<book::iq4_nl>, group<32>, table::lut4<int8_t, false>>>());
+  CHECK(split_policies > 0);
 }
 
 TEST_CASE("decode_gemv: best picks int8 for 4- and 8-plane integer levels, else LUT-GEMV or bf16", "[decode_gemv]") {

@@ -155,6 +155,30 @@ constexpr bool levels_are_codes() {
   return true;
 }
 
+// Float codebooks (NF4) in the int8 decode ("split levels"): a level L in [-1, 1] becomes the
+// fixed point Q = round(L * 2^13) + 2^13 in [0, 2^14] (|(Q - 2^13) * 2^-13 - L| <= 2^-14), held
+// as two u8 levels hi = Q >> 7 (<= 128) and lo = Q & 127: per scale group the int32
+// 128 * sum(hi * x) + sum(lo * x) is sum(Q * x) exactly (groups of at most 512 k), and the weight
+// is s * (Q - 2^13) * 2^-13 (zero coefficient s). Symmetric 16-code books with zero 0 only.
+inline constexpr int split_level_bits = 13;
+template <class P>
+constexpr bool split_levels() {
+  using FT = format_traits<typename P::format>;
+  constexpr auto& S = P::spec;
+  if (FT::integer_levels || S.ternary || S.asymmetric || S.min_form || S.sym_zero != 0.f || FT::max_code != 15 ||
+      S.planes != 4 || S.group_k == 0 || S.group_k > 512)
+    return false;
+  for (int c = 0; c <= FT::max_code; ++c)
+    if (!(FT::level(c) >= -1.f && FT::level(c) <= 1.f)) return false;
+  return true;
+}
+template <class P>
+constexpr int split_level_q(int code) {
+  const double v = double(format_traits<typename P::format>::level(code)) * double(1 << split_level_bits);
+  const long r = v >= 0 ? long(v + 0.5) : -long(-v + 0.5);
+  return int(r) + (1 << split_level_bits);
+}
+
 // The level-2 table of one (row, group): value(scale, zero, code) for every code, as T.
 template <class P, class T>
 inline void level2_table(float s, float z, T* tbl) {

@@ -168,19 +168,35 @@ void check_dq_args(const packed_weights<P>& w, const float* x, std::size_t N, st
   check_strided(N, w.M(), ldy, "dequant_gemm", "ldy");
 }
 
+// Float codebooks with split levels (gemm/dequant.hpp) run the int8 decode for N = 1, 2 where
+// the kernel set fuses level 1 into the int8 micro-kernel (AVX-512 VNNI + GFNI); they have no
+// buffered int8 route.
+template <class P>
+bool split_int8_decode_available(std::size_t N, const dq_kernel_set& ks) {
+  if constexpr (!split_levels<P>()) {
+    return false;
+  } else {
+    const dq_level1_fns<P> l1 = dq_level1_for<P>(ks);
+    return N >= 1 && N <= 2 && l1.int8_fused[N - 1] != nullptr;
+  }
+}
+
 // checks, activation packing and the tile split shared by dequant_gemm and dequant_gemm_rows
 template <class P>
 void dequant_gemm_impl(const packed_weights<P>& w, const float* x, std::size_t N, std::size_t K, float* y,
                        std::size_t r0, std::size_t r1, act_type act, std::size_t ldx, std::size_t ldy,
-                       thread_pool* pool, dq_backend backend) {
+                       thread_pool* pool, dq_backend backend, bool split_decode = false) {
   if (ldx == 0) ldx = K;
   if (ldy == 0) ldy = w.M();
   check_dq_args(w, x, N, K, ldx, y, ldy, r0, r1);
-  if (act == act_type::int8 || act == act_type::int8_group)
-    require(format_traits<typename P::format>::integer_levels,
+  const auto& ks = dq_kernels_for_policy<P>(backend);
+  if (act == act_type::int8 || act == act_type::int8_group) {
+    // float codebooks: the decode kernel with split levels (decode_gemv, N <= 2) only
+    const bool split_ok = split_decode && act == act_type::int8_group && split_int8_decode_available<P>(N, ks);
+    require(format_traits<typename P::format>::integer_levels || split_ok,
             "dequant_gemm: the int8 paradigm needs integer levels; policy ", P::name(),
             " has a float codebook (use act_type::bf16 or fp32)");
-  const auto& ks = dq_kernels_for_policy<P>(backend);
+  }
   require(ks.int8[0] != nullptr || (act != act_type::int8 && act != act_type::int8_group), "dequant_gemm: the ",
           ks.name, " kernels have no int8 paradigm (use act_type::fp32 or bf16)");
   dq_activations A;

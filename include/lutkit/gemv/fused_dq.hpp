@@ -116,7 +116,9 @@ void fused_dq_gemv_rows(const packed_weights<P>& w, const float* x, std::size_t 
 //   int8      the int8 paradigm of the dequant-GEMM with activations quantized per scale group
 //             (act_type::int8_group): codes as u8 levels times int8 activations (VNNI), scale
 //             and zero once per group; for 1 or 2 activation rows level 1 runs fused into the
-//             micro-kernel where the target has it. Formats with integer levels.
+//             micro-kernel where the target has it. Formats with integer levels; float
+//             codebooks (NF4) for N <= 2 on AVX-512 VNNI + GFNI CPUs, their levels as 15-bit
+//             fixed point in two u8 parts (detail::split_levels, error <= 2^-14 per level).
 //   best      the fastest correct one for the policy (docs/llama_formats.md, "Decode"); on
 //             target::sme the LUT-GEMV, or bf16 for formats it cannot serve.
 enum class decode_method { lut_gemv, fused_dq, int8, bf16, best };
@@ -137,20 +139,35 @@ constexpr decode_method best_decode_method() {
     return decode_method::bf16;
 }
 
+// The method decode_method::best runs for N activation rows on this CPU: best_decode_method<P>(),
+// except that float codebooks with split levels (NF4) take the int8 decode for N <= 2 where the
+// CPU has its fused kernel (AVX-512 VNNI + GFNI; docs/llama_formats.md, "Decode").
+template <class P>
+decode_method best_decode_method(std::size_t N) {
+  if constexpr (detail::split_levels<P>())
+    if (detail::split_int8_decode_available<P>(N, detail::dq_kernels_for_policy<P>(dq_backend::best)))
+      return decode_method::int8;
+  return best_decode_method<P>();
+}
+
 template <class P>
 void decode_gemv(const packed_weights<P>& w, const float* x, std::size_t N, std::size_t K, float* y,
                  decode_method method = decode_method::best, std::size_t ldx = 0, std::size_t ldy = 0,
                  thread_pool* pool = nullptr) {
   using FT = format_traits<typename P::format>;
-  if (method == decode_method::best) method = best_decode_method<P>();
+  if (method == decode_method::best) method = best_decode_method<P>(N);
   if (method == decode_method::bf16) {  // the dequant-GEMM's bf16 route: any format, float codebooks too
     dequant_gemm<P>(w, x, N, K, y, act_type::bf16, ldx, ldy, pool);
     return;
   }
   if (method == decode_method::int8) {
-    detail::require(FT::integer_levels, "decode_gemv: policy ", P::name(),
-                    " has a float codebook; decode_method::int8 needs integer levels (use fused_dq or best)");
-    dequant_gemm<P>(w, x, N, K, y, act_type::int8_group, ldx, ldy, pool);
+    detail::require(FT::integer_levels ||
+                        detail::split_int8_decode_available<P>(N, detail::dq_kernels_for_policy<P>(dq_backend::best)),
+                    "decode_gemv: policy ", P::name(),
+                    " has a float codebook; decode_method::int8 needs integer levels, or for N <= 2 a CPU with "
+                    "AVX-512 VNNI and GFNI (use bf16, fused_dq or best)");
+    detail::dequant_gemm_impl<P>(w, x, N, K, y, 0, w.M(), act_type::int8_group, ldx, ldy, pool, dq_backend::best,
+                                 true);
     return;
   }
   if constexpr (FT::lut_gemv_capable) {

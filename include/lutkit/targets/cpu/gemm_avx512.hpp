@@ -421,11 +421,15 @@ LUTKIT_AVX512_GFNI void unpack_levels_steps_gfni(const uint8_t* data, const pack
 // bytes are read once and no level buffer is written or re-read. 8-plane formats run the
 // transpose on planes 0-3 and 4-7 and join the nibbles; codebooks map codes to their u8 levels
 // with one vpshufb. Integer sums and the fp32 epilogue are those of mk_int8<NC>: the same bits.
+// Float codebooks (split_levels, gemm/dequant.hpp: NF4) take two vpshufb per register, to the
+// high and low u8 parts of their 15-bit fixed-point levels, two vpdpbusd chains, and join them
+// per group as 128 * hi + lo in int32 before the same epilogue (no buffered route: decode only).
 template <class P>
 constexpr bool has_int8_fused() {
   constexpr auto& S = P::spec;
   using FT = format_traits<typename P::format>;
-  return !S.ternary && FT::integer_levels && (S.planes == 4 || (S.planes == 8 && levels_are_codes<P>()));
+  return (!S.ternary && FT::integer_levels && (S.planes == 4 || (S.planes == 8 && levels_are_codes<P>()))) ||
+         split_levels<P>();
 }
 // the 4 level registers of one step from the paired chunks ca (planes 4h, 4h + 1) and cb (4h + 2, 4h + 3)
 LUTKIT_AVX512_GFNI inline void gfni_nibbles(__m512i ca, __m512i cb, __m512i g0, __m512i g1, __m512i w[4]) {
@@ -454,13 +458,17 @@ LUTKIT_AVX512_GFNI inline void fused_group_scales(const uint8_t* data, const pac
   const uint8_t* ps = data + L.scale_offset(t, gi);
 #pragma GCC unroll 4
   for (int v = 0; v < 4; ++v) {
-    const __m512 sc = fused_param16<S.bf16_params>(ps + 32 * v);
+    __m512 sc = fused_param16<S.bf16_params>(ps + 32 * v);
     __m512 zc;
     if constexpr (S.asymmetric) {
       const __m512 zz = fused_param16<S.bf16_params>(data + L.zero_offset(t, gi) + 32 * v);
       zc = S.min_form ? _mm512_xor_ps(zz, _mm512_set1_ps(-0.f)) : _mm512_mul_ps(zz, sc);
     } else {
       zc = _mm512_mul_ps(_mm512_set1_ps(S.sym_zero), sc);
+    }
+    if constexpr (split_levels<P>()) {  // w = s * (Q - 2^13) * 2^-13: scale s * 2^-13, zero coefficient s
+      zc = sc;
+      sc = _mm512_mul_ps(sc, _mm512_set1_ps(1.f / float(1 << split_level_bits)));
     }
     _mm512_store_ps(sw + 16 * v, sc);
     _mm512_store_ps(swz + 16 * v, zc);
@@ -494,9 +502,18 @@ LUTKIT_AVX512_GFNI void mk_int8_fused(const uint8_t* data, const packed_layout& 
   using FT = format_traits<typename P::format>;
   const level1_gfni_indices& ix = level1_gfni_tables();
   const __m512i g0 = _mm512_load_si512(ix.gather[0]), g1 = _mm512_load_si512(ix.gather[1]);
-  alignas(64) uint8_t mapb[64];
-  for (int i = 0; i < 64; ++i) mapb[i] = S.planes == 4 ? uint8_t(FT::level(i % 16)) : 0;
-  const __m512i map = _mm512_load_si512(mapb);
+  constexpr bool split = split_levels<P>();
+  alignas(64) uint8_t mapb[64], mapl[64];
+  for (int i = 0; i < 64; ++i) {
+    if constexpr (split) {
+      mapb[i] = uint8_t(split_level_q<P>(i % 16) >> 7);
+      mapl[i] = uint8_t(split_level_q<P>(i % 16) & 127);
+    } else {
+      mapb[i] = S.planes == 4 ? uint8_t(FT::level(i % 16)) : 0;
+      mapl[i] = 0;
+    }
+  }
+  const __m512i map = _mm512_load_si512(mapb), map_lo = _mm512_load_si512(mapl);
   level1_walk<P> walk(data, L, t, k0, nullptr);
   // software prefetch of the packed stream 8 KiB ahead (a tile's bytes are contiguous). Measured
   // W4 g64 / W8 g32, 4096 x 14336, N = 1, cold, vs the plain read: none 0.58 / 0.41 at 1 thread,
@@ -516,6 +533,7 @@ LUTKIT_AVX512_GFNI void mk_int8_fused(const uint8_t* data, const packed_layout& 
   for (std::size_t g = 0; g < a.groups; ++g) {
     __m512i c00 = _mm512_setzero_si512(), c01 = c00, c02 = c00, c03 = c00;
     __m512i c10 = c00, c11 = c00, c12 = c00, c13 = c00;
+    __m512i l00 = c00, l01 = c00, l02 = c00, l03 = c00, l10 = c00, l11 = c00, l12 = c00, l13 = c00;
     for (std::size_t s = 0; s < a.steps; ++s) {
       const level1_step st = walk.at(step++);
 #pragma GCC unroll 4
@@ -530,14 +548,33 @@ LUTKIT_AVX512_GFNI void mk_int8_fused(const uint8_t* data, const packed_layout& 
                      _mm512_loadu_si512(st.base + S.paired_chunk_in_block(st.spi, st.s, 3)), g0, g1, h);
 #pragma GCC unroll 4
         for (int i = 0; i < 4; ++i) w[i] = _mm512_or_si512(w[i], _mm512_slli_epi16(h[i], 4));
-      } else if constexpr (!levels_are_codes<P>()) {
-#pragma GCC unroll 4
-        for (int i = 0; i < 4; ++i) w[i] = _mm512_shuffle_epi8(map, w[i]);
       }
       const int8_t* as = A + s * a.lda;
       int32_t xd;
       __builtin_memcpy(&xd, as, 4);
       const __m512i x0 = _mm512_set1_epi32(xd);
+      if constexpr (split) {
+        __m512i lo[4];
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; ++i) lo[i] = _mm512_shuffle_epi8(map_lo, w[i]);
+        l00 = _mm512_dpbusd_epi32(l00, lo[0], x0);
+        l01 = _mm512_dpbusd_epi32(l01, lo[1], x0);
+        l02 = _mm512_dpbusd_epi32(l02, lo[2], x0);
+        l03 = _mm512_dpbusd_epi32(l03, lo[3], x0);
+        if constexpr (NC == 2) {
+          int32_t xd1;
+          __builtin_memcpy(&xd1, as + 4, 4);
+          const __m512i x1 = _mm512_set1_epi32(xd1);
+          l10 = _mm512_dpbusd_epi32(l10, lo[0], x1);
+          l11 = _mm512_dpbusd_epi32(l11, lo[1], x1);
+          l12 = _mm512_dpbusd_epi32(l12, lo[2], x1);
+          l13 = _mm512_dpbusd_epi32(l13, lo[3], x1);
+        }
+      }
+      if constexpr (S.planes == 4 && !levels_are_codes<P>()) {
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; ++i) w[i] = _mm512_shuffle_epi8(map, w[i]);
+      }
       c00 = _mm512_dpbusd_epi32(c00, w[0], x0);
       c01 = _mm512_dpbusd_epi32(c01, w[1], x0);
       c02 = _mm512_dpbusd_epi32(c02, w[2], x0);
@@ -552,6 +589,16 @@ LUTKIT_AVX512_GFNI void mk_int8_fused(const uint8_t* data, const packed_layout& 
       }
     }
     A += a.steps * a.lda;
+    if constexpr (split) {  // sum(Q * x) = 128 * sum(hi * x) + sum(lo * x), exact in int32
+      c00 = _mm512_add_epi32(_mm512_slli_epi32(c00, 7), l00);
+      c01 = _mm512_add_epi32(_mm512_slli_epi32(c01, 7), l01);
+      c02 = _mm512_add_epi32(_mm512_slli_epi32(c02, 7), l02);
+      c03 = _mm512_add_epi32(_mm512_slli_epi32(c03, 7), l03);
+      c10 = _mm512_add_epi32(_mm512_slli_epi32(c10, 7), l10);
+      c11 = _mm512_add_epi32(_mm512_slli_epi32(c11, 7), l11);
+      c12 = _mm512_add_epi32(_mm512_slli_epi32(c12, 7), l12);
+      c13 = _mm512_add_epi32(_mm512_slli_epi32(c13, 7), l13);
+    }
     // the group's scales and zeros straight from the blob, as lut_weight_source::group_scales
     // computes them (exact fp16 / bf16 decode, then zero * scale or -min in fp32)
     alignas(64) float sw[64], swz[64];
