@@ -4,6 +4,7 @@
 // activations rounded to q8_0 per 32: ref::gemv_q8_0_activations). Prints the table
 // docs/llama_formats.md ("Accuracy") records. Errors are relative RMS over all outputs.
 //   lutkit_accuracy [M K N seeds]   (default 1024 4096 8 3)
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -152,6 +153,37 @@ std::size_t dq_rows(std::vector<row>& rows, const char* format, const tensor& t,
   return slot + 6;
 }
 
+// A float codebook (NF4, g64; no llama.cpp format): the bf16 route, and the int8 decode with
+// split levels (decode_gemv, two activation rows per call: the N it serves)
+template <class P>
+std::size_t float_book_rows(std::vector<row>& rows, const char* format, const tensor& t, std::size_t M, std::size_t K,
+                            std::size_t N, std::size_t slot, thread_pool& pool) {
+  const auto q = quantize<P>(t.w.data(), M, K);
+  const auto wp = pack<P>(q);
+  const auto exact = ref::gemv(q, t.x.data(), N);
+  if (rows.size() < slot + 3) rows.resize(slot + 3);
+  std::vector<float> y(N * M);
+  dequant_gemm(wp, t.x.data(), N, K, y.data(), act_type::bf16, 0, 0, &pool);
+  rows[slot].format = format;
+  rows[slot].route = "dequant_gemm act_type::bf16 (decode_gemv best, N >= 3)";
+  rows[slot].err.add(y, exact);
+  rows[slot + 1].format = format;
+  rows[slot + 1].route = "decode_gemv decode_method::int8, split levels (best, N <= 2)";
+  if (best_decode_method<P>(2) == decode_method::int8) {
+    for (std::size_t n = 0; n < N; n += 2)
+      decode_gemv(wp, t.x.data() + n * K, std::min<std::size_t>(2, N - n), K, y.data() + n * M, decode_method::int8, 0,
+                  0, &pool);
+    rows[slot + 1].err.add(y, exact);
+  } else {
+    rows[slot + 1].route += " (not on this CPU: bf16)";
+    rows[slot + 1].err.add(std::vector<double>(exact), exact);
+  }
+  rows[slot + 2].format = format;
+  rows[slot + 2].route = "llama.cpp: activations as q8_0";
+  rows[slot + 2].err.add(ref::gemv_llama_activations(q, t.x.data(), N), exact);
+  return slot + 3;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -184,6 +216,7 @@ int main(int argc, char** argv) {
     rows[slot++].err.add(ref::gemv_llama_activations(quantize<W4>(t.w.data(), M, K), t.x.data(), N, 0, 256), exact);
     lut_row<policy<fmt::uint_asym<4>, group<64>, i8>>(rows, "W4 g64 asym", "lut_gemv, table lut4<int8_t, false>", t, M, K, N, exact, slot++, pool);
     lut_row<policy<fmt::uint_asym<4>, group<64>, i8m>>(rows, "W4 g64 asym", "lut_gemv, table lut4<int8_t, true> (mirrored)", t, M, K, N, exact, slot++, pool);
+    slot = float_book_rows<policy<fmt::codebook4<book::nf4>, group<64>>>(rows, "NF4 g64", t, M, K, N, slot, pool);
   }
   std::printf("Relative RMS error against the exact product of the dequantized weights (%zu x %zu, N = %zu, "
               "%d seeds)\n\n",

@@ -1,6 +1,6 @@
 // decode_gemv: every method on every policy of the dequant list, N = 1..16, ragged shapes,
 // against the double reference (the int8 paradigm's bound of fuzz_dequant_gemm.hpp, with the
-// activations quantized per scale group exactly as the kernel quantizes them), 1 and 2 threads
+// activations quantized per scale group, at most 32 k, exactly as the kernel quantizes them), 1 and 2 threads
 // bit-identical, and the int8 decode of 1 or 2 rows (level 1 fused into the micro-kernel where
 // the CPU has GFNI) bit-identical to the buffered route: the same rows inside a 3-row call.
 #include "fuzz_dequant_gemm.hpp"
@@ -30,7 +30,7 @@ void fuzz_decode_policy(uint64_t seed_base) {
     INFO("policy " << P::name() << " seed " << seed << " M=" << M << " K=" << K << " N=" << N << " case " << c);
     const std::size_t ldy = M + 3;
     if constexpr (int_ok) {
-      const auto geo = detail::make_dq_geometry<P>(wp.layout(), N, act_type::int8_group);
+      const auto geo = detail::make_dq_geometry<P>(wp.layout(), N, act_type::int8_group, true);
       const auto e = dq_reference<P>(q, x, N, act_type::int8_group, geo.flush_k, geo.flushes());
       std::vector<float> y1(N * ldy, -5.f), y2(N * ldy, -6.f);
       decode_gemv<P>(wp, x.data(), N, K, y1.data(), decode_method::int8, 0, ldy, nullptr);
@@ -46,7 +46,7 @@ void fuzz_decode_policy(uint64_t seed_base) {
       if (N <= 2) {
         // the same rows as the first N of a 3-row call (the buffered route, mk_int8_3)
         std::vector<float> y3(3 * M, 0.f);
-        dequant_gemm<P>(wp, x.data(), 3, K, y3.data(), act_type::int8_group);
+        decode_gemv<P>(wp, x.data(), 3, K, y3.data(), decode_method::int8);
         bool same3 = true;
         for (std::size_t n = 0; n < N; ++n)
           for (std::size_t m = 0; m < M; ++m) {
@@ -63,7 +63,7 @@ void fuzz_decode_policy(uint64_t seed_base) {
     } else if (detail::split_int8_decode_available<P>(N, detail::dq_kernels_for_policy<P>(dq_backend::best))) {
       // float codebooks, N <= 2: the int8 decode with split levels, against the reference of the
       // fixed-point levels (their distance to the codebook: "split levels" below)
-      const auto geo = detail::make_dq_geometry<P>(wp.layout(), N, act_type::int8_group);
+      const auto geo = detail::make_dq_geometry<P>(wp.layout(), N, act_type::int8_group, true);
       const auto e = dq_reference<P>(q, x, N, act_type::int8_group, geo.flush_k, geo.flushes(), true);
       std::vector<float> y1(N * ldy, -5.f), y2(N * ldy, -6.f);
       decode_gemv<P>(wp, x.data(), N, K, y1.data(), decode_method::int8, 0, ldy, nullptr);
@@ -200,6 +200,11 @@ void check_defaults_vs_llama() {
   CHECK(rel_rms(y, exact) <= 1.01 * ref_err);
   decode_gemv(wp, x.data(), N, K, y.data());
   CHECK(rel_rms(y, exact) <= 1.01 * ref_err);
+  // decode_gemv's int8 method quantizes activations per 32 k whatever the group: llama.cpp's q8_0
+  if constexpr (format_traits<typename P::format>::integer_levels && !P::spec.ternary) {
+    decode_gemv(wp, x.data(), N, K, y.data(), decode_method::int8);
+    CHECK(rel_rms(y, exact) <= 1.01 * llama);
+  }
   if constexpr (P::lut_gemv_capable) {
     lut_gemv(wp, build_tables<P>(x.data(), N, K), y.data());
     CHECK(rel_rms(y, exact) <= ref_err);  // mirrored int8 tables (one scale per block)
@@ -217,6 +222,22 @@ TEST_CASE("defaults are at least as accurate as llama.cpp on its formats", "[dec
   check_defaults_vs_llama<policy<fmt::uint_sym<8>, group<32>>, true>();              // Q8_0
   check_defaults_vs_llama<policy<fmt::codebook4<book::iq4_nl>, group<32>>, true>();  // IQ4_NL
   check_defaults_vs_llama<policy<fmt::uint_asym<4>, group<64>>, false>();            // W4 g64
+  // NF4 (no llama.cpp format): decode_gemv's best at N <= 2, the int8 decode with split levels
+  // where the CPU has it, on llama.cpp's q8_0 activation grid; else bf16 (more accurate)
+  using NF4 = policy<fmt::codebook4<book::nf4>, group<64>>;
+  std::mt19937 rng(12);
+  std::normal_distribution<float> nd;
+  const std::size_t M = 192, K = 2048, N = 2;
+  std::vector<float> w(M * K), x(N * K), y(N * M);
+  for (auto& v : w) v = nd(rng);
+  for (std::size_t k = 0; k < K; ++k)
+    for (std::size_t n = 0; n < N; ++n) x[n * K + k] = nd(rng) * (k % 64 == 17 ? 20.f : 1.f);
+  const auto q = quantize<NF4>(w.data(), M, K);
+  const auto exact = ref::gemv(q, x.data(), N);
+  const double llama = rel_rms(ref::gemv_llama_activations(q, x.data(), N), exact);
+  decode_gemv(pack<NF4>(q), x.data(), N, K, y.data());
+  INFO("NF4: llama.cpp-style q8_0 activations " << llama << ", decode_gemv best " << rel_rms(y, exact));
+  CHECK(rel_rms(y, exact) <= 1.01 * llama);
 }
 
 TEST_CASE("formats without LUT tables: the table layout is not part of the blob", "[decode_gemv][policy]") {

@@ -185,14 +185,14 @@ bool split_int8_decode_available(std::size_t N, const dq_kernel_set& ks) {
 template <class P>
 void dequant_gemm_impl(const packed_weights<P>& w, const float* x, std::size_t N, std::size_t K, float* y,
                        std::size_t r0, std::size_t r1, act_type act, std::size_t ldx, std::size_t ldy,
-                       thread_pool* pool, dq_backend backend, bool split_decode = false) {
+                       thread_pool* pool, dq_backend backend, bool decode = false) {
   if (ldx == 0) ldx = K;
   if (ldy == 0) ldy = w.M();
   check_dq_args(w, x, N, K, ldx, y, ldy, r0, r1);
   const auto& ks = dq_kernels_for_policy<P>(backend);
   if (act == act_type::int8 || act == act_type::int8_group) {
     // float codebooks: the decode kernel with split levels (decode_gemv, N <= 2) only
-    const bool split_ok = split_decode && act == act_type::int8_group && split_int8_decode_available<P>(N, ks);
+    const bool split_ok = decode && act == act_type::int8_group && split_int8_decode_available<P>(N, ks);
     require(format_traits<typename P::format>::integer_levels || split_ok,
             "dequant_gemm: the int8 paradigm needs integer levels; policy ", P::name(),
             " has a float codebook (use act_type::bf16 or fp32)");
@@ -201,7 +201,7 @@ void dequant_gemm_impl(const packed_weights<P>& w, const float* x, std::size_t N
           ks.name, " kernels have no int8 paradigm (use act_type::fp32 or bf16)");
   dq_activations A;
   A.act = act;
-  A.geo = make_dq_geometry<P>(w.layout(), N, act);
+  A.geo = make_dq_geometry<P>(w.layout(), N, act, decode);
   prepare_activations(A, x, ldx, pool, ks);
   const lut_weight_source<P> src{w.data(), &w.layout(), &ks};
   static_assert(prefetching_source<lut_weight_source<P>>, "the LUT weight source prefetches its next chunk");
