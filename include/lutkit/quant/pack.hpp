@@ -223,17 +223,6 @@ packed_weights<P> pack_by_element_map(const quantized<P>& q) {
 }  // namespace detail
 
 namespace detail {
-// bit p of each of the 4 codes in x (byte i: the code of activation i of a step) -> the step's
-// 4-bit index of plane p
-inline unsigned plane_nibble(uint32_t x, int p) {
-  x = (x >> p) & 0x01010101u;
-  return (x | (x >> 7) | (x >> 14) | (x >> 21)) & 15u;
-}
-
-// Tiles [t0, t1) of a bit-plane format: the parameters, then per row a sequential walk of its
-// codes, 4 at a time, each step's plane indices written where tiling_spec::index_byte_in_step_pair
-// puts them (the element map's offsets, computed once per row). A tile is one thread's: the rows
-// sharing a byte are in it.
 // Ternary tiles: per row and step the triple's mirrored index and sign (ternary_encode) where the
 // element map puts them; padded rows and the padded K hold all-zero triples (index 13, sign 0).
 template <class P>
@@ -273,17 +262,76 @@ void pack_ternary_tiles(const quantized<P>& q, uint8_t* d, const packed_layout& 
     }
 }
 
+// bit p of each of the 8 codes in x (byte i: the code of k0 + i) -> one byte, bit i from code i:
+// the plane-p indices of two consecutive steps (low nibble: the first). The multiply moves bit 8i
+// to bit 56 + i; no two partial products share a bit, so nothing carries.
+inline unsigned plane_byte(uint64_t x, int p) {
+  return unsigned((((x >> p) & 0x0101010101010101ull) * 0x0102040810204080ull) >> 56);
+}
+// 8 codes of a row from k0 (zeros beyond K)
+inline uint64_t load_codes8(const uint8_t* c, std::size_t k0, std::size_t K) {
+  uint64_t x = 0;
+  if (k0 + 8 <= K) {
+    std::memcpy(&x, c + k0, 8);
+  } else {
+    for (std::size_t i = 0; k0 + i < K; ++i) x |= uint64_t(c[k0 + i]) << (8 * i);
+  }
+  return x;
+}
+// The host layouts' byte sharing: rows r and r + 32 of a 64-row tile hold the low and high
+// nibble of the same bytes, for every plane and step (then the packer writes whole bytes)
+template <class P>
+constexpr bool rows_share_bytes_by_nibble() {
+  constexpr auto& S = P::spec;
+  if (S.plane_chunks() || S.rows_per_tile != 64) return false;
+  for (int r = 0; r < 32; ++r)
+    for (int p = 0; p < S.planes; ++p)
+      for (int s = 0; s < 2; ++s)
+        if (S.index_byte_in_step_pair(r, p, s) != S.index_byte_in_step_pair(r + 32, p, s) || S.index_shift(r, s) != 0 ||
+            S.index_shift(r + 32, s) != 4)
+          return false;
+  return true;
+}
+
+// Tiles [t0, t1) of a bit-plane format: the parameters, then per row (or row pair) a sequential
+// walk of its codes, a step pair (8 codes) at a time, each plane's two step indices made at once
+// (plane_byte) and stored where tiling_spec::index_byte_in_step_pair puts them (offsets computed
+// once per row):
+//   plane orders (sve, vlut16): a row's byte of a plane holds both steps: one store;
+//   host layouts: rows r and r + 32 walked together, each byte stored whole (low nibble row r);
+//   any other layout: each step's index or-ed into its byte.
+// A tile is one thread's: the rows sharing a byte are in it. (One code at a time per plane, the
+// earlier walk, took 1.6-2x the time of this one; docs/llama_formats.md, "Load".)
 template <class P>
 void pack_tiles(const quantized<P>& q, uint8_t* d, const packed_layout& L, std::size_t t0, std::size_t t1) {
   constexpr auto& S = P::spec;
   constexpr int R = S.rows_per_tile, PL = S.planes;
   static_assert(!S.ternary && S.k_per_step == 4, "pack_tiles: bit-plane formats");
-  int off[PL][2], sh[2];
-  const std::size_t K = q.K, per = std::size_t(S.step_pairs_per_block()), pair_bytes = std::size_t(S.step_pair_bytes());
-  for (std::size_t t = t0; t < t1; ++t)
+  const std::size_t M = q.M, K = q.K;
+  const std::size_t per = std::size_t(S.step_pairs_per_block()), pair_bytes = std::size_t(S.step_pair_bytes());
+  const std::size_t pairs = (K + 7) / 8;
+  // walks the step pairs of tile t: f(the step pair's first byte, its first k)
+  auto walk = [&](std::size_t t, auto&& f) {
+    std::size_t blk = 0, spi = 0;
+    uint8_t* pair = d + L.block_offset(t, 0);
+    for (std::size_t sp = 0; sp < pairs; ++sp) {
+      f(pair, 8 * sp);
+      if (++spi == per) {
+        spi = 0;
+        if (++blk < L.blocks()) pair = d + L.block_offset(t, blk);
+      } else {
+        pair += pair_bytes;
+      }
+    }
+  };
+  auto row_offsets = [&](int r, int (&off)[PL][2]) {
+    for (int p = 0; p < PL; ++p)
+      for (int s = 0; s < 2; ++s) off[p][s] = S.index_byte_in_step_pair(r, p, s);
+  };
+  for (std::size_t t = t0; t < t1; ++t) {
     for (int r = 0; r < R; ++r) {
       const std::size_t m = t * std::size_t(R) + std::size_t(r);
-      if (m >= q.M) break;  // padded rows: code 0, scale 0, zero 0 (the buffer's zeros)
+      if (m >= M) break;  // padded rows: code 0, scale 0, zero 0 (the buffer's zeros)
       for (std::size_t g = 0; g < L.groups; ++g) {
         const uint16_t sc = encode_param(S, q.scale(m, g));
         std::memcpy(d + L.scale_offset(t, g) + 2 * std::size_t(r), &sc, 2);
@@ -292,32 +340,56 @@ void pack_tiles(const quantized<P>& q, uint8_t* d, const packed_layout& L, std::
           std::memcpy(d + L.zero_offset(t, g) + 2 * std::size_t(r), &z, 2);
         }
       }
-      for (int p = 0; p < PL; ++p)
-        for (int s2 = 0; s2 < 2; ++s2) off[p][s2] = S.index_byte_in_step_pair(r, p, s2);
-      sh[0] = S.index_shift(r, 0);
-      sh[1] = S.index_shift(r, 1);
-      const uint8_t* c = q.codes.data() + m * K;
-      const std::size_t steps = (K + 3) / 4;
-      std::size_t blk = 0, spi = 0;
-      uint8_t* pair = d + L.block_offset(t, 0);
-      for (std::size_t st = 0; st < steps; ++st) {
-        uint32_t x = 0;
-        if (4 * st + 4 <= K) {
-          std::memcpy(&x, c + 4 * st, 4);
-        } else {
-          for (std::size_t i = 0; 4 * st + i < K; ++i) x |= uint32_t(c[4 * st + i]) << (8 * i);
-        }
-        const int s2 = int(st & 1);
-        for (int p = 0; p < PL; ++p) pair[off[p][s2]] |= uint8_t(plane_nibble(x, p) << sh[s2]);
-        if (s2 == 1 && ++spi == per) {
-          spi = 0;
-          ++blk;
-          if (blk < L.blocks()) pair = d + L.block_offset(t, blk);
-        } else if (s2 == 1) {
-          pair += pair_bytes;
-        }
+    }
+    if constexpr (S.plane_chunks()) {
+      static_assert(S.index_shift(0, 0) == 0 && S.index_shift(0, 1) == 4, "plane orders: a byte holds a row's step pair");
+      for (int r = 0; r < R; ++r) {
+        const std::size_t m = t * std::size_t(R) + std::size_t(r);
+        if (m >= M) break;
+        int off[PL][2];
+        row_offsets(r, off);
+        const uint8_t* c = q.codes.data() + m * K;
+        walk(t, [&](uint8_t* pair, std::size_t k0) {
+          const uint64_t x = load_codes8(c, k0, K);
+          for (int p = 0; p < PL; ++p) pair[off[p][0]] = uint8_t(plane_byte(x, p));
+        });
+      }
+    } else if constexpr (rows_share_bytes_by_nibble<P>()) {
+      for (int r = 0; r < 32; ++r) {
+        const std::size_t m0 = t * 64 + std::size_t(r), m1 = m0 + 32;
+        if (m0 >= M) break;
+        int off[PL][2];
+        row_offsets(r, off);
+        const uint8_t* c0 = q.codes.data() + m0 * K;
+        const uint8_t* c1 = m1 < M ? q.codes.data() + m1 * K : nullptr;
+        walk(t, [&](uint8_t* pair, std::size_t k0) {
+          const uint64_t x0 = load_codes8(c0, k0, K), x1 = c1 ? load_codes8(c1, k0, K) : 0;
+          for (int p = 0; p < PL; ++p) {
+            const unsigned b0 = plane_byte(x0, p), b1 = plane_byte(x1, p);
+            pair[off[p][0]] = uint8_t((b0 & 0x0Fu) | ((b1 << 4) & 0xF0u));
+            pair[off[p][1]] = uint8_t((b0 >> 4) | (b1 & 0xF0u));
+          }
+        });
+      }
+    } else {
+      for (int r = 0; r < R; ++r) {
+        const std::size_t m = t * std::size_t(R) + std::size_t(r);
+        if (m >= M) break;
+        int off[PL][2];
+        row_offsets(r, off);
+        const int sh0 = S.index_shift(r, 0), sh1 = S.index_shift(r, 1);
+        const uint8_t* c = q.codes.data() + m * K;
+        walk(t, [&](uint8_t* pair, std::size_t k0) {
+          const uint64_t x = load_codes8(c, k0, K);
+          for (int p = 0; p < PL; ++p) {
+            const unsigned b = plane_byte(x, p);
+            pair[off[p][0]] |= uint8_t((b & 0x0Fu) << sh0);
+            pair[off[p][1]] |= uint8_t((b >> 4) << sh1);
+          }
+        });
       }
     }
+  }
 }
 }  // namespace detail
 
