@@ -11,7 +11,7 @@ are the hardware loops (loop0 ... :endloop0) and backward jumps, and each loop p
 its HVX instructions (those naming a vector register) and, with --bytes B (the packed-weight
 bytes one iteration consumes), packets and HVX instructions per 128 bytes.
 
-  scripts/isa_proxy.py BINARY --func REGEX --mark REGEX [--require] [--label TEXT] [--bytes B]
+  scripts/isa_proxy.py BINARY --func REGEX --mark REGEX [--args REGEX] [--require] [--label TEXT] [--bytes B]
 """
 import argparse
 import re
@@ -141,8 +141,11 @@ def main():
     ap.add_argument("--require", action="store_true")
     ap.add_argument("--label", default="")
     ap.add_argument("--bytes", type=float, default=0.0)
+    ap.add_argument("--args", default="", help="count a MARK instruction only when its operands match this "
+                    "regex (e.g. '^z[0-9]+\\.b,': an SVE TBL, not a NEON one)")
     a = ap.parse_args()
     fre, mre = re.compile(a.func), re.compile(a.mark)
+    are = re.compile(a.args) if a.args else None
     funcs = list(functions(a.binary))
     if any(op.startswith("{") for _, body in funcs[:50] for _, op, _ in body[:4]):
         return hexagon_main(a, fre, mre, funcs)
@@ -150,14 +153,16 @@ def main():
     for name, body in funcs:
         if not fre.search(name):
             continue
-        marks = [i for i in body if mre.fullmatch(i[1])]
+        def is_mark(i):
+            return mre.fullmatch(i[1]) and (are is None or are.search(i[2]))
+        marks = [i for i in body if is_mark(i)]
         found += len(marks)
         if not marks:
             continue
         seen = set()
         for lo, hi in loops(body):
             ins = [i for i in body if lo <= i[0] <= hi]
-            m = sum(1 for i in ins if mre.fullmatch(i[1]))
+            m = sum(1 for i in ins if is_mark(i))
             if m == 0 or any(lo <= s and e <= hi for s, e in seen):
                 continue
             seen.add((lo, hi))

@@ -5,7 +5,9 @@
 #   aarch64    the suites cross-built by clang-19 for aarch64 and run under qemu-aarch64 -cpu max:
 #              aarch64-neon (Highway's NEON target, the portable dequant kernels; a quarter of each
 #              randomized loop, printed by the suite; the [statistics] studies run on the host only),
-#              sme128 / sme512 (target::sme at those SVLs)
+#              aarch64-sve256 (the LUT-GEMV, table and dequant-GEMM suites built for SVE2 at 256 bits,
+#              Highway's SVE_256 target, run with 256-bit vectors; the SVE TBL check), sme128 / sme512
+#              (target::sme at those SVLs)
 #   hvx-v67    the HVX suite cross-built by clang-19 for Hexagon v67 (128-byte HVX, freestanding) and run
 #              under qemu-hexagon against vectors the host build writes; the ISA checks (vlut16, vgather)
 #              and the packet proxy (scripts/isa_proxy.py)
@@ -51,7 +53,8 @@ cmake -S . -B build/aarch64 -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/aarch64-linux.cmake \
   -DLUTKIT_BUILD_BENCHMARKS=OFF -DLUTKIT_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build build/aarch64 -j "$jobs"
-run_ctest aarch64-neon build/aarch64 -E '@sme'
+run_ctest aarch64-neon build/aarch64 -E '@sme|@sve'
+run_ctest aarch64-sve256 build/aarch64 -R '@sve256'
 run_ctest sme128 build/aarch64 -R '@sme128'
 run_ctest sme512 build/aarch64 -R '@sme512'
 

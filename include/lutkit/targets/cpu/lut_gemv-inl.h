@@ -35,8 +35,16 @@ using Ops = detail::ScalarOps;
 #else
 
 struct HwyOps {
-#if HWY_HAVE_SCALABLE
-  static constexpr std::size_t kPartBytes = 16;
+#if HWY_HAVE_SCALABLE && defined(__ARM_FEATURE_SVE_BITS) && __ARM_FEATURE_SVE_BITS == 256
+  // SVE built for 256-bit vectors (-msve-vector-bits=256, Highway's SVE_256 target): a part is
+  // one whole register, held in the tile's arrays as an ACLE fixed-length type (sizeless SVE
+  // types cannot be array elements) and converted back at each operation (rd below)
+  static constexpr std::size_t kPartBytes = 32;
+  typedef svuint8_t SP __attribute__((arm_sve_vector_bits(256)));
+  typedef svint16_t SW __attribute__((arm_sve_vector_bits(256)));
+  typedef svfloat32_t SF __attribute__((arm_sve_vector_bits(256)));
+#elif HWY_HAVE_SCALABLE
+  static_assert(HWY_HAVE_SCALABLE == 0, "the LUT-GEMV Ops need fixed-length vectors: build SVE with -msve-vector-bits=256");
 #else
   static constexpr std::size_t kPartBytes = HWY_MAX_BYTES >= 64 ? 64 : HWY_MAX_BYTES;
 #endif
@@ -45,16 +53,25 @@ struct HwyOps {
   using DW = hn::Repartition<int16_t, D>;
   using VP = hn::Vec<D>;
   using WP = hn::Vec<DW>;
-  struct V {
-    VP p[kParts];
-  };
-  struct W {
-    WP p[kParts];
-  };
   using DF = hn::CappedTag<float, kPartBytes / 4>;
   using FP = hn::Vec<DF>;
+#if !HWY_HAVE_SCALABLE
+  using SP = VP;
+  using SW = WP;
+  using SF = FP;
+#endif
+  // a stored part as Highway's vector type (a copy, or the fixed-length -> sizeless conversion)
+  static HWY_INLINE VP rd(const SP& x) { return VP(x); }
+  static HWY_INLINE WP rd(const SW& x) { return WP(x); }
+  static HWY_INLINE FP rd(const SF& x) { return FP(x); }
+  struct V {
+    SP p[kParts];
+  };
+  struct W {
+    SW p[kParts];
+  };
   struct F {
-    FP p[kParts];
+    SF p[kParts];
   };
   static HWY_INLINE F setf(float x) {
     F f;
@@ -67,18 +84,18 @@ struct HwyOps {
     return f;
   }
   static HWY_INLINE void storef(float* ptr, const F& f) {
-    for (int i = 0; i < kParts; ++i) hn::StoreU(f.p[i], DF(), ptr + i * (kPartBytes / 4));
+    for (int i = 0; i < kParts; ++i) hn::StoreU(rd(f.p[i]), DF(), ptr + i * (kPartBytes / 4));
   }
   static HWY_INLINE F addf(F a, const F& b) {
-    for (int i = 0; i < kParts; ++i) a.p[i] = hn::Add(a.p[i], b.p[i]);
+    for (int i = 0; i < kParts; ++i) a.p[i] = hn::Add(rd(a.p[i]), rd(b.p[i]));
     return a;
   }
   static HWY_INLINE F mulf(F a, const F& b) {
-    for (int i = 0; i < kParts; ++i) a.p[i] = hn::Mul(a.p[i], b.p[i]);
+    for (int i = 0; i < kParts; ++i) a.p[i] = hn::Mul(rd(a.p[i]), rd(b.p[i]));
     return a;
   }
   static HWY_INLINE F fmaf(const F& a, const F& b, F c) {
-    for (int i = 0; i < kParts; ++i) c.p[i] = hn::MulAdd(a.p[i], b.p[i], c.p[i]);
+    for (int i = 0; i < kParts; ++i) c.p[i] = hn::MulAdd(rd(a.p[i]), rd(b.p[i]), rd(c.p[i]));
     return c;
   }
   // int16 lanes 0..15 -> lo, 16..31 -> hi; each W part widens into two float parts
@@ -86,7 +103,7 @@ struct HwyOps {
     const hn::Half<DW> dwh;
     const hn::Rebind<int32_t, DF> di32;
     for (int f = 0; f < 2 * kParts; ++f) {
-      const auto half = (f % 2 == 0) ? hn::LowerHalf(dwh, w.p[f / 2]) : hn::UpperHalf(dwh, w.p[f / 2]);
+      const auto half = (f % 2 == 0) ? hn::LowerHalf(dwh, rd(w.p[f / 2])) : hn::UpperHalf(dwh, rd(w.p[f / 2]));
       const FP v = hn::ConvertTo(DF(), hn::PromoteTo(di32, half));
       if (f < kParts) lo.p[f] = v;
       else hi.p[f - kParts] = v;
@@ -100,12 +117,12 @@ struct HwyOps {
   }
   static HWY_INLINE V lo_nibbles(V v) {
     const auto m = hn::Set(D(), uint8_t(0x0F));
-    for (int i = 0; i < kParts; ++i) v.p[i] = hn::And(v.p[i], m);
+    for (int i = 0; i < kParts; ++i) v.p[i] = hn::And(rd(v.p[i]), m);
     return v;
   }
   static HWY_INLINE V hi_nibbles(V v) {
     const auto m = hn::Set(D(), uint8_t(0x0F));
-    for (int i = 0; i < kParts; ++i) v.p[i] = hn::And(hn::ShiftRight<4>(v.p[i]), m);
+    for (int i = 0; i < kParts; ++i) v.p[i] = hn::And(hn::ShiftRight<4>(rd(v.p[i])), m);
     return v;
   }
   static HWY_INLINE V table1(const int8_t* t) {
@@ -128,13 +145,13 @@ struct HwyOps {
   }
   static HWY_INLINE V lookup(const V& tb, const V& idx) {
     V v;
-    for (int i = 0; i < kParts; ++i) v.p[i] = hn::TableLookupBytes(tb.p[i], idx.p[i]);
+    for (int i = 0; i < kParts; ++i) v.p[i] = hn::TableLookupBytes(rd(tb.p[i]), rd(idx.p[i]));
     return v;
   }
   static HWY_INLINE V negate_if(V v, const uint8_t* bits) {
     for (int i = 0; i < kParts; ++i) {
       const auto m = hn::LoadMaskBits(D(), bits + i * (kPartBytes / 8));
-      v.p[i] = hn::IfThenElse(m, hn::Sub(hn::Zero(D()), v.p[i]), v.p[i]);
+      v.p[i] = hn::IfThenElse(m, hn::Sub(hn::Zero(D()), rd(v.p[i])), rd(v.p[i]));
     }
     return v;
   }
@@ -160,7 +177,7 @@ struct HwyOps {
   }
   static HWY_INLINE W madd(const V& u, const V& s) {
     W w;
-    for (int i = 0; i < kParts; ++i) w.p[i] = madd_part(u.p[i], s.p[i]);
+    for (int i = 0; i < kParts; ++i) w.p[i] = madd_part(rd(u.p[i]), rd(s.p[i]));
     return w;
   }
   static HWY_INLINE W zero16() {
@@ -169,11 +186,11 @@ struct HwyOps {
     return w;
   }
   static HWY_INLINE W add16(W a, const W& b) {
-    for (int i = 0; i < kParts; ++i) a.p[i] = hn::Add(a.p[i], b.p[i]);
+    for (int i = 0; i < kParts; ++i) a.p[i] = hn::Add(rd(a.p[i]), rd(b.p[i]));
     return a;
   }
   static HWY_INLINE void store16(int16_t* dst, const W& w) {
-    for (int i = 0; i < kParts; ++i) hn::StoreU(w.p[i], DW(), dst + i * (kPartBytes / 2));
+    for (int i = 0; i < kParts; ++i) hn::StoreU(rd(w.p[i]), DW(), dst + i * (kPartBytes / 2));
   }
   static HWY_INLINE void f16_to_f32(const uint16_t* src, float* dst, int n) {
     const hn::CappedTag<float, 16> df;
