@@ -56,9 +56,9 @@ const char* method_name(decode_method m) {
   }
 }
 
-template <class P>
-void bm_decode(benchmark::State& st, decode_method method, std::size_t M, std::size_t K, std::size_t N, int T) {
-  auto& copies = decode_copies<P>(M, K);
+// the timed loop of a decode kernel over rotating cold copies: run(copy, x, y, pool)
+template <class Copies, class Run>
+void decode_loop(benchmark::State& st, const Copies& copies, std::size_t M, std::size_t K, std::size_t N, int T, Run run) {
   std::mt19937_64 rng(5);
   std::normal_distribution<float> nd;
   std::vector<float> x(N * K), y(N * M);
@@ -66,10 +66,17 @@ void bm_decode(benchmark::State& st, decode_method method, std::size_t M, std::s
   thread_pool* pool = T > 1 ? &pool_for(T) : nullptr;
   std::size_t i = 0;
   for (auto _ : st) {
-    decode_gemv<P>(copies[i++ % copies.size()], x.data(), N, K, y.data(), method, 0, 0, pool);
+    run(copies[i++ % copies.size()], x.data(), y.data(), pool);
     benchmark::DoNotOptimize(y.data());
   }
   st.counters["weight_GBps"] = benchmark::Counter(double(copies[0].size_bytes()) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+template <class P>
+void bm_decode(benchmark::State& st, decode_method method, std::size_t M, std::size_t K, std::size_t N, int T) {
+  decode_loop(st, decode_copies<P>(M, K), M, K, N, T, [&](const packed_weights<P>& w, const float* x, float* y, thread_pool* pool) {
+    decode_gemv<P>(w, x, N, K, y, method, 0, 0, pool);
+  });
 }
 
 template <class P>
@@ -157,19 +164,10 @@ void register_tile_group(std::size_t M, std::size_t K) {
         benchmark::RegisterBenchmark(
             ("decode_gemv/" + std::string(method_name(m)) + "/" + tg_name + shape + "/n:" + std::to_string(N) + th).c_str(),
             [=](benchmark::State& st) {
-              auto& copies = tile_group_copies(M, K);
-              std::mt19937_64 rng(5);
-              std::normal_distribution<float> nd;
-              std::vector<float> x(N * K), y(N * M);
-              for (auto& v : x) v = nd(rng);
-              thread_pool* pool = T > 1 ? &pool_for(T) : nullptr;
-              std::size_t i = 0;
-              for (auto _ : st) {
-                tile_group_gemv(copies[i++ % copies.size()], x.data(), N, K, y.data(), 0, 0, pool, dq_backend::best, m);
-                benchmark::DoNotOptimize(y.data());
-              }
-              st.counters["weight_GBps"] = benchmark::Counter(double(copies[0].size_bytes()) * 1e-9,
-                                                              benchmark::Counter::kIsIterationInvariantRate);
+              decode_loop(st, tile_group_copies(M, K), M, K, N, T,
+                          [&](const tile_group_weights<TGF>& w, const float* x, float* y, thread_pool* pool) {
+                            tile_group_gemv(w, x, N, K, y, 0, 0, pool, dq_backend::best, m);
+                          });
             })
             ->Unit(benchmark::kMicrosecond)
             ->UseRealTime();

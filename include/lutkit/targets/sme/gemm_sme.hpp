@@ -17,7 +17,7 @@
 
 #if defined(__aarch64__) && defined(__clang__) && defined(LUTKIT_ENABLE_SME)
 #include <arm_sme.h>
-#include <sys/auxv.h>
+#include "cpu.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -27,16 +27,10 @@
 #include "../../gemm/microkernel.hpp"
 
 #define LUTKIT_HAVE_SME_DQ 1
-#define LUTKIT_SME_FN __attribute__((target("sme")))
 
 namespace lutkit::detail::sme {
 
-inline bool cpu_supported() {
-#ifndef HWCAP2_SME
-#define HWCAP2_SME (1UL << 23)
-#endif
-  return (getauxval(AT_HWCAP2) & HWCAP2_SME) != 0;
-}
+inline bool cpu_supported() { return sme_cpu_supported(); }
 
 // rows [r0, r0 + lanes) of the 64, as a 32-bit predicate (all false past row 64)
 LUTKIT_SME_FN inline svbool_t rows_b32(int r0) __arm_streaming { return svwhilelt_b32(r0, 64); }

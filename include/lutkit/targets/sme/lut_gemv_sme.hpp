@@ -25,7 +25,7 @@
 
 #if defined(__aarch64__) && defined(__clang__) && defined(LUTKIT_ENABLE_SME)
 #include <arm_sme.h>
-#include <sys/auxv.h>
+#include "cpu.hpp"
 
 #include <cmath>
 #include <cstddef>
@@ -38,18 +38,10 @@
 #include "../../gemv/microkernel.hpp"
 
 #define LUTKIT_HAVE_SME_GEMV 1
-#ifndef LUTKIT_SME_FN
-#define LUTKIT_SME_FN __attribute__((target("sme")))
-#endif
 
 namespace lutkit::detail::sme_gemv {
 
-inline bool cpu_supported() {
-#ifndef HWCAP2_SME
-#define HWCAP2_SME (1UL << 23)
-#endif
-  return (getauxval(AT_HWCAP2) & HWCAP2_SME) != 0;
-}
+inline bool cpu_supported() { return sme_cpu_supported(); }
 
 // coef[i][j]: the weight of activation i of a step in table entry j (bit i of j, minus 1/2 with a
 // mirrored table; ternary: digit i of j minus 1, entries 14 and 15 zero)
