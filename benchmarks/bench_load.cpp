@@ -2,7 +2,10 @@
 // llama.cpp blocks, imported (import_q4_0) and packed (pack), beside a memcpy of the packed blob's
 // bytes into a buffer already touched (the floor: load_memcpy). Rows: load_memcpy/<policy>/<shape>,
 // pack/<policy>/<shape>/threads:T (from the imported codes), import_pack/q4_0/<shape>/threads:T
-// (blocks to blob). scripts/summary.py, table "load".
+// (import_q4_0, then pack), pack_q4_0/<shape>/threads:T (blocks straight to a new blob),
+// pack_q4_0_into/<shape>/threads:T (the same over a blob already touched, as the memcpy's),
+// load_pages/<shape> (a new blob's allocation and first touch: the page-fault floor of any load
+// into new memory). scripts/summary.py, table "load".
 #include <benchmark/benchmark.h>
 
 #include <cstring>
@@ -55,11 +58,19 @@ void bm_memcpy(benchmark::State& st, std::size_t M, std::size_t K) {
   st.counters["blob_GBps"] = benchmark::Counter(double(blob.size_bytes()) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-void bm_pack(benchmark::State& st, std::size_t M, std::size_t K, int threads, bool import) {
+enum class load_path { pack, import_pack, direct, direct_into };
+void bm_pack(benchmark::State& st, std::size_t M, std::size_t K, int threads, load_path path) {
   auto& d = data_for(M, K);
   thread_pool* pool = threads > 1 ? &pool_for(threads) : nullptr;
+  packed_weights<Q4> into(M, K);
   for (auto _ : st) {
-    if (import) {
+    if (path == load_path::direct_into) {
+      pack_q4_0_into<Q4>(into, d.blocks.data(), M, K, d.blocks.size(), pool);
+      benchmark::DoNotOptimize(into.data());
+    } else if (path == load_path::direct) {
+      auto w = pack_q4_0<Q4>(d.blocks.data(), M, K, d.blocks.size(), pool);
+      benchmark::DoNotOptimize(w.data());
+    } else if (path == load_path::import_pack) {
       const auto q = import_q4_0<Q4>(d.blocks.data(), M, K, d.blocks.size(), pool);
       auto w = pack<Q4>(q, pool);
       benchmark::DoNotOptimize(w.data());
@@ -70,6 +81,14 @@ void bm_pack(benchmark::State& st, std::size_t M, std::size_t K, int threads, bo
   }
   st.counters["blob_GBps"] = benchmark::Counter(double(d.blob_bytes) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
+
+void bm_pages(benchmark::State& st, std::size_t M, std::size_t K) {
+  for (auto _ : st) {
+    packed_weights<Q4> w(M, K, detail::data_uninitialized_t{});
+    for (std::size_t i = 0; i < w.size_bytes(); i += 4096) w.bytes()[i] = 1;
+    benchmark::DoNotOptimize(w.data());
+  }
+}
 }  // namespace
 
 void register_load() {
@@ -78,13 +97,24 @@ void register_load() {
                                [=](benchmark::State& st) { bm_memcpy(st, M, K); })
       ->Unit(benchmark::kMillisecond)
       ->UseRealTime();
+  benchmark::RegisterBenchmark(("load_pages/" + shape(M, K)).c_str(), [=](benchmark::State& st) { bm_pages(st, M, K); })
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
   for (int T : {1, 2}) {
     benchmark::RegisterBenchmark(("pack/" + Q4::name() + "/" + shape(M, K) + "/threads:" + std::to_string(T)).c_str(),
-                                 [=](benchmark::State& st) { bm_pack(st, M, K, T, false); })
+                                 [=](benchmark::State& st) { bm_pack(st, M, K, T, load_path::pack); })
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime();
     benchmark::RegisterBenchmark(("import_pack/q4_0/" + shape(M, K) + "/threads:" + std::to_string(T)).c_str(),
-                                 [=](benchmark::State& st) { bm_pack(st, M, K, T, true); })
+                                 [=](benchmark::State& st) { bm_pack(st, M, K, T, load_path::import_pack); })
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark(("pack_q4_0/" + shape(M, K) + "/threads:" + std::to_string(T)).c_str(),
+                                 [=](benchmark::State& st) { bm_pack(st, M, K, T, load_path::direct); })
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark(("pack_q4_0_into/" + shape(M, K) + "/threads:" + std::to_string(T)).c_str(),
+                                 [=](benchmark::State& st) { bm_pack(st, M, K, T, load_path::direct_into); })
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime();
   }

@@ -210,8 +210,9 @@ def attention(path):
 
 
 def load(path):
-    """Load table: import + pack of one tensor and pack alone, as a fraction of a memcpy of the
-    packed blob's bytes (load_memcpy) in the same run."""
+    """Load table: import + pack of one tensor, pack alone, pack straight from the blocks (into a
+    new blob, and into one reused), and a new blob's first touch, as a fraction of a memcpy of the
+    packed blob's bytes into a touched buffer (load_memcpy) in the same run."""
     data = json.load(open(path))
     rows, cp = [], None
     for b in data["benchmarks"]:
@@ -225,13 +226,17 @@ def load(path):
             cp = t
         elif p[0] in ("pack", "import_pack"):
             rows.append((p[0], p[1], p[2], p[3], t))
+        elif p[0] in ("pack_q4_0", "pack_q4_0_into"):
+            rows.append((p[0], "q4_0 blocks", p[1], p[2], t))
+        elif p[0] == "load_pages":
+            rows.append((p[0], "(new blob, first touch)", p[1], "threads:1", t))
     if not rows:
         return
     print()
     print("load: vs memcpy = time of a memcpy of the packed blob's bytes / the time (load_memcpy, same run)")
-    header(f"{'what':<12} {'weights':<32} {'shape':<11} {'thr':>3} {'ms':>9} {'vs memcpy':>9}")
+    header(f"{'what':<14} {'weights':<32} {'shape':<11} {'thr':>3} {'ms':>9} {'vs memcpy':>9}")
     for what, pol, shape, thr, t in sorted(rows):
-        print(f"{what:<12} {pol:<32} {shape:<11} {thr.split(':')[1]:>3} {t:9.2f} {(f'{cp / t:.3f}' if cp else '-'):>9}")
+        print(f"{what:<14} {pol:<32} {shape:<11} {thr.split(':')[1]:>3} {t:9.2f} {(f'{cp / t:.3f}' if cp else '-'):>9}")
 
 
 if __name__ == "__main__":

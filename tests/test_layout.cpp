@@ -2,6 +2,7 @@
 // unpack(pack(q)) == q; the element map is injective (no two weights share a bit) and covers
 // every index bit of the packed data; offsets stay inside the blob.
 #include <algorithm>
+#include <cstring>
 #include <set>
 
 #include "common.hpp"
@@ -347,4 +348,125 @@ TEST_CASE("llama.cpp imports over a thread pool: the serial result; a bad block'
   CHECK(s8.scales == p8.scales);
   b4[(30 * (K / 32) + 2) * 18 + 1] = 0x7C;  // row 30, block 2: +inf (a later thread's rows)
   CHECK_THROWS_WITH(import_q4_0<Q4>(b4.data(), M, K, b4.size(), &pool), Catch::Matchers::Contains("(row 30)"));
+}
+
+namespace {
+// Blocks of random bytes with finite fp16 scales (any exponent but the all-ones one)
+std::vector<uint8_t> finite_blocks(std::mt19937_64& rng, std::size_t M, std::size_t K, std::size_t block_bytes) {
+  std::vector<uint8_t> b(M * (K / 32) * block_bytes);
+  for (auto& v : b) v = uint8_t(rng());
+  for (std::size_t i = 0; i < M * (K / 32); ++i)
+    if ((b[i * block_bytes + 1] & 0x7C) == 0x7C) b[i * block_bytes + 1] &= 0xFB;
+  return b;
+}
+// pack_<block>(blocks) and pack_<block>_into give the bytes of pack(import_<block>(blocks)), serial
+// and over 2 and 3 threads, on seeded random ragged shapes (M not a multiple of the tile, K an odd
+// number of blocks: a row ending half way through the packer's 64 codes)
+template <class P, class Import, class Direct, class Into>
+void check_direct_pack(std::size_t block_bytes, Import import, Direct direct, Into into) {
+  std::mt19937_64 rng(policy_hash(P::name()) + 11);
+  thread_pool pool2(2), pool3(3);
+  for (int c = 0; c < 12; ++c) {
+    const std::size_t M = 1 + rng() % 150, K = 32 * (1 + rng() % 13);
+    INFO(P::name() << " M = " << M << " K = " << K);
+    const auto b = finite_blocks(rng, M, K, block_bytes);
+    const auto want = pack(import(b.data(), M, K, b.size()));
+    for (thread_pool* pool : {static_cast<thread_pool*>(nullptr), &pool2, &pool3}) {
+      const auto got = direct(b.data(), M, K, b.size(), pool);
+      REQUIRE(got.size_bytes() == want.size_bytes());
+      CHECK(std::memcmp(got.bytes(), want.bytes(), want.size_bytes()) == 0);
+      // over a blob of the same shape holding other bytes
+      packed_weights<P> reused(M, K);
+      std::memset(reused.data(), 0xA5, reused.layout().total_bytes);
+      into(reused, b.data(), M, K, b.size(), pool);
+      CHECK(std::memcmp(reused.bytes(), want.bytes(), want.size_bytes()) == 0);
+    }
+  }
+}
+}  // namespace
+
+TEST_CASE("llama.cpp blocks packed in place: the bytes of pack(import), ragged shapes, 1-3 threads", "[layout][import]") {
+  using Q4 = policy<fmt::uint_sym<4>, group<32>>;
+  using Q8 = policy<fmt::uint_sym<8>, group<32>>;
+  using NL = policy<fmt::codebook4<book::iq4_nl>, group<32>>;
+  auto q4 = [&]<class P>() {
+    check_direct_pack<P>(
+        18, [](auto... a) { return import_q4_0<P>(a...); }, [](auto... a) { return pack_q4_0<P>(a...); },
+        [](auto& w, auto... a) { pack_q4_0_into<P>(w, a...); });
+  };
+  q4.operator()<Q4>();
+  q4.operator()<policy<fmt::uint_sym<4>, group<32>, table::lut4<int16_t, false>>>();
+  q4.operator()<policy<fmt::uint_sym<4>, group<32>, table::lut4<int8_t, true>, target::sme>>();  // plane order
+  q4.operator()<policy<fmt::uint_sym<4>, group<32>, table::lut4<int8_t, true>, target::hvx>>();  // 128-row tiles
+  check_direct_pack<Q8>(
+      34, [](auto... a) { return import_q8_0<Q8>(a...); }, [](auto... a) { return pack_q8_0<Q8>(a...); },
+      [](auto& w, auto... a) { pack_q8_0_into<Q8>(w, a...); });
+  check_direct_pack<NL>(
+      18, [](auto... a) { return import_iq4_nl<NL>(a...); }, [](auto... a) { return pack_iq4_nl<NL>(a...); },
+      [](auto& w, auto... a) { pack_iq4_nl_into<NL>(w, a...); });
+}
+
+TEST_CASE("llama.cpp blocks packed in place: the importers' errors, and a blob of another shape refused", "[layout][import]") {
+  using Q4 = policy<fmt::uint_sym<4>, group<32>>;
+  using Q8 = policy<fmt::uint_sym<8>, group<32>>;
+  using Q4g64 = policy<fmt::uint_sym<4>, group<64>>;
+  std::mt19937_64 rng(17);
+  const std::size_t M = 70, K = 96;
+  auto b = finite_blocks(rng, M, K, 18);
+  thread_pool pool(2);
+  CHECK_THROWS_WITH(pack_q4_0<Q4>(b.data(), M, K, b.size() - 1), Catch::Matchers::Contains("holds fewer than"));
+  CHECK_THROWS_WITH(pack_q4_0<Q4>(nullptr, M, K), Catch::Matchers::Contains("null"));
+  CHECK_THROWS_WITH(pack_q4_0<Q4>(b.data(), M, 80), Catch::Matchers::Contains("multiple of the block size 32"));
+  CHECK_THROWS_WITH(pack_q4_0<Q4g64>(b.data(), M, K), Catch::Matchers::Contains("group<32>"));
+  CHECK_THROWS_WITH(pack_q8_0<Q4>(b.data(), M, K), Catch::Matchers::Contains("the policy must have the block's format"));
+  packed_weights<Q4> other(M + 1, K), empty;
+  CHECK_THROWS_WITH(pack_q4_0_into<Q4>(other, b.data(), M, K, b.size()), Catch::Matchers::Contains("71 x 96"));
+  CHECK_THROWS_WITH(pack_q4_0_into<Q4>(empty, b.data(), M, K, b.size()), Catch::Matchers::Contains("empty"));
+  // a non-finite scale in the last thread's tiles: the error names its block and row
+  b[(65 * (K / 32) + 1) * 18 + 1] = 0x7E;  // row 65, block 1: NaN
+  CHECK_THROWS_WITH(pack_q4_0<Q4>(b.data(), M, K, b.size(), &pool), Catch::Matchers::Contains("(row 65)"));
+  CHECK_THROWS_WITH(pack_q4_0<Q4>(b.data(), M, K, b.size()), Catch::Matchers::Contains("non-finite scale"));
+  auto b8 = finite_blocks(rng, M, K, 34);
+  b8[(3 * (K / 32)) * 34 + 1] = 0xFC;  // row 3, block 0: -inf
+  CHECK_THROWS_WITH(pack_q8_0<Q8>(b8.data(), M, K, b8.size()), Catch::Matchers::Contains("(row 3)"));
+}
+
+TEST_CASE("the packer's row-pair planes: the AVX-512 kernel and the scalar twin agree, every code form", "[layout]") {
+  std::mt19937_64 rng(23);
+  auto check = [&]<detail::code_form F>(std::size_t stride) {
+    for (int c = 0; c < 200; ++c) {
+      std::vector<uint8_t> a(2 * stride + 64), b(2 * stride + 64);
+      for (auto& v : a) v = uint8_t(rng());
+      for (auto& v : b) v = uint8_t(rng());
+      const bool pad = c % 5 == 0;
+      uint8_t want[2][64], got[2][64];
+      detail::row_pair_planes_scalar<F>(a.data(), pad ? nullptr : b.data(), stride, want);
+      detail::row_pair_planes<F>(a.data(), pad ? nullptr : b.data(), stride, got);
+      REQUIRE(std::memcmp(want, got, sizeof want) == 0);
+      // the scalar twin against the definition: bit i of a nibble is code 4 (2 j + s) + i's bit p
+      uint8_t codes[2][64];
+      for (int r = 0; r < 2; ++r)
+        for (int j = 0; j < 8; ++j) {
+          const uint8_t* p = r == 0 ? a.data() : b.data();
+          uint64_t x = 0;
+          if (r == 0 || !pad) {
+            if constexpr (F == detail::code_form::bytes) std::memcpy(&x, p + 8 * j, 8);
+            else if constexpr (F == detail::code_form::ggml_nibbles)
+              x = detail::ggml_q4_0::codes8(p + (j / 4) * stride, unsigned(8 * j % 32));
+            else x = detail::ggml_q8_0::codes8(p + (j / 4) * stride, unsigned(8 * j % 32));
+          }
+          std::memcpy(codes[r] + 8 * j, &x, 8);
+        }
+      for (int s = 0; s < 2; ++s)
+        for (int j = 0; j < 8; ++j)
+          for (int p = 0; p < 8; ++p)
+            for (int i = 0; i < 8; ++i) {
+              const int r = i / 4, k = 8 * j + 4 * s + i % 4;
+              REQUIRE(((want[s][8 * j + p] >> i) & 1) == ((codes[r][k] >> p) & 1));
+            }
+    }
+  };
+  check.operator()<detail::code_form::bytes>(0);
+  check.operator()<detail::code_form::ggml_nibbles>(18);
+  check.operator()<detail::code_form::ggml_int8>(34);
 }

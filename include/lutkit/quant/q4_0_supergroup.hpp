@@ -37,7 +37,10 @@ inline std::vector<uint8_t> pack_q4_0_supergroups(const void* blocks, std::size_
       detail::require((d & 0x7C00u) != 0x7C00u, "pack_q4_0_supergroups: the scale of row ", m, ", block ", g,
                       " is not finite");
       std::memcpy(rec + SG::scale_offset(gi), &d, 2);
-      detail::decode_ggml_nibbles(b + 2, codes);
+      for (unsigned j0 = 0; j0 < 32; j0 += 8) {
+        const uint64_t x = detail::ggml_q4_0::codes8(b + 2, j0);
+        std::memcpy(codes + j0, &x, 8);
+      }
       for (int j = 0; j < SG::group_k; ++j) {
         const int w = gi * SG::group_k + j;
         rec[SG::byte_of(w)] |= uint8_t(codes[j] << SG::shift_of(w));

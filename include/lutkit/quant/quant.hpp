@@ -6,10 +6,12 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <type_traits>
 #include <vector>
 
+#include "../core/compiler.hpp"
 #include "../core/error.hpp"
 #include "../core/half.hpp"
 #include "../core/limits.hpp"
@@ -307,30 +309,89 @@ quantized<P> import_gptq(const int32_t* qweight, const uint16_t* scales_f16, con
 // The decoded codes reproduce llama.cpp's dequantization bit for bit through
 // format_traits::value (tests/test_formats.cpp). `nbytes` is the size of the caller's buffer,
 // which must hold all M * K/32 blocks; left out (unknown_size), the caller promises that it does.
-// Pass it whenever the bytes come from a file.
+// Pass it whenever the bytes come from a file. Each block type is one traits struct (its bytes,
+// its format, its codes) read by both the importers below and the direct packers (pack.hpp,
+// pack_q4_0 ...).
 namespace detail {
-template <class P, class Fmt, class Decode>
-quantized<P> import_ggml_blocks(const char* what, const void* blocks, std::size_t M, std::size_t K,
-                                std::size_t nbytes, std::size_t block_bytes, Decode decode, thread_pool* pool) {
-  constexpr bool policy_ok = std::is_same_v<typename P::format, Fmt> && P::spec.group_k == 32;
+// How 64 consecutive codes of a row are stored where the packer reads them: one code per byte,
+// or in two consecutive llama.cpp blocks (`stride` bytes apart) as nibbles or as int8
+enum class code_form { bytes, ggml_nibbles, ggml_int8 };
+
+// 16 bytes of nibbles: weight j < 16 is the low nibble of byte j, weight j >= 16 the high
+// nibble of byte j - 16 (q4_0, iq4_nl)
+struct ggml_nibble_codes {
+  static constexpr std::size_t block_bytes = 18;
+  static constexpr code_form form = code_form::ggml_nibbles;
+  // the 8 codes of weights j0 .. j0 + 7 (j0 a multiple of 8), byte i the code of j0 + i
+  static uint64_t codes8(const unsigned char* qs, unsigned j0) {
+    uint64_t x;
+    std::memcpy(&x, qs + (j0 & 15u), 8);
+    return (j0 < 16 ? x : x >> 4) & 0x0F0F0F0F0F0F0F0Full;
+  }
+  // all 32 codes of the block
+  LUTKIT_VECTORIZE static void codes32(const unsigned char* qs, uint8_t* out) {
+    for (int j = 0; j < 16; ++j) {
+      out[j] = uint8_t(qs[j] & 0x0Fu);
+      out[j + 16] = uint8_t(qs[j] >> 4);
+    }
+  }
+};
+struct ggml_q4_0 : ggml_nibble_codes {
+  using format = fmt::uint_sym<4>;  // code = q, zero 8: w = d * (q - 8)
+  static constexpr const char* name = "q4_0";
+};
+struct ggml_iq4_nl : ggml_nibble_codes {
+  using format = fmt::codebook4<book::iq4_nl>;  // code = q, level kvalues[q] + 128, zero 128
+  static constexpr const char* name = "iq4_nl";
+};
+struct ggml_q8_0 {
+  using format = fmt::uint_sym<8>;  // code = q + 128, zero 128: w = d * q
+  static constexpr const char* name = "q8_0";
+  static constexpr std::size_t block_bytes = 34;
+  static constexpr code_form form = code_form::ggml_int8;
+  static uint64_t codes8(const unsigned char* qs, unsigned j0) {
+    uint64_t x;
+    std::memcpy(&x, qs + j0, 8);
+    return x ^ 0x8080808080808080ull;  // int8 q -> q + 128
+  }
+  LUTKIT_VECTORIZE static void codes32(const unsigned char* qs, uint8_t* out) {
+    for (int j = 0; j < 32; ++j) out[j] = uint8_t(qs[j] ^ 0x80u);
+  }
+};
+
+// The checks every reader of a block tensor makes before touching it: the policy holds the
+// block's format with group<32>, K a multiple of 32, the buffer large enough.
+template <class P, class Block>
+void check_ggml_tensor(const char* what, const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes) {
+  constexpr bool policy_ok = std::is_same_v<typename P::format, typename Block::format> && P::spec.group_k == 32;
   require(policy_ok, what, ": the policy must have the block's format and group<32>, got ", P::name());
   require(blocks != nullptr, what, ": null block pointer");
   check_matrix_shape(M, K, what);
   require(K % 32 == 0, what, ": K (", K, ") is not a multiple of the block size 32");
   const std::size_t nblocks = M * (K / 32);
-  require(nbytes == unknown_size || nbytes >= nblocks * block_bytes, what, ": buffer of ", nbytes, " bytes holds fewer than ",
-          nblocks, " blocks of ", block_bytes, " bytes");
+  require(nbytes == unknown_size || nbytes >= nblocks * Block::block_bytes, what, ": buffer of ", nbytes,
+          " bytes holds fewer than ", nblocks, " blocks of ", Block::block_bytes, " bytes");
+}
+// block i's scale d, checked finite
+inline float ggml_block_scale(const char* what, const unsigned char* b, std::size_t i, std::size_t K) {
+  const float d = f16_to_f32(uint16_t(b[0] | (unsigned(b[1]) << 8)));
+  require(std::isfinite(d), what, ": block ", i, " (row ", i / (K / 32), ") has a non-finite scale");
+  return d;
+}
+
+template <class P, class Block>
+quantized<P> import_ggml_blocks(const char* what, const void* blocks, std::size_t M, std::size_t K,
+                                std::size_t nbytes, thread_pool* pool) {
+  check_ggml_tensor<P, Block>(what, blocks, M, K, nbytes);
+  const std::size_t nblocks = M * (K / 32);
   quantized<P> q = make_quantized<P>(M, K);
   // blocks [i0, i1), rows split over the pool's threads (a bad block throws from its thread: the
   // pool rethrows it)
   auto part = [&](std::size_t i0, std::size_t i1) {
-    const auto* b = static_cast<const unsigned char*>(blocks) + i0 * block_bytes;
-    for (std::size_t i = i0; i < i1; ++i, b += block_bytes) {
-      const uint16_t d = uint16_t(b[0] | (unsigned(b[1]) << 8));
-      const float df = f16_to_f32(d);
-      require(std::isfinite(df), what, ": block ", i, " (row ", i / (K / 32), ") has a non-finite scale");
-      q.scales[i] = df;  // blocks are groups: block i is group i % (K/32) of row i / (K/32)
-      decode(b + 2, q.codes.data() + i * 32);
+    const auto* b = static_cast<const unsigned char*>(blocks) + i0 * Block::block_bytes;
+    for (std::size_t i = i0; i < i1; ++i, b += Block::block_bytes) {
+      q.scales[i] = ggml_block_scale(what, b, i, K);  // block i is group i % (K/32) of row i / (K/32)
+      Block::codes32(b + 2, q.codes.data() + i * 32);
     }
   };
   if (pool == nullptr || pool->size() <= 1 || M <= 1) {
@@ -341,43 +402,31 @@ quantized<P> import_ggml_blocks(const char* what, const void* blocks, std::size_
   }
   return q;
 }
-// 16 bytes of nibbles: weight j < 16 is the low nibble of byte j, weight j >= 16 the high
-// nibble of byte j - 16 (q4_0, iq4_nl)
-inline void decode_ggml_nibbles(const unsigned char* qs, uint8_t* codes) {
-  for (int j = 0; j < 16; ++j) {
-    codes[j] = uint8_t(qs[j] & 0x0F);
-    codes[j + 16] = uint8_t(qs[j] >> 4);
-  }
-}
 }  // namespace detail
 
 // block_q4_0 (18 bytes: fp16 d, 16 bytes of nibbles q): w = d * (q - 8). Policy: uint_sym<4>,
-// group<32> (code = q, zero 8).
+// group<32> (code = q, zero 8). To pack at once, without the per-weight codes: pack_q4_0.
 template <class P>
 quantized<P> import_q4_0(const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes = unknown_size,
                          thread_pool* pool = nullptr) {
-  return detail::import_ggml_blocks<P, fmt::uint_sym<4>>("import_q4_0", blocks, M, K, nbytes, 18,
-                                                         detail::decode_ggml_nibbles, pool);
+  return detail::import_ggml_blocks<P, detail::ggml_q4_0>("import_q4_0", blocks, M, K, nbytes, pool);
 }
 
 // block_q8_0 (34 bytes: fp16 d, 32 int8 q): w = d * q. Policy: uint_sym<8>, group<32>
-// (code = q + 128, zero 128).
+// (code = q + 128, zero 128). Direct to a blob: pack_q8_0.
 template <class P>
 quantized<P> import_q8_0(const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes = unknown_size,
                          thread_pool* pool = nullptr) {
-  return detail::import_ggml_blocks<P, fmt::uint_sym<8>>(
-      "import_q8_0", blocks, M, K, nbytes, 34, [](const unsigned char* qs, uint8_t* codes) {
-        for (int j = 0; j < 32; ++j) codes[j] = uint8_t(qs[j] ^ 0x80u);  // int8 q -> q + 128
-      }, pool);
+  return detail::import_ggml_blocks<P, detail::ggml_q8_0>("import_q8_0", blocks, M, K, nbytes, pool);
 }
 
 // block_iq4_nl (18 bytes: fp16 d, 16 bytes of nibbles like q4_0): w = d * kvalues[q].
 // Policy: codebook4<book::iq4_nl>, group<32> (code = q, level kvalues[q] + 128, zero 128).
+// Direct to a blob: pack_iq4_nl.
 template <class P>
 quantized<P> import_iq4_nl(const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes = unknown_size,
                            thread_pool* pool = nullptr) {
-  return detail::import_ggml_blocks<P, fmt::codebook4<book::iq4_nl>>("import_iq4_nl", blocks, M, K, nbytes, 18,
-                                                                     detail::decode_ggml_nibbles, pool);
+  return detail::import_ggml_blocks<P, detail::ggml_iq4_nl>("import_iq4_nl", blocks, M, K, nbytes, pool);
 }
 
 }  // namespace lutkit
