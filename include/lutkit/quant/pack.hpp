@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "../core/error.hpp"
 #include "../core/half.hpp"
@@ -447,14 +448,17 @@ void pack_tiles(const Src& src, uint8_t* d, const packed_layout& L, std::size_t 
   const std::size_t chunk = std::max<std::size_t>(per, std::size_t(16384) / pair_bytes / per * per);
   // walks the step pairs [sp0, sp1) of tile t (sp0 a multiple of per): f(the step pair's first
   // byte, its first k)
-  auto walk = [&](std::size_t t, std::size_t sp0, std::size_t sp1, auto&& f) {
-    std::size_t blk = sp0 / per, spi = 0;
-    uint8_t* pair = d + L.block_offset(t, blk);
+  // the first byte of each block of the chunk being walked (block_offset divides: once per
+  // chunk, not per row)
+  std::vector<uint8_t*> chunk_blocks(chunk / per + 1);
+  auto walk = [&](std::size_t, std::size_t sp0, std::size_t sp1, auto&& f) {
+    std::size_t blk = 0, spi = 0;
+    uint8_t* pair = chunk_blocks[0];
     for (std::size_t sp = sp0; sp < sp1; ++sp) {
       f(pair, 8 * sp);
       if (++spi == per) {
         spi = 0;
-        if (++blk < L.blocks()) pair = d + L.block_offset(t, blk);
+        pair = chunk_blocks[++blk];
       } else {
         pair += pair_bytes;
       }
@@ -488,6 +492,8 @@ void pack_tiles(const Src& src, uint8_t* d, const packed_layout& L, std::size_t 
       }
     for (std::size_t sp0 = 0; sp0 < pairs; sp0 += chunk) {
     const std::size_t sp1 = std::min(pairs, sp0 + chunk);
+    for (std::size_t b = 0; b < chunk_blocks.size(); ++b)
+      chunk_blocks[b] = sp0 / per + b < L.blocks() ? d + L.block_offset(t, sp0 / per + b) : nullptr;
     if constexpr (S.plane_chunks()) {
       static_assert(S.index_shift(0, 0) == 0 && S.index_shift(0, 1) == 4, "plane orders: a byte holds a row's step pair");
       for (int r = 0; r < R; ++r) {
@@ -514,8 +520,8 @@ void pack_tiles(const Src& src, uint8_t* d, const packed_layout& L, std::size_t 
         const auto r0 = src.row(m0);
         const bool second = m1 < M;
         const auto r1 = src.row(second ? m1 : m0);
-        std::size_t blk = sp0 / per, spi = 0;
-        uint8_t* pair = d + L.block_offset(t, blk);
+        std::size_t blk = 0, spi = 0;
+        uint8_t* pair = chunk_blocks[0];
         for (std::size_t sp8 = sp0; sp8 < sp1; sp8 += 8) {
           const std::size_t n8 = std::min<std::size_t>(8, sp1 - sp8);
           const std::size_t k0 = 8 * sp8;
@@ -542,7 +548,7 @@ void pack_tiles(const Src& src, uint8_t* d, const packed_layout& L, std::size_t 
             }
             if (++spi == per) {
               spi = 0;
-              if (++blk < L.blocks()) pair = d + L.block_offset(t, blk);
+              pair = chunk_blocks[++blk];
             } else {
               pair += pair_bytes;
             }

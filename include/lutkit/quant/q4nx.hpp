@@ -21,6 +21,7 @@
 #include "../core/bf16.hpp"
 #include "../core/concepts.hpp"
 #include "../core/error.hpp"
+#include "../core/memory.hpp"
 #include "../core/limits.hpp"
 #include "quant.hpp"
 
@@ -153,9 +154,9 @@ inline q4nx_quantized make_q4nx(std::size_t M, std::size_t K, const char* who) {
   q.M = M;
   q.K = K;
   q.groups = K / q4nx_spec::group;
-  q.codes.assign(M * K, 0);
-  q.scales.assign(M * q.groups, 0.f);
-  q.mins.assign(M * q.groups, 0.f);
+  detail::assign_bulk(q.codes, M * K, uint8_t(0));
+  detail::assign_bulk(q.scales, M * q.groups, 0.f);
+  detail::assign_bulk(q.mins, M * q.groups, 0.f);
   return q;
 }
 }  // namespace detail

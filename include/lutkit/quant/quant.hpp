@@ -13,6 +13,7 @@
 
 #include "../core/compiler.hpp"
 #include "../core/error.hpp"
+#include "../core/memory.hpp"
 #include "../core/half.hpp"
 #include "../core/limits.hpp"
 #include "../core/thread_pool.hpp"
@@ -58,9 +59,9 @@ quantized<P> make_quantized(std::size_t M, std::size_t K) {
   q.M = M;
   q.K = K;
   q.groups = P::spec.group_k > 0 ? K / std::size_t(P::spec.group_k) : 1;
-  q.codes.assign(M * K, 0);
-  q.scales.assign(M * q.groups, 0.f);
-  if (P::spec.asymmetric) q.zeros.assign(M * q.groups, 0.f);
+  detail::assign_bulk(q.codes, M * K, uint8_t(0));
+  detail::assign_bulk(q.scales, M * q.groups, 0.f);
+  if (P::spec.asymmetric) detail::assign_bulk(q.zeros, M * q.groups, 0.f);
   return q;
 }
 

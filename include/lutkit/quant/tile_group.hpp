@@ -82,9 +82,9 @@ tile_group_quantized<Fmt> quantize_tile_group(const float* w, std::size_t M, std
   // 1. permute into the read order; 2. quantize consecutive groups of that order
   const std::vector<float> perm = permute_to_tile_order(w, q.layout);
   const std::size_t G = std::size_t(geo.group), groups = q.layout.groups();
-  q.codes.assign(q.layout.size(), 0);
-  q.scales.assign(groups, 0.f);
-  if (format_traits<Fmt>::asymmetric) q.zeros.assign(groups, 0.f);
+  detail::assign_bulk(q.codes, q.layout.size(), uint8_t(0));
+  detail::assign_bulk(q.scales, groups, 0.f);
+  if (format_traits<Fmt>::asymmetric) detail::assign_bulk(q.zeros, groups, 0.f);
   for (std::size_t g = 0; g < groups; ++g) {
     const float* wg = perm.data() + g * G;
     float s = 0, z = 0;
@@ -163,9 +163,9 @@ tile_group_quantized<Fmt> unpack_super_groups(const uint8_t* bytes, std::size_t 
   const std::size_t per = super_group_bytes<Fmt>(geo);
   detail::require(n == q.layout.super_groups() * per, "unpack_super_groups: ", n, " bytes, expected ",
                   q.layout.super_groups() * per, " for ", M, " x ", K);
-  q.codes.assign(q.layout.size(), 0);
-  q.scales.assign(q.layout.groups(), 0.f);
-  if (format_traits<Fmt>::asymmetric) q.zeros.assign(q.layout.groups(), 0.f);
+  detail::assign_bulk(q.codes, q.layout.size(), uint8_t(0));
+  detail::assign_bulk(q.scales, q.layout.groups(), 0.f);
+  if (format_traits<Fmt>::asymmetric) detail::assign_bulk(q.zeros, q.layout.groups(), 0.f);
   for (std::size_t s = 0; s < q.layout.super_groups(); ++s) {
     const uint8_t* d = bytes + s * per;
     for (std::size_t i = 0; i < E; ++i)
