@@ -2,7 +2,10 @@
 // on fuzzed shapes and bytes (NaN, Inf, subnormal and negative scales, truncated buffers). Byte 0
 // picks the importer, then M and K, then the tensor bytes. What an importer accepts must decode to
 // exactly the value the source format defines (recomputed here from the raw bytes), and pack and
-// run through the dequant-GEMM within its error bound.
+// run through the dequant-GEMM within its error bound. The direct packers (pack_q4_0 ...) must
+// accept exactly what the importers accept and give the bytes of pack(import).
+#include <cstring>
+
 #include <lutkit/lutkit.hpp>
 
 #include "fuzz_support.hpp"
@@ -43,10 +46,24 @@ template <class P>
 void ggml_case(int which, const uint8_t* d, std::size_t n, std::size_t M, std::size_t K, uint64_t seed) {
   const std::size_t bb = which == 1 ? 34 : 18;
   quantized<P> q;
+  packed_weights<P> direct;
+  bool direct_ok = true;
+  try {
+    direct = which == 0 ? pack_q4_0<P>(d, M, K, n) : which == 1 ? pack_q8_0<P>(d, M, K, n) : pack_iq4_nl<P>(d, M, K, n);
+  } catch (const lutkit::error&) {
+    direct_ok = false;
+  }
   try {
     q = which == 0 ? import_q4_0<P>(d, M, K, n) : which == 1 ? import_q8_0<P>(d, M, K, n) : import_iq4_nl<P>(d, M, K, n);
   } catch (const lutkit::error&) {
+    if (direct_ok) lutkit_fuzz::fail(kTarget, "a direct packer accepted blocks the importer refuses", double(M), double(K));
     return;
+  }
+  if (!direct_ok) lutkit_fuzz::fail(kTarget, "a direct packer refused blocks the importer accepts", double(M), double(K));
+  {
+    const auto want = pack<P>(q);
+    if (direct.size_bytes() != want.size_bytes() || std::memcmp(direct.bytes(), want.bytes(), want.size_bytes()) != 0)
+      lutkit_fuzz::fail(kTarget, "a direct packer's blob differs from pack(import)", double(M), double(K));
   }
   if (n < M * (K / 32) * bb) lutkit_fuzz::fail(kTarget, "accepted a truncated block buffer", double(n));
   for (std::size_t m = 0; m < M; ++m)
