@@ -9,7 +9,7 @@
 #include <vector>
 
 #include <lutkit/quant/q4nx.hpp>
-#include <lutkit/quant/pack.hpp>
+#include <lutkit/packing/pack.hpp>
 #include <lutkit/gemm/dequant_gemm.hpp>
 #include <lutkit/gemv/fused_dq.hpp>
 

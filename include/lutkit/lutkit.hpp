@@ -12,6 +12,7 @@
 #include "lutkit/core/thread_pool.hpp"
 #include "lutkit/core/tiling.hpp"
 #include "lutkit/quant/pack.hpp"
+#include "lutkit/packing/pack.hpp"
 #include "lutkit/quant/q4nx.hpp"
 #include "lutkit/quant/q4_0_supergroup.hpp"
 #include "lutkit/quant/quant.hpp"

@@ -1,7 +1,7 @@
 // lutkit — the packer's micro-kernel on AVX-512 + GFNI: the bit planes of a row pair's 64 codes.
 // One GF2P8AFFINEQB per row turns 8 codes (a qword) into their 8 plane bytes, an 8 x 8 bit
-// transpose, instead of a multiply per plane and step pair (quant/pack.hpp, plane_byte). Chosen
-// at run time by quant/pack.hpp (row_pair_planes); its scalar twin there gives the same bytes.
+// transpose, instead of a multiply per plane and step pair (packing/portable_kernel.hpp). Chosen
+// at run time by packing/targets.hpp (row_pair_planes); the portable kernel gives the same bytes.
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -1,0 +1,360 @@
+// lutkit — the packing family: quantized tensors and llama.cpp block tensors to packed blobs
+// (quant/pack.hpp: the blob), through the tiling spec. A code source (a quantized<P>, or blocks
+// read in place) is walked tile by tile over a thread pool; a row pair's bit planes come from the
+// family's micro-kernel (targets.hpp). The reference: detail::pack_by_element_map (quant/pack.hpp).
+#pragma once
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "../core/error.hpp"
+#include "../core/limits.hpp"
+#include "../core/thread_pool.hpp"
+#include "../core/tiling.hpp"
+#include "../quant/pack.hpp"
+#include "../quant/quant.hpp"
+#include "targets.hpp"
+
+namespace lutkit {
+
+namespace detail {
+// What the bit-plane packer reads, a code source: M(), K(), scale_bits(m, g), zero_bits(m, g) (the
+// blob's parameter slots, encode_param), and row(m),
+// a cursor whose codes8(k0) holds the 8 codes of k0 .. k0 + 7 (byte i: k0 + i; zeros beyond K).
+// Two sources: a quantized<P> (per-weight codes) and a llama.cpp block tensor, read in place.
+template <class P>
+struct quantized_source {
+  const quantized<P>& q;
+  struct row_cursor {
+    const uint8_t* c;
+    std::size_t K;
+    uint64_t codes8(std::size_t k0) const { return load_codes8(c, k0, K); }
+    static constexpr code_form form = code_form::bytes;
+    static constexpr std::size_t stride = 0;
+    // the 64 codes from k0 in `form` when all are inside the row, else codes64
+    bool whole64(std::size_t k0) const { return k0 + 64 <= K; }
+    const uint8_t* at(std::size_t k0) const { return c + k0; }
+    // 64 codes from k0 (zeros beyond K)
+    void codes64(std::size_t k0, uint8_t* out) const {
+      if (k0 + 64 <= K) {
+        std::memcpy(out, c + k0, 64);
+      } else {
+        for (std::size_t j = 0; j < 8; ++j) {
+          const uint64_t x = codes8(k0 + 8 * j);
+          std::memcpy(out + 8 * j, &x, 8);
+        }
+      }
+    }
+  };
+  std::size_t M() const { return q.M; }
+  std::size_t K() const { return q.K; }
+  uint16_t scale_bits(std::size_t m, std::size_t g) const { return encode_param(P::spec, q.scale(m, g)); }
+  uint16_t zero_bits(std::size_t m, std::size_t g) const { return encode_param(P::spec, q.zero(m, g)); }
+  row_cursor row(std::size_t m) const { return {q.codes.data() + m * q.K, q.K}; }
+};
+template <class P, class Block>
+struct ggml_source {
+  // (check_ggml_tensor has refused any policy but the block's format with group<32>)
+  const char* what;
+  const unsigned char* blocks;
+  std::size_t M_, K_;
+  struct row_cursor {
+    const unsigned char* b;  // the row's first block
+    std::size_t K;
+    uint64_t codes8(std::size_t k0) const {
+      return Block::codes8(b + (k0 / 32) * Block::block_bytes + 2, unsigned(k0 % 32));
+    }
+    static constexpr code_form form = Block::form;
+    static constexpr std::size_t stride = Block::block_bytes;
+    bool whole64(std::size_t k0) const { return k0 + 64 <= K; }
+    const uint8_t* at(std::size_t k0) const { return b + (k0 / 32) * Block::block_bytes + 2; }
+    // 64 codes from k0 (a multiple of 64; K is a multiple of 32: a row may end half way)
+    void codes64(std::size_t k0, uint8_t* out) const {
+      const unsigned char* blk = b + (k0 / 32) * Block::block_bytes + 2;
+      Block::codes32(blk, out);
+      if (k0 + 64 <= K) Block::codes32(blk + Block::block_bytes, out + 32);
+      else std::memset(out + 32, 0, 32);
+    }
+  };
+  std::size_t M() const { return M_; }
+  std::size_t K() const { return K_; }
+  // the block's fp16 d, checked finite, as the blob's fp16 slot holds it (the same bits)
+  uint16_t scale_bits(std::size_t m, std::size_t g) const {
+    const std::size_t i = m * (K_ / 32) + g;
+    const unsigned char* b = blocks + i * Block::block_bytes;
+    const uint16_t h = uint16_t(b[0] | (unsigned(b[1]) << 8));
+    if ((h & 0x7C00u) == 0x7C00u) ggml_block_scale(what, b, i, K_);  // throws: not finite
+    if constexpr (P::spec.bf16_params) return encode_param(P::spec, f16_to_f32(h));
+    else return h;
+  }
+  uint16_t zero_bits(std::size_t, std::size_t) const { return encode_param(P::spec, P::spec.sym_zero); }
+  row_cursor row(std::size_t m) const { return {blocks + m * (K_ / 32) * Block::block_bytes, K_}; }
+};
+
+// Planes 2 q and 2 q + 1 of a row's step sit in adjacent bytes (pshufb order's paired chunks):
+// the packer stores them as one 16-bit word
+template <class P>
+constexpr bool planes_side_by_side() {
+  constexpr auto& S = P::spec;
+  for (int r = 0; r < S.rows_per_tile; ++r)
+    for (int p = 0; p + 1 < S.planes; p += 2)
+      for (int s = 0; s < 2; ++s)
+        if (S.index_byte_in_step_pair(r, p + 1, s) != S.index_byte_in_step_pair(r, p, s) + 1) return false;
+  return true;
+}
+
+// The layouts whose walk below stores every byte of a tile's blocks whole (no or-ing into
+// zeros): the plane orders and the host layouts' row pairs
+template <class P>
+constexpr bool pack_writes_whole_bytes() {
+  return !P::spec.ternary && (P::spec.plane_chunks() || rows_share_bytes_by_nibble<P>());
+}
+
+// Tiles [t0, t1) of a bit-plane format: the parameters, then per row (or row pair) a sequential
+// walk of its codes, a step pair (8 codes) at a time, each plane's two step indices made at once
+// (plane_byte) and stored where tiling_spec::index_byte_in_step_pair puts them (offsets computed
+// once per row):
+//   plane orders (sve, vlut16): a row's byte of a plane holds both steps: one store;
+//   host layouts: rows r and r + 32 walked together, each byte stored whole (low nibble row r);
+//   any other layout: each step's index or-ed into its byte.
+// A tile is one thread's: the rows sharing a byte are in it. (One code at a time per plane, the
+// earlier walk, took 1.6-2x the time of this one; docs/llama_formats.md, "Load".)
+template <class P, class Src>
+void pack_tiles(const Src& src, uint8_t* d, const packed_layout& L, std::size_t t0, std::size_t t1) {
+  constexpr auto& S = P::spec;
+  constexpr int R = S.rows_per_tile, PL = S.planes;
+  static_assert(!S.ternary && S.k_per_step == 4, "pack_tiles: bit-plane formats");
+  const std::size_t M = src.M(), K = src.K();
+  const std::size_t per = std::size_t(S.step_pairs_per_block()), pair_bytes = std::size_t(S.step_pair_bytes());
+  const std::size_t pairs = (K + 7) / 8;
+  // The tile is walked in k chunks of `chunk` step pairs (at most 16 KiB of output, which stays
+  // in L1 while every row of the tile writes into it), all rows per chunk.
+  const std::size_t chunk = std::max<std::size_t>(per, std::size_t(16384) / pair_bytes / per * per);
+  // walks the step pairs [sp0, sp1) of tile t (sp0 a multiple of per): f(the step pair's first
+  // byte, its first k)
+  // the first byte of each block of the chunk being walked (block_offset divides: once per
+  // chunk, not per row)
+  std::vector<uint8_t*> chunk_blocks(chunk / per + 1);
+  auto walk = [&](std::size_t, std::size_t sp0, std::size_t sp1, auto&& f) {
+    std::size_t blk = 0, spi = 0;
+    uint8_t* pair = chunk_blocks[0];
+    for (std::size_t sp = sp0; sp < sp1; ++sp) {
+      f(pair, 8 * sp);
+      if (++spi == per) {
+        spi = 0;
+        pair = chunk_blocks[++blk];
+      } else {
+        pair += pair_bytes;
+      }
+    }
+  };
+  auto row_offsets = [&](int r, int (&off)[PL][2]) {
+    for (int p = 0; p < PL; ++p)
+      for (int s = 0; s < 2; ++s) off[p][s] = S.index_byte_in_step_pair(r, p, s);
+  };
+  // row r of tile t (row m of the tensor): the scale and zero slots of groups [g0, g1)
+  auto params = [&](std::size_t t, int r, std::size_t m, std::size_t g0, std::size_t g1) {
+    for (std::size_t g = g0; g < g1; ++g) {
+      const uint16_t sc = src.scale_bits(m, g);
+      std::memcpy(d + L.scale_offset(t, g) + 2 * std::size_t(r), &sc, 2);
+      if constexpr (S.asymmetric) {
+        const uint16_t z = src.zero_bits(m, g);
+        std::memcpy(d + L.zero_offset(t, g) + 2 * std::size_t(r), &z, 2);
+      }
+    }
+  };
+  // the groups that begin in [k0, k1)
+  const std::size_t gk = std::size_t(S.group_k);
+  auto groups_from = [&](std::size_t k0) { return gk ? (k0 + gk - 1) / gk : (k0 == 0 ? 0 : 1); };
+  constexpr bool host_walk = !S.plane_chunks() && rows_share_bytes_by_nibble<P>();
+  for (std::size_t t = t0; t < t1; ++t) {
+    if constexpr (!host_walk)  // (the host walk writes them beside the codes of the same bytes)
+      for (int r = 0; r < R; ++r) {
+        const std::size_t m = t * std::size_t(R) + std::size_t(r);
+        if (m >= M) break;  // padded rows: code 0, scale 0, zero 0 (the cleared tile)
+        params(t, r, m, 0, L.groups);
+      }
+    for (std::size_t sp0 = 0; sp0 < pairs; sp0 += chunk) {
+    const std::size_t sp1 = std::min(pairs, sp0 + chunk);
+    for (std::size_t b = 0; b < chunk_blocks.size(); ++b)
+      chunk_blocks[b] = sp0 / per + b < L.blocks() ? d + L.block_offset(t, sp0 / per + b) : nullptr;
+    if constexpr (S.plane_chunks()) {
+      static_assert(S.index_shift(0, 0) == 0 && S.index_shift(0, 1) == 4, "plane orders: a byte holds a row's step pair");
+      for (int r = 0; r < R; ++r) {
+        const std::size_t m = t * std::size_t(R) + std::size_t(r);
+        if (m >= M) break;
+        int off[PL][2];
+        row_offsets(r, off);
+        const auto c = src.row(m);
+        walk(t, sp0, sp1, [&](uint8_t* pair, std::size_t k0) {
+          const uint64_t x = c.codes8(k0);
+          for (int p = 0; p < PL; ++p) pair[off[p][0]] = uint8_t(plane_byte(x, p));
+        });
+      }
+    } else if constexpr (rows_share_bytes_by_nibble<P>()) {
+      // 8 step pairs of a row pair at a time: their 64 codes per row, the planes of both steps
+      // (row_pair_planes), then the bytes stored, two planes at once where the spec puts them
+      // side by side (pshufb order's paired chunks)
+      alignas(64) uint8_t c0[64], c1[64], planes[2][64];
+      for (int r = 0; r < 32; ++r) {
+        const std::size_t m0 = t * 64 + std::size_t(r), m1 = m0 + 32;
+        if (m0 >= M) break;
+        int off[PL][2];
+        row_offsets(r, off);
+        const auto r0 = src.row(m0);
+        const bool second = m1 < M;
+        const auto r1 = src.row(second ? m1 : m0);
+        std::size_t blk = 0, spi = 0;
+        uint8_t* pair = chunk_blocks[0];
+        for (std::size_t sp8 = sp0; sp8 < sp1; sp8 += 8) {
+          const std::size_t n8 = std::min<std::size_t>(8, sp1 - sp8);
+          const std::size_t k0 = 8 * sp8;
+          const std::size_t g0 = groups_from(k0), g1 = std::min(L.groups, groups_from(k0 + 64));
+          params(t, r, m0, g0, g1);
+          if (second) params(t, r + 32, m1, g0, g1);
+          using cursor = decltype(r0);
+          if (r0.whole64(k0)) {
+            row_pair_planes<cursor::form>(r0.at(k0), second ? r1.at(k0) : nullptr, cursor::stride, planes);
+          } else {
+            r0.codes64(k0, c0);
+            if (second) r1.codes64(k0, c1);
+            row_pair_planes<code_form::bytes>(c0, second ? c1 : nullptr, 0, planes);
+          }
+          for (std::size_t j = 0; j < n8; ++j) {
+            const uint8_t* b = planes[0] + 8 * j;
+            for (int s2 = 0; s2 < 2; ++s2, b += 64) {
+              if constexpr (planes_side_by_side<P>()) {
+                for (int p = 0; p + 1 < PL; p += 2) std::memcpy(pair + off[p][s2], b + p, 2);
+                if constexpr (PL % 2 == 1) pair[off[PL - 1][s2]] = b[PL - 1];
+              } else {
+                for (int p = 0; p < PL; ++p) pair[off[p][s2]] = b[p];
+              }
+            }
+            if (++spi == per) {
+              spi = 0;
+              pair = chunk_blocks[++blk];
+            } else {
+              pair += pair_bytes;
+            }
+          }
+        }
+      }
+    } else {
+      for (int r = 0; r < R; ++r) {
+        const std::size_t m = t * std::size_t(R) + std::size_t(r);
+        if (m >= M) break;
+        int off[PL][2];
+        row_offsets(r, off);
+        const int sh0 = S.index_shift(r, 0), sh1 = S.index_shift(r, 1);
+        const auto c = src.row(m);
+        walk(t, sp0, sp1, [&](uint8_t* pair, std::size_t k0) {
+          const uint64_t x = c.codes8(k0);
+          for (int p = 0; p < PL; ++p) {
+            const unsigned b = plane_byte(x, p);
+            pair[off[p][0]] |= uint8_t((b & 0x0Fu) << sh0);
+            pair[off[p][1]] |= uint8_t((b >> 4) << sh1);
+          }
+        });
+      }
+    }
+    }
+  }
+}
+
+// The blob of a code source, tile by tile over `pool`'s threads, into `out` (a blob of the
+// source's shape: its storage is overwritten). Each thread clears the tiles its walk does not
+// store whole (padded rows, padded K, or-ed layouts) and packs them.
+template <class P, class Src>
+void pack_source_into(packed_weights<P>& out, const Src& src, thread_pool* pool) {
+  require(!out.empty() && out.M() == src.M() && out.K() == src.K(), "pack into a blob: the blob is ",
+          out.empty() ? std::string("empty") : std::to_string(out.M()) + " x " + std::to_string(out.K()),
+          ", the tensor ", src.M(), " x ", src.K());
+  const packed_layout& L = out.layout();
+  uint8_t* d = out.data();
+  constexpr std::size_t R = std::size_t(P::spec.rows_per_tile);
+  const bool whole_k = (src.K() + 7) / 8 == L.step_pairs();
+  auto tiles = [&](std::size_t t0, std::size_t t1) {
+    for (std::size_t t = t0; t < t1; ++t)
+      if (!(pack_writes_whole_bytes<P>() && whole_k && (t + 1) * R <= src.M()))
+        std::memset(d + L.tile_offset(t), 0, L.tile_bytes);
+    if constexpr (P::spec.ternary) pack_ternary_tiles(src.q, d, L, t0, t1);
+    else pack_tiles<P>(src, d, L, t0, t1);
+  };
+  if (pool == nullptr || pool->size() <= 1 || L.tiles <= 1) {
+    tiles(0, L.tiles);
+  } else {
+    const std::size_t parts = std::min(pool->size(), L.tiles);
+    pool->run(parts, [&](std::size_t i) { tiles(L.tiles * i / parts, L.tiles * (i + 1) / parts); });
+  }
+}
+template <class P, class Src>
+packed_weights<P> pack_source(const Src& src, thread_pool* pool) {
+  // (the pages are first touched by the threads that pack them)
+  packed_weights<P> out(src.M(), src.K(), data_uninitialized_t{});
+  pack_source_into(out, src, pool);
+  return out;
+}
+
+template <class P, class Block>
+ggml_source<P, Block> ggml_tensor(const char* what, const void* blocks, std::size_t M, std::size_t K,
+                                  std::size_t nbytes) {
+  check_ggml_tensor<P, Block>(what, blocks, M, K, nbytes);
+  return {what, static_cast<const unsigned char*>(blocks), M, K};
+}
+}  // namespace detail
+
+// The blob of q for P, tile by tile (over `pool`'s threads when given): the bytes the element map
+// defines (tests/test_layout.cpp compares them with detail::pack_by_element_map).
+template <class P>
+packed_weights<P> pack(const quantized<P>& q, thread_pool* pool = nullptr) {
+  detail::require(q.M > 0 && q.K > 0 && q.codes.size() == q.M * q.K, "pack: quantized tensor is empty or inconsistent");
+  return detail::pack_source<P>(detail::quantized_source<P>{q}, pool);
+}
+// The same bytes written over `out`, a blob of q's shape (an engine's buffer reused: no new pages)
+template <class P>
+void pack_into(packed_weights<P>& out, const quantized<P>& q, thread_pool* pool = nullptr) {
+  detail::require(q.M > 0 && q.K > 0 && q.codes.size() == q.M * q.K, "pack: quantized tensor is empty or inconsistent");
+  detail::pack_source_into(out, detail::quantized_source<P>{q}, pool);
+}
+
+// llama.cpp block tensors straight to a blob, the blocks read in place (no per-weight codes):
+// the same bytes as pack(import_q4_0<P>(...)) and the same checks and errors as the importers
+// (quant.hpp), with "pack_q4_0" ... naming the call. The _into forms write over `out`, a blob of
+// the tensor's shape.
+template <class P>
+packed_weights<P> pack_q4_0(const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes = unknown_size,
+                            thread_pool* pool = nullptr) {
+  return detail::pack_source<P>(detail::ggml_tensor<P, detail::ggml_q4_0>("pack_q4_0", blocks, M, K, nbytes), pool);
+}
+template <class P>
+packed_weights<P> pack_q8_0(const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes = unknown_size,
+                            thread_pool* pool = nullptr) {
+  return detail::pack_source<P>(detail::ggml_tensor<P, detail::ggml_q8_0>("pack_q8_0", blocks, M, K, nbytes), pool);
+}
+template <class P>
+packed_weights<P> pack_iq4_nl(const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes = unknown_size,
+                              thread_pool* pool = nullptr) {
+  return detail::pack_source<P>(detail::ggml_tensor<P, detail::ggml_iq4_nl>("pack_iq4_nl", blocks, M, K, nbytes),
+                                pool);
+}
+template <class P>
+void pack_q4_0_into(packed_weights<P>& out, const void* blocks, std::size_t M, std::size_t K,
+                    std::size_t nbytes = unknown_size, thread_pool* pool = nullptr) {
+  detail::pack_source_into(out, detail::ggml_tensor<P, detail::ggml_q4_0>("pack_q4_0", blocks, M, K, nbytes), pool);
+}
+template <class P>
+void pack_q8_0_into(packed_weights<P>& out, const void* blocks, std::size_t M, std::size_t K,
+                    std::size_t nbytes = unknown_size, thread_pool* pool = nullptr) {
+  detail::pack_source_into(out, detail::ggml_tensor<P, detail::ggml_q8_0>("pack_q8_0", blocks, M, K, nbytes), pool);
+}
+template <class P>
+void pack_iq4_nl_into(packed_weights<P>& out, const void* blocks, std::size_t M, std::size_t K,
+                      std::size_t nbytes = unknown_size, thread_pool* pool = nullptr) {
+  detail::pack_source_into(out, detail::ggml_tensor<P, detail::ggml_iq4_nl>("pack_iq4_nl", blocks, M, K, nbytes),
+                           pool);
+}
+
+}  // namespace lutkit

@@ -1,0 +1,34 @@
+// lutkit — the packing family's portable micro-kernel: a row pair's bit planes, one plane_byte
+// multiply per plane and step pair (targets/cpu/pack_avx512.hpp gives the same bytes with GFNI).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "../quant/pack.hpp"
+#include "../quant/quant.hpp"
+
+namespace lutkit::detail {
+
+// The planes of a row pair's 64 codes: p0, p1 the codes of rows r and r + 32 at k0 .. k0 + 63
+// in form F (quant.hpp, code_form; p1 null: a padded row, all zero); out[s][8 j + p] is plane p
+// of step 2 j + s (plane_byte's nibble s), row r in the low nibble, row r + 32 in the high one.
+// (packing/targets.hpp picks this or the AVX-512 + GFNI kernel; the same bytes.)
+template <code_form F>
+void row_pair_planes_scalar(const uint8_t* p0, const uint8_t* p1, std::size_t stride, uint8_t (*out)[64]) {
+  auto codes8 = [&](const uint8_t* p, int j) -> uint64_t {
+    if (p == nullptr) return 0;
+    if constexpr (F == code_form::bytes) return load_codes8(p, std::size_t(8 * j), std::size_t(64));
+    else if constexpr (F == code_form::ggml_nibbles) return ggml_q4_0::codes8(p + (j / 4) * stride, unsigned(8 * j % 32));
+    else return ggml_q8_0::codes8(p + (j / 4) * stride, unsigned(8 * j % 32));
+  };
+  for (int j = 0; j < 8; ++j) {
+    const uint64_t x0 = codes8(p0, j), x1 = codes8(p1, j);
+    for (int p = 0; p < 8; ++p) {
+      const unsigned b0 = plane_byte(x0, p), b1 = plane_byte(x1, p);
+      out[0][8 * j + p] = uint8_t((b0 & 0x0Fu) | ((b1 << 4) & 0xF0u));
+      out[1][8 * j + p] = uint8_t((b0 >> 4) | (b1 & 0xF0u));
+    }
+  }
+}
+
+}  // namespace lutkit::detail

@@ -1,0 +1,25 @@
+// lutkit — the packing family's registration point: the ONE place the packer reaches a target
+// folder. row_pair_planes runs the AVX-512 + GFNI kernel where the build and the CPU have it,
+// else the portable one (portable_kernel.hpp); both give the same bytes (tests/test_layout.cpp).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "../quant/quant.hpp"
+#include "portable_kernel.hpp"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include "../targets/cpu/pack_avx512.hpp"
+#endif
+
+namespace lutkit::detail {
+
+template <code_form F>
+void row_pair_planes(const uint8_t* p0, const uint8_t* p1, std::size_t stride, uint8_t (*out)[64]) {
+#if defined(LUTKIT_HAVE_PACK_AVX512)
+  if (avx512::cpu_has_pack_kernel()) return avx512::row_pair_planes<F>(p0, p1, stride, out);
+#endif
+  row_pair_planes_scalar<F>(p0, p1, stride, out);
+}
+
+}  // namespace lutkit::detail
