@@ -71,7 +71,7 @@ struct ggml_source {
     static constexpr std::size_t stride = Block::block_bytes;
     bool whole64(std::size_t k0) const { return k0 + 64 <= K; }
     const uint8_t* at(std::size_t k0) const { return b + (k0 / 32) * Block::block_bytes + 2; }
-    // 64 codes from k0 (a multiple of 64; K is a multiple of 32: a row may end half way)
+    // 64 codes from k0 (a multiple of 32, as K is: a row may end half way)
     void codes64(std::size_t k0, uint8_t* out) const {
       const unsigned char* blk = b + (k0 / 32) * Block::block_bytes + 2;
       Block::codes32(blk, out);
@@ -133,11 +133,11 @@ void pack_tiles(const Src& src, uint8_t* d, const packed_layout& L, std::size_t 
   // The tile is walked in k chunks of `chunk` step pairs (at most 16 KiB of output, which stays
   // in L1 while every row of the tile writes into it), all rows per chunk.
   const std::size_t chunk = std::max<std::size_t>(per, std::size_t(16384) / pair_bytes / per * per);
-  // walks the step pairs [sp0, sp1) of tile t (sp0 a multiple of per): f(the step pair's first
-  // byte, its first k)
   // the first byte of each block of the chunk being walked (block_offset divides: once per
   // chunk, not per row)
   std::vector<uint8_t*> chunk_blocks(chunk / per + 1);
+  // walks the step pairs [sp0, sp1) of the chunk (sp0 its first): f(the step pair's first byte,
+  // its first k)
   auto walk = [&](std::size_t, std::size_t sp0, std::size_t sp1, auto&& f) {
     std::size_t blk = 0, spi = 0;
     uint8_t* pair = chunk_blocks[0];
