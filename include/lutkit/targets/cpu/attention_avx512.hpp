@@ -19,10 +19,7 @@
 #include "../../attention/microkernel.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
+#include "intrinsics_begin.hpp"
 #define LUTKIT_HAVE_AVX512_ATT 1
 #define LUTKIT_AVX512_ATT __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,fma,f16c")))
 
@@ -481,5 +478,5 @@ inline const att_kernel_set& kernels() {
 
 }  // namespace lutkit::detail::avx512_att
 
-#pragma GCC diagnostic pop
+#include "intrinsics_end.hpp"
 #endif

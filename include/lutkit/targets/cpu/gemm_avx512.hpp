@@ -15,13 +15,7 @@
 #include "../../gemm/microkernel.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-// GCC 12 flags its own _mm512_undefined_* helpers inside the intrinsics headers
-#pragma GCC diagnostic push
-#if !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#pragma GCC diagnostic ignored "-Wuninitialized"
+#include "intrinsics_begin.hpp"
 #define LUTKIT_HAVE_AVX512_DQ 1
 #define LUTKIT_AVX512_DQ \
   __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx512bf16,avx512vbmi,fma,f16c")))
@@ -1078,5 +1072,5 @@ inline const dq_kernel_set& kernels() {
 }
 
 }  // namespace lutkit::detail::avx512
-#pragma GCC diagnostic pop
+#include "intrinsics_end.hpp"
 #endif

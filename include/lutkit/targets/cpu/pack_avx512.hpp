@@ -9,13 +9,7 @@
 #include "../../quant/quant.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-// GCC 12 flags its own _mm512_undefined_* helpers inside the intrinsics headers
-#pragma GCC diagnostic push
-#if !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#pragma GCC diagnostic ignored "-Wuninitialized"
+#include "intrinsics_begin.hpp"
 #define LUTKIT_HAVE_PACK_AVX512 1
 #define LUTKIT_PACK_AVX512 __attribute__((target("avx512f,avx512bw,gfni")))
 
@@ -72,5 +66,5 @@ LUTKIT_PACK_AVX512 inline void row_pair_planes(const uint8_t* p0, const uint8_t*
 }
 
 }  // namespace lutkit::detail::avx512
-#pragma GCC diagnostic pop
+#include "intrinsics_end.hpp"
 #endif

@@ -12,10 +12,7 @@
 #include "../../sampling/microkernel.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
+#include "intrinsics_begin.hpp"
 #define LUTKIT_HAVE_AVX512_SAMPLING 1
 #define LUTKIT_AVX512_SMP __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma,f16c")))
 
@@ -435,5 +432,5 @@ inline const sampling_kernel_set& kernels() {
 
 }  // namespace lutkit::detail::avx512_sampling
 
-#pragma GCC diagnostic pop
+#include "intrinsics_end.hpp"
 #endif
