@@ -470,3 +470,56 @@ TEST_CASE("the packer's row-pair planes: the AVX-512 kernel and the scalar twin 
   check.operator()<detail::code_form::ggml_nibbles>(18);
   check.operator()<detail::code_form::ggml_int8>(34);
 }
+
+TEST_CASE("the packer's tile kernel: 32 row pairs to 8 step pairs, the AVX-512 kernel and the scalar twin agree", "[layout]") {
+  using Q4 = policy<fmt::uint_sym<4>, group<32>>;
+  using Q8 = policy<fmt::uint_sym<8>, group<32>>;
+  std::mt19937_64 rng(29);
+  auto check = [&]<detail::code_form F, class P>(std::size_t stride, unsigned code_mask) {
+    constexpr int PL = P::spec.planes;
+    static_assert(detail::paired_plane_chunks<P>());
+    int off[8] = {};
+    for (int q = 0; 2 * q < PL; ++q)
+      for (int s = 0; s < 2; ++s) off[2 * q + s] = P::spec.index_byte_in_step_pair(0, 2 * q, s);
+    const std::size_t pair_bytes = std::size_t(P::spec.step_pair_bytes());
+    for (int c = 0; c < 40; ++c) {
+      // 64 rows of codes in form F (64 codes each), some partner rows padded
+      std::vector<std::vector<uint8_t>> rows(64, std::vector<uint8_t>(2 * stride + 64));
+      for (auto& row : rows)
+        for (std::size_t i = 0; i < row.size(); ++i) {
+          const uint8_t v = uint8_t(rng());
+          // bytes form: codes of the format's width; block forms: a block's 2 scale bytes first
+          row[i] = F == detail::code_form::bytes ? uint8_t(v & code_mask) : v;
+        }
+      const uint8_t *a[32], *b[32];
+      const int pads = c % 3 == 0 ? int(rng() % 32) : 0;
+      for (int r = 0; r < 32; ++r) {
+        a[r] = rows[std::size_t(r)].data() + (F == detail::code_form::bytes ? 0 : 2);
+        b[r] = r >= 32 - pads ? nullptr : rows[std::size_t(r) + 32].data() + (F == detail::code_form::bytes ? 0 : 2);
+      }
+      std::vector<uint8_t> want(8 * pair_bytes, 0xA5), got(8 * pair_bytes, 0xA5);
+      uint8_t *wp[8], *gp[8];
+      for (int j = 0; j < 8; ++j) {
+        wp[j] = want.data() + std::size_t(j) * pair_bytes;
+        gp[j] = got.data() + std::size_t(j) * pair_bytes;
+      }
+      detail::row_pairs_step_pairs8_scalar<F, PL>(a, b, stride, wp, off);
+      detail::row_pairs_step_pairs8<F, PL>(a, b, stride, gp, off);
+      REQUIRE(want == got);
+      // the twin against the row-pair planes (checked against the bit definition above) and
+      // the spec's byte of every row pair, plane and step
+      for (int r = 0; r < 32; ++r) {
+        uint8_t planes[2][64];
+        detail::row_pair_planes_scalar<F>(a[r], b[r], stride, planes);
+        for (int j = 0; j < 8; ++j)
+          for (int p = 0; p < PL; ++p)
+            for (int s = 0; s < 2; ++s)
+              REQUIRE(wp[j][P::spec.index_byte_in_step_pair(r, p, s)] == planes[s][8 * j + p]);
+      }
+    }
+  };
+  check.operator()<detail::code_form::bytes, Q4>(0, 0x0F);
+  check.operator()<detail::code_form::ggml_nibbles, Q4>(18, 0xFF);
+  check.operator()<detail::code_form::bytes, Q8>(0, 0xFF);
+  check.operator()<detail::code_form::ggml_int8, Q8>(34, 0xFF);
+}

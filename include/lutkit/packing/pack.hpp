@@ -4,6 +4,7 @@
 // family's micro-kernel (targets.hpp). The reference: detail::pack_by_element_map (quant/pack.hpp).
 #pragma once
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -53,6 +54,12 @@ struct quantized_source {
   std::size_t K() const { return q.K; }
   uint16_t scale_bits(std::size_t m, std::size_t g) const { return encode_param(P::spec, q.scale(m, g)); }
   uint16_t zero_bits(std::size_t m, std::size_t g) const { return encode_param(P::spec, q.zero(m, g)); }
+  void scale_bits_rows(std::size_t m0, std::size_t n, std::size_t g, uint8_t* out) const {
+    for (std::size_t i = 0; i < n; ++i) {
+      const uint16_t h = scale_bits(m0 + i, g);
+      std::memcpy(out + 2 * i, &h, 2);
+    }
+  }
   row_cursor row(std::size_t m) const { return {q.codes.data() + m * q.K, q.K}; }
 };
 template <class P, class Block>
@@ -91,6 +98,27 @@ struct ggml_source {
     else return h;
   }
   uint16_t zero_bits(std::size_t, std::size_t) const { return encode_param(P::spec, P::spec.sym_zero); }
+  // scale_bits of rows m0 .. m0 + n - 1 of group g, to out (2 bytes each)
+  void scale_bits_rows(std::size_t m0, std::size_t n, std::size_t g, uint8_t* out) const {
+    if constexpr (P::spec.bf16_params) {
+      for (std::size_t i = 0; i < n; ++i) {
+        const uint16_t h = scale_bits(m0 + i, g);
+        std::memcpy(out + 2 * i, &h, 2);
+      }
+    } else {
+      const std::size_t row_bytes = (K_ / 32) * Block::block_bytes;
+      const unsigned char* b = blocks + m0 * row_bytes + g * Block::block_bytes;
+      unsigned inf = 0;  // the exponents or-ed: a non-finite one is looked for once
+      for (std::size_t i = 0; i < n; ++i, b += row_bytes) {
+        uint16_t h;
+        std::memcpy(&h, b, 2);
+        inf |= ((h & 0x7C00u) == 0x7C00u);
+        std::memcpy(out + 2 * i, &h, 2);
+      }
+      if (inf)
+        for (std::size_t i = 0; i < n; ++i) scale_bits(m0 + i, g);  // throws, naming the block
+    }
+  }
   row_cursor row(std::size_t m) const { return {blocks + m * (K_ / 32) * Block::block_bytes, K_}; }
 };
 
@@ -103,6 +131,24 @@ constexpr bool planes_side_by_side() {
     for (int p = 0; p + 1 < S.planes; p += 2)
       for (int s = 0; s < 2; ++s)
         if (S.index_byte_in_step_pair(r, p + 1, s) != S.index_byte_in_step_pair(r, p, s) + 1) return false;
+  return true;
+}
+
+// Host layouts whose planes 2 q and 2 q + 1 of step s sit as one 16-bit word per row pair r
+// (r and r + 32) at byte 2 r of a 64-byte chunk of the step pair (row_pairs_step_pairs8)
+template <class P>
+constexpr bool paired_plane_chunks() {
+  constexpr auto& S = P::spec;
+  if (S.plane_chunks() || S.rows_per_tile != 64 || S.planes % 2 != 0 || S.planes > 8) return false;
+  for (int q = 0; 2 * q < S.planes; ++q)
+    for (int s = 0; s < 2; ++s) {
+      const int base = S.index_byte_in_step_pair(0, 2 * q, s);
+      if (base % 64 != 0) return false;
+      for (int r = 0; r < 32; ++r)
+        if (S.index_byte_in_step_pair(r, 2 * q, s) != base + 2 * r ||
+            S.index_byte_in_step_pair(r, 2 * q + 1, s) != base + 2 * r + 1)
+          return false;
+    }
   return true;
 }
 
@@ -155,14 +201,17 @@ void pack_tiles(const Src& src, uint8_t* d, const packed_layout& L, std::size_t 
     for (int p = 0; p < PL; ++p)
       for (int s = 0; s < 2; ++s) off[p][s] = S.index_byte_in_step_pair(r, p, s);
   };
-  // row r of tile t (row m of the tensor): the scale and zero slots of groups [g0, g1)
-  auto params = [&](std::size_t t, int r, std::size_t m, std::size_t g0, std::size_t g1) {
+  // rows [r0, r1) of tile t (those inside the tensor): the scale and zero slots of groups [g0, g1)
+  auto params = [&](std::size_t t, int r0, int r1, std::size_t g0, std::size_t g1) {
+    r1 = int(std::min<std::size_t>(std::size_t(r1), M - std::min(M, t * std::size_t(R))));
     for (std::size_t g = g0; g < g1; ++g) {
-      const uint16_t sc = src.scale_bits(m, g);
-      std::memcpy(d + L.scale_offset(t, g) + 2 * std::size_t(r), &sc, 2);
+      if (r1 > r0) src.scale_bits_rows(t * std::size_t(R) + std::size_t(r0), std::size_t(r1 - r0), g, d + L.scale_offset(t, g) + 2 * r0);
       if constexpr (S.asymmetric) {
-        const uint16_t z = src.zero_bits(m, g);
-        std::memcpy(d + L.zero_offset(t, g) + 2 * std::size_t(r), &z, 2);
+        uint8_t* zd = d + L.zero_offset(t, g);
+        for (int r = r0; r < r1; ++r) {
+          const uint16_t z = src.zero_bits(t * std::size_t(R) + std::size_t(r), g);
+          std::memcpy(zd + 2 * r, &z, 2);
+        }
       }
     }
   };
@@ -170,13 +219,23 @@ void pack_tiles(const Src& src, uint8_t* d, const packed_layout& L, std::size_t 
   const std::size_t gk = std::size_t(S.group_k);
   auto groups_from = [&](std::size_t k0) { return gk ? (k0 + gk - 1) / gk : (k0 == 0 ? 0 : 1); };
   constexpr bool host_walk = !S.plane_chunks() && rows_share_bytes_by_nibble<P>();
+  // the host walk's state: the tile's row cursors, a row pair's codes and planes
+  using cursor = decltype(src.row(0));
+  std::vector<cursor> cursors(host_walk ? 64 : 0);
+  alignas(64) uint8_t c0[64], c1[64], planes[2][64];
+  // where each 64-byte chunk (q, s) of planes 2 q, 2 q + 1 of step s begins in a step pair, when
+  // the layout has them (paired_chunks: row pair r's word at byte 2 r)
+  constexpr bool paired_chunks = host_walk && paired_plane_chunks<P>();
+  constexpr auto chunk_off = [] {
+    std::array<int, 8> o{};
+    for (int q = 0; 2 * q < PL; ++q)
+      for (int s = 0; s < 2; ++s) o[std::size_t(2 * q + s)] = S.index_byte_in_step_pair(0, 2 * q, s);
+    return o;
+  }();
   for (std::size_t t = t0; t < t1; ++t) {
-    if constexpr (!host_walk)  // (the host walk writes them beside the codes of the same bytes)
-      for (int r = 0; r < R; ++r) {
-        const std::size_t m = t * std::size_t(R) + std::size_t(r);
-        if (m >= M) break;  // padded rows: code 0, scale 0, zero 0 (the cleared tile)
-        params(t, r, m, 0, L.groups);
-      }
+    // (padded rows: code 0, scale 0, zero 0, the cleared tile; the host walk writes the
+    // parameters beside the codes of the same k)
+    if constexpr (!host_walk) params(t, 0, R, 0, L.groups);
     for (std::size_t sp0 = 0; sp0 < pairs; sp0 += chunk) {
     const std::size_t sp1 = std::min(pairs, sp0 + chunk);
     for (std::size_t b = 0; b < chunk_blocks.size(); ++b)
@@ -195,49 +254,58 @@ void pack_tiles(const Src& src, uint8_t* d, const packed_layout& L, std::size_t 
         });
       }
     } else if constexpr (rows_share_bytes_by_nibble<P>()) {
-      // 8 step pairs of a row pair at a time: their 64 codes per row, the planes of both steps
-      // (row_pair_planes), then the bytes stored, two planes at once where the spec puts them
-      // side by side (pshufb order's paired chunks)
-      alignas(64) uint8_t c0[64], c1[64], planes[2][64];
-      for (int r = 0; r < 32; ++r) {
-        const std::size_t m0 = t * 64 + std::size_t(r), m1 = m0 + 32;
-        if (m0 >= M) break;
-        int off[PL][2];
-        row_offsets(r, off);
-        const auto r0 = src.row(m0);
-        const bool second = m1 < M;
-        const auto r1 = src.row(second ? m1 : m0);
-        std::size_t blk = 0, spi = 0;
-        uint8_t* pair = chunk_blocks[0];
-        for (std::size_t sp8 = sp0; sp8 < sp1; sp8 += 8) {
-          const std::size_t n8 = std::min<std::size_t>(8, sp1 - sp8);
-          const std::size_t k0 = 8 * sp8;
-          const std::size_t g0 = groups_from(k0), g1 = std::min(L.groups, groups_from(k0 + 64));
-          params(t, r, m0, g0, g1);
-          if (second) params(t, r + 32, m1, g0, g1);
-          using cursor = decltype(r0);
+      // 8 step pairs of the tile at a time (64 codes of each row), after the parameters of the
+      // groups beginning there: the 32 row pairs' planes by row_pairs_step_pairs8 (whole 64-byte
+      // chunks) where the layout pairs the planes, all rows are there and the 64 codes are inside
+      // K; else per row pair, its planes (row_pair_planes) stored byte by byte, two planes at once
+      // where the spec puts them side by side (pshufb order's paired chunks)
+      const std::size_t rows = std::min<std::size_t>(64, M - t * 64);
+      for (std::size_t r = 0; r < rows; ++r) cursors[r] = src.row(t * 64 + r);
+      std::size_t blk = 0, spi = 0;
+      for (std::size_t sp8 = sp0; sp8 < sp1; sp8 += 8) {
+        const std::size_t n8 = std::min<std::size_t>(8, sp1 - sp8);
+        const std::size_t k0 = 8 * sp8;
+        params(t, 0, 64, groups_from(k0), std::min(L.groups, groups_from(k0 + 64)));
+        uint8_t* pair[8];
+        for (std::size_t j = 0; j < n8; ++j) {
+          pair[j] = chunk_blocks[blk] + spi * pair_bytes;
+          if (++spi == per) {
+            spi = 0;
+            ++blk;
+          }
+        }
+        if constexpr (paired_chunks) {
+          if (n8 == 8 && rows >= 32 && cursors[0].whole64(k0)) {
+            const uint8_t *a[32], *b[32];
+            for (std::size_t r = 0; r < 32; ++r) {
+              a[r] = cursors[r].at(k0);
+              b[r] = r + 32 < rows ? cursors[r + 32].at(k0) : nullptr;
+            }
+            row_pairs_step_pairs8<cursor::form, PL>(a, b, cursor::stride, pair, chunk_off.data());
+            continue;
+          }
+        }
+        for (std::size_t r = 0; r < 32 && r < rows; ++r) {
+          int off[PL][2];
+          row_offsets(int(r), off);
+          const cursor& r0 = cursors[r];
+          const cursor* r1 = r + 32 < rows ? &cursors[r + 32] : nullptr;
           if (r0.whole64(k0)) {
-            row_pair_planes<cursor::form>(r0.at(k0), second ? r1.at(k0) : nullptr, cursor::stride, planes);
+            row_pair_planes<cursor::form>(r0.at(k0), r1 ? r1->at(k0) : nullptr, cursor::stride, planes);
           } else {
             r0.codes64(k0, c0);
-            if (second) r1.codes64(k0, c1);
-            row_pair_planes<code_form::bytes>(c0, second ? c1 : nullptr, 0, planes);
+            if (r1) r1->codes64(k0, c1);
+            row_pair_planes<code_form::bytes>(c0, r1 ? c1 : nullptr, 0, planes);
           }
           for (std::size_t j = 0; j < n8; ++j) {
             const uint8_t* b = planes[0] + 8 * j;
             for (int s2 = 0; s2 < 2; ++s2, b += 64) {
               if constexpr (planes_side_by_side<P>()) {
-                for (int p = 0; p + 1 < PL; p += 2) std::memcpy(pair + off[p][s2], b + p, 2);
-                if constexpr (PL % 2 == 1) pair[off[PL - 1][s2]] = b[PL - 1];
+                for (int p = 0; p + 1 < PL; p += 2) std::memcpy(pair[j] + off[p][s2], b + p, 2);
+                if constexpr (PL % 2 == 1) pair[j][off[PL - 1][s2]] = b[PL - 1];
               } else {
-                for (int p = 0; p < PL; ++p) pair[off[p][s2]] = b[p];
+                for (int p = 0; p < PL; ++p) pair[j][off[p][s2]] = b[p];
               }
-            }
-            if (++spi == per) {
-              spi = 0;
-              pair = chunk_blocks[++blk];
-            } else {
-              pair += pair_bytes;
             }
           }
         }

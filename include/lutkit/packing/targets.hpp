@@ -22,4 +22,15 @@ void row_pair_planes(const uint8_t* p0, const uint8_t* p1, std::size_t stride, u
   row_pair_planes_scalar<F>(p0, p1, stride, out);
 }
 
+// row_pairs_step_pairs8 (portable_kernel.hpp): the AVX-512 kernel for 4 and 8 planes
+template <code_form F, int PL>
+void row_pairs_step_pairs8(const uint8_t* const* p0, const uint8_t* const* p1, std::size_t stride,
+                           uint8_t* const* dst, const int* off) {
+#if defined(LUTKIT_HAVE_PACK_AVX512)
+  if constexpr (PL == 4 || PL == 8)
+    if (avx512::cpu_has_pack_kernel()) return avx512::row_pairs_step_pairs8<F, PL>(p0, p1, stride, dst, off);
+#endif
+  row_pairs_step_pairs8_scalar<F, PL>(p0, p1, stride, dst, off);
+}
+
 }  // namespace lutkit::detail
