@@ -214,7 +214,8 @@ def load(path):
     new blob, and into one reused), and a new blob's first touch, as a fraction of a memcpy of the
     packed blob's bytes into a touched buffer (load_memcpy) in the same run."""
     data = json.load(open(path))
-    rows, cp = [], None
+    # the memcpy of each blob, by the policy's bit width (w4: Q4_0 and the imported W4; w8: Q8_0)
+    rows, cp = [], {}
     for b in data["benchmarks"]:
         if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
             continue
@@ -223,20 +224,22 @@ def load(path):
         unit = {"us": 1e-3, "ms": 1.0, "ns": 1e-6, "s": 1e3}[b.get("time_unit", "ms")]
         t = b["real_time"] * unit
         if p[0] == "load_memcpy":
-            cp = t
+            cp[p[1].split("_")[0]] = t
         elif p[0] in ("pack", "import_pack"):
-            rows.append((p[0], p[1], p[2], p[3], t))
-        elif p[0] in ("pack_q4_0", "pack_q4_0_into"):
-            rows.append((p[0], "q4_0 blocks", p[1], p[2], t))
+            rows.append((p[0], p[1], p[2], p[3], t, "w4"))
+        elif p[0] in ("pack_q4_0", "pack_q4_0_into", "pack_q8_0", "pack_q8_0_into"):
+            blk = p[0].split("_")[1] + "_0"
+            rows.append((p[0], blk + " blocks", p[1], p[2], t, "w8" if blk == "q8_0" else "w4"))
         elif p[0] == "load_pages":
-            rows.append((p[0], "(new blob, first touch)", p[1], "threads:1", t))
+            rows.append((p[0], "(new blob, first touch)", p[1], "threads:1", t, "w4"))
     if not rows:
         return
     print()
-    print("load: vs memcpy = time of a memcpy of the packed blob's bytes / the time (load_memcpy, same run)")
+    print("load: vs memcpy = time of a memcpy of the packed blob's bytes / the time (load_memcpy of that blob, same run)")
     header(f"{'what':<14} {'weights':<32} {'shape':<11} {'thr':>3} {'ms':>9} {'vs memcpy':>9}")
-    for what, pol, shape, thr, t in sorted(rows):
-        print(f"{what:<14} {pol:<32} {shape:<11} {thr.split(':')[1]:>3} {t:9.2f} {(f'{cp / t:.3f}' if cp else '-'):>9}")
+    for what, pol, shape, thr, t, w in sorted(rows):
+        c = cp.get(w)
+        print(f"{what:<14} {pol:<32} {shape:<11} {thr.split(':')[1]:>3} {t:9.2f} {(f'{c / t:.3f}' if c else '-'):>9}")
 
 
 if __name__ == "__main__":
