@@ -3,6 +3,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "../quant/pack.hpp"
 #include "../quant/quant.hpp"
@@ -34,21 +35,25 @@ void row_pair_planes_scalar(const uint8_t* p0, const uint8_t* p1, std::size_t st
 // A tile's 32 row pairs over 64 codes to the 8 step pairs they fill, in a host layout whose planes
 // 2 q and 2 q + 1 of step s sit as one 16-bit word per row pair in a 64-byte chunk (row pair r's
 // word at byte 2 r, low byte plane 2 q): p0[r], p1[r] the codes of rows r and r + 32 at k0 (p1[r]
-// null: a padded row); chunk (q, s) of step pair j is at dst[j] + off[2 q + s]. PL even.
-template <code_form F, int PL>
-void row_pairs_step_pairs8_scalar(const uint8_t* const* p0, const uint8_t* const* p1, std::size_t stride,
-                                  uint8_t* const* dst, const int* off) {
+// null: a padded row); chunk (q, s) of step pair j is at dst[j] + off[2 q + s]. PL even. Row
+// pair by row pair, each one's planes from planes_of (a row_pair_planes kernel).
+template <code_form F, int PL, class Planes>
+void row_pairs_step_pairs8_by_rows(const uint8_t* const* p0, const uint8_t* const* p1, std::size_t stride,
+                                   uint8_t* const* dst, const int* off, Planes planes_of) {
   static_assert(PL % 2 == 0 && PL <= 8, "row_pairs_step_pairs8: planes in pairs");
   uint8_t planes[2][64];
   for (int r = 0; r < 32; ++r) {
-    row_pair_planes_scalar<F>(p0[r], p1[r], stride, planes);
+    planes_of(p0[r], p1[r], stride, planes);
     for (int j = 0; j < 8; ++j)
       for (int s = 0; s < 2; ++s)
-        for (int q = 0; q < PL / 2; ++q) {
-          dst[j][off[2 * q + s] + 2 * r] = planes[s][8 * j + 2 * q];
-          dst[j][off[2 * q + s] + 2 * r + 1] = planes[s][8 * j + 2 * q + 1];
-        }
+        for (int q = 0; q < PL / 2; ++q) std::memcpy(dst[j] + off[2 * q + s] + 2 * r, &planes[s][8 * j + 2 * q], 2);
   }
+}
+// the portable twin of the AVX-512 kernel (targets/cpu/pack_avx512.hpp)
+template <code_form F, int PL>
+void row_pairs_step_pairs8_scalar(const uint8_t* const* p0, const uint8_t* const* p1, std::size_t stride,
+                                  uint8_t* const* dst, const int* off) {
+  row_pairs_step_pairs8_by_rows<F, PL>(p0, p1, stride, dst, off, row_pair_planes_scalar<F>);
 }
 
 }  // namespace lutkit::detail
