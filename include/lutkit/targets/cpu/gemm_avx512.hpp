@@ -425,37 +425,99 @@ constexpr bool has_int8_fused() {
   return (!S.ternary && FT::integer_levels && (S.planes == 4 || (S.planes == 8 && levels_are_codes<P>()))) ||
          split_levels<P>();
 }
-// the 4 level registers of one step from the paired chunks ca (planes 4h, 4h + 1) and cb (4h + 2, 4h + 3)
-LUTKIT_AVX512_GFNI inline void gfni_nibbles(__m512i ca, __m512i cb, __m512i g0, __m512i g1, __m512i w[4]) {
+// The fused kernel's level 1 works per row pair: register T of a step holds row pairs 8 T .. 8 T + 7
+// (rows r and r + 32), qword m the codes of r = 8 T + m, dword 0 row r's 4 codes, dword 1 row
+// r + 32's, one per byte. One zero-masked vpermt2b puts the row pair's plane bytes in the high
+// half of its qword (plane q at byte 7 - q; planes 4-7 of 8-bit codes at bytes 3 - (q - 4), from
+// the next two chunks, or-ed in), and vgf2p8affineqb with that qword as the matrix and byte
+// j = 1 << j as the data transposes it: byte j gets bit j of every plane byte, i.e. the code of
+// activation j % 4 of row r (j < 4) or r + 32, already one per byte (4-bit codes: high nibble 0).
+// 1 permute + 1 affine op per register (8-bit: 2 + or) where the step-major order above took
+// 8 (16); the accumulators are in this row-pair order, and the epilogue's scale vectors and the
+// output tile are permuted to it and back (pair_order below).
+struct level1_row_pair_indices {
+  alignas(64) uint8_t gather[2][4][64];  // [planes 0-3 | 4-7][register T]: byte -> byte of (chunk 2 h, 2 h + 1)
+};
+inline const level1_row_pair_indices& level1_row_pair_tables() {
+  static const level1_row_pair_indices t = [] {
+    level1_row_pair_indices x{};
+    for (int T = 0; T < 4; ++T)
+      for (int m = 0; m < 8; ++m)
+        for (int q = 0; q < 4; ++q) {
+          const int r = 8 * T + m;
+          if (nibble_of_row(r) != 0 || nibble_of_row(r + 32) != 1 ||
+              paired_byte_of_row(r, q % 2) != paired_byte_of_row(r + 32, q % 2))
+            throw std::logic_error("level1_row_pair_tables: the tiling spec no longer pairs rows r, r + 32");
+          const uint8_t src = uint8_t(64 * (q / 2) + paired_byte_of_row(r, q % 2));
+          x.gather[0][T][8 * m + 7 - q] = src;
+          x.gather[1][T][8 * m + 3 - q] = src;
+        }
+    return x;
+  }();
+  return t;
+}
+// the 4 code registers of one step (row-pair order) from its paired chunks c[0 .. PL / 2)
+template <int PL>
+LUTKIT_AVX512_GFNI inline void gfni_row_pairs(const uint8_t* const* c, const level1_row_pair_indices& ix, __m512i w[4]) {
+  static_assert(PL == 4 || PL == 8);
   const __m512i unit = _mm512_set1_epi64(0x8040201008040201ll);
-  const __m512i m0f = _mm512_set1_epi8(0x0F);
-  const __mmask16 odd = 0xAAAA;
-#pragma GCC unroll 2
-  for (int T = 0; T < 2; ++T) {
-    const __m512i X = _mm512_gf2p8affine_epi64_epi8(unit, _mm512_permutex2var_epi8(ca, T ? g1 : g0, cb), 0);
-    w[T] = _mm512_and_si512(_mm512_mask_blend_epi32(odd, X, _mm512_slli_epi64(X, 28)), m0f);
-    w[2 + T] = _mm512_and_si512(_mm512_mask_blend_epi32(odd, _mm512_srli_epi64(X, 32), _mm512_srli_epi64(X, 4)), m0f);
+  const __m512i c0 = _mm512_loadu_si512(c[0]), c1 = _mm512_loadu_si512(c[1]);
+  __m512i c2 = c0, c3 = c1;
+  if constexpr (PL == 8) {
+    c2 = _mm512_loadu_si512(c[2]);
+    c3 = _mm512_loadu_si512(c[3]);
+  }
+#pragma GCC unroll 4
+  for (int T = 0; T < 4; ++T) {
+    __m512i X = _mm512_maskz_permutex2var_epi8(0xF0F0F0F0F0F0F0F0ull, c0, _mm512_load_si512(ix.gather[0][T]), c1);
+    if constexpr (PL == 8)
+      X = _mm512_or_si512(X, _mm512_maskz_permutex2var_epi8(0x0F0F0F0F0F0F0F0Full, c2, _mm512_load_si512(ix.gather[1][T]), c3));
+    w[T] = _mm512_gf2p8affine_epi64_epi8(unit, X, 0);
   }
 }
-// 16 fp16 / bf16 group parameters -> fp32 (exact)
+// Row order (vector v: rows 16 v .. 16 v + 15) to row-pair order (vector T: rows 8 T + m, 8 T + m + 32
+// in lanes 2 m, 2 m + 1) and back
+LUTKIT_AVX512_GFNI inline __m512 to_pair_order(const float* rows, int T) {
+  const __m512i even = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+  const __m512i odd = _mm512_set_epi32(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8);
+  return _mm512_permutex2var_ps(_mm512_loadu_ps(rows + 16 * (T / 2)), T % 2 ? odd : even,
+                                _mm512_loadu_ps(rows + 32 + 16 * (T / 2)));
+}
+LUTKIT_AVX512_GFNI inline void from_pair_order(const __m512 f[4], float* rows) {
+  const __m512i lo = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+  const __m512i hi = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+#pragma GCC unroll 4
+  for (int v = 0; v < 4; ++v)
+    _mm512_storeu_ps(rows + 16 * v, _mm512_permutex2var_ps(f[2 * (v % 2)], v < 2 ? lo : hi, f[2 * (v % 2) + 1]));
+}
+// register T's 16 fp16 / bf16 group parameters -> fp32 (exact), in row-pair order: p holds the
+// 64 rows' parameters (rows 8 T + m and 8 T + m + 32 to lanes 2 m, 2 m + 1)
 template <bool BF16>
-LUTKIT_AVX512_GFNI inline __m512 fused_param16(const uint8_t* p) {
-  const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+LUTKIT_AVX512_GFNI inline __m512 fused_param16(const uint8_t* p, int T) {
+  alignas(64) static constexpr uint16_t idx[4][32] = {
+      {0, 32, 1, 33, 2, 34, 3, 35, 4, 36, 5, 37, 6, 38, 7, 39},
+      {8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47},
+      {16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21, 53, 22, 54, 23, 55},
+      {24, 56, 25, 57, 26, 58, 27, 59, 28, 60, 29, 61, 30, 62, 31, 63}};
+  const __m256i h = _mm512_castsi512_si256(_mm512_permutex2var_epi16(
+      _mm512_loadu_si512(p), _mm512_load_si512(idx[T]), _mm512_loadu_si512(p + 64)));
   if constexpr (BF16) return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
   else return _mm512_cvtph_ps(h);
 }
-// 64 rows' weight scales and zero coefficients of group gi (lut_weight_source::group_scales)
+// the 64 rows' weight scales sw and zero coefficients swz of group gi in row-pair order (as
+// lut_weight_source::group_scales computes them: exact fp16 / bf16 decode, then zero * scale or
+// -min in fp32)
 template <class P>
 LUTKIT_AVX512_GFNI inline void fused_group_scales(const uint8_t* data, const packed_layout& L, std::size_t t,
-                                                  std::size_t gi, float* sw, float* swz) {
+                                                  std::size_t gi, __m512 sw[4], __m512 swz[4]) {
   constexpr auto& S = P::spec;
   const uint8_t* ps = data + L.scale_offset(t, gi);
 #pragma GCC unroll 4
-  for (int v = 0; v < 4; ++v) {
-    __m512 sc = fused_param16<S.bf16_params>(ps + 32 * v);
+  for (int T = 0; T < 4; ++T) {
+    __m512 sc = fused_param16<S.bf16_params>(ps, T);
     __m512 zc;
     if constexpr (S.asymmetric) {
-      const __m512 zz = fused_param16<S.bf16_params>(data + L.zero_offset(t, gi) + 32 * v);
+      const __m512 zz = fused_param16<S.bf16_params>(data + L.zero_offset(t, gi), T);
       zc = S.min_form ? _mm512_xor_ps(zz, _mm512_set1_ps(-0.f)) : _mm512_mul_ps(zz, sc);
     } else {
       zc = _mm512_mul_ps(_mm512_set1_ps(S.sym_zero), sc);
@@ -464,28 +526,24 @@ LUTKIT_AVX512_GFNI inline void fused_group_scales(const uint8_t* data, const pac
       zc = sc;
       sc = _mm512_mul_ps(sc, _mm512_set1_ps(1.f / float(1 << split_level_bits)));
     }
-    _mm512_store_ps(sw + 16 * v, sc);
-    _mm512_store_ps(swz + 16 * v, zc);
+    sw[T] = sc;
+    swz[T] = zc;
   }
 }
-// the epilogue of mk_int8 for one 16-row vector: f += sw * float(c) [* sa] - swz * sumx
-LUTKIT_AVX512_GFNI inline void fused_epi(const float* sa, const float* sw, const float* swz, __m512i c, int v,
-                                         __m512 ba, __m512 bx, __m512& f) {
+// the epilogue of mk_int8 for one 16-row vector (row-pair order): f += sw * float(c) [* sa] - swz * sumx
+LUTKIT_AVX512_GFNI inline void fused_epi(bool sa, __m512 sw, __m512 swz, __m512i c, __m512 ba, __m512 bx, __m512& f) {
   __m512 x = _mm512_cvtepi32_ps(c);
   if (sa) x = _mm512_mul_ps(x, ba);
-  f = _mm512_fmadd_ps(x, _mm512_loadu_ps(sw + 16 * v), f);
-  f = _mm512_fnmadd_ps(_mm512_loadu_ps(swz + 16 * v), bx, f);
+  f = _mm512_fmadd_ps(x, sw, f);
+  f = _mm512_fnmadd_ps(swz, bx, f);
 }
-// the epilogue of activation column n (16-row vectors v = 0..3)
-LUTKIT_AVX512_GFNI inline void fused_epi_col(const float* sa, const float* sw, const float* swz, const float* sx,
-                                             int n, __m512i c0, __m512i c1, __m512i c2, __m512i c3, __m512& f0,
-                                             __m512& f1, __m512& f2, __m512& f3) {
+// the epilogue of activation column n (its 4 accumulators c, outputs f)
+LUTKIT_AVX512_GFNI inline void fused_epi_col(const float* sa, const __m512 sw[4], const __m512 swz[4], const float* sx,
+                                             int n, const __m512i c[4], __m512 f[4]) {
   const __m512 bx = _mm512_set1_ps(sx[n]);
   const __m512 ba = sa ? _mm512_set1_ps(sa[n]) : _mm512_set1_ps(1.f);
-  fused_epi(sa, sw, swz, c0, 0, ba, bx, f0);
-  fused_epi(sa, sw, swz, c1, 1, ba, bx, f1);
-  fused_epi(sa, sw, swz, c2, 2, ba, bx, f2);
-  fused_epi(sa, sw, swz, c3, 3, ba, bx, f3);
+#pragma GCC unroll 4
+  for (int T = 0; T < 4; ++T) fused_epi(sa != nullptr, sw[T], swz[T], c[T], ba, bx, f[T]);
 }
 template <class P, int NC>
 LUTKIT_AVX512_GFNI void mk_int8_fused(const uint8_t* data, const packed_layout& L, std::size_t t, std::size_t k0,
@@ -494,8 +552,7 @@ LUTKIT_AVX512_GFNI void mk_int8_fused(const uint8_t* data, const packed_layout& 
   static_assert(has_int8_fused<P>());
   constexpr auto& S = P::spec;
   using FT = format_traits<typename P::format>;
-  const level1_gfni_indices& ix = level1_gfni_tables();
-  const __m512i g0 = _mm512_load_si512(ix.gather[0]), g1 = _mm512_load_si512(ix.gather[1]);
+  const level1_row_pair_indices& ix = level1_row_pair_tables();
   constexpr bool split = split_levels<P>();
   alignas(64) uint8_t mapb[64], mapl[64];
   for (int i = 0; i < 64; ++i) {
@@ -515,103 +572,68 @@ LUTKIT_AVX512_GFNI void mk_int8_fused(const uint8_t* data, const packed_layout& 
   constexpr long PFD = 8192;
   std::size_t step = k0 / 4;
   const int8_t* A = a.A;
-  __m512 f00 = _mm512_loadu_ps(a.C), f01 = _mm512_loadu_ps(a.C + 16), f02 = _mm512_loadu_ps(a.C + 32),
-         f03 = _mm512_loadu_ps(a.C + 48);
-  __m512 f10 = _mm512_setzero_ps(), f11 = f10, f12 = f10, f13 = f10;
-  if constexpr (NC == 2) {
-    f10 = _mm512_loadu_ps(a.C + 64);
-    f11 = _mm512_loadu_ps(a.C + 80);
-    f12 = _mm512_loadu_ps(a.C + 96);
-    f13 = _mm512_loadu_ps(a.C + 112);
+  // the outputs in row-pair order (gfni_row_pairs), column n at f[n]
+  __m512 f[2][4];
+#pragma GCC unroll 4
+  for (int T = 0; T < 4; ++T) {
+    f[0][T] = to_pair_order(a.C, T);
+    f[1][T] = NC == 2 ? to_pair_order(a.C + 64, T) : _mm512_setzero_ps();
   }
   for (std::size_t g = 0; g < a.groups; ++g) {
-    __m512i c00 = _mm512_setzero_si512(), c01 = c00, c02 = c00, c03 = c00;
-    __m512i c10 = c00, c11 = c00, c12 = c00, c13 = c00;
-    __m512i l00 = c00, l01 = c00, l02 = c00, l03 = c00, l10 = c00, l11 = c00, l12 = c00, l13 = c00;
+    __m512i c[2][4], l[2][4];
+#pragma GCC unroll 4
+    for (int T = 0; T < 4; ++T) c[0][T] = c[1][T] = l[0][T] = l[1][T] = _mm512_setzero_si512();
     for (std::size_t s = 0; s < a.steps; ++s) {
       const level1_step st = walk.at(step++);
+      const uint8_t* ch[S.planes / 2];
 #pragma GCC unroll 4
-      for (int p = 0; p < S.planes / 2; ++p)
-        _mm_prefetch(reinterpret_cast<const char*>(st.base + S.paired_chunk_in_block(st.spi, st.s, p)) + PFD, _MM_HINT_T0);
-      __m512i w[4];
-      gfni_nibbles(_mm512_loadu_si512(st.base + S.paired_chunk_in_block(st.spi, st.s, 0)),
-                   _mm512_loadu_si512(st.base + S.paired_chunk_in_block(st.spi, st.s, 1)), g0, g1, w);
-      if constexpr (S.planes == 8) {
-        __m512i h[4];
-        gfni_nibbles(_mm512_loadu_si512(st.base + S.paired_chunk_in_block(st.spi, st.s, 2)),
-                     _mm512_loadu_si512(st.base + S.paired_chunk_in_block(st.spi, st.s, 3)), g0, g1, h);
-#pragma GCC unroll 4
-        for (int i = 0; i < 4; ++i) w[i] = _mm512_or_si512(w[i], _mm512_slli_epi16(h[i], 4));
+      for (int p = 0; p < S.planes / 2; ++p) {
+        ch[p] = st.base + S.paired_chunk_in_block(st.spi, st.s, p);
+        _mm_prefetch(reinterpret_cast<const char*>(ch[p]) + PFD, _MM_HINT_T0);
       }
+      __m512i w[4];
+      gfni_row_pairs<S.planes>(ch, ix, w);
       const int8_t* as = A + s * a.lda;
-      int32_t xd;
-      __builtin_memcpy(&xd, as, 4);
-      const __m512i x0 = _mm512_set1_epi32(xd);
+      __m512i x[2];
+#pragma GCC unroll 2
+      for (int n = 0; n < NC; ++n) {
+        int32_t xd;
+        __builtin_memcpy(&xd, as + 4 * n, 4);
+        x[n] = _mm512_set1_epi32(xd);
+      }
       if constexpr (split) {
-        __m512i lo[4];
 #pragma GCC unroll 4
-        for (int i = 0; i < 4; ++i) lo[i] = _mm512_shuffle_epi8(map_lo, w[i]);
-        l00 = _mm512_dpbusd_epi32(l00, lo[0], x0);
-        l01 = _mm512_dpbusd_epi32(l01, lo[1], x0);
-        l02 = _mm512_dpbusd_epi32(l02, lo[2], x0);
-        l03 = _mm512_dpbusd_epi32(l03, lo[3], x0);
-        if constexpr (NC == 2) {
-          int32_t xd1;
-          __builtin_memcpy(&xd1, as + 4, 4);
-          const __m512i x1 = _mm512_set1_epi32(xd1);
-          l10 = _mm512_dpbusd_epi32(l10, lo[0], x1);
-          l11 = _mm512_dpbusd_epi32(l11, lo[1], x1);
-          l12 = _mm512_dpbusd_epi32(l12, lo[2], x1);
-          l13 = _mm512_dpbusd_epi32(l13, lo[3], x1);
+        for (int T = 0; T < 4; ++T) {
+          const __m512i lo = _mm512_shuffle_epi8(map_lo, w[T]);
+#pragma GCC unroll 2
+          for (int n = 0; n < NC; ++n) l[n][T] = _mm512_dpbusd_epi32(l[n][T], lo, x[n]);
         }
       }
       if constexpr (S.planes == 4 && !levels_are_codes<P>()) {
 #pragma GCC unroll 4
-        for (int i = 0; i < 4; ++i) w[i] = _mm512_shuffle_epi8(map, w[i]);
+        for (int T = 0; T < 4; ++T) w[T] = _mm512_shuffle_epi8(map, w[T]);
       }
-      c00 = _mm512_dpbusd_epi32(c00, w[0], x0);
-      c01 = _mm512_dpbusd_epi32(c01, w[1], x0);
-      c02 = _mm512_dpbusd_epi32(c02, w[2], x0);
-      c03 = _mm512_dpbusd_epi32(c03, w[3], x0);
-      if constexpr (NC == 2) {
-        __builtin_memcpy(&xd, as + 4, 4);
-        const __m512i x1 = _mm512_set1_epi32(xd);
-        c10 = _mm512_dpbusd_epi32(c10, w[0], x1);
-        c11 = _mm512_dpbusd_epi32(c11, w[1], x1);
-        c12 = _mm512_dpbusd_epi32(c12, w[2], x1);
-        c13 = _mm512_dpbusd_epi32(c13, w[3], x1);
-      }
+#pragma GCC unroll 4
+      for (int T = 0; T < 4; ++T)
+#pragma GCC unroll 2
+        for (int n = 0; n < NC; ++n) c[n][T] = _mm512_dpbusd_epi32(c[n][T], w[T], x[n]);
     }
     A += a.steps * a.lda;
-    if constexpr (split) {  // sum(Q * x) = 128 * sum(hi * x) + sum(lo * x), exact in int32
-      c00 = _mm512_add_epi32(_mm512_slli_epi32(c00, 7), l00);
-      c01 = _mm512_add_epi32(_mm512_slli_epi32(c01, 7), l01);
-      c02 = _mm512_add_epi32(_mm512_slli_epi32(c02, 7), l02);
-      c03 = _mm512_add_epi32(_mm512_slli_epi32(c03, 7), l03);
-      c10 = _mm512_add_epi32(_mm512_slli_epi32(c10, 7), l10);
-      c11 = _mm512_add_epi32(_mm512_slli_epi32(c11, 7), l11);
-      c12 = _mm512_add_epi32(_mm512_slli_epi32(c12, 7), l12);
-      c13 = _mm512_add_epi32(_mm512_slli_epi32(c13, 7), l13);
-    }
-    // the group's scales and zeros straight from the blob, as lut_weight_source::group_scales
-    // computes them (exact fp16 / bf16 decode, then zero * scale or -min in fp32)
-    alignas(64) float sw[64], swz[64];
-    fused_group_scales<P>(data, L, t, L.group_of_k((step - a.steps) * 4), sw, swz);
+    if constexpr (split)  // sum(Q * x) = 128 * sum(hi * x) + sum(lo * x), exact in int32
+#pragma GCC unroll 4
+      for (int T = 0; T < 4; ++T)
+#pragma GCC unroll 2
+        for (int n = 0; n < NC; ++n) c[n][T] = _mm512_add_epi32(_mm512_slli_epi32(c[n][T], 7), l[n][T]);
+    // the group's scales and zeros straight from the blob
+    __m512 vw[4], vz[4];
+    fused_group_scales<P>(data, L, t, L.group_of_k((step - a.steps) * 4), vw, vz);
     const float* sx = a.sumx + g * a.ldsum;
     const float* sa = a.sa ? a.sa + g * a.ldsum : nullptr;
-    fused_epi_col(sa, sw, swz, sx, 0, c00, c01, c02, c03, f00, f01, f02, f03);
-    if constexpr (NC == 2) fused_epi_col(sa, sw, swz, sx, 1, c10, c11, c12, c13, f10, f11, f12, f13);
+#pragma GCC unroll 2
+    for (int n = 0; n < NC; ++n) fused_epi_col(sa, vw, vz, sx, n, c[n], f[n]);
   }
-  _mm512_storeu_ps(a.C, f00);
-  _mm512_storeu_ps(a.C + 16, f01);
-  _mm512_storeu_ps(a.C + 32, f02);
-  _mm512_storeu_ps(a.C + 48, f03);
-  if constexpr (NC == 2) {
-    _mm512_storeu_ps(a.C + 64, f10);
-    _mm512_storeu_ps(a.C + 80, f11);
-    _mm512_storeu_ps(a.C + 96, f12);
-    _mm512_storeu_ps(a.C + 112, f13);
-  }
+  from_pair_order(f[0], a.C);
+  if constexpr (NC == 2) from_pair_order(f[1], a.C + 64);
 }
 
 template <class P>
