@@ -11,6 +11,7 @@
 
 #include <cstring>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include <lutkit/lutkit.hpp>
@@ -80,19 +81,21 @@ void bm_pack(benchmark::State& st, std::size_t M, std::size_t K, int threads, lo
   packed_weights<Q4> into(M, K);
   packed_weights<Q8> into8 = path == load_path::direct8_into ? packed_weights<Q8>(M, K) : packed_weights<Q8>();
   const bool q8 = path == load_path::direct8 || path == load_path::direct8_into;
+  // the direct packers of one block type: over the touched blob `over`, or into a new blob
+  auto direct = [&](auto& over, const std::vector<uint8_t>& blocks, auto pack_new, auto pack_over, bool reuse) {
+    if (reuse) {
+      pack_over(over, blocks.data(), M, K, blocks.size(), pool);
+      benchmark::DoNotOptimize(over.data());
+    } else {
+      auto w = pack_new(blocks.data(), M, K, blocks.size(), pool);
+      benchmark::DoNotOptimize(w.data());
+    }
+  };
   for (auto _ : st) {
-    if (path == load_path::direct8_into) {
-      pack_q8_0_into<Q8>(into8, d.blocks8.data(), M, K, d.blocks8.size(), pool);
-      benchmark::DoNotOptimize(into8.data());
-    } else if (path == load_path::direct8) {
-      auto w = pack_q8_0<Q8>(d.blocks8.data(), M, K, d.blocks8.size(), pool);
-      benchmark::DoNotOptimize(w.data());
-    } else if (path == load_path::direct_into) {
-      pack_q4_0_into<Q4>(into, d.blocks.data(), M, K, d.blocks.size(), pool);
-      benchmark::DoNotOptimize(into.data());
-    } else if (path == load_path::direct) {
-      auto w = pack_q4_0<Q4>(d.blocks.data(), M, K, d.blocks.size(), pool);
-      benchmark::DoNotOptimize(w.data());
+    if (q8) {
+      direct(into8, d.blocks8, &pack_q8_0<Q8>, &pack_q8_0_into<Q8>, path == load_path::direct8_into);
+    } else if (path == load_path::direct || path == load_path::direct_into) {
+      direct(into, d.blocks, &pack_q4_0<Q4>, &pack_q4_0_into<Q4>, path == load_path::direct_into);
     } else if (path == load_path::import_pack) {
       const auto q = import_q4_0<Q4>(d.blocks.data(), M, K, d.blocks.size(), pool);
       auto w = pack<Q4>(q, pool);
@@ -128,31 +131,16 @@ void register_load() {
   benchmark::RegisterBenchmark(("load_pages/" + shape(M, K)).c_str(), [=](benchmark::State& st) { bm_pages(st, M, K); })
       ->Unit(benchmark::kMillisecond)
       ->UseRealTime();
-  for (int T : {1, 2}) {
-    benchmark::RegisterBenchmark(("pack/" + Q4::name() + "/" + shape(M, K) + "/threads:" + std::to_string(T)).c_str(),
-                                 [=](benchmark::State& st) { bm_pack(st, M, K, T, load_path::pack); })
-        ->Unit(benchmark::kMillisecond)
-        ->UseRealTime();
-    benchmark::RegisterBenchmark(("import_pack/q4_0/" + shape(M, K) + "/threads:" + std::to_string(T)).c_str(),
-                                 [=](benchmark::State& st) { bm_pack(st, M, K, T, load_path::import_pack); })
-        ->Unit(benchmark::kMillisecond)
-        ->UseRealTime();
-    benchmark::RegisterBenchmark(("pack_q4_0/" + shape(M, K) + "/threads:" + std::to_string(T)).c_str(),
-                                 [=](benchmark::State& st) { bm_pack(st, M, K, T, load_path::direct); })
-        ->Unit(benchmark::kMillisecond)
-        ->UseRealTime();
-    benchmark::RegisterBenchmark(("pack_q4_0_into/" + shape(M, K) + "/threads:" + std::to_string(T)).c_str(),
-                                 [=](benchmark::State& st) { bm_pack(st, M, K, T, load_path::direct_into); })
-        ->Unit(benchmark::kMillisecond)
-        ->UseRealTime();
-    benchmark::RegisterBenchmark(("pack_q8_0/" + shape(M, K) + "/threads:" + std::to_string(T)).c_str(),
-                                 [=](benchmark::State& st) { bm_pack(st, M, K, T, load_path::direct8); })
-        ->Unit(benchmark::kMillisecond)
-        ->UseRealTime();
-    benchmark::RegisterBenchmark(("pack_q8_0_into/" + shape(M, K) + "/threads:" + std::to_string(T)).c_str(),
-                                 [=](benchmark::State& st) { bm_pack(st, M, K, T, load_path::direct8_into); })
-        ->Unit(benchmark::kMillisecond)
-        ->UseRealTime();
-  }
+  // the load paths by row-name prefix
+  const std::pair<std::string, load_path> paths[] = {
+      {"pack/" + Q4::name(), load_path::pack},     {"import_pack/q4_0", load_path::import_pack},
+      {"pack_q4_0", load_path::direct},            {"pack_q4_0_into", load_path::direct_into},
+      {"pack_q8_0", load_path::direct8},           {"pack_q8_0_into", load_path::direct8_into}};
+  for (int T : {1, 2})
+    for (const auto& [prefix, path] : paths)
+      benchmark::RegisterBenchmark((prefix + "/" + shape(M, K) + "/threads:" + std::to_string(T)).c_str(),
+                                   [=, path = path](benchmark::State& st) { bm_pack(st, M, K, T, path); })
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
 }
 }  // namespace lutkit_bench
