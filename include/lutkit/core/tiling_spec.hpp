@@ -67,10 +67,9 @@ struct tiling_spec {
   lookup_order order = lookup_order::pshufb;  // from the target descriptor
   int steps_per_block = 0;
   int block_k = 0;
-  // software prefetch distance of the weight stream, in bytes (0: off; non-temporal hint).
-  // Measured on the host (W2 4096x14336, interleaved A/B runs): no distance beat the hardware
-  // prefetcher at 2 threads and none was reliably better at 1 thread, so it is off.
-  int prefetch_bytes = 0;
+  // software prefetch distance of the LUT-GEMV's weight stream, in bytes, into L1 (0: off).
+  // 8 KiB, as the int8 decode's: docs/benchmarks.md, "LUT-GEMV at one thread".
+  int prefetch_bytes = 8192;
 
   // ------------------------------------------------------------------ derived sizes
   constexpr bool vlut16() const { return order == lookup_order::vlut16; }

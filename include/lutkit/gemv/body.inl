@@ -48,25 +48,36 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
   using W = typename Ops::W;
   const packed_layout& L = *a.layout;
 
-  // plane weights: paired chunk p -> bytes (2^(2p), 2^(2p+1)); lone -> (2^b, 0) and (0, 2^b)
-  alignas(64) uint8_t cbytes[(PP > 0 ? PP : 1) + 2][64];
-  for (int p = 0; p < PP; ++p)
-    for (int i = 0; i < 64; ++i) cbytes[p][i] = uint8_t(1u << (2 * p + (i & 1)));
-  const int lone_plane = S.ternary ? 0 : S.planes - 1;
-  for (int i = 0; i < 64; ++i) {
-    cbytes[(PP > 0 ? PP : 1)][i] = (i & 1) ? 0 : uint8_t(1u << lone_plane);
-    cbytes[(PP > 0 ? PP : 1) + 1][i] = (i & 1) ? uint8_t(1u << lone_plane) : 0;
-  }
+  // plane weights: paired chunk p -> bytes (2^(2p), 2^(2p+1)); lone -> (2^b, 0) and (0, 2^b);
+  // compile-time tables, so a call (one tile, one K chunk) sets up nothing but registers
+  constexpr int NCB = (PP > 0 ? PP : 1) + 2;
+  struct plane_bytes {
+    alignas(64) uint8_t b[NCB][64];
+  };
+  alignas(64) static constexpr plane_bytes cbytes = [] {
+    constexpr tiling_spec S = P::spec;
+    plane_bytes c{};
+    for (int p = 0; p < PP; ++p)
+      for (int i = 0; i < 64; ++i) c.b[p][i] = uint8_t(1u << (2 * p + (i & 1)));
+    const int lone_plane = S.ternary ? 0 : S.planes - 1;
+    for (int i = 0; i < 64; ++i) {
+      c.b[NCB - 2][i] = (i & 1) ? 0 : uint8_t(1u << lone_plane);
+      c.b[NCB - 1][i] = (i & 1) ? uint8_t(1u << lone_plane) : 0;
+    }
+    return c;
+  }();
   V cw[PP > 0 ? PP : 1];
-  for (int p = 0; p < PP; ++p) cw[p] = Ops::load(cbytes[p]);
-  const V ce = Ops::load(cbytes[(PP > 0 ? PP : 1)]);
-  const V co = Ops::load(cbytes[(PP > 0 ? PP : 1) + 1]);
+  for (int p = 0; p < PP; ++p) cw[p] = Ops::load(cbytes.b[p]);
+  const V ce = Ops::load(cbytes.b[NCB - 2]);
+  const V co = Ops::load(cbytes.b[NCB - 1]);
 
   // int16 accumulators per block: paired [lo-nibble rows 0..31, hi-nibble rows 32..63];
   // lone [E_lo, O_lo, E_hi, O_hi]: row 16q+l at lanes l and 16+l of vector q.
   using F = typename Ops::F;
   alignas(64) float s32[R] = {}, z32[R] = {};
-  const float c_mirror = S.mirror ? 0.5f * float(S.plane_weight_sum) : 0.f;
+  constexpr float c_mirror = S.mirror ? 0.5f * float(S.plane_weight_sum) : 0.f;
+  // symmetric formats: one bias for every row (ternary: none)
+  constexpr float z_sym = S.ternary ? 0.f : c_mirror - S.sym_zero;
 
   for (std::size_t blk = blk0; blk < blk1; ++blk) {
     const std::size_t g = L.group_of_block(blk);
@@ -75,8 +86,6 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
       if constexpr (S.asymmetric) {
         Ops::f16_to_f32(reinterpret_cast<const uint16_t*>(a.data + L.zero_offset(t, g)), z32, R);
         for (int r = 0; r < R; ++r) z32[r] = c_mirror - z32[r];
-      } else {
-        for (int r = 0; r < R; ++r) z32[r] = S.ternary ? 0.f : c_mirror - S.sym_zero;
       }
     }
     W accP[NB][SETS][2];
@@ -90,10 +99,10 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
     const std::size_t sp0 = blk * std::size_t(S.step_pairs_per_block());
     for (int spi = 0; spi < S.step_pairs_per_block(); ++spi) {
       const std::size_t j = 2 * (sp0 + std::size_t(spi));  // first step of the pair
-      // stream ahead: the CPU analogue of T-MAN's DMA stage (non-temporal, the weights are read once)
+      // stream ahead into L1: the CPU analogue of T-MAN's DMA stage (a tile's bytes are contiguous)
       if constexpr (S.prefetch_bytes > 0)
         for (int c = 0; c < S.step_pair_bytes(); c += 64)
-          __builtin_prefetch(bp + S.paired_chunk_in_block(spi, 0, 0) + S.prefetch_bytes + c, 0, 0);
+          __builtin_prefetch(bp + S.paired_chunk_in_block(spi, 0, 0) + S.prefetch_bytes + c, 0, 3);
       for (int p = 0; p < PP; ++p) {
         for (int s = 0; s < 2; ++s) {
           const V raw = Ops::load(bp + S.paired_chunk_in_block(spi, s, p));
@@ -148,22 +157,36 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
       }
     }
     // ---- block epilogue: int16 -> float (exact: every partial sum is < 2^24), table scale,
-    // weight scale, zero/mirror bias; 16 rows per float vector, rows in order.
+    // weight scale, zero/mirror bias; 16 rows per float vector, rows in order. Ops with
+    // fold_lone add a lone chunk's two steps and its lanes to the paired rows in int16 first
+    // (exact: a row's sum over the block, all planes, is within max_abs_acc16 <= 32767).
+    constexpr bool FOLD = LONE && requires(W w) { Ops::fold_lone(w, w); };
     for (int n = 0; n < NB; ++n) {
       F rows[4];
       for (int q = 0; q < 4; ++q) rows[q] = Ops::setf(0.f);
       for (int s = 0; s < SETS; ++s) {
         F part[4];
         for (int q = 0; q < 4; ++q) part[q] = Ops::setf(0.f);
-        if constexpr (PP > 0) {
-          Ops::widen(accP[n][s][0], part[0], part[1]);
-          Ops::widen(accP[n][s][1], part[2], part[3]);
-        }
-        if constexpr (LONE) {
-          for (int q = 0; q < 4; ++q) {  // lanes 0..15 and 16..31 hold the same rows (two steps)
-            F lo, hi;
-            Ops::widen(accL[n][s][q], lo, hi);
-            part[q] = Ops::addf(part[q], Ops::addf(lo, hi));
+        if constexpr (FOLD) {
+          W w0 = Ops::fold_lone(accL[n][s][0], accL[n][s][1]);  // rows 0..31
+          W w1 = Ops::fold_lone(accL[n][s][2], accL[n][s][3]);  // rows 32..63
+          if constexpr (PP > 0) {
+            w0 = Ops::add16(w0, accP[n][s][0]);
+            w1 = Ops::add16(w1, accP[n][s][1]);
+          }
+          Ops::widen(w0, part[0], part[1]);
+          Ops::widen(w1, part[2], part[3]);
+        } else {
+          if constexpr (PP > 0) {
+            Ops::widen(accP[n][s][0], part[0], part[1]);
+            Ops::widen(accP[n][s][1], part[2], part[3]);
+          }
+          if constexpr (LONE) {
+            for (int q = 0; q < 4; ++q) {  // lanes 0..15 and 16..31 hold the same rows (two steps)
+              F lo, hi;
+              Ops::widen(accL[n][s][q], lo, hi);
+              part[q] = Ops::addf(part[q], Ops::addf(lo, hi));
+            }
           }
         }
         if (s == 0) {
@@ -176,7 +199,7 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
       const F ts = Ops::setf(TS[n][blk]), sx = Ops::setf(XS[n][blk]);
       float* an = acc + n * R;
       for (int q = 0; q < 4; ++q) {
-        const F bias = Ops::mulf(Ops::loadf(z32 + 16 * q), sx);
+        const F bias = S.asymmetric ? Ops::mulf(Ops::loadf(z32 + 16 * q), sx) : Ops::setf(z_sym * XS[n][blk]);
         const F val = Ops::fmaf(rows[q], ts, bias);
         Ops::storef(an + 16 * q, Ops::fmaf(Ops::loadf(s32 + 16 * q), val, Ops::loadf(an + 16 * q)));
       }
@@ -194,8 +217,10 @@ static void lut_gemv_rows(const detail::gemv_args& a) {
   const packed_layout& L = *a.layout;
   constexpr std::size_t R = 64;
   // K chunk: blocks per pass so one tile's chunk of weights stays in L1 across the n passes
+  // (one pass over the n: the whole K at once)
+  const bool one_pass = a.N == 1 || a.N == 2 || (a.N == 4 && NBMAX >= 4) || (a.N == 8 && NBMAX >= 8);
   const std::size_t chunk_blocks =
-      std::max<std::size_t>(1, std::size_t(16384) / std::size_t(S.block_bytes()));
+      one_pass ? L.blocks() : std::max<std::size_t>(1, std::size_t(16384) / std::size_t(S.block_bytes()));
   std::vector<float> acc(a.N * R);
   const std::size_t t0 = a.row_begin / R, t1 = (a.row_end + R - 1) / R;
   for (std::size_t t = t0; t < t1; ++t) {

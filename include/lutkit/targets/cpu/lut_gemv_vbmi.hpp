@@ -48,6 +48,10 @@ struct Ops {
     return _mm512_mask_sub_epi8(v, __mmask64(m), _mm512_setzero_si512(), v);
   }
   static W madd(V u, V s) { return _mm512_maddubs_epi16(u, s); }
+  // lanes 0..15: a's two 256-bit halves added; lanes 16..31: b's (a lone chunk's two steps)
+  static W fold_lone(W a, W b) {
+    return _mm512_add_epi16(_mm512_shuffle_i64x2(a, b, 0x44), _mm512_shuffle_i64x2(a, b, 0xEE));
+  }
   static W zero16() { return _mm512_setzero_si512(); }
   static W add16(W a, W b) { return _mm512_add_epi16(a, b); }
   static void store16(int16_t* d, W w) { _mm512_storeu_si512(d, w); }
