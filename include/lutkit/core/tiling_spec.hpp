@@ -148,6 +148,11 @@ constexpr int vlut16_byte_of_row(int r) { return 2 * (r % 64) + r / 64; }
 constexpr int lone_byte_of_row(int r) { return 2 * (r % 16) + (r % 32) / 16; }
 constexpr int nibble_of_row(int r) { return r / 32; }
 constexpr int paired_byte_of_row(int r, int h) { return 2 * (r % 32) + h; }
+// pshufb order, a lone chunk gathered into row pairs (the paired chunks' row order): byte o of
+// the gathered chunk holds, in its low nibble, row o / 2's step o % 2 (its high nibble: row
+// 32 + o / 2's) and comes from lone byte lone_pair_source(o). The same map permutes the 64 sign
+// bits of a ternary nibble.
+constexpr int lone_pair_source(int o) { return 32 * (o % 2) + lone_byte_of_row(o / 2); }
 
 constexpr int tiling_spec::byte_of_row(int r) const { return vlut16() ? vlut16_byte_of_row(r) : r; }
 

@@ -15,6 +15,11 @@
 //   V  lookup(T2 table, V idx)               per-128-bit-block lookup (pshufb semantics)
 //   (lo_nibbles / hi_nibbles may leave bits above the nibble set if both lookups ignore them)
 //   V  negate_if(V v, const uint8_t* bits)   byte i negated where bit i of the 64-bit mask is set
+// Optional (Ops that have them take the gathered lone path below):
+//   V  permute(V idx, V v)                   byte i <- v[idx[i]] (64-byte permute)
+//   TP table_pair(const int8_t* a, const int8_t* b)  the two steps' tables side by side
+//   V  lookup_pair(TP t, V idx)              even bytes look up a, odd bytes b, by idx's low nibble
+//   V  negate_mask(V v, uint64_t m)          byte i negated where bit i of m is set
 //   W  madd(V u, V s)                        int16 lane w = u[2w]*s[2w] + u[2w+1]*s[2w+1],
 //                                            u unsigned, s signed (pmaddubsw)
 //   W  zero16(), add16(W, W); void store16(int16_t*, W)
@@ -70,6 +75,37 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
   for (int p = 0; p < PP; ++p) cw[p] = Ops::load(cbytes.b[p]);
   const V ce = Ops::load(cbytes.b[NCB - 2]);
   const V co = Ops::load(cbytes.b[NCB - 1]);
+  // Gathered lone path: one permute puts a row's two steps side by side (tiling spec,
+  // lone_pair_source), so one madd by the lone plane's weight sums both steps into the paired
+  // accumulators' row order: 2 lookups, 2 madds, 2 adds per lone chunk instead of 2, 4, 4.
+  constexpr bool GATHER = LONE && requires(V v, const int8_t* e) { Ops::negate_mask(Ops::lookup_pair(Ops::table_pair(e, e), Ops::permute(v, v)), 0); };
+  struct gather_bytes {
+    alignas(64) uint8_t idx[64];
+    alignas(64) uint8_t weight[64];
+  };
+  alignas(64) static constexpr gather_bytes gb = [] {
+    constexpr tiling_spec S = P::spec;
+    gather_bytes g{};
+    for (int o = 0; o < 64; ++o) {
+      g.idx[o] = uint8_t(lone_pair_source(o));
+      g.weight[o] = uint8_t(1u << (S.ternary ? 0 : S.planes - 1));
+    }
+    return g;
+  }();
+  // a ternary sign mask in gathered order: the map swaps bits 0 and 5 of a byte position
+  static_assert([] {
+    for (int o = 0; o < 64; ++o)
+      if (lone_pair_source(o) != ((o & ~33) | ((o & 1) << 5) | ((o >> 5) & 1))) return false;
+    return true;
+  }(), "lone_pair_source is no longer the bit 0 <-> bit 5 swap that gathered_signs implements");
+  [[maybe_unused]] auto gathered_signs = [](const uint8_t* bits) {
+    uint64_t m;
+    std::memcpy(&m, bits, 8);
+    const uint64_t d = (m ^ (m >> 31)) & 0x00000000AAAAAAAAull;
+    return m ^ d ^ (d << 31);
+  };
+  [[maybe_unused]] const V gidx = Ops::load(gb.idx);
+  [[maybe_unused]] const V gw = Ops::load(gb.weight);
 
   // int16 accumulators per block: paired [lo-nibble rows 0..31, hi-nibble rows 32..63];
   // lone [E_lo, O_lo, E_hi, O_hi]: row 16q+l at lanes l and 16+l of vector q.
@@ -124,7 +160,34 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
           }
         }
       }
-      if constexpr (LONE) {
+      if constexpr (GATHER) {
+        const V raw = Ops::permute(gidx, Ops::load(bp + S.lone_chunk_in_block(spi)));
+        const V lo = Ops::lo_nibbles(raw), hi = Ops::hi_nibbles(raw);
+        [[maybe_unused]] uint64_t sgn[2] = {};
+        if constexpr (S.ternary) {
+          sgn[0] = gathered_signs(bp + S.sign_in_block(spi));
+          sgn[1] = gathered_signs(bp + S.sign_in_block(spi) + 8);
+        }
+        for (int n = 0; n < NB; ++n) {
+          const int8_t* tp = E[n] + j * TB;
+          const auto tb = Ops::table_pair(tp, tp + TB);
+          V kl = Ops::lookup_pair(tb, lo), kh = Ops::lookup_pair(tb, hi);
+          if constexpr (S.ternary) {
+            kl = Ops::negate_mask(kl, sgn[0]);
+            kh = Ops::negate_mask(kh, sgn[1]);
+          }
+          if constexpr (I16) {
+            accP[n][0][0] = Ops::add16(accP[n][0][0], Ops::madd(kl, gw));
+            accP[n][0][1] = Ops::add16(accP[n][0][1], Ops::madd(kh, gw));
+            const auto th = Ops::table_pair(tp + 16, tp + TB + 16);
+            accP[n][SETS - 1][0] = Ops::add16(accP[n][SETS - 1][0], Ops::madd(gw, Ops::lookup_pair(th, lo)));
+            accP[n][SETS - 1][1] = Ops::add16(accP[n][SETS - 1][1], Ops::madd(gw, Ops::lookup_pair(th, hi)));
+          } else {
+            accP[n][0][0] = Ops::add16(accP[n][0][0], Ops::madd(gw, kl));
+            accP[n][0][1] = Ops::add16(accP[n][0][1], Ops::madd(gw, kh));
+          }
+        }
+      } else if constexpr (LONE) {
         const V raw = Ops::load(bp + S.lone_chunk_in_block(spi));
         const V lo = Ops::lo_nibbles(raw), hi = Ops::hi_nibbles(raw);
         const uint8_t* sg = bp + S.sign_in_block(spi);
@@ -157,36 +220,25 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
       }
     }
     // ---- block epilogue: int16 -> float (exact: every partial sum is < 2^24), table scale,
-    // weight scale, zero/mirror bias; 16 rows per float vector, rows in order. Ops with
-    // fold_lone add a lone chunk's two steps and its lanes to the paired rows in int16 first
-    // (exact: a row's sum over the block, all planes, is within max_abs_acc16 <= 32767).
-    constexpr bool FOLD = LONE && requires(W w) { Ops::fold_lone(w, w); };
+    // weight scale, zero/mirror bias; 16 rows per float vector, rows in order. The gathered lone
+    // path adds into the paired accumulators (exact in int16: a row's sum over the block, all
+    // planes, is within max_abs_acc16 <= 32767).
+    constexpr bool HAS_P = PP > 0 || GATHER;
     for (int n = 0; n < NB; ++n) {
       F rows[4];
       for (int q = 0; q < 4; ++q) rows[q] = Ops::setf(0.f);
       for (int s = 0; s < SETS; ++s) {
         F part[4];
         for (int q = 0; q < 4; ++q) part[q] = Ops::setf(0.f);
-        if constexpr (FOLD) {
-          W w0 = Ops::fold_lone(accL[n][s][0], accL[n][s][1]);  // rows 0..31
-          W w1 = Ops::fold_lone(accL[n][s][2], accL[n][s][3]);  // rows 32..63
-          if constexpr (PP > 0) {
-            w0 = Ops::add16(w0, accP[n][s][0]);
-            w1 = Ops::add16(w1, accP[n][s][1]);
-          }
-          Ops::widen(w0, part[0], part[1]);
-          Ops::widen(w1, part[2], part[3]);
-        } else {
-          if constexpr (PP > 0) {
-            Ops::widen(accP[n][s][0], part[0], part[1]);
-            Ops::widen(accP[n][s][1], part[2], part[3]);
-          }
-          if constexpr (LONE) {
-            for (int q = 0; q < 4; ++q) {  // lanes 0..15 and 16..31 hold the same rows (two steps)
-              F lo, hi;
-              Ops::widen(accL[n][s][q], lo, hi);
-              part[q] = Ops::addf(part[q], Ops::addf(lo, hi));
-            }
+        if constexpr (HAS_P) {
+          Ops::widen(accP[n][s][0], part[0], part[1]);
+          Ops::widen(accP[n][s][1], part[2], part[3]);
+        }
+        if constexpr (LONE && !GATHER) {
+          for (int q = 0; q < 4; ++q) {  // lanes 0..15 and 16..31 hold the same rows (two steps)
+            F lo, hi;
+            Ops::widen(accL[n][s][q], lo, hi);
+            part[q] = Ops::addf(part[q], Ops::addf(lo, hi));
           }
         }
         if (s == 0) {

@@ -42,16 +42,27 @@ struct Ops {
   }
   static V lookup(V t, V i) { return _mm512_permutexvar_epi8(i, t); }
   static V lookup(V2 t, V i) { return _mm512_shuffle_epi8(t.t, _mm512_and_si512(i, _mm512_set1_epi8(0x0F))); }
+  // gathered lone chunks: step j's table in bytes 0..15, step j + 1's in 16..31; an index's
+  // low nibble, plus 16 in odd bytes (ternary logic: (i & 0x0F) | 0x10 at odd bytes)
+  struct TP {
+    __m512i t;
+  };
+  static V permute(V idx, V v) { return _mm512_permutexvar_epi8(idx, v); }
+  static TP table_pair(const int8_t* a, const int8_t* b) {
+    const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a));
+    const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b));
+    return TP{_mm512_castsi256_si512(_mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1))};
+  }
+  static V lookup_pair(TP t, V i) {
+    return _mm512_permutexvar_epi8(_mm512_ternarylogic_epi32(i, _mm512_set1_epi8(0x0F), _mm512_set1_epi16(0x1000), 0xEA), t.t);
+  }
   static V negate_if(V v, const uint8_t* bits) {
     uint64_t m;
     std::memcpy(&m, bits, 8);
     return _mm512_mask_sub_epi8(v, __mmask64(m), _mm512_setzero_si512(), v);
   }
+  static V negate_mask(V v, uint64_t m) { return _mm512_mask_sub_epi8(v, __mmask64(m), _mm512_setzero_si512(), v); }
   static W madd(V u, V s) { return _mm512_maddubs_epi16(u, s); }
-  // lanes 0..15: a's two 256-bit halves added; lanes 16..31: b's (a lone chunk's two steps)
-  static W fold_lone(W a, W b) {
-    return _mm512_add_epi16(_mm512_shuffle_i64x2(a, b, 0x44), _mm512_shuffle_i64x2(a, b, 0xEE));
-  }
   static W zero16() { return _mm512_setzero_si512(); }
   static W add16(W a, W b) { return _mm512_add_epi16(a, b); }
   static void store16(int16_t* d, W w) { _mm512_storeu_si512(d, w); }
