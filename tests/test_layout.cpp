@@ -232,6 +232,26 @@ TEST_CASE("tiling spec constants", "[layout]") {
   CHECK(W2::hash() != T::hash());
 }
 
+TEST_CASE("a lone chunk gathered into row pairs: every row's two steps side by side, a permutation", "[layout]") {
+  using W3 = policy<fmt::uint_asym<3>, group<64>, table::lut4<int8_t, false>>;
+  constexpr auto& S = W3::spec;
+  const int lone_plane = S.planes - 1;
+  bool seen[64] = {};
+  for (int o = 0; o < 64; ++o) {
+    const int src = lone_pair_source(o);
+    REQUIRE(src >= 0);
+    REQUIRE(src < 64);
+    CHECK_FALSE(seen[src]);
+    seen[src] = true;
+    // low nibble: row o / 2, high nibble: row 32 + o / 2; step o % 2 of the pair
+    for (int h = 0; h < 2; ++h) {
+      const int r = o / 2 + 32 * h;
+      CHECK(S.index_byte_in_step_pair(r, lone_plane, o % 2) == S.lone_chunk_in_block(0) + src);
+      CHECK(S.index_shift(r, o % 2) == 4 * h);
+    }
+  }
+}
+
 TEST_CASE("ternary encoding covers all 27 triples", "[layout]") {
   std::set<std::pair<int, int>> seen;
   for (int c0 = 0; c0 < 3; ++c0)
