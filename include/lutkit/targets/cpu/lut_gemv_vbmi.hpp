@@ -1,9 +1,10 @@
 // lutkit — the portable target's AVX-512 VBMI LUT-GEMV: the shared kernel body
-// (detail/lut_gemv_body.inl) with Ops whose paired-chunk lookup is vpermb. vpermb reads index
+// (gemv/body.inl) with Ops whose paired-chunk lookup is vpermb. vpermb reads index
 // bits 0..5 only, and table1 repeats a step's 16 entries in all four 128-bit lanes, so the low
 // nibble is looked up from the raw byte and the high nibble after one 16-bit shift: no masking
-// (the Highway Ops spend an and per nibble). Lone chunks keep the lane-local pshufb (their two
-// steps' tables share the register). Highway 1.0.3 compiles AVX3_DL only on request, so this
+// (the Highway Ops spend an and per nibble). Lone chunks take the body's gathered path: one
+// vpermb puts a row's two steps side by side (tiling spec, lone_pair_source) and one vpermb of
+// the two steps' tables looks both up. Highway 1.0.3 compiles AVX3_DL only on request, so this
 // path is compiled with GCC's target pragma and chosen at run time (portable/lut_gemv.hpp).
 #pragma once
 #include <algorithm>
