@@ -19,6 +19,8 @@
 //   V  permute(V idx, V v)                   byte i <- v[idx[i]] (64-byte permute)
 //   TP table_pair(const int8_t* a, const int8_t* b)  the two steps' tables side by side
 //   V  lookup_pair(TP t, V idx)              even bytes look up a, odd bytes b, by idx's low nibble
+//   V  shr4(V v)                             16-bit lanes shifted right by 4 (the high nibbles'
+//                                            bits in each byte's low nibble)
 //   V  negate_mask(V v, uint64_t m)          byte i negated where bit i of m is set
 //   W  madd(V u, V s)                        int16 lane w = u[2w]*s[2w] + u[2w+1]*s[2w+1],
 //                                            u unsigned, s signed (pmaddubsw)
@@ -78,7 +80,7 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
   // Gathered lone path: one permute puts a row's two steps side by side (tiling spec,
   // lone_pair_source), so one madd by the lone plane's weight sums both steps into the paired
   // accumulators' row order: 2 lookups, 2 madds, 2 adds per lone chunk instead of 2, 4, 4.
-  constexpr bool GATHER = LONE && requires(V v, const int8_t* e) { Ops::negate_mask(Ops::lookup_pair(Ops::table_pair(e, e), Ops::permute(v, v)), 0); };
+  constexpr bool GATHER = LONE && requires(V v, const int8_t* e) { Ops::negate_mask(Ops::lookup_pair(Ops::table_pair(e, e), Ops::shr4(Ops::permute(v, v))), 0); };
   struct gather_bytes {
     alignas(64) uint8_t idx[64];
     alignas(64) uint8_t weight[64];
@@ -161,8 +163,7 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
         }
       }
       if constexpr (GATHER) {
-        const V raw = Ops::permute(gidx, Ops::load(bp + S.lone_chunk_in_block(spi)));
-        const V lo = Ops::lo_nibbles(raw), hi = Ops::hi_nibbles(raw);
+        const V lo = Ops::permute(gidx, Ops::load(bp + S.lone_chunk_in_block(spi))), hi = Ops::shr4(lo);
         [[maybe_unused]] uint64_t sgn[2] = {};
         if constexpr (S.ternary) {
           sgn[0] = gathered_signs(bp + S.sign_in_block(spi));

@@ -1,11 +1,11 @@
-// lutkit — the portable target's AVX-512 VBMI LUT-GEMV: the shared kernel body
-// (gemv/body.inl) with Ops whose paired-chunk lookup is vpermb. vpermb reads index
-// bits 0..5 only, and table1 repeats a step's 16 entries in all four 128-bit lanes, so the low
-// nibble is looked up from the raw byte and the high nibble after one 16-bit shift: no masking
-// (the Highway Ops spend an and per nibble). Lone chunks take the body's gathered path: one
-// vpermb puts a row's two steps side by side (tiling spec, lone_pair_source) and one vpermb of
-// the two steps' tables looks both up. Highway 1.0.3 compiles AVX3_DL only on request, so this
-// path is compiled with GCC's target pragma and chosen at run time (portable/lut_gemv.hpp).
+// lutkit — the portable target's AVX-512 VBMI LUT-GEMV: the shared kernel body (gemv/body.inl)
+// with Ops that take the body's gathered lone path: one vpermb puts a lone chunk's two steps of
+// a row side by side (tiling spec, lone_pair_source) and one vpermb of the two steps' tables
+// (index: nibble | 16 in odd bytes, one vpternlogd) looks both up. Paired chunks use the
+// lane-local vpshufb on masked nibbles: on Zen 5 a vpermb beside vpmaddubsw costs more than
+// vpshufb + and (W2 in L2: 20.7 against 23.6 us; docs/benchmarks.md, "LUT-GEMV at one thread").
+// Highway 1.0.3 compiles AVX3_DL only on request, so this path is compiled with GCC's target
+// pragma and chosen at run time (targets/cpu/lut_gemv_hwy.hpp).
 #pragma once
 #include <algorithm>
 #include <cstddef>
@@ -33,15 +33,16 @@ struct Ops {
     __m512i t;
   };
   static V load(const uint8_t* p) { return _mm512_loadu_si512(p); }
-  static V lo_nibbles(V v) { return v; }
-  static V hi_nibbles(V v) { return _mm512_srli_epi16(v, 4); }
+  static V lo_nibbles(V v) { return _mm512_and_si512(v, _mm512_set1_epi8(0x0F)); }
+  static V hi_nibbles(V v) { return _mm512_and_si512(_mm512_srli_epi16(v, 4), _mm512_set1_epi8(0x0F)); }
+  static V shr4(V v) { return _mm512_srli_epi16(v, 4); }
   static V table1(const int8_t* t) { return _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t))); }
   static V2 table2(const int8_t* a, const int8_t* b) {
     const __m256i lo = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a)));
     const __m256i hi = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b)));
     return V2{_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1)};
   }
-  static V lookup(V t, V i) { return _mm512_permutexvar_epi8(i, t); }
+  static V lookup(V t, V i) { return _mm512_shuffle_epi8(t, i); }
   static V lookup(V2 t, V i) { return _mm512_shuffle_epi8(t.t, _mm512_and_si512(i, _mm512_set1_epi8(0x0F))); }
   // gathered lone chunks: step j's table in bytes 0..15, step j + 1's in 16..31; an index's
   // low nibble, plus 16 in odd bytes (ternary logic: (i & 0x0F) | 0x10 at odd bytes)
