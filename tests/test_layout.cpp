@@ -3,6 +3,7 @@
 // every index bit of the packed data; offsets stay inside the blob.
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <set>
 
 #include "common.hpp"
@@ -489,6 +490,38 @@ TEST_CASE("the packer's row-pair planes: the AVX-512 kernel and the scalar twin 
   check.operator()<detail::code_form::bytes>(0);
   check.operator()<detail::code_form::ggml_nibbles>(18);
   check.operator()<detail::code_form::ggml_int8>(34);
+}
+
+TEST_CASE("the packer's strided fp16 encoding: the dispatched kernel = f32_to_f16, every value class", "[layout]") {
+  std::mt19937 rng(29);
+  std::vector<float> v;
+  // normal fp16 range, halfway cases, fp16 subnormals and below, overflow, the specials
+  std::uniform_real_distribution<float> e(-30.f, 18.f);
+  for (int i = 0; i < 4000; ++i) v.push_back((rng() & 1 ? -1.f : 1.f) * std::exp2(e(rng)));
+  for (uint32_t h = 0; h < 0x7C00u; h += 37) {  // exact halves and the midpoints between them
+    const float a = f16_to_f32(uint16_t(h)), b = f16_to_f32(uint16_t(h + 1));
+    v.push_back(a);
+    v.push_back(-(a + b) / 2);
+  }
+  for (float x : {0.f, -0.f, 65504.f, 65519.f, 65520.f, 1e30f, -1e30f, 5.96e-8f, 2.98e-8f, 2.99e-8f,
+                  std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                  std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::denorm_min()})
+    v.push_back(x);
+  for (std::size_t stride : {std::size_t(1), std::size_t(3), std::size_t(224)}) {
+    for (std::size_t n : {std::size_t(1), std::size_t(15), std::size_t(16), std::size_t(64), std::size_t(70)}) {
+      for (std::size_t start = 0; start + (n - 1) * stride < v.size(); start += 16 * stride + 5) {
+        std::vector<uint8_t> got(2 * n), want(2 * n);
+        detail::f16_strided(v.data() + start, stride, n, got.data());
+        detail::f16_strided_scalar(v.data() + start, stride, n, want.data());
+        REQUIRE(got == want);
+        for (std::size_t i = 0; i < n; ++i) {
+          uint16_t h;
+          std::memcpy(&h, want.data() + 2 * i, 2);
+          REQUIRE(h == f32_to_f16(v[start + i * stride]));
+        }
+      }
+    }
+  }
 }
 
 TEST_CASE("the packer's tile kernel: 32 row pairs to 8 step pairs, the AVX-512 kernel and the scalar twin agree", "[layout]") {

@@ -56,4 +56,12 @@ void row_pairs_step_pairs8_scalar(const uint8_t* const* p0, const uint8_t* const
   row_pairs_step_pairs8_by_rows<F, PL>(p0, p1, stride, dst, off, row_pair_planes_scalar<F>);
 }
 
+// the portable twin of f16_strided (packing/targets.hpp)
+inline void f16_strided_scalar(const float* s, std::size_t stride, std::size_t n, uint8_t* out) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const uint16_t h = f32_to_f16(s[i * stride]);
+    std::memcpy(out + 2 * i, &h, 2);
+  }
+}
+
 }  // namespace lutkit::detail

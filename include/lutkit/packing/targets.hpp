@@ -35,4 +35,13 @@ void row_pairs_step_pairs8(const uint8_t* const* p0, const uint8_t* const* p1, s
   row_pairs_step_pairs8_by_rows<F, PL>(p0, p1, stride, dst, off, row_pair_planes<F>);
 }
 
+// fp16 encodings of s[0], s[stride], ..., s[(n - 1) stride] to out (2 bytes each): the AVX-512
+// gather + vcvtps2ph where the CPU has it, else f32_to_f16 one by one; the same bits
+inline void f16_strided(const float* s, std::size_t stride, std::size_t n, uint8_t* out) {
+#if defined(LUTKIT_HAVE_PACK_AVX512)
+  if (avx512::cpu_has_pack_kernel()) return avx512::f16_strided(s, stride, n, out);
+#endif
+  f16_strided_scalar(s, stride, n, out);
+}
+
 }  // namespace lutkit::detail

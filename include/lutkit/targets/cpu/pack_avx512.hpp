@@ -158,6 +158,33 @@ LUTKIT_PACK_AVX512 inline void row_pairs_step_pairs8(const uint8_t* const* p0, c
   }
 }
 
+// fp16 encodings of n floats s[0], s[stride], ... (a group's parameter of consecutive rows) to
+// out, 2 bytes each: 16 at a time by one gather and one vcvtps2ph (round to nearest even, as
+// f32_to_f16); 16 holding a NaN take f32_to_f16, whose NaN is the canonical 0x7E00
+LUTKIT_PACK_AVX512 inline void f16_strided(const float* s, std::size_t stride, std::size_t n, uint8_t* out) {
+  std::size_t i = 0;
+  if (stride <= (std::size_t(1) << 26)) {
+    const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                           _mm512_set1_epi32(int(stride)));
+    for (; i + 16 <= n; i += 16) {
+      const __m512 v = _mm512_i32gather_ps(idx, s + i * stride, 4);
+      if (_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q) != 0) {
+        for (std::size_t j = i; j < i + 16; ++j) {
+          const uint16_t h = f32_to_f16(s[j * stride]);
+          std::memcpy(out + 2 * j, &h, 2);
+        }
+        continue;
+      }
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 2 * i),
+                          _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    }
+  }
+  for (; i < n; ++i) {
+    const uint16_t h = f32_to_f16(s[i * stride]);
+    std::memcpy(out + 2 * i, &h, 2);
+  }
+}
+
 }  // namespace lutkit::detail::avx512
 #include "intrinsics_end.hpp"
 #endif
