@@ -168,11 +168,13 @@ struct XsimdOps {
   }
   static V table2(const int8_t* a, const int8_t* b) {
     V v;
-    if constexpr (kParts == 1) {
+#if defined(__AVX512BW__)
+    if constexpr (kParts == 1) {  // one 512-bit part: only avx512bw (dup128x2 exists only there)
       v.p[0] = B8(arch_ops::dup128x2(Arch{}, a, b));
-    } else {
-      for (int i = 0; i < kParts; ++i) v.p[i] = B8(arch_ops::dup128(Arch{}, i < kParts / 2 ? a : b));
+      return v;
     }
+#endif
+    for (int i = 0; i < kParts; ++i) v.p[i] = B8(arch_ops::dup128(Arch{}, i < kParts / 2 ? a : b));
     return v;
   }
   static V lookup(const V& tb, const V& idx) {
