@@ -22,6 +22,11 @@
 //   V  shr4(V v)                             16-bit lanes shifted right by 4 (the high nibbles'
 //                                            bits in each byte's low nibble)
 //   V  negate_mask(V v, uint64_t m)          byte i negated where bit i of m is set
+// or (Ops that have them, and not the above, take the side-by-side lone path below):
+//   V  steps_side_by_side(V k)               byte b of k's first 32 bytes and byte b of its last
+//                                            32 in one 16-bit lane (lane order the Ops' own)
+//   void widen_steps(W w, F& even, F& odd)   a madd over steps_side_by_side as floats: lanes of
+//                                            even b = 0, 2, .., 30 and of odd b, each in order of b
 //   W  madd(V u, V s)                        int16 lane w = u[2w]*s[2w] + u[2w+1]*s[2w+1],
 //                                            u unsigned, s signed (pmaddubsw)
 //   W  zero16(), add16(W, W); void store16(int16_t*, W)
@@ -106,6 +111,17 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
     const uint64_t d = (m ^ (m >> 31)) & 0x00000000AAAAAAAAull;
     return m ^ d ^ (d << 31);
   };
+  // Side-by-side lone path: the lone chunk looked up as before (bytes 0..31 step j, 32..63 step
+  // j + 1), then a row's two steps put in one 16-bit lane, one madd by the lone plane's weight:
+  // 2 madds and 2 adds per lone chunk instead of 4 and 4, 2 accumulators instead of 4. Even lone
+  // bytes hold rows 0..15, odd bytes rows 16..31 (lo nibbles; hi nibbles 32..63): widen_steps's
+  // even and odd floats are rows in order.
+  constexpr bool STEPS = LONE && !GATHER && requires(V v, W w, typename Ops::F f) { Ops::widen_steps(Ops::madd(v, Ops::steps_side_by_side(v)), f, f); };
+  static_assert([] {
+    for (int r = 0; r < 32; ++r)
+      if (lone_byte_of_row(r) != (r < 16 ? 2 * r : 2 * (r - 16) + 1)) return false;
+    return true;
+  }(), "lone_byte_of_row no longer puts rows 0..15 in even bytes and 16..31 in odd bytes");
   [[maybe_unused]] const V gidx = Ops::load(gb.idx);
   [[maybe_unused]] const V gw = Ops::load(gb.weight);
 
@@ -188,6 +204,29 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
             accP[n][0][1] = Ops::add16(accP[n][0][1], Ops::madd(gw, kh));
           }
         }
+      } else if constexpr (STEPS) {
+        const V raw = Ops::load(bp + S.lone_chunk_in_block(spi));
+        const V lo = Ops::lo_nibbles(raw), hi = Ops::hi_nibbles(raw);
+        const uint8_t* sg = bp + S.sign_in_block(spi);
+        for (int n = 0; n < NB; ++n) {
+          const int8_t* tp = E[n] + j * TB;
+          const auto tb = Ops::table2(tp, tp + TB);
+          V kl = Ops::lookup(tb, lo), kh = Ops::lookup(tb, hi);
+          if constexpr (S.ternary) {
+            kl = Ops::negate_if(kl, sg);
+            kh = Ops::negate_if(kh, sg + 8);
+          }
+          if constexpr (I16) {
+            accL[n][0][0] = Ops::add16(accL[n][0][0], Ops::madd(Ops::steps_side_by_side(kl), gw));
+            accL[n][0][1] = Ops::add16(accL[n][0][1], Ops::madd(Ops::steps_side_by_side(kh), gw));
+            const auto th = Ops::table2(tp + 16, tp + TB + 16);
+            accL[n][SETS - 1][0] = Ops::add16(accL[n][SETS - 1][0], Ops::madd(gw, Ops::steps_side_by_side(Ops::lookup(th, lo))));
+            accL[n][SETS - 1][1] = Ops::add16(accL[n][SETS - 1][1], Ops::madd(gw, Ops::steps_side_by_side(Ops::lookup(th, hi))));
+          } else {
+            accL[n][0][0] = Ops::add16(accL[n][0][0], Ops::madd(gw, Ops::steps_side_by_side(kl)));
+            accL[n][0][1] = Ops::add16(accL[n][0][1], Ops::madd(gw, Ops::steps_side_by_side(kh)));
+          }
+        }
       } else if constexpr (LONE) {
         const V raw = Ops::load(bp + S.lone_chunk_in_block(spi));
         const V lo = Ops::lo_nibbles(raw), hi = Ops::hi_nibbles(raw);
@@ -235,7 +274,14 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
           Ops::widen(accP[n][s][0], part[0], part[1]);
           Ops::widen(accP[n][s][1], part[2], part[3]);
         }
-        if constexpr (LONE && !GATHER) {
+        if constexpr (STEPS) {
+          for (int h = 0; h < 2; ++h) {  // lo nibbles: rows 0..15, 16..31; hi: 32..47, 48..63
+            F even, odd;
+            Ops::widen_steps(accL[n][s][h], even, odd);
+            part[2 * h] = Ops::addf(part[2 * h], even);
+            part[2 * h + 1] = Ops::addf(part[2 * h + 1], odd);
+          }
+        } else if constexpr (LONE && !GATHER) {
           for (int q = 0; q < 4; ++q) {  // lanes 0..15 and 16..31 hold the same rows (two steps)
             F lo, hi;
             Ops::widen(accL[n][s][q], lo, hi);

@@ -148,6 +148,47 @@ struct HwyOps {
     for (int i = 0; i < kParts; ++i) v.p[i] = hn::TableLookupBytes(rd(tb.p[i]), rd(idx.p[i]));
     return v;
   }
+#if HWY_TARGET == HWY_AVX2
+  // Lone chunks side by side (the body's optional steps_side_by_side / widen_steps): byte b of
+  // the first 32 bytes (step j) and byte b of the last 32 (step j + 1) share one 16-bit lane, so
+  // one madd sums a row's two steps. vpunpck{l,h}bw order: part 0 holds bytes 0..7 | 16..23,
+  // part 1 bytes 8..15 | 24..31 (per 128-bit lane).
+  static HWY_INLINE V steps_side_by_side(const V& k) {
+    V v;
+    v.p[0] = VP{_mm256_unpacklo_epi8(k.p[0].raw, k.p[1].raw)};
+    v.p[1] = VP{_mm256_unpackhi_epi8(k.p[0].raw, k.p[1].raw)};
+    return v;
+  }
+  // int16 lanes of a madd over steps_side_by_side, as floats of even bytes b = 0, 2, .., 30
+  // and of odd bytes b = 1, 3, .., 31, each in order of b
+  static HWY_INLINE void widen_steps(const W& w, F& even, F& odd) {
+    const __m256i a = w.p[0].raw, b = w.p[1].raw;
+    const __m256i ea = _mm256_srai_epi32(_mm256_slli_epi32(a, 16), 16);
+    const __m256i eb = _mm256_srai_epi32(_mm256_slli_epi32(b, 16), 16);
+    const __m256i oa = _mm256_srai_epi32(a, 16), ob = _mm256_srai_epi32(b, 16);
+    even.p[0] = FP{_mm256_cvtepi32_ps(_mm256_permute2x128_si256(ea, eb, 0x20))};
+    even.p[1] = FP{_mm256_cvtepi32_ps(_mm256_permute2x128_si256(ea, eb, 0x31))};
+    odd.p[0] = FP{_mm256_cvtepi32_ps(_mm256_permute2x128_si256(oa, ob, 0x20))};
+    odd.p[1] = FP{_mm256_cvtepi32_ps(_mm256_permute2x128_si256(oa, ob, 0x31))};
+  }
+#endif
+#if HWY_TARGET == HWY_AVX2
+  // byte i's mask bit t = bits[i / 8] & (1 << i % 8); t + 0x7F is negative exactly when it is
+  // set, so one vpsignb negates (4 ops a part; the mask, then subtract and blend, take 6)
+  static HWY_INLINE V negate_if(V v, const uint8_t* bits) {
+    const __m256i rep = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3,
+                                         3, 3, 3, 3, 3, 3);
+    const __m256i bit = _mm256_set1_epi64x(int64_t(0x8040201008040201ull));
+    const __m256i bias = _mm256_set1_epi8(0x7F);
+    for (int i = 0; i < kParts; ++i) {
+      uint32_t m;
+      std::memcpy(&m, bits + 4 * i, 4);
+      const __m256i t = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32(int(m)), rep), bit);
+      v.p[i] = VP{_mm256_sign_epi8(v.p[i].raw, _mm256_add_epi8(t, bias))};
+    }
+    return v;
+  }
+#else
   static HWY_INLINE V negate_if(V v, const uint8_t* bits) {
     for (int i = 0; i < kParts; ++i) {
       const auto m = hn::LoadMaskBits(D(), bits + i * (kPartBytes / 8));
@@ -155,6 +196,7 @@ struct HwyOps {
     }
     return v;
   }
+#endif
   static HWY_INLINE WP madd_part(VP u, VP s) {
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
     return WP{_mm512_maddubs_epi16(u.raw, s.raw)};
