@@ -143,11 +143,11 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
       }
     }
     W accP[NB][SETS][2];
-    W accL[NB][SETS][4];
+    W accL[NB][SETS][STEPS ? 2 : 4];
     for (int n = 0; n < NB; ++n)
       for (int s = 0; s < SETS; ++s) {
         for (int i = 0; i < 2; ++i) accP[n][s][i] = Ops::zero16();
-        for (int i = 0; i < 4; ++i) accL[n][s][i] = Ops::zero16();
+        for (int i = 0; i < (STEPS ? 2 : 4); ++i) accL[n][s][i] = Ops::zero16();
       }
     const uint8_t* bp = a.data + L.block_offset(t, blk);
     const std::size_t sp0 = blk * std::size_t(S.step_pairs_per_block());
@@ -264,43 +264,44 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
     // path adds into the paired accumulators (exact in int16: a row's sum over the block, all
     // planes, is within max_abs_acc16 <= 32767).
     constexpr bool HAS_P = PP > 0 || GATHER;
+    // One half (h: lo-nibble rows 0..31, hi-nibble rows 32..63) at a time, in named locals: arrays
+    // of multi-part F made GCC copy AVX2 halves through general registers (W2 in L1: 42% of the
+    // kernel in this epilogue).
     for (int n = 0; n < NB; ++n) {
-      F rows[4];
-      for (int q = 0; q < 4; ++q) rows[q] = Ops::setf(0.f);
-      for (int s = 0; s < SETS; ++s) {
-        F part[4];
-        for (int q = 0; q < 4; ++q) part[q] = Ops::setf(0.f);
-        if constexpr (HAS_P) {
-          Ops::widen(accP[n][s][0], part[0], part[1]);
-          Ops::widen(accP[n][s][1], part[2], part[3]);
-        }
-        if constexpr (STEPS) {
-          for (int h = 0; h < 2; ++h) {  // lo nibbles: rows 0..15, 16..31; hi: 32..47, 48..63
-            F even, odd;
-            Ops::widen_steps(accL[n][s][h], even, odd);
-            part[2 * h] = Ops::addf(part[2 * h], even);
-            part[2 * h + 1] = Ops::addf(part[2 * h + 1], odd);
-          }
-        } else if constexpr (LONE && !GATHER) {
-          for (int q = 0; q < 4; ++q) {  // lanes 0..15 and 16..31 hold the same rows (two steps)
-            F lo, hi;
-            Ops::widen(accL[n][s][q], lo, hi);
-            part[q] = Ops::addf(part[q], Ops::addf(lo, hi));
-          }
-        }
-        if (s == 0) {
-          for (int q = 0; q < 4; ++q) rows[q] = part[q];
-        } else {  // int16 entries: the high-byte set weighs 256
-          const F wgt = Ops::setf(256.f);
-          for (int q = 0; q < 4; ++q) rows[q] = Ops::fmaf(part[q], wgt, rows[q]);
-        }
-      }
       const F ts = Ops::setf(TS[n][blk]), sx = Ops::setf(XS[n][blk]);
       float* an = acc + n * R;
-      for (int q = 0; q < 4; ++q) {
-        const F bias = S.asymmetric ? Ops::mulf(Ops::loadf(z32 + 16 * q), sx) : Ops::setf(z_sym * XS[n][blk]);
-        const F val = Ops::fmaf(rows[q], ts, bias);
-        Ops::storef(an + 16 * q, Ops::fmaf(Ops::loadf(s32 + 16 * q), val, Ops::loadf(an + 16 * q)));
+      for (int h = 0; h < 2; ++h) {
+        F r0 = Ops::setf(0.f), r1 = Ops::setf(0.f);  // rows 32h + 0..15, 32h + 16..31
+        for (int s = 0; s < SETS; ++s) {
+          F p0 = Ops::setf(0.f), p1 = Ops::setf(0.f);
+          if constexpr (HAS_P) Ops::widen(accP[n][s][h], p0, p1);
+          if constexpr (STEPS) {
+            F even, odd;
+            Ops::widen_steps(accL[n][s][h], even, odd);
+            p0 = Ops::addf(p0, even);
+            p1 = Ops::addf(p1, odd);
+          } else if constexpr (LONE && !GATHER) {  // lanes 0..15 and 16..31: the same rows, two steps
+            F lo, hi;
+            Ops::widen(accL[n][s][2 * h], lo, hi);
+            p0 = Ops::addf(p0, Ops::addf(lo, hi));
+            Ops::widen(accL[n][s][2 * h + 1], lo, hi);
+            p1 = Ops::addf(p1, Ops::addf(lo, hi));
+          }
+          if (s == 0) {
+            r0 = p0;
+            r1 = p1;
+          } else {  // int16 entries: the high-byte set weighs 256
+            const F wgt = Ops::setf(256.f);
+            r0 = Ops::fmaf(p0, wgt, r0);
+            r1 = Ops::fmaf(p1, wgt, r1);
+          }
+        }
+        for (int i = 0; i < 2; ++i) {
+          const int q = 2 * h + i;
+          const F bias = S.asymmetric ? Ops::mulf(Ops::loadf(z32 + 16 * q), sx) : Ops::setf(z_sym * XS[n][blk]);
+          const F val = Ops::fmaf(i == 0 ? r0 : r1, ts, bias);
+          Ops::storef(an + 16 * q, Ops::fmaf(Ops::loadf(s32 + 16 * q), val, Ops::loadf(an + 16 * q)));
+        }
       }
     }
   }
