@@ -32,7 +32,9 @@ run_ctest() {
   total=$(grep -o 'out of [0-9]*' "$dir/ctest-$label.log" | tail -1 | awk '{print $3}')
   # a suite built for an ISA this CPU lacks (lutkit_xsimd_avx512_tests) reports Skipped
   skipped=$(grep -c '(Skipped)' "$dir/ctest-$label.log" || true)
-  summary+=("$label: $((cases + total - suites - skipped)) passed, 0 failed$([ "$skipped" -gt 0 ] && echo ", $skipped skipped (ISA not on this CPU)"))")
+  local line="$label: $((cases + total - suites - skipped)) passed, 0 failed"
+  if [ "$skipped" -gt 0 ]; then line+=", $skipped skipped (ISA not on this CPU)"; fi
+  summary+=("$line")
 }
 
 echo "== host: Release build (tests, benchmarks built but not run, examples)"
