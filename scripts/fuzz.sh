@@ -16,13 +16,11 @@ cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=Release -DLUTKIT_FUZZ=ON \
   -DCMAKE_CXX_COMPILER=clang++-19 -DCMAKE_CXX_FLAGS_RELEASE="-O1" >/dev/null
 cmake --build build/fuzz -j "${LUTKIT_JOBS:-2}"
 
-status=0
-for t in "${targets[@]}"; do
-  work=build/fuzz/corpus/$t
+# fuzz_one <target>: one libFuzzer run; prints its line, returns 1 on a finding
+fuzz_one() {
+  local t=$1 work=build/fuzz/corpus/$1 log=build/fuzz/$1.log
   rm -rf "$work" "build/fuzz/crashes/$t"
   mkdir -p "$work" "build/fuzz/crashes/$t"
-  ./build/fuzz/tests/fuzz/lutkit_fuzz_make_seeds build/fuzz/seeds >/dev/null
-  log=build/fuzz/$t.log
   # -rss_limit_mb / -malloc_limit_mb: a hostile shape must never turn into a huge allocation
   # new inputs go to $work; the committed corpus and the fresh seeds are read
   if ./build/fuzz/tests/fuzz/lutkit_fuzz_$t "$work" -max_total_time="$seconds" -rss_limit_mb=2048 \
@@ -33,7 +31,22 @@ for t in "${targets[@]}"; do
   else
     echo "fuzz $t: FINDING (log: $log, input in build/fuzz/crashes/$t/)"
     tail -40 "$log"
-    status=1
+    return 1
   fi
+}
+
+# the targets run LUTKIT_JOBS (default 2) at a time, each for its full time on a core of its own
+./build/fuzz/tests/fuzz/lutkit_fuzz_make_seeds build/fuzz/seeds >/dev/null
+parallel="${LUTKIT_JOBS:-2}"
+status=0
+pids=()
+for t in "${targets[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$parallel" ]; do sleep 1; done
+  fuzz_one "$t" >"build/fuzz/$t.result" 2>&1 &
+  pids+=($!)
+done
+for i in "${!targets[@]}"; do
+  wait "${pids[$i]}" || status=1
+  cat "build/fuzz/${targets[$i]}.result"
 done
 exit $status

@@ -12,35 +12,33 @@
 #              under qemu-hexagon against vectors the host build writes; the ISA checks (vlut16, vgather)
 #              and the packet proxy (scripts/isa_proxy.py)
 #   fuzz       every libFuzzer target for LUTKIT_FUZZ_SECONDS (default 60) each
-# and closes with one line per target: "<target>: N passed, M failed" (N counts Catch2 test cases
-# plus the other ctest tests; a suite for an ISA the CPU lacks is counted as skipped).
+# Each build's tests run in one ctest, LUTKIT_JOBS (default 2) at a time (the emulated suites
+# longest first), and the fuzz targets two at a time. The script closes with one line per target,
+# "<target>: N passed, M failed" (N counts Catch2 test cases plus the other ctest tests; a suite
+# for an ISA the CPU lacks is counted as skipped).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh fuzz arm hexagon
 jobs="${LUTKIT_JOBS:-2}"
 summary=()
 
-# run_ctest <label> <build dir> [ctest args...]: runs, then records "<label>: N passed, 0 failed"
+# run_ctest <build dir> <label>=<test name regex>... [-- ctest args...]: one ctest run, $jobs tests
+# at a time, then one summary line per label (scripts/ctest_summary.py): "<label>: N passed, 0 failed"
 run_ctest() {
-  local label=$1 dir=$2
-  shift 2
-  ctest --test-dir "$dir" --output-on-failure "$@" | tee "$dir/ctest-$label.log"
-  local log="$dir/Testing/Temporary/LastTest.log"
-  local cases suites total skipped
-  cases=$(grep -o 'in [0-9]* test cases' "$log" | awk '{s += $2} END {print s + 0}')
-  suites=$(grep -c 'in [0-9]* test cases' "$log" || true)
-  total=$(grep -o 'out of [0-9]*' "$dir/ctest-$label.log" | tail -1 | awk '{print $3}')
-  # a suite built for an ISA this CPU lacks (lutkit_xsimd_avx512_tests) reports Skipped
-  skipped=$(grep -c '(Skipped)' "$dir/ctest-$label.log" || true)
-  local line="$label: $((cases + total - suites - skipped)) passed, 0 failed"
-  if [ "$skipped" -gt 0 ]; then line+=", $skipped skipped (ISA not on this CPU)"; fi
-  summary+=("$line")
+  local dir=$1 labels=()
+  shift
+  while [ $# -gt 0 ] && [ "$1" != "--" ]; do labels+=("$1"); shift; done
+  [ $# -gt 0 ] && shift
+  ctest --test-dir "$dir" --output-on-failure -j "$jobs" "$@" | tee "$dir/ctest.log"
+  local lines
+  lines=$(python3 scripts/ctest_summary.py "$dir" "$dir/ctest.log" "${labels[@]}") || { echo "$lines" >&2; return 1; }
+  mapfile -t -O "${#summary[@]}" summary <<<"$lines"
 }
 
 echo "== host: Release build (tests, benchmarks built but not run, examples)"
 cmake -S . -B build/test -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build/test -j "$jobs"
-run_ctest host build/test
+run_ctest build/test host=.
 
 echo "== host-asan: ASan + UBSan build"
 # -O1, and Highway's AVX3 and AVX2 targets plus the scalar fallback (the Release suite above
@@ -49,7 +47,7 @@ cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Release -DLUTKIT_SANITIZE=O
   -DCMAKE_CXX_FLAGS_RELEASE="-O1" -DLUTKIT_BUILD_BENCHMARKS=OFF -DLUTKIT_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build build/asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  run_ctest host-asan build/asan
+  run_ctest build/asan host-asan=.
 
 echo "== aarch64: clang-19 cross build, run under qemu-aarch64"
 # (the SME kernels are in this build: compiled with target("sme"), chosen at run time)
@@ -57,10 +55,7 @@ cmake -S . -B build/aarch64 -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/aarch64-linux.cmake \
   -DLUTKIT_BUILD_BENCHMARKS=OFF -DLUTKIT_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build build/aarch64 -j "$jobs"
-run_ctest aarch64-neon build/aarch64 -E '@sme|@sve'
-run_ctest aarch64-sve256 build/aarch64 -R '@sve256'
-run_ctest sme128 build/aarch64 -R '@sme128'
-run_ctest sme512 build/aarch64 -R '@sme512'
+run_ctest build/aarch64 'aarch64-neon=^(?!.*@s[mv]e)' aarch64-sve256=@sve256 sme128=@sme128 sme512=@sme512
 
 echo "== hvx-v67: clang-19 cross build for Hexagon v67 HVX-128, run under qemu-hexagon"
 # the host Release build above wrote the vectors (target lutkit_hvx_vectors)
@@ -68,7 +63,7 @@ cmake -S . -B build/hvx -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/hexagon-v67-hvx128.cmake \
   -DLUTKIT_HVX_VECTORS="$PWD/build/test/hvx_vectors.bin" >/dev/null
 cmake --build build/hvx -j "$jobs"
-run_ctest hvx-v67 build/hvx
+run_ctest build/hvx hvx-v67=.
 scripts/hvx_proxy.sh build/hvx/tests/hvx/lutkit_hvx_tests
 
 echo "== fuzz: libFuzzer + ASan + UBSan, ${LUTKIT_FUZZ_SECONDS:-60} s per target"
