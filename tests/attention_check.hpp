@@ -33,6 +33,27 @@ inline bool avx512_available() {
   }
 }
 
+inline bool avx2_available() {
+  try {
+    (void)detail::att_kernels_for(attention_backend::avx2);
+    return true;
+  } catch (const lutkit::error&) {
+    return false;
+  }
+}
+
+// The SIMD backend of randomized iteration `it`: `best` (AVX-512 where the CPU has it), and every
+// other iteration the AVX2 step where the CPU has AVX2 (on an AVX2-only CPU both are the AVX2 step).
+inline attention_backend simd_backend(int it) {
+  return it % 2 == 1 && avx2_available() ? attention_backend::avx2 : attention_backend::best;
+}
+// Every backend this CPU runs: the portable one, the best, and the AVX2 step.
+inline std::vector<attention_backend> all_backends() {
+  std::vector<attention_backend> b{attention_backend::generic, attention_backend::best};
+  if (avx2_available()) b.push_back(attention_backend::avx2);
+  return b;
+}
+
 // A KV cache in storage type t, head-major or token-major, with padding in its strides.
 struct kv_store {
   kv_type type;

@@ -45,7 +45,8 @@ attention_options opts_of(const prefill_case& c) {
 
 bool uses_bf16(const prefill_case& c) {
   const bool dims = c.d == 64 || c.d == 128 || c.d == 256;
-  return c.backend != attention_backend::generic && dims && avx512_available() && c.len > 0;
+  const bool packed_backend = c.backend == attention_backend::best || c.backend == attention_backend::avx512;
+  return packed_backend && dims && avx512_available() && c.len > 0;
 }
 
 double run_prefill_case(const prefill_case& c, uint64_t seed, thread_pool* pool = nullptr,
@@ -146,7 +147,7 @@ TEST_CASE("attention prefill: random shapes, both backends, against the referenc
   std::mt19937_64 rng(20261123);
   double worst = 0;
   for (int it = 0; it < lutkit_test::scaled_cases(120); ++it) {
-    const attention_backend be = it % 3 == 0 ? attention_backend::generic : attention_backend::best;
+    const attention_backend be = it % 3 == 0 ? attention_backend::generic : simd_backend(it / 3);
     const prefill_case c = random_case(rng, be);
     worst = std::max(worst, run_prefill_case(c, 1000 + uint64_t(it)));
   }
@@ -156,7 +157,7 @@ TEST_CASE("attention prefill: random shapes, both backends, against the referenc
 TEST_CASE("attention prefill: window edges p - w and p - w + 1", "[attention]") {
   // K = 0: every visible key has the same weight; V[k] = position k in every channel: the output
   // is the mean of the visible positions, (max(0, p - w + 1) + p) / 2 exactly.
-  for (auto be : {attention_backend::generic, attention_backend::best})
+  for (auto be : all_backends())
     for (std::size_t w : {1, 2, 7, 64, 65}) {
       const std::size_t d = 64, len = 200, n_q = 50;
       const int64_t pos0 = 150;
@@ -184,7 +185,7 @@ TEST_CASE("attention prefill: window edges p - w and p - w + 1", "[attention]") 
 }
 
 TEST_CASE("attention: fully masked rows give 0 and lse -inf", "[attention]") {
-  for (auto be : {attention_backend::generic, attention_backend::best}) {
+  for (auto be : all_backends()) {
     const std::size_t d = 128, n_q = 4;
     std::mt19937_64 rng(3);
     kv_store kv;
@@ -224,7 +225,7 @@ TEST_CASE("attention: large logits (|q.k| ~ 1e4 before scale)", "[attention]") {
   double worst = 0;
   for (int it = 0; it < lutkit_test::scaled_cases(12); ++it) {
     prefill_case c{8, 2, it % 2 ? 128u : 64u, 17, 300, 250, kv_type(it % 3), mask_kind(it % 3), 100, it % 2 == 0, 0.f,
-                   false, exp_kind(it / 6), it % 4 == 3 ? attention_backend::generic : attention_backend::best};
+                   false, exp_kind(it / 6), it % 4 == 3 ? attention_backend::generic : simd_backend(it)};
     c.len = c.mask == mask_kind::none ? 300 : 267;
     worst = std::max(worst, run_prefill_case(c, 77 + uint64_t(it), nullptr, nullptr, 900.f, true));
   }
@@ -313,7 +314,7 @@ TEST_CASE("attention decode: split-KV merge against the reference and the unspli
       o.mask = mask_kind::window;
       o.window = 1 + len / 3;
     }
-    o.backend = it % 4 == 2 ? attention_backend::generic : attention_backend::best;
+    o.backend = it % 4 == 2 ? attention_backend::generic : simd_backend(it);
     const auto q = randn(rng, hq * d);
     std::vector<float> out(hq * d), lse(hq);
     attention_decode(o, q.data(), kv.view, out.data(), lse.data());
@@ -384,7 +385,7 @@ TEST_CASE("attention decode: batched sequences sharing a prefix", "[attention]")
       o.mask = mask_kind::window;
       o.window = 300;
     }
-    o.backend = it % 5 == 4 ? attention_backend::generic : attention_backend::best;
+    o.backend = it % 5 == 4 ? attention_backend::generic : simd_backend(it);
     for (std::size_t b = 0; b < n_seq; ++b) {
       make_kv(own[b], rng, t, (b * 7) % 40, hkv, d, b % 2 == 0);
       q[b] = randn(rng, hq * d);
@@ -483,5 +484,10 @@ TEST_CASE("attention: bad input gives a clear error", "[attention]") {
     auto o6 = o;
     o6.backend = attention_backend::avx512;
     REQUIRE_THROWS_AS(attention_prefill(o6, q.data(), 2, 3, kv, out.data()), lutkit::error);
+  }
+  if (!avx2_available()) {
+    auto o7 = o;
+    o7.backend = attention_backend::avx2;
+    REQUIRE_THROWS_AS(attention_decode(o7, q.data(), kv, out.data()), lutkit::error);
   }
 }

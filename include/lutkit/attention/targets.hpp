@@ -7,14 +7,16 @@
 #include "microkernel.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include "../targets/cpu/attention_avx2.hpp"
 #include "../targets/cpu/attention_avx512.hpp"
 #endif
 
 namespace lutkit {
 
-// Which kernels run: the best the CPU has, the portable C++ ones, or AVX-512 (an error if the
-// CPU lacks AVX-512 F/BW/BF16 or F16C).
-enum class attention_backend { best, generic, avx512 };
+// Which kernels run: the best the CPU has (AVX-512, else AVX2, else the portable C++ ones), the
+// portable ones, AVX-512 (an error if the CPU lacks AVX-512 F/BW/BF16 or F16C) or AVX2 (the
+// decode step; an error if the CPU lacks AVX2 / FMA / F16C).
+enum class attention_backend { best, generic, avx512, avx2 };
 
 namespace detail {
 inline const att_kernel_set& att_kernels_for(attention_backend b) {
@@ -26,6 +28,15 @@ inline const att_kernel_set& att_kernels_for(attention_backend b) {
   if (b == attention_backend::best && avx512_att::cpu_supported()) return avx512_att::kernels();
 #else
   require(b != attention_backend::avx512, "attention: AVX-512 kernels are not compiled for this target");
+#endif
+#if defined(LUTKIT_HAVE_AVX2_ATT)
+  if (b == attention_backend::avx2) {
+    require(avx2_att::cpu_supported(), "attention: this CPU lacks AVX2 / FMA / F16C");
+    return avx2_att::kernels();
+  }
+  if (b == attention_backend::best && avx2_att::cpu_supported()) return avx2_att::kernels();
+#else
+  require(b != attention_backend::avx2, "attention: AVX2 kernels are not compiled for this target");
 #endif
   return generic_att_kernels();
 }
