@@ -16,10 +16,15 @@
 namespace sampling_test {
 using namespace lutkit;
 
+// the portable kernels, the best the CPU has, and the AVX2 ones where they are not the best
 inline std::vector<sampling_backend> backends() {
   std::vector<sampling_backend> b{sampling_backend::portable};
-  if (&detail::sampling_kernels_for(sampling_backend::best) != &detail::portable_sampling_kernels())
-    b.push_back(sampling_backend::best);
+  const auto* best = &detail::sampling_kernels_for(sampling_backend::best);
+  if (best != &detail::portable_sampling_kernels()) b.push_back(sampling_backend::best);
+#if defined(LUTKIT_HAVE_AVX2_SAMPLING)
+  if (detail::avx2_sampling::cpu_supported() && best != &detail::avx2_sampling::kernels())
+    b.push_back(sampling_backend::avx2);
+#endif
   return b;
 }
 inline const char* backend_name(sampling_backend b) { return detail::sampling_kernels_for(b).name; }

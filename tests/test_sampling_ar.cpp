@@ -4,6 +4,8 @@
 #include <cstring>
 #include <set>
 
+#include "scaled_cases.hpp"
+
 #include "sampling_common.hpp"
 
 using namespace lutkit;
@@ -287,4 +289,95 @@ TEST_CASE("ar: bad parameters are clear errors", "[sampling][ar]") {
   ps.assign(2, ar_params{});
   CHECK_THROWS_WITH(ar_sample(lv, ps.data(), nullptr), Catch::Contains("null"));
   CHECK_THROWS_WITH(ar_sample(logits_view::f32(lg.data(), 0, 10), ps.data(), t.data()), Catch::Contains("no rows"));
+}
+
+TEST_CASE("sampling kernels: every SIMD set against the portable one, ragged lengths, NaN / -inf / ties", "[sampling]") {
+  // max / argmax / second max, selections and counts: the same values and indices; exp sums
+  // within the polynomial's and the summation order's error (relative 2e-6 here: a vector sum of
+  // n / 8 + 3 terms per lane against the portable 16 partial sums, both of positive terms; the
+  // portable threshold masses are single running sums, count * u more);
+  // Gumbel-max: an index whose portable y is within 1e-5 (absolute, |y| < 200) of the best
+  const auto& ref = detail::portable_sampling_kernels();
+  std::mt19937_64 rng(20261125);
+  for (const auto be : backends()) {
+    if (be == sampling_backend::portable) continue;
+    const auto& ks = detail::sampling_kernels_for(be);
+    INFO("backend " << ks.name);
+    for (int it = 0; it < lutkit_test::scaled_cases(400); ++it) {
+      const std::size_t n = 1 + rng() % (it % 4 == 0 ? 40 : 1300);
+      const uint32_t base = uint32_t(rng() % 100000);
+      const auto d = random_logits(rng, logit_type::f32, 1, n);
+      const float* x = d.f.data();
+      INFO("it " << it << " n " << n);
+      float mx = -std::numeric_limits<float>::infinity();
+      for (std::size_t i = 0; i < n; ++i)
+        if (x[i] == x[i] && x[i] > mx) mx = x[i];
+      // max / argmax / second max, from a fresh state and from one with an earlier maximum
+      for (int mode = 0; mode < 4; ++mode) {
+        const bool top2 = mode & 1, with_b = mode & 2;
+        detail::max_state a, b;
+        if (it % 3 == 0) a.m1 = b.m1 = a.m2 = b.m2 = 0.5f, a.i1 = b.i1 = 7;
+        std::vector<float> ba((n + detail::ar_block - 1) / detail::ar_block + 1, 1.f), bb = ba;
+        ref.max_argmax(x, n, base, top2, a, with_b ? ba.data() : nullptr, nullptr, 0);
+        ks.max_argmax(x, n, base, top2, b, with_b ? bb.data() : nullptr, nullptr, 0);
+        CHECK(a.m1 == b.m1);
+        CHECK(a.i1 == b.i1);
+        if (top2) CHECK(a.m2 == b.m2);
+        if (with_b) CHECK(ba == bb);
+      }
+      if (mx == -std::numeric_limits<float>::infinity()) continue;
+      const float beta = it % 2 ? 1.f : 0.37f;
+      float ea = 0.f, eb = 0.f;
+      const float sa = ref.sum_exp(x, n, mx, beta, &ea, nullptr, 0);
+      const float sb = ks.sum_exp(x, n, mx, beta, &eb, x, n * sizeof(float));
+      CHECK(std::fabs(double(sa) - double(sb)) <= 2e-6 * double(sa));
+      CHECK(std::fabs(double(ea) - double(eb)) <= 2e-6 * std::fabs(double(ea)) + 1e-30);
+      {
+        detail::max_state a, b;
+        const float fa = ref.max_sum_exp(x, n, base, it % 2 == 0, a, mx, beta, nullptr, nullptr, 0);
+        const float fb = ks.max_sum_exp(x, n, base, it % 2 == 0, b, mx, beta, nullptr, x, n * sizeof(float));
+        CHECK(std::fabs(double(fa) - double(fb)) <= 2e-6 * double(fa));
+        CHECK(a.m1 == b.m1);
+        CHECK(a.i1 == b.i1);
+        if (it % 2 == 0) CHECK(a.m2 == b.m2);
+      }
+      {
+        const detail::rng_key key{uint32_t(rng()), uint32_t(rng())};
+        float ya = -std::numeric_limits<float>::infinity(), yb = ya;
+        uint32_t ia = detail::no_index, ib = ia;
+        ref.gumbel_argmax(x, n, base, key, beta, ya, ia);
+        ks.gumbel_argmax(x, n, base, key, beta, yb, ib);
+        REQUIRE(ib != detail::no_index);
+        REQUIRE(ib >= base);
+        REQUIRE(ib < base + n);
+        const float yi = x[ib - base] * beta + detail::portable_sampling::gumbel(key, ib);
+        CHECK(yi >= ya - 1e-5f);
+        CHECK(std::fabs(yb - ya) <= 1e-5f);
+      }
+      {
+        float t[detail::mass_thresholds];
+        for (auto& v : t) v = x[rng() % n] == x[rng() % n] ? mx - float(rng() % 8) : mx - 6.f;
+        for (auto& v : t)
+          if (!(v == v)) v = mx;
+        std::sort(t, t + detail::mass_thresholds);
+        double ma[detail::mass_thresholds] = {}, mb[detail::mass_thresholds] = {};
+        uint64_t ca[detail::mass_thresholds] = {}, cb[detail::mass_thresholds] = {};
+        ref.mass_ge(x, n, mx, beta, t, ma, ca);
+        ks.mass_ge(x, n, mx, beta, t, mb, cb);
+        for (int j = 0; j < detail::mass_thresholds; ++j) {
+          CHECK(ca[j] == cb[j]);
+          // (the portable mass is one running float sum: (count - 1) u of it on top)
+          CHECK(std::fabs(ma[j] - mb[j]) <= (2e-6 + double(ca[j]) * u24) * ma[j]);
+        }
+        std::vector<uint32_t> ixa(n), ixb(n);
+        std::vector<float> va(n), vb(n);
+        const std::size_t na = ref.collect_ge(x, n, base, t[3], ixa.data(), va.data());
+        const std::size_t nb = ks.collect_ge(x, n, base, t[3], ixb.data(), vb.data());
+        REQUIRE(na == nb);
+        ixa.resize(na), ixb.resize(nb), va.resize(na), vb.resize(nb);
+        CHECK(ixa == ixb);
+        CHECK(va == vb);
+      }
+    }
+  }
 }
