@@ -452,7 +452,7 @@ TEST_CASE("llama.cpp blocks packed in place: the importers' errors, and a blob o
   CHECK_THROWS_WITH(pack_q8_0<Q8>(b8.data(), M, K, b8.size()), Catch::Matchers::Contains("(row 3)"));
 }
 
-TEST_CASE("the packer's row-pair planes: the AVX-512 kernel and the scalar twin agree, every code form", "[layout]") {
+TEST_CASE("the packer's row-pair planes: the AVX-512 and AVX2 kernels and the scalar twin agree, every code form", "[layout]") {
   std::mt19937_64 rng(23);
   auto check = [&]<detail::code_form F>(std::size_t stride) {
     for (int c = 0; c < 200; ++c) {
@@ -464,6 +464,12 @@ TEST_CASE("the packer's row-pair planes: the AVX-512 kernel and the scalar twin 
       detail::row_pair_planes_scalar<F>(a.data(), pad ? nullptr : b.data(), stride, want);
       detail::row_pair_planes<F>(a.data(), pad ? nullptr : b.data(), stride, got);
       REQUIRE(std::memcmp(want, got, sizeof want) == 0);
+#if defined(LUTKIT_HAVE_PACK_AVX2)
+      if (detail::avx2_pack::cpu_has_pack_kernel()) {  // (also where the dispatched kernel is AVX-512's)
+        detail::avx2_pack::row_pair_planes<F>(a.data(), pad ? nullptr : b.data(), stride, got);
+        REQUIRE(std::memcmp(want, got, sizeof want) == 0);
+      }
+#endif
       // the scalar twin against the definition: bit i of a nibble is code 4 (2 j + s) + i's bit p
       uint8_t codes[2][64];
       for (int r = 0; r < 2; ++r)
@@ -514,6 +520,12 @@ TEST_CASE("the packer's strided fp16 encoding: the dispatched kernel = f32_to_f1
         detail::f16_strided(v.data() + start, stride, n, got.data());
         detail::f16_strided_scalar(v.data() + start, stride, n, want.data());
         REQUIRE(got == want);
+#if defined(LUTKIT_HAVE_PACK_AVX2)
+        if (detail::avx2_pack::cpu_has_pack_kernel()) {
+          detail::avx2_pack::f16_strided(v.data() + start, stride, n, got.data());
+          REQUIRE(got == want);
+        }
+#endif
         for (std::size_t i = 0; i < n; ++i) {
           uint16_t h;
           std::memcpy(&h, want.data() + 2 * i, 2);

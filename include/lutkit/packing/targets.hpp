@@ -1,6 +1,7 @@
 // lutkit — the packing family's registration point: the ONE place the packer reaches a target
 // folder. row_pair_planes runs the AVX-512 + GFNI kernel where the build and the CPU have it,
-// else the portable one (portable_kernel.hpp); both give the same bytes (tests/test_layout.cpp).
+// else the AVX2 one, else the portable one (portable_kernel.hpp); all give the same bytes
+// (tests/test_layout.cpp).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -9,6 +10,7 @@
 #include "portable_kernel.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include "../targets/cpu/pack_avx2.hpp"
 #include "../targets/cpu/pack_avx512.hpp"
 #endif
 
@@ -19,11 +21,14 @@ void row_pair_planes(const uint8_t* p0, const uint8_t* p1, std::size_t stride, u
 #if defined(LUTKIT_HAVE_PACK_AVX512)
   if (avx512::cpu_has_pack_kernel()) return avx512::row_pair_planes<F>(p0, p1, stride, out);
 #endif
+#if defined(LUTKIT_HAVE_PACK_AVX2)
+  if (avx2_pack::cpu_has_pack_kernel()) return avx2_pack::row_pair_planes<F>(p0, p1, stride, out);
+#endif
   row_pair_planes_scalar<F>(p0, p1, stride, out);
 }
 
 // row_pairs_step_pairs8 (portable_kernel.hpp): the AVX-512 kernel for 4 and 8 planes, else row
-// pair by row pair through row_pair_planes above (2 planes: each row pair's planes by GFNI where
+// pair by row pair through row_pair_planes above (each row pair's planes by GFNI or AVX2 where
 // the CPU has it, stored 16 bits at a time)
 template <code_form F, int PL>
 void row_pairs_step_pairs8(const uint8_t* const* p0, const uint8_t* const* p1, std::size_t stride,
@@ -36,10 +41,13 @@ void row_pairs_step_pairs8(const uint8_t* const* p0, const uint8_t* const* p1, s
 }
 
 // fp16 encodings of s[0], s[stride], ..., s[(n - 1) stride] to out (2 bytes each): the AVX-512
-// gather + vcvtps2ph where the CPU has it, else f32_to_f16 one by one; the same bits
+// or AVX2 gather + vcvtps2ph where the CPU has it, else f32_to_f16 one by one; the same bits
 inline void f16_strided(const float* s, std::size_t stride, std::size_t n, uint8_t* out) {
 #if defined(LUTKIT_HAVE_PACK_AVX512)
   if (avx512::cpu_has_pack_kernel()) return avx512::f16_strided(s, stride, n, out);
+#endif
+#if defined(LUTKIT_HAVE_PACK_AVX2)
+  if (avx2_pack::cpu_has_pack_kernel()) return avx2_pack::f16_strided(s, stride, n, out);
 #endif
   f16_strided_scalar(s, stride, n, out);
 }

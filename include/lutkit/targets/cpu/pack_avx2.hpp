@@ -1,0 +1,107 @@
+// lutkit — the packer's micro-kernels on AVX2 (CPUs without AVX-512 + GFNI): the bit planes of
+// a row pair's 64 codes and the strided fp16 encoding. A row pair's codes are regrouped so that
+// each qword holds the 4 codes of one step of row r (bytes 0..3) and of row r + 32 (bytes 4..7);
+// an 8 x 8 bit transpose of that qword (three shift / xor / mask rounds, 4 qwords per vector)
+// is then the 8 plane bytes of the step, already in the layout's nibble order. Chosen at run time
+// by packing/targets.hpp; the portable kernel (packing/portable_kernel.hpp) gives the same bytes.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "../../core/half.hpp"
+#include "../../quant/quant.hpp"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include "intrinsics_begin.hpp"
+#define LUTKIT_HAVE_PACK_AVX2 1
+#define LUTKIT_PACK_AVX2 __attribute__((target("avx2,f16c")))
+
+namespace lutkit::detail::avx2_pack {
+
+inline bool cpu_has_pack_kernel() {
+  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+  return ok;
+}
+
+// 64 codes (byte i of c0: code i, of c1: code 32 + i) stored at p in form F (quant.hpp, code_form)
+template <code_form F>
+LUTKIT_PACK_AVX2 inline void load_codes64(const uint8_t* p, std::size_t stride, __m256i& c0, __m256i& c1) {
+  if constexpr (F == code_form::bytes) {
+    c0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    c1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32));
+  } else if constexpr (F == code_form::ggml_nibbles) {
+    // a block's 16 bytes: the low nibbles are its codes 0..15, the high ones 16..31
+    const __m128i lo = _mm_set1_epi8(0x0F);
+    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + stride));
+    c0 = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(a, 4), lo), _mm_and_si128(a, lo));
+    c1 = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4), lo), _mm_and_si128(b, lo));
+  } else {
+    const __m256i flip = _mm256_set1_epi8(char(0x80));
+    c0 = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)), flip);
+    c1 = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + stride)), flip);
+  }
+}
+
+// every qword x as an 8 x 8 bit matrix (byte = row, bit = column), transposed: byte p, bit i of
+// the result = bit p of byte i (2 x 2, 4 x 4 and 8 x 8 block swaps)
+LUTKIT_PACK_AVX2 inline __m256i transpose_bits8x8(__m256i x) {
+  __m256i t = _mm256_and_si256(_mm256_xor_si256(x, _mm256_srli_epi64(x, 7)), _mm256_set1_epi64x(0x00AA00AA00AA00AAll));
+  x = _mm256_xor_si256(x, _mm256_xor_si256(t, _mm256_slli_epi64(t, 7)));
+  t = _mm256_and_si256(_mm256_xor_si256(x, _mm256_srli_epi64(x, 14)), _mm256_set1_epi64x(0x0000CCCC0000CCCCll));
+  x = _mm256_xor_si256(x, _mm256_xor_si256(t, _mm256_slli_epi64(t, 14)));
+  t = _mm256_and_si256(_mm256_xor_si256(x, _mm256_srli_epi64(x, 28)), _mm256_set1_epi64x(0x00000000F0F0F0F0ll));
+  return _mm256_xor_si256(x, _mm256_xor_si256(t, _mm256_slli_epi64(t, 28)));
+}
+
+// The planes of a row pair's 64 codes, p0 and p1 the codes of rows r and r + 32 at k0 .. k0 + 63
+// in form F (p1 null: a padded row, all zero): out[s][8 j + p] is plane p of step 2 j + s, row r
+// in the low nibble, row r + 32 in the high one (bit i of a nibble: code 4 (2 j + s) + i).
+template <code_form F>
+LUTKIT_PACK_AVX2 inline void row_pair_planes(const uint8_t* p0, const uint8_t* p1, std::size_t stride,
+                                             uint8_t (*out)[64]) {
+  __m256i a[2], b[2];
+  load_codes64<F>(p0, stride, a[0], a[1]);
+  if (p1) load_codes64<F>(p1, stride, b[0], b[1]);
+  else b[0] = b[1] = _mm256_setzero_si256();
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h) {
+    // dword d of a[h] holds row r's codes of step 8 h + d: qwords (row r, row r + 32) of steps
+    // (0, 1 | 4, 5) and (2, 3 | 6, 7) of this half, then even steps (s = 0) and odd ones apart
+    const __m256i lo = _mm256_unpacklo_epi32(a[h], b[h]), hi = _mm256_unpackhi_epi32(a[h], b[h]);
+    const __m256i s0 = transpose_bits8x8(_mm256_unpacklo_epi64(lo, hi));
+    const __m256i s1 = transpose_bits8x8(_mm256_unpackhi_epi64(lo, hi));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out[0] + 32 * h), s0);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out[1] + 32 * h), s1);
+  }
+}
+
+// fp16 encodings of n floats s[0], s[stride], ... (a group's parameter of consecutive rows) to
+// out, 2 bytes each: 8 at a time by one gather and one vcvtps2ph (round to nearest even, as
+// f32_to_f16); 8 holding a NaN take f32_to_f16, whose NaN is the canonical 0x7E00
+LUTKIT_PACK_AVX2 inline void f16_strided(const float* s, std::size_t stride, std::size_t n, uint8_t* out) {
+  std::size_t i = 0;
+  if (stride <= (std::size_t(1) << 27)) {
+    const __m256i idx = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(int(stride)));
+    for (; i + 8 <= n; i += 8) {
+      const __m256 v = _mm256_i32gather_ps(s + i * stride, idx, 4);
+      if (_mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)) != 0) {
+        for (std::size_t j = i; j < i + 8; ++j) {
+          const uint16_t h = f32_to_f16(s[j * stride]);
+          std::memcpy(out + 2 * j, &h, 2);
+        }
+        continue;
+      }
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 2 * i), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    }
+  }
+  for (; i < n; ++i) {
+    const uint16_t h = f32_to_f16(s[i * stride]);
+    std::memcpy(out + 2 * i, &h, 2);
+  }
+}
+
+}  // namespace lutkit::detail::avx2_pack
+#include "intrinsics_end.hpp"
+#endif
