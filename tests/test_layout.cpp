@@ -536,7 +536,7 @@ TEST_CASE("the packer's strided fp16 encoding: the dispatched kernel = f32_to_f1
   }
 }
 
-TEST_CASE("the packer's tile kernel: 32 row pairs to 8 step pairs, the AVX-512 kernel and the scalar twin agree", "[layout]") {
+TEST_CASE("the packer's tile kernel: 32 row pairs to 8 step pairs, the AVX-512 and AVX2 kernels and the scalar twin agree", "[layout]") {
   using Q4 = policy<fmt::uint_sym<4>, group<32>>;
   using Q8 = policy<fmt::uint_sym<8>, group<32>>;
   std::mt19937_64 rng(29);
@@ -571,6 +571,13 @@ TEST_CASE("the packer's tile kernel: 32 row pairs to 8 step pairs, the AVX-512 k
       detail::row_pairs_step_pairs8_scalar<F, PL>(a, b, stride, wp, off);
       detail::row_pairs_step_pairs8<F, PL>(a, b, stride, gp, off);
       REQUIRE(want == got);
+#if defined(LUTKIT_HAVE_PACK_AVX2)
+      if (detail::avx2_pack::cpu_has_pack_kernel()) {  // (also where the dispatched kernel is AVX-512's)
+        std::fill(got.begin(), got.end(), uint8_t(0xA5));
+        detail::avx2_pack::row_pairs_step_pairs8<F, PL>(a, b, stride, gp, off);
+        REQUIRE(want == got);
+      }
+#endif
       // the twin against the row-pair planes (checked against the bit definition above) and
       // the spec's byte of every row pair, plane and step
       for (int r = 0; r < 32; ++r) {

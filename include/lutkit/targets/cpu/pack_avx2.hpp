@@ -58,9 +58,10 @@ LUTKIT_PACK_AVX2 inline __m256i transpose_bits8x8(__m256i x) {
 // The planes of a row pair's 64 codes, p0 and p1 the codes of rows r and r + 32 at k0 .. k0 + 63
 // in form F (p1 null: a padded row, all zero): out[s][8 j + p] is plane p of step 2 j + s, row r
 // in the low nibble, row r + 32 in the high one (bit i of a nibble: code 4 (2 j + s) + i).
+// (as registers: s[st][h] holds out[st][32 h .. 32 h + 31])
 template <code_form F>
-LUTKIT_PACK_AVX2 inline void row_pair_planes(const uint8_t* p0, const uint8_t* p1, std::size_t stride,
-                                             uint8_t (*out)[64]) {
+LUTKIT_PACK_AVX2 inline void row_pair_planes_v(const uint8_t* p0, const uint8_t* p1, std::size_t stride,
+                                               __m256i (&s)[2][2]) {
   __m256i a[2], b[2];
   load_codes64<F>(p0, stride, a[0], a[1]);
   if (p1) load_codes64<F>(p1, stride, b[0], b[1]);
@@ -70,11 +71,96 @@ LUTKIT_PACK_AVX2 inline void row_pair_planes(const uint8_t* p0, const uint8_t* p
     // dword d of a[h] holds row r's codes of step 8 h + d: qwords (row r, row r + 32) of steps
     // (0, 1 | 4, 5) and (2, 3 | 6, 7) of this half, then even steps (s = 0) and odd ones apart
     const __m256i lo = _mm256_unpacklo_epi32(a[h], b[h]), hi = _mm256_unpackhi_epi32(a[h], b[h]);
-    const __m256i s0 = transpose_bits8x8(_mm256_unpacklo_epi64(lo, hi));
-    const __m256i s1 = transpose_bits8x8(_mm256_unpackhi_epi64(lo, hi));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out[0] + 32 * h), s0);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out[1] + 32 * h), s1);
+    s[0][h] = transpose_bits8x8(_mm256_unpacklo_epi64(lo, hi));
+    s[1][h] = transpose_bits8x8(_mm256_unpackhi_epi64(lo, hi));
   }
+}
+template <code_form F>
+LUTKIT_PACK_AVX2 inline void row_pair_planes(const uint8_t* p0, const uint8_t* p1, std::size_t stride,
+                                             uint8_t (*out)[64]) {
+  __m256i s[2][2];
+  row_pair_planes_v<F>(p0, p1, stride, s);
+  for (int st = 0; st < 2; ++st)
+    for (int h = 0; h < 2; ++h) _mm256_storeu_si256(reinterpret_cast<__m256i*>(out[st] + 32 * h), s[st][h]);
+}
+
+// A 16 x 16 transpose of 16-bit words: v[i] word j -> word i of the register holding column j,
+// which is v[(j & 8) | bit-reversed (j & 7)] (16-, 32-, 64-bit unpacks, then 128-bit lane swaps)
+LUTKIT_PACK_AVX2 inline void transpose16_epi16(__m256i (&v)[16]) {
+  __m256i a[16];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) {
+    a[2 * i] = _mm256_unpacklo_epi16(v[2 * i], v[2 * i + 1]);
+    a[2 * i + 1] = _mm256_unpackhi_epi16(v[2 * i], v[2 * i + 1]);
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) {
+    const int b = 4 * (i / 2) + i % 2;
+    v[b] = _mm256_unpacklo_epi32(a[b], a[b + 2]);
+    v[b + 2] = _mm256_unpackhi_epi32(a[b], a[b + 2]);
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) {
+    const int b = 8 * (i / 4) + i % 4;
+    a[b] = _mm256_unpacklo_epi64(v[b], v[b + 4]);
+    a[b + 4] = _mm256_unpackhi_epi64(v[b], v[b + 4]);
+  }
+#pragma GCC unroll 8
+  for (int k = 0; k < 8; ++k) {
+    v[k] = _mm256_permute2x128_si256(a[k], a[k + 8], 0x20);
+    v[k + 8] = _mm256_permute2x128_si256(a[k], a[k + 8], 0x31);
+  }
+}
+constexpr int column_register(int j) { return (j & 8) | ((j & 1) << 2) | (j & 2) | ((j & 4) >> 2); }
+
+// A tile's 32 row pairs over 64 codes to the 8 step pairs they fill, for host layouts of PL = 4
+// or 8 planes whose planes 2 q and 2 q + 1 of step s sit as one 16-bit word per row pair in a
+// 64-byte chunk (row pair r's word at byte 2 r): p0[r], p1[r] the codes of rows r and r + 32 at
+// k0 (p1[r] null: a padded row); chunk (q, s) of step pair j goes to dst[j] + off[2 q + s]. Each
+// row pair's planes are one row of 32 words ((step pair, step, plane pair) for 4 planes, both
+// steps in one row; per step for 8); the 32 x 32 word matrix is transposed as four 16 x 16
+// blocks, and each column (a half chunk: 16 row pairs) is stored with one 32-byte store.
+template <code_form F, int PL>
+LUTKIT_PACK_AVX2 inline void row_pairs_step_pairs8(const uint8_t* const* p0, const uint8_t* const* p1,
+                                                   std::size_t stride, uint8_t* const* dst, const int* off) {
+  static_assert(PL == 4 || PL == 8, "row_pairs_step_pairs8: 4 or 8 planes");
+  // the rows' codes two calls ahead (the AVX-512 kernel's prefetch, for the same reason)
+  const std::size_t span = F == code_form::bytes ? 64 : 2 * stride, ahead = 2 * span;
+  for (int r = 0; r < 32; ++r) {
+    for (std::size_t o = 0; o < span; o += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(p0[r] + ahead + o), _MM_HINT_T0);
+      if (p1[r]) _mm_prefetch(reinterpret_cast<const char*>(p1[r] + ahead + o), _MM_HINT_T0);
+    }
+  }
+  constexpr int SETS = PL == 4 ? 1 : 2;  // word matrices: 4 planes, both steps; 8: one per step
+  __m256i m[SETS][2][32];               // [set][column half][row pair]
+  for (int r = 0; r < 32; ++r) {
+    __m256i s[2][2];
+    row_pair_planes_v<F>(p0[r], p1[r], stride, s);
+    for (int h = 0; h < 2; ++h) {
+      if constexpr (PL == 4) {
+        // planes 4..7 of 4-bit codes are zero: step 1's two words move into their place
+        m[0][h][r] = _mm256_blend_epi32(s[0][h], _mm256_slli_epi64(s[1][h], 32), 0xAA);
+      } else {
+        m[0][h][r] = s[0][h];
+        m[1][h][r] = s[1][h];
+      }
+    }
+  }
+  for (int set = 0; set < SETS; ++set)
+    for (int h = 0; h < 2; ++h)
+      for (int a = 0; a < 2; ++a) {
+        __m256i v[16];
+#pragma GCC unroll 16
+        for (int i = 0; i < 16; ++i) v[i] = m[set][h][16 * a + i];
+        transpose16_epi16(v);
+#pragma GCC unroll 16
+        for (int j = 0; j < 16; ++j) {
+          const int c = 16 * h + j;  // word c of a row: step pair c / 4, then (s, q) or q
+          const int o = PL == 4 ? off[c % 4 % 2 * 2 + c % 4 / 2] : off[2 * (c % 4) + set];
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst[c / 4] + o + 32 * a), v[column_register(j)]);
+        }
+      }
 }
 
 // fp16 encodings of n floats s[0], s[stride], ... (a group's parameter of consecutive rows) to
