@@ -36,7 +36,8 @@ run_ctest() {
 }
 
 echo "== host: Release build (tests, benchmarks built but not run, examples)"
-cmake -S . -B build/test -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+# -O2 (the main job's Release build is -O3): a quarter less compile time for the same code paths
+cmake -S . -B build/test -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" >/dev/null
 cmake --build build/test -j "$jobs"
 run_ctest build/test host=.
 
