@@ -15,6 +15,7 @@
 #include "../../attention/exp.hpp"
 #include "../../attention/generic_kernels.hpp"
 #include "../../attention/microkernel.hpp"
+#include "avx2_reduce.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include "intrinsics_begin.hpp"
@@ -22,6 +23,9 @@
 #define LUTKIT_AVX2_ATT __attribute__((target("avx2,fma,f16c")))
 
 namespace lutkit::detail::avx2_att {
+
+using avx2::hmax8;
+using avx2::hsum8;
 
 inline bool cpu_supported() {
   static const bool ok =
@@ -66,19 +70,6 @@ LUTKIT_AVX2_ATT inline __m256 softcap8(__m256 s, float cap) {
   __m256 t = _mm256_div_ps(_mm256_sub_ps(one, e), _mm256_add_ps(one, e));
   t = _mm256_or_ps(t, _mm256_and_ps(y, sign));
   return _mm256_mul_ps(t, c);
-}
-
-LUTKIT_AVX2_ATT inline float hmax8(__m256 v) {
-  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-  m = _mm_max_ss(m, _mm_movehdup_ps(m));
-  return _mm_cvtss_f32(m);
-}
-LUTKIT_AVX2_ATT inline float hsum8(__m256 v) {
-  __m128 m = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  m = _mm_add_ps(m, _mm_movehl_ps(m, m));
-  m = _mm_add_ss(m, _mm_movehdup_ps(m));
-  return _mm_cvtss_f32(m);
 }
 
 // 8 elements of a K/V row as fp32 (exact)

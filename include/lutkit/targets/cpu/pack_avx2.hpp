@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "../../core/half.hpp"
+#include "../../packing/portable_kernel.hpp"
 #include "../../quant/quant.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -124,14 +125,7 @@ template <code_form F, int PL>
 LUTKIT_PACK_AVX2 inline void row_pairs_step_pairs8(const uint8_t* const* p0, const uint8_t* const* p1,
                                                    std::size_t stride, uint8_t* const* dst, const int* off) {
   static_assert(PL == 4 || PL == 8, "row_pairs_step_pairs8: 4 or 8 planes");
-  // the rows' codes two calls ahead (the AVX-512 kernel's prefetch, for the same reason)
-  const std::size_t span = F == code_form::bytes ? 64 : 2 * stride, ahead = 2 * span;
-  for (int r = 0; r < 32; ++r) {
-    for (std::size_t o = 0; o < span; o += 64) {
-      _mm_prefetch(reinterpret_cast<const char*>(p0[r] + ahead + o), _MM_HINT_T0);
-      if (p1[r]) _mm_prefetch(reinterpret_cast<const char*>(p1[r] + ahead + o), _MM_HINT_T0);
-    }
-  }
+  prefetch_tile_codes<F>(p0, p1, stride);
   constexpr int SETS = PL == 4 ? 1 : 2;  // word matrices: 4 planes, both steps; 8: one per step
   __m256i m[SETS][2][32];               // [set][column half][row pair]
   for (int r = 0; r < 32; ++r) {

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "../../packing/portable_kernel.hpp"
 #include "../../quant/quant.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -123,16 +124,7 @@ template <code_form F, int PL>
 LUTKIT_PACK_AVX512 inline void row_pairs_step_pairs8(const uint8_t* const* p0, const uint8_t* const* p1,
                                                      std::size_t stride, uint8_t* const* dst, const int* off) {
   static_assert(PL == 4 || PL == 8, "row_pairs_step_pairs8: 4 or 8 planes");
-  // the rows' codes two calls ahead (the same rows' next 64 codes but one): 64 rows read 36-68
-  // bytes each per call are too many streams for the hardware prefetcher (a Q4_0 tile walk took
-  // 8.2 ms without, 5.0 ms with, 4096 x 14336 at 1 thread; 4 or 8 calls ahead: no better)
-  const std::size_t span = F == code_form::bytes ? 64 : 2 * stride, ahead = 2 * span;
-  for (int r = 0; r < 32; ++r) {
-    for (std::size_t o = 0; o < span; o += 64) {
-      _mm_prefetch(reinterpret_cast<const char*>(p0[r] + ahead + o), _MM_HINT_T0);
-      if (p1[r]) _mm_prefetch(reinterpret_cast<const char*>(p1[r] + ahead + o), _MM_HINT_T0);
-    }
-  }
+  prefetch_tile_codes<F>(p0, p1, stride);
   __m512i v[32];
   if constexpr (PL == 4) {
     // planes 4..7 of 4-bit codes are zero: step 1's two words move into their place

@@ -14,6 +14,7 @@
 #include "../../core/half.hpp"
 #include "../../sampling/logits.hpp"
 #include "../../sampling/microkernel.hpp"
+#include "avx2_reduce.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include "intrinsics_begin.hpp"
@@ -21,6 +22,11 @@
 #define LUTKIT_AVX2_SMP __attribute__((target("avx2,fma,f16c")))
 
 namespace lutkit::detail::avx2_sampling {
+
+using avx2::hmax8;
+using avx2::hmin_u32;
+using avx2::hsum8;
+using avx2::hsum_i32;
 
 inline bool cpu_supported() {
   __builtin_cpu_init();
@@ -38,30 +44,6 @@ LUTKIT_AVX2_SMP inline __m256 load_or(const float* x, __m256i k, __m256 fill) {
 }
 LUTKIT_AVX2_SMP inline __m256 ninf8() { return _mm256_set1_ps(-__builtin_inff()); }
 
-LUTKIT_AVX2_SMP inline float hmax8(__m256 v) {
-  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-  m = _mm_max_ss(m, _mm_movehdup_ps(m));
-  return _mm_cvtss_f32(m);
-}
-LUTKIT_AVX2_SMP inline float hsum8(__m256 v) {
-  __m128 m = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  m = _mm_add_ps(m, _mm_movehl_ps(m, m));
-  m = _mm_add_ss(m, _mm_movehdup_ps(m));
-  return _mm_cvtss_f32(m);
-}
-LUTKIT_AVX2_SMP inline uint32_t hmin_u32(__m256i v) {
-  __m128i m = _mm_min_epu32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  m = _mm_min_epu32(m, _mm_shuffle_epi32(m, 0x4E));
-  m = _mm_min_epu32(m, _mm_shuffle_epi32(m, 0xB1));
-  return uint32_t(_mm_cvtsi128_si32(m));
-}
-LUTKIT_AVX2_SMP inline int64_t hsum_i32(__m256i v) {
-  __m128i m = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  m = _mm_add_epi32(m, _mm_shuffle_epi32(m, 0x4E));
-  m = _mm_add_epi32(m, _mm_shuffle_epi32(m, 0xB1));
-  return int64_t(uint32_t(_mm_cvtsi128_si32(m)));
-}
 LUTKIT_AVX2_SMP inline int movemask(__m256 m) { return _mm256_movemask_ps(m); }
 
 // 2^y for y in [-150, 127] (the caller clamps y >= -150: NaN and -inf give 0): y = k + f,
