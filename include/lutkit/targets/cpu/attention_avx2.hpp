@@ -152,39 +152,54 @@ LUTKIT_AVX2_ATT void step(const att_step_args& a) {
   const std::ptrdiff_t rs = a.row_stride;
   constexpr std::ptrdiff_t eb = T == kv_type::f32 ? 4 : 2;
   constexpr std::ptrdiff_t PD = 16;
-  // score stage: keys in groups of 4, rows in groups of 4 (the last group repeats its last row);
-  // per key, the 4 rows' 8-lane partial sums are reduced by horizontal adds into one 4-lane
-  // vector (lane i: row i), and a 4 x 4 transpose turns the 4 keys' vectors into rows
+  // score stage: keys in groups of 4 taken two at a time, rows in groups of 4 (the last group
+  // repeats its last row): per channel vector, 4 query loads and 2 key conversions feed 8 FMAs
+  // into 8 accumulators (one per row and key); per key, the 4 rows' partial sums are reduced by
+  // horizontal adds into one 4-lane vector (lane i: row i), and a 4 x 4 transpose turns the 4
+  // keys' vectors into rows
   for (std::size_t r0 = 0; r0 < R; r0 += 4) {
     const float* qr[4];
     for (int i = 0; i < 4; ++i) qr[i] = a.rows.q + std::min(r0 + std::size_t(i), R - 1) * D;
     for (std::size_t j = 0; j < n; j += 4) {
       __m128 u[4];
-#pragma GCC unroll 4
-      for (int jj = 0; jj < 4; ++jj) {
-        const std::ptrdiff_t key = B + std::ptrdiff_t(std::min(j + std::size_t(jj), n - 1));
-        const std::ptrdiff_t kb = key * rs;
-        if (r0 == 0) {
-          // memory kept busy through both stages: the score stage fetches this chunk's V rows
-          // (16 keys ahead of the K it reads), the value stage the next chunk's K rows
-          const char* pv = static_cast<const char*>(a.v) + (kb + PD * rs) * eb;
+#pragma GCC unroll 2
+      for (int jp = 0; jp < 2; ++jp) {
+        std::ptrdiff_t kb[2];
+        for (int t = 0; t < 2; ++t) {
+          const std::ptrdiff_t key = B + std::ptrdiff_t(std::min(j + std::size_t(2 * jp + t), n - 1));
+          kb[t] = key * rs;
+          if (r0 == 0) {
+            // memory kept busy through both stages: the score stage fetches this chunk's V rows
+            // (16 keys ahead of the K it reads), the value stage the next chunk's K rows
+            const char* pv = static_cast<const char*>(a.v) + (kb[t] + PD * rs) * eb;
 #pragma GCC unroll 8
-          for (int c = 0; c < D * int(eb); c += 64) _mm_prefetch(pv + c, _MM_HINT_T0);
+            for (int c = 0; c < D * int(eb); c += 64) _mm_prefetch(pv + c, _MM_HINT_T0);
+          }
         }
-        __m256 x[4];
+        __m256 x0[4], x1[4];
         {
-          const __m256 k0 = load8<T>(a.k, kb);
+          const __m256 ka = load8<T>(a.k, kb[0]), kc = load8<T>(a.k, kb[1]);
 #pragma GCC unroll 4
-          for (int i = 0; i < 4; ++i) x[i] = _mm256_mul_ps(_mm256_loadu_ps(qr[i]), k0);
+          for (int i = 0; i < 4; ++i) {
+            const __m256 q = _mm256_loadu_ps(qr[i]);
+            x0[i] = _mm256_mul_ps(q, ka);
+            x1[i] = _mm256_mul_ps(q, kc);
+          }
         }
 #pragma GCC unroll 32
         for (int v = 1; v < NV; ++v) {
-          const __m256 kv = load8<T>(a.k, kb + 8 * v);
+          const __m256 ka = load8<T>(a.k, kb[0] + 8 * v), kc = load8<T>(a.k, kb[1] + 8 * v);
 #pragma GCC unroll 4
-          for (int i = 0; i < 4; ++i) x[i] = _mm256_fmadd_ps(_mm256_loadu_ps(qr[i] + 8 * v), kv, x[i]);
+          for (int i = 0; i < 4; ++i) {
+            const __m256 q = _mm256_loadu_ps(qr[i] + 8 * v);
+            x0[i] = _mm256_fmadd_ps(q, ka, x0[i]);
+            x1[i] = _mm256_fmadd_ps(q, kc, x1[i]);
+          }
         }
-        const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(x[0], x[1]), _mm256_hadd_ps(x[2], x[3]));
-        u[jj] = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+        const __m256 h0 = _mm256_hadd_ps(_mm256_hadd_ps(x0[0], x0[1]), _mm256_hadd_ps(x0[2], x0[3]));
+        const __m256 h1 = _mm256_hadd_ps(_mm256_hadd_ps(x1[0], x1[1]), _mm256_hadd_ps(x1[2], x1[3]));
+        u[2 * jp] = _mm_add_ps(_mm256_castps256_ps128(h0), _mm256_extractf128_ps(h0, 1));
+        u[2 * jp + 1] = _mm_add_ps(_mm256_castps256_ps128(h1), _mm256_extractf128_ps(h1, 1));
       }
       _MM_TRANSPOSE4_PS(u[0], u[1], u[2], u[3]);
       for (int i = 0; i < 4 && r0 + std::size_t(i) < R; ++i) _mm_storeu_ps(S + (r0 + std::size_t(i)) * n16 + j, u[i]);
