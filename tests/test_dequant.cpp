@@ -203,6 +203,66 @@ TEST_CASE("AVX2 level 1 equals the scalar bit-repack lookups", "[dequant][level1
   CHECK(ranges > 100);
 }
 
+// The AVX2 fused level 1 + int8 micro-kernel (decode, 1 and 2 columns) against the buffered
+// route (the portable unpacker's levels, lut_weight_source::group_scales, generic::mk_int8), bit
+// for bit: every policy it serves, partial tiles, whole K and a later start k0, per-row and
+// per-group activation scales.
+TEST_CASE("AVX2 fused int8 decode kernel equals the buffered route", "[dequant_gemm][int8_kernel]") {
+  if (!detail::avx2::cpu_supported()) return;
+  std::size_t calls = 0;
+  for_dq_policies<0, dq_policy_count>([&]<class P>() {
+    if constexpr (detail::avx2::has_int8_fused<P>()) {
+      std::mt19937_64 rng(P::hash() ^ 0xF5);
+      std::normal_distribution<float> nd(0.f, 1.f);
+      auto run = [&]<int NC>() {
+        const std::size_t G = P::spec.group_k > 0 ? std::size_t(P::spec.group_k) : 256;
+        const std::size_t M = std::uniform_int_distribution<std::size_t>(1, 150)(rng);
+        const std::size_t K = G * std::uniform_int_distribution<std::size_t>(1, 6)(rng);
+        const auto w = random_weights(rng, M * K);
+        const auto wp = pack<P>(quantize<P>(w.data(), M, K));
+        const packed_layout& L = wp.layout();
+        const detail::lut_weight_source<P> src{wp.data(), &L, &detail::avx2::kernels()};
+        const auto f = detail::avx2::level1_fns<P>();
+        REQUIRE(f.int8_fused[NC - 1] != nullptr);
+        const std::size_t flush = G, nfl = L.K_pad / flush;
+        std::vector<int8_t> A(NC * L.K_pad);
+        for (auto& v : A) v = int8_t(rng());
+        std::vector<float> sumx(NC * nfl), sa(NC * nfl), sw(64 * nfl), swz(64 * nfl);
+        for (auto& v : sumx) v = 50.f * nd(rng);
+        for (auto& v : sa) v = nd(rng);
+        std::vector<uint8_t> codes(64 * L.K_pad + 64), lev(64 * L.K_pad + 64);
+        using FT = format_traits<typename P::format>;
+        for (std::size_t t = 0; t < L.tiles; ++t) {
+          detail::unpack_codes<P>(wp.data(), L, t, 0, L.K_pad, codes.data(), L.K_pad);
+          for (std::size_t r = 0; r < 64; ++r)
+            for (std::size_t k = 0; k < L.K_pad; ++k)
+              lev[(k / 4) * 256 + 4 * r + k % 4] = uint8_t(FT::level(codes[r * L.K_pad + k]));
+          for (std::size_t g = 0; g < nfl; ++g) src.group_scales(t, g * flush, sw.data() + 64 * g, swz.data() + 64 * g);
+          for (std::size_t g0 : {std::size_t(0), nfl / 2})
+            for (int use_sa = 0; use_sa < 2; ++use_sa) {
+              std::vector<float> c0(64 * NC), c1;
+              for (auto& v : c0) v = nd(rng);
+              c1 = c0;
+              const std::size_t k0 = g0 * flush;
+              detail::mk_int8_args a{lev.data() + k0 * 64, A.data() + k0 * NC, 4 * NC, flush / 4, nfl - g0,
+                                     c0.data(), sw.data() + 64 * g0, swz.data() + 64 * g0, sumx.data() + NC * g0,
+                                     use_sa ? sa.data() + NC * g0 : nullptr, NC};
+              detail::generic::mk_int8<NC>(a);
+              a.C = c1.data();
+              f.int8_fused[NC - 1](wp.data(), L, t, k0, a);
+              INFO(P::name() << " NC=" << NC << " M=" << M << " K=" << K << " tile " << t << " k0=" << k0);
+              CHECK(std::memcmp(c0.data(), c1.data(), c0.size() * sizeof(float)) == 0);
+              ++calls;
+            }
+        }
+      };
+      run.template operator()<1>();
+      run.template operator()<2>();
+    }
+  });
+  CHECK(calls > 50);
+}
+
 // The AVX2 int8 micro-kernel against generic::mk_int8, bit for bit: random and extreme operands
 // (levels 255 with activations -128, where vpmaddubsw would saturate), per-row and per-group
 // activation scales, several flush groups per call, column blocks wider than the call.
