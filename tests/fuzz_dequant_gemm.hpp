@@ -15,6 +15,9 @@ inline std::vector<lutkit::dq_backend> dq_backends() {
 #if defined(LUTKIT_HAVE_AVX512_DQ)
   if (lutkit::detail::avx512::cpu_supported()) b.push_back(lutkit::dq_backend::avx512);
 #endif
+#if defined(LUTKIT_HAVE_AVX2_DQ)
+  if (lutkit::detail::avx2::cpu_supported()) b.push_back(lutkit::dq_backend::avx2);
+#endif
   return b;
 }
 

@@ -150,6 +150,175 @@ TEST_CASE("SIMD level 1 (VBMI fields, GFNI transpose) equals the scalar bit-repa
   });
 }
 
+#if defined(LUTKIT_HAVE_AVX2_DQ)
+// The AVX2 level 1 (vpshufb + vpcmpeqb bit tests) against the scalar bit-repack lookups, every
+// policy it serves, whole tiles and sub-ranges [k0, k1) of whole blocks, partial tiles; the
+// levels against format_traits::level of the scalar codes.
+TEST_CASE("AVX2 level 1 equals the scalar bit-repack lookups", "[dequant][level1]") {
+  if (!detail::avx2::cpu_supported()) return;
+  std::size_t ranges = 0;
+  for_dq_policies<0, dq_policy_count>([&]<class P>() {
+    if constexpr (detail::avx2::has_level1<P>()) {
+      using FT = format_traits<typename P::format>;
+      std::mt19937_64 rng(P::hash() ^ 0xA2);
+      for (int c = 0; c < 2; ++c) {
+        const std::size_t M = std::uniform_int_distribution<std::size_t>(1, 150)(rng), K = random_k<P>(rng, 1500);
+        const auto w = random_weights(rng, M * K);
+        const auto wp = pack<P>(quantize<P>(w.data(), M, K));
+        const packed_layout& L = wp.layout();
+        const auto f = detail::avx2::level1_fns<P>();
+        REQUIRE(f.codes_steps != nullptr);
+        REQUIRE(f.codes_rows != nullptr);
+        const std::size_t ld = L.K_pad + 64, bk = std::size_t(P::spec.block_k), nblk = L.K_pad / bk;
+        std::vector<uint8_t> a(64 * ld, 0), b(64 * ld, 0), st(L.K_pad / 4 * 256 + 64, 0), lv(st);
+        std::size_t bad = 0;
+        for (std::size_t t = 0; t < L.tiles; ++t) {
+          detail::unpack_codes<P>(wp.data(), L, t, 0, L.K_pad, a.data(), ld);
+          // [0, K_pad), then a random sub-range of whole blocks
+          const std::size_t b0 = std::uniform_int_distribution<std::size_t>(0, nblk - 1)(rng);
+          const std::size_t b1 = std::uniform_int_distribution<std::size_t>(b0 + 1, nblk)(rng);
+          for (auto [k0, k1] : {std::pair{std::size_t(0), L.K_pad}, std::pair{b0 * bk, b1 * bk}}) {
+            std::fill(b.begin(), b.end(), uint8_t(0xEE));
+            f.codes_rows(wp.data(), L, t, k0, k1, b.data(), ld);
+            f.codes_steps(wp.data(), L, t, k0, k1, st.data());
+            if (f.levels_steps) f.levels_steps(wp.data(), L, t, k0, k1, lv.data());
+            for (std::size_t r = 0; r < 64; ++r) {
+              for (std::size_t k = k0; k < k1; ++k) {
+                const uint8_t code = a[r * ld + k];
+                const std::size_t j = ((k - k0) / 4) * 256 + r * 4 + k % 4;
+                bad += code != b[r * ld + (k - k0)];
+                bad += code != st[j];
+                if (f.levels_steps) bad += uint8_t(FT::level(code)) != lv[j];
+              }
+              bad += b[r * ld + (k1 - k0)] != 0xEE;  // nothing written past the range
+            }
+            ++ranges;
+          }
+        }
+        INFO(P::name() << " M=" << M << " K=" << K);
+        CHECK(bad == 0);
+      }
+    }
+  });
+  CHECK(ranges > 100);
+}
+
+// The AVX2 fused level 1 + int8 micro-kernel (decode, 1 and 2 columns) against the buffered
+// route (the portable unpacker's levels, lut_weight_source::group_scales, generic::mk_int8), bit
+// for bit: every policy it serves, partial tiles, whole K and a later start k0, per-row and
+// per-group activation scales.
+TEST_CASE("AVX2 fused int8 decode kernel equals the buffered route", "[dequant_gemm][int8_kernel]") {
+  if (!detail::avx2::cpu_supported()) return;
+  std::size_t calls = 0;
+  for_dq_policies<0, dq_policy_count>([&]<class P>() {
+    if constexpr (detail::avx2::has_int8_fused<P>()) {
+      std::mt19937_64 rng(P::hash() ^ 0xF5);
+      std::normal_distribution<float> nd(0.f, 1.f);
+      auto run = [&]<int NC>() {
+        const std::size_t G = P::spec.group_k > 0 ? std::size_t(P::spec.group_k) : 256;
+        const std::size_t M = std::uniform_int_distribution<std::size_t>(1, 150)(rng);
+        const std::size_t K = G * std::uniform_int_distribution<std::size_t>(1, 6)(rng);
+        const auto w = random_weights(rng, M * K);
+        const auto wp = pack<P>(quantize<P>(w.data(), M, K));
+        const packed_layout& L = wp.layout();
+        const detail::lut_weight_source<P> src{wp.data(), &L, &detail::avx2::kernels()};
+        const auto f = detail::avx2::level1_fns<P>();
+        REQUIRE(f.int8_fused[NC - 1] != nullptr);
+        const std::size_t flush = G, nfl = L.K_pad / flush;
+        std::vector<int8_t> A(NC * L.K_pad);
+        for (auto& v : A) v = int8_t(rng());
+        std::vector<float> sumx(NC * nfl), sa(NC * nfl), sw(64 * nfl), swz(64 * nfl);
+        for (auto& v : sumx) v = 50.f * nd(rng);
+        for (auto& v : sa) v = nd(rng);
+        std::vector<uint8_t> codes(64 * L.K_pad + 64), lev(64 * L.K_pad + 64);
+        using FT = format_traits<typename P::format>;
+        for (std::size_t t = 0; t < L.tiles; ++t) {
+          detail::unpack_codes<P>(wp.data(), L, t, 0, L.K_pad, codes.data(), L.K_pad);
+          for (std::size_t r = 0; r < 64; ++r)
+            for (std::size_t k = 0; k < L.K_pad; ++k)
+              lev[(k / 4) * 256 + 4 * r + k % 4] = uint8_t(FT::level(codes[r * L.K_pad + k]));
+          for (std::size_t g = 0; g < nfl; ++g) src.group_scales(t, g * flush, sw.data() + 64 * g, swz.data() + 64 * g);
+          for (std::size_t g0 : {std::size_t(0), nfl / 2})
+            for (int use_sa = 0; use_sa < 2; ++use_sa) {
+              std::vector<float> c0(64 * NC), c1;
+              for (auto& v : c0) v = nd(rng);
+              c1 = c0;
+              const std::size_t k0 = g0 * flush;
+              detail::mk_int8_args a{lev.data() + k0 * 64, A.data() + k0 * NC, 4 * NC, flush / 4, nfl - g0,
+                                     c0.data(), sw.data() + 64 * g0, swz.data() + 64 * g0, sumx.data() + NC * g0,
+                                     use_sa ? sa.data() + NC * g0 : nullptr, NC};
+              detail::generic::mk_int8<NC>(a);
+              a.C = c1.data();
+              f.int8_fused[NC - 1](wp.data(), L, t, k0, a);
+              INFO(P::name() << " NC=" << NC << " M=" << M << " K=" << K << " tile " << t << " k0=" << k0);
+              CHECK(std::memcmp(c0.data(), c1.data(), c0.size() * sizeof(float)) == 0);
+              ++calls;
+            }
+        }
+      };
+      run.template operator()<1>();
+      run.template operator()<2>();
+    }
+  });
+  CHECK(calls > 50);
+}
+
+// The AVX2 fp16 -> fp32 conversion (vcvtph2ps, signaling NaNs by f16_to_f32) against the
+// portable one for all 65536 halves, at every alignment, and blocks mixing signaling NaNs with
+// ordinary values.
+TEST_CASE("AVX2 halves_to_float equals the portable conversion for every half", "[dequant][halves]") {
+  if (!detail::avx2::cpu_supported()) return;
+  std::vector<uint16_t> h(65536 + 7);
+  for (std::size_t i = 0; i < h.size(); ++i) h[i] = uint16_t(i);
+  std::vector<float> a(h.size()), b(h.size());
+  for (std::size_t off = 0; off < 4; ++off) {
+    detail::generic::halves_to_float(h.data() + off, h.size() - off, a.data());
+    detail::avx2::kernels().halves(h.data() + off, h.size() - off, b.data());
+    CHECK(std::memcmp(a.data(), b.data(), (h.size() - off) * sizeof(float)) == 0);
+  }
+  const uint16_t mixed[16] = {0x7C01, 0x3C00, 0xFC01, 0x7E00, 0x7D00, 0x0001, 0x8001, 0x7C00,
+                              0x3555, 0x7DFF, 0x0400, 0xFE01, 0x8000, 0x7BFF, 0xFDFF, 0x03FF};
+  float x[16], y[16];
+  detail::generic::halves_to_float(mixed, 16, x);
+  detail::avx2::kernels().halves(mixed, 16, y);
+  CHECK(std::memcmp(x, y, sizeof(x)) == 0);
+}
+
+// The AVX2 int8 micro-kernel against generic::mk_int8, bit for bit: random and extreme operands
+// (levels 255 with activations -128, where vpmaddubsw would saturate), per-row and per-group
+// activation scales, several flush groups per call, column blocks wider than the call.
+TEST_CASE("AVX2 int8 micro-kernel equals the portable one bit for bit", "[dequant_gemm][int8_kernel]") {
+  if (!detail::avx2::cpu_supported()) return;
+  std::mt19937_64 rng(0xA2A2);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  auto run = [&]<int NC>() {
+    for (int it = 0; it < 60; ++it) {
+      const std::size_t steps = 1 + rng() % 40, groups = 1 + rng() % 3, cols = NC + rng() % 3, lda = 4 * cols;
+      std::vector<uint8_t> W(256 * steps * groups);
+      std::vector<int8_t> A(lda * steps * groups);
+      const bool extreme = it % 3 == 0;
+      for (auto& v : W) v = extreme ? uint8_t(255 - rng() % 2) : uint8_t(rng());
+      for (auto& v : A) v = extreme ? int8_t(-128 + int(rng() % 2)) : int8_t(rng());
+      std::vector<float> sw(64 * groups), swz(64 * groups), sumx(cols * groups), sa(cols * groups), c0(64 * NC);
+      for (auto* v : {&sw, &swz, &sa, &c0})
+        for (auto& e : *v) e = nd(rng);
+      for (auto& e : sumx) e = 100.f * nd(rng);
+      std::vector<float> c1 = c0;
+      detail::mk_int8_args args{W.data(), A.data(), lda, steps, groups, c0.data(), sw.data(), swz.data(),
+                                sumx.data(), it % 2 ? sa.data() : nullptr, cols};
+      detail::generic::mk_int8<NC>(args);
+      args.C = c1.data();
+      detail::avx2::kernels().int8[NC - 1](args);
+      INFO("NC=" << NC << " steps=" << steps << " groups=" << groups << " extreme=" << extreme);
+      CHECK(std::memcmp(c0.data(), c1.data(), c0.size() * sizeof(float)) == 0);
+    }
+  };
+  run.template operator()<1>();
+  run.template operator()<2>();
+  run.template operator()<3>();
+}
+#endif
+
 // bf16 level 2 with the AVX-512 kernel set reads level 1's step-major codes and writes the
 // micro-kernel's layout directly; the row-major route (group16_bf16, then rows_to_steps) must give
 // the same bits, for every format with 2, 4, 8 or 16 codes, every tile and chunk, including

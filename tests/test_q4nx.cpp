@@ -246,6 +246,9 @@ TEST_CASE("Q4NX blob: pack/unpack identity, dequantize bit-exact, kernels, polic
 #if defined(LUTKIT_HAVE_AVX512_DQ)
   if (detail::avx512::cpu_supported()) backends.push_back(dq_backend::avx512);
 #endif
+#if defined(LUTKIT_HAVE_AVX2_DQ)
+  if (detail::avx2::cpu_supported()) backends.push_back(dq_backend::avx2);
+#endif
   for (dq_backend be : backends) {
     std::vector<float> f(h.M * h.K);
     dequantize<P>(wp, f.data(), dq_type::f32, 0, nullptr, be);

@@ -295,6 +295,9 @@ void tile_group_kernel_case(std::mt19937_64& rng, std::size_t M, std::size_t K, 
 #if defined(LUTKIT_HAVE_AVX512_DQ)
   if (detail::avx512::cpu_supported()) backends.push_back(dq_backend::avx512);
 #endif
+#if defined(LUTKIT_HAVE_AVX2_DQ)
+  if (detail::avx2::cpu_supported()) backends.push_back(dq_backend::avx2);
+#endif
   for (act_type act : {act_type::fp32, act_type::bf16}) {
     // the reference: the weights and activations the paradigm specifies (bf16-rounded for bf16),
     // in double; bound: fp32 accumulation of K products, magnitude sum |s| (|level| + |zero|) |x|
@@ -367,6 +370,9 @@ void tile_group_int8_case(std::mt19937_64& rng, std::size_t M, std::size_t K, st
   std::vector<dq_backend> backends{dq_backend::generic};
 #if defined(LUTKIT_HAVE_AVX512_DQ)
   if (detail::avx512::cpu_supported()) backends.push_back(dq_backend::avx512);
+#endif
+#if defined(LUTKIT_HAVE_AVX2_DQ)
+  if (detail::avx2::cpu_supported()) backends.push_back(dq_backend::avx2);
 #endif
   static thread_pool pool(2);
   std::vector<float> first;

@@ -12,6 +12,7 @@
 #include "microkernel.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include "../targets/cpu/gemm_avx2.hpp"
 #include "../targets/cpu/gemm_avx512.hpp"
 #endif
 #if defined(__aarch64__) && defined(__clang__) && defined(LUTKIT_ENABLE_SME)
@@ -20,9 +21,10 @@
 
 namespace lutkit {
 
-// Which micro-kernels run: the best the CPU has, the portable C++ ones, or AVX-512 (an error
-// if the CPU lacks VNNI / BF16).
-enum class dq_backend { best, generic, avx512 };
+// Which micro-kernels run: the best the CPU has (AVX-512, else AVX2, else the portable ones), the
+// portable C++ ones, AVX-512 (an error if the CPU lacks VNNI / BF16) or AVX2 (an error if it
+// lacks AVX2 / FMA / F16C).
+enum class dq_backend { best, generic, avx512, avx2 };
 
 namespace detail {
 
@@ -35,6 +37,15 @@ inline const dq_kernel_set& dq_kernels_for(dq_backend b) {
   if (b == dq_backend::best && avx512::cpu_supported()) return avx512::kernels();
 #else
   require(b != dq_backend::avx512, "dequant-GEMM: AVX-512 kernels are not compiled for this target");
+#endif
+#if defined(LUTKIT_HAVE_AVX2_DQ)
+  if (b == dq_backend::avx2) {
+    require(avx2::cpu_supported(), "dequant-GEMM: this CPU lacks AVX2/FMA/F16C");
+    return avx2::kernels();
+  }
+  if (b == dq_backend::best && avx2::cpu_supported()) return avx2::kernels();
+#else
+  require(b != dq_backend::avx2, "dequant-GEMM: AVX2 kernels are not compiled for this target");
 #endif
   return generic_kernels();
 }
@@ -66,6 +77,9 @@ template <class P>
 dq_level1_fns<P> dq_level1_for([[maybe_unused]] const dq_kernel_set& ks) {
 #if defined(LUTKIT_HAVE_AVX512_DQ)
   if (&ks == &avx512::kernels()) return avx512::level1_fns<P>();
+#endif
+#if defined(LUTKIT_HAVE_AVX2_DQ)
+  if (&ks == &avx2::kernels()) return avx2::level1_fns<P>();
 #endif
   return {};
 }

@@ -1,0 +1,565 @@
+// lutkit — AVX2 micro-kernels of the dequant-GEMM, for x86 CPUs without AVX-512 (Zen 2 / Zen 3,
+// Haswell .. Alder Lake): the int8 paradigm's micro-kernel (u8 levels x s8 activations, exact in
+// int32), SIMD level 1 of the bit-plane layout (step-major codes and levels, row-major codes; fused
+// into the int8 decode for small levels) and the F16C conversion of the group parameters.
+// Compiled with function target attributes and chosen at run time, like the AVX-512 set; the
+// entries it does not vectorise are the portable kernels (gemm/generic_kernels.hpp). The kernel
+// set of gemm/microkernel.hpp, registered in gemm/targets.hpp.
+#pragma once
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+
+#include "../../core/half.hpp"
+#include "../../core/tiling.hpp"
+#include "../../gemm/dequant.hpp"
+#include "../../gemm/generic_kernels.hpp"
+#include "../../gemm/microkernel.hpp"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include "intrinsics_begin.hpp"
+#define LUTKIT_HAVE_AVX2_DQ 1
+#define LUTKIT_AVX2_DQ __attribute__((target("avx2,fma,f16c")))
+
+namespace lutkit::detail::avx2 {
+
+inline bool cpu_supported() {
+  static const bool ok =
+      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  return ok;
+}
+
+// int8: 64 rows x NC columns, exact. vpmaddubsw would saturate (two u8 levels up to 255 times
+// s8 activations exceed int16), so the levels are widened to int16 (vpmovzxbw) and the
+// activations to int16 quads (sign extended, broadcast), and vpmaddwd gives each row's two pair
+// sums of a k4 step in adjacent int32 lanes: 2 accumulators of 8 lanes per 8 rows and column.
+// Per flush group one vphaddd + vpermq puts the 8 rows' sums in row order (the int32 sum of the
+// 4 products of every step, as generic::mk_int8 forms it: integer sums are exact, any order),
+// then the fp32 epilogue of generic::mk_int8 with the same operations in the same order:
+// c = fma(float(acc) [* sa], sw, c); c = fma(-sumx, swz, c). The 16 ymm registers hold RB row
+// blocks of 8 rows at a time (RB = 4 / 2 / 1 for NC = 1 / 2 / 3: 8, 8, 6 accumulators), each
+// pass over the group's steps re-reading the step-major levels from the buffer (L1 / L2).
+template <int NC>
+LUTKIT_AVX2_DQ void mk_int8(const mk_int8_args& a) {
+  static_assert(NC >= 1 && NC <= 3);
+  constexpr int RB = NC == 1 ? 4 : NC == 2 ? 2 : 1;
+  for (std::size_t g = 0; g < a.groups; ++g) {
+    const uint8_t* W = a.W + 256 * a.steps * g;
+    const int8_t* A = a.A + a.lda * a.steps * g;
+    const float* sw = a.sw + g * 64;
+    const float* swz = a.swz + g * 64;
+    const float* sx = a.sumx + g * a.ldsum;
+    const float* sa = a.sa ? a.sa + g * a.ldsum : nullptr;
+    for (int o0 = 0; o0 < 8; o0 += RB) {
+      __m256i acc[NC][RB][2];
+#pragma GCC unroll 4
+      for (int n = 0; n < NC; ++n)
+#pragma GCC unroll 4
+        for (int b = 0; b < RB; ++b) acc[n][b][0] = acc[n][b][1] = _mm256_setzero_si256();
+      for (std::size_t s = 0; s < a.steps; ++s) {
+        const uint8_t* ws = W + s * 256 + 32 * o0;
+        const int8_t* as = A + s * a.lda;
+        __m256i x[NC];
+#pragma GCC unroll 4
+        for (int n = 0; n < NC; ++n) {
+          int32_t xd;
+          __builtin_memcpy(&xd, as + 4 * n, 4);
+          x[n] = _mm256_broadcastq_epi64(_mm_cvtepi8_epi16(_mm_cvtsi32_si128(xd)));
+        }
+#pragma GCC unroll 4
+        for (int b = 0; b < RB; ++b) {
+          const __m256i w0 = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(ws + 32 * b)));
+          const __m256i w1 = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(ws + 32 * b + 16)));
+#pragma GCC unroll 4
+          for (int n = 0; n < NC; ++n) {
+            acc[n][b][0] = _mm256_add_epi32(acc[n][b][0], _mm256_madd_epi16(w0, x[n]));
+            acc[n][b][1] = _mm256_add_epi32(acc[n][b][1], _mm256_madd_epi16(w1, x[n]));
+          }
+        }
+      }
+#pragma GCC unroll 4
+      for (int n = 0; n < NC; ++n) {
+        const __m256 bx = _mm256_set1_ps(sx[n]);
+        const __m256 ba = _mm256_set1_ps(sa ? sa[n] : 1.f);
+#pragma GCC unroll 4
+        for (int b = 0; b < RB; ++b) {
+          const int r = 8 * (o0 + b);
+          // lanes [r0 r1 r4 r5 | r2 r3 r6 r7] -> [r0 .. r7]
+          const __m256i sum = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[n][b][0], acc[n][b][1]), 0xD8);
+          __m256 f = _mm256_cvtepi32_ps(sum);
+          if (sa) f = _mm256_mul_ps(f, ba);
+          float* c = a.C + 64 * n + r;
+          __m256 cv = _mm256_fmadd_ps(f, _mm256_loadu_ps(sw + r), _mm256_loadu_ps(c));
+          cv = _mm256_fnmadd_ps(_mm256_loadu_ps(swz + r), bx, cv);
+          _mm256_storeu_ps(c, cv);
+        }
+      }
+    }
+  }
+}
+
+// fp16 -> fp32 of n halves (the group scales and zeros of every chunk): vcvtph2ps, 8 at a time.
+// It quiets signaling NaNs, which generic::halves_to_float (f16_to_f32) keeps: a block of 8 with
+// one of them converts by f16_to_f32, so the floats are the portable ones for all 65536 halves.
+// (The portable conversion was 19% of the Q8_0 int8 decode's kernel samples at one thread.)
+LUTKIT_AVX2_DQ inline void halves_to_float(const uint16_t* h, std::size_t n, float* f) {
+  const __m128i expm = _mm_set1_epi16(0x7C00), mant = _mm_set1_epi16(0x03FF), quiet = _mm_set1_epi16(0x0200);
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(h + i));
+    const __m128i m = _mm_and_si128(v, mant);
+    // exponent all ones, mantissa in [1, 0x1FF] (non-zero, quiet bit clear)
+    const __m128i snan = _mm_and_si128(_mm_cmpeq_epi16(_mm_and_si128(v, expm), expm),
+                                       _mm_and_si128(_mm_cmpgt_epi16(m, _mm_setzero_si128()), _mm_cmpgt_epi16(quiet, m)));
+    if (_mm_movemask_epi8(snan)) [[unlikely]] {
+      for (std::size_t j = i; j < i + 8; ++j) f[j] = f16_to_f32(h[j]);
+    } else {
+      _mm256_storeu_ps(f + i, _mm256_cvtph_ps(v));
+    }
+  }
+  for (; i < n; ++i) f[i] = f16_to_f32(h[i]);
+}
+
+// ---------------------------------------------------------------- level 1
+// The bit-plane layout (pshufb order, core/tiling_spec.hpp): a paired chunk holds planes 2p, 2p + 1
+// of one step, row r's plane-h nibble in byte paired_byte_of_row(r % 32, h), nibble_of_row(r);
+// bit i of the nibble is activation i of the step. Output register o holds rows 8 o .. 8 o + 7 of
+// the step-major layout, one dword per row, one code per byte. Per plane pair and register the
+// 16-byte window of the chunk that holds the 8 rows' bytes is broadcast to both lanes, one vpshufb
+// per plane copies each row's plane byte into its dword's 4 bytes, and byte i tests bit i (i + 4
+// for rows 32 .. 63: the high nibble) with vpand + vpcmpeqb; the all-ones result, masked to the
+// plane's bit of the code, is or-ed in. The lone chunk of an odd plane count the same way from
+// its 32 bytes of the step. Which byte holds which row comes from the tiling spec (tables below,
+// checked when built).
+struct level1_indices {
+  alignas(32) uint8_t pair[4][2][32];  // register o % 4, plane h of the pair: window byte of row, per output byte
+  int pair_win[4];                     // the window's first byte in the chunk
+  alignas(32) uint8_t lone[4][32];
+  int lone_win[4];  // in the step's 32 lone bytes
+};
+inline const level1_indices& level1_index_tables() {
+  static const level1_indices t = [] {
+    level1_indices x{};
+    auto window = [](auto byte_of) {
+      const int w = byte_of(0) / 16 * 16;
+      for (int j = 0; j < 8; ++j)
+        if (byte_of(j) / 16 * 16 != w)
+          throw std::logic_error("avx2 level1 tables: the tiling spec no longer keeps 8 rows in 16 bytes");
+      return w;
+    };
+    for (int o = 0; o < 4; ++o) {
+      for (int j = 0; j < 8; ++j) {
+        const int r = 8 * o + j;
+        if (nibble_of_row(r) != 0 || nibble_of_row(r + 32) != 1 || lone_byte_of_row(r) != lone_byte_of_row(r + 32) ||
+            paired_byte_of_row(r, 0) != paired_byte_of_row(r + 32, 0) ||
+            paired_byte_of_row(r, 1) != paired_byte_of_row(r + 32, 1))
+          throw std::logic_error("avx2 level1 tables: the tiling spec no longer pairs rows r, r + 32");
+      }
+      x.pair_win[o] = window([&](int j) { return paired_byte_of_row(8 * o + j, 0); });
+      if (window([&](int j) { return paired_byte_of_row(8 * o + j, 1); }) != x.pair_win[o])
+        throw std::logic_error("avx2 level1 tables: a row's two plane bytes in different windows");
+      x.lone_win[o] = window([&](int j) { return lone_byte_of_row(8 * o + j); });
+      for (int j = 0; j < 8; ++j)
+        for (int i = 0; i < 4; ++i) {
+          const int b = 16 * (j / 4) + 4 * (j % 4) + i;  // lane j / 4, dword j % 4, byte i
+          for (int h = 0; h < 2; ++h) x.pair[o][h][b] = uint8_t(paired_byte_of_row(8 * o + j, h) - x.pair_win[o]);
+          x.lone[o][b] = uint8_t(lone_byte_of_row(8 * o + j) - x.lone_win[o]);
+        }
+    }
+    return x;
+  }();
+  return t;
+}
+
+// The k4 steps of [k0, k1) as level 1 walks them: the step's block in the blob, its step pair in
+// the block and its half of the pair; the block's offset is computed once per block.
+template <class P>
+class level1_walk {
+ public:
+  level1_walk(const uint8_t* data, const packed_layout& L, std::size_t t) : data_(data), L_(L), t_(t) {}
+  struct step_at {
+    const uint8_t* base;
+    int spi, s;
+  };
+  step_at at(std::size_t step) {
+    constexpr std::size_t spb = std::size_t(P::spec.steps_per_block);
+    const std::size_t blk = step / spb, in = step % spb;
+    if (blk != blk_) {
+      blk_ = blk;
+      base_ = data_ + L_.block_offset(t_, blk);
+    }
+    return {base_, int(in / 2), int(in % 2)};
+  }
+
+ private:
+  const uint8_t* data_;
+  const packed_layout& L_;
+  std::size_t t_;
+  std::size_t blk_ = std::size_t(-1);
+  const uint8_t* base_ = nullptr;
+};
+
+// bit b of each byte where the bytes of v have the bit of m set
+LUTKIT_AVX2_DQ inline __m256i bit_of(__m256i v, __m256i m, int b) {
+  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(v, m), m), _mm256_set1_epi8(char(1 << b)));
+}
+// the 8 registers of one step's codes (rows 8 o .. 8 o + 7 in register o)
+template <class P>
+LUTKIT_AVX2_DQ inline void step_codes(const uint8_t* base, int spi, int s, const level1_indices& ix, __m256i r[8]) {
+  constexpr auto& S = P::spec;
+  const __m256i mlo = _mm256_set1_epi32(0x08040201), mhi = _mm256_set1_epi32(int(0x80402010u));
+#pragma GCC unroll 8
+  for (int o = 0; o < 8; ++o) r[o] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+  for (int p = 0; p < S.planes / 2; ++p) {
+    const uint8_t* c = base + S.paired_chunk_in_block(spi, s, p);
+#pragma GCC unroll 4
+    for (int o = 0; o < 4; ++o) {
+      const __m256i win = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(c + ix.pair_win[o])));
+      const __m256i x0 = _mm256_shuffle_epi8(win, _mm256_load_si256(reinterpret_cast<const __m256i*>(ix.pair[o][0])));
+      const __m256i x1 = _mm256_shuffle_epi8(win, _mm256_load_si256(reinterpret_cast<const __m256i*>(ix.pair[o][1])));
+      r[o] = _mm256_or_si256(r[o], _mm256_or_si256(bit_of(x0, mlo, 2 * p), bit_of(x1, mlo, 2 * p + 1)));
+      r[o + 4] = _mm256_or_si256(r[o + 4], _mm256_or_si256(bit_of(x0, mhi, 2 * p), bit_of(x1, mhi, 2 * p + 1)));
+    }
+  }
+  if constexpr (S.planes % 2 == 1) {
+    const uint8_t* c = base + S.lone_chunk_in_block(spi) + 32 * s;
+#pragma GCC unroll 4
+    for (int o = 0; o < 4; ++o) {
+      const __m256i win = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(c + ix.lone_win[o])));
+      const __m256i x = _mm256_shuffle_epi8(win, _mm256_load_si256(reinterpret_cast<const __m256i*>(ix.lone[o])));
+      r[o] = _mm256_or_si256(r[o], bit_of(x, mlo, S.planes - 1));
+      r[o + 4] = _mm256_or_si256(r[o + 4], bit_of(x, mhi, S.planes - 1));
+    }
+  }
+}
+
+// 4 and 8 planes: a bit-matrix transpose per row pair instead of bit tests. The paired chunks keep
+// row r's plane bytes at 2 r + h (r < 32), the low nibble row r, the high nibble row r + 32
+// (checked against the tiling spec below), so one vpunpcklwd / vpunpckhwd of two chunks gives each
+// row pair its 4 plane bytes in a dword (8 planes: a vpunpckldq of two such, a qword). Read as a
+// bit matrix (byte q = plane q, bit j = activation j of row r for j < 4, of row r + 32 after),
+// its transpose has in byte j the code of that activation, one bit per plane: for 4 planes two
+// delta swaps transpose the two 4 x 4 blocks of the dword in place (row r's 4 codes in the low
+// nibbles, row r + 32's in the high ones), for 8 planes three the 8 x 8 qword (row r's codes in
+// its low dword, row r + 32's in the high one). A vpermq of each chunk half first puts rows
+// 8 i .. 8 i + 7 in one register. 64 rows of a 4-plane step: ~70 instructions, the bit tests ~150.
+template <class P>
+constexpr bool has_transpose() {
+  constexpr auto& S = P::spec;
+  if (S.ternary || S.plane_chunks() || S.rows_per_tile != 64 || !(S.planes == 4 || S.planes == 8)) return false;
+  for (int r = 0; r < 32; ++r)
+    if (paired_byte_of_row(r, 0) != 2 * r || paired_byte_of_row(r, 1) != 2 * r + 1 || nibble_of_row(r) != 0 ||
+        nibble_of_row(r + 32) != 1 || paired_byte_of_row(r + 32, 0) != 2 * r || paired_byte_of_row(r + 32, 1) != 2 * r + 1)
+      return false;
+  return true;
+}
+// x ^= swap of the bits of mask m with those delta higher, per 32- (D32) or 64-bit lane
+template <bool D32, int delta>
+LUTKIT_AVX2_DQ inline __m256i delta_swap(__m256i x, __m256i m) {
+  if constexpr (D32) {
+    const __m256i t = _mm256_and_si256(_mm256_xor_si256(x, _mm256_srli_epi32(x, delta)), m);
+    return _mm256_xor_si256(x, _mm256_xor_si256(t, _mm256_slli_epi32(t, delta)));
+  } else {
+    const __m256i t = _mm256_and_si256(_mm256_xor_si256(x, _mm256_srli_epi64(x, delta)), m);
+    return _mm256_xor_si256(x, _mm256_xor_si256(t, _mm256_slli_epi64(t, delta)));
+  }
+}
+// the codes of quarter (h, i) of one step: r[0] rows 16 h + 8 i .. + 7, r[1] the same rows + 32
+template <class P>
+LUTKIT_AVX2_DQ inline void step_quarter_transposed(const uint8_t* base, int spi, int s, int h, int i, __m256i r[2]) {
+  constexpr auto& S = P::spec;
+  static_assert(has_transpose<P>());
+  __m256i c[S.planes / 2];
+#pragma GCC unroll 4
+  for (int p = 0; p < S.planes / 2; ++p)
+    c[p] = _mm256_permute4x64_epi64(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(base + S.paired_chunk_in_block(spi, s, p) + 32 * h)), 0xD8);
+  const __m256i m0f = _mm256_set1_epi8(0x0F);
+  if constexpr (S.planes == 4) {
+    const __m256i m1 = _mm256_set1_epi32(0x00AA00AA), m2 = _mm256_set1_epi32(0x0000CCCC);
+    __m256i x = i ? _mm256_unpackhi_epi16(c[0], c[1]) : _mm256_unpacklo_epi16(c[0], c[1]);
+    x = delta_swap<true, 14>(delta_swap<true, 7>(x, m1), m2);
+    r[0] = _mm256_and_si256(x, m0f);
+    r[1] = _mm256_and_si256(_mm256_srli_epi16(x, 4), m0f);
+  } else {
+    const __m256i m1 = _mm256_set1_epi64x(0x00AA00AA00AA00AAll), m2 = _mm256_set1_epi64x(0x0000CCCC0000CCCCll);
+    const __m256i m3 = _mm256_set1_epi64x(0x00000000F0F0F0F0ll);
+    const __m256i p01 = i ? _mm256_unpackhi_epi16(c[0], c[1]) : _mm256_unpacklo_epi16(c[0], c[1]);
+    const __m256i p23 = i ? _mm256_unpackhi_epi16(c[2], c[3]) : _mm256_unpacklo_epi16(c[2], c[3]);
+    __m256i qa = _mm256_unpacklo_epi32(p01, p23), qb = _mm256_unpackhi_epi32(p01, p23);
+    qa = delta_swap<false, 28>(delta_swap<false, 14>(delta_swap<false, 7>(qa, m1), m2), m3);
+    qb = delta_swap<false, 28>(delta_swap<false, 14>(delta_swap<false, 7>(qb, m1), m2), m3);
+    r[0] = _mm256_castps_si256(_mm256_shuffle_ps(_mm256_castsi256_ps(qa), _mm256_castsi256_ps(qb), 0x88));
+    r[1] = _mm256_castps_si256(_mm256_shuffle_ps(_mm256_castsi256_ps(qa), _mm256_castsi256_ps(qb), 0xDD));
+  }
+}
+
+// Level 1 of the policies it serves: 64-row tiles of the pshufb order, not ternary.
+template <class P>
+constexpr bool has_level1() {
+  constexpr auto& S = P::spec;
+  return !S.ternary && !S.plane_chunks() && S.rows_per_tile == 64;
+}
+
+// codes (MAP: the u8 levels of a 16-code codebook, one vpshufb) of [k0, k1), step-major
+template <class P, bool MAP>
+LUTKIT_AVX2_DQ void unpack_steps(const uint8_t* data, const packed_layout& L, std::size_t t, std::size_t k0,
+                                 std::size_t k1, uint8_t* out) {
+  static_assert(has_level1<P>());
+  const level1_indices& ix = level1_index_tables();
+  __m256i map = _mm256_setzero_si256();
+  if constexpr (MAP) {
+    using FT = format_traits<typename P::format>;
+    static_assert(FT::max_code < 16 && FT::integer_levels, "a 16-entry byte map");
+    alignas(16) uint8_t m[16] = {};
+    for (int c = 0; c <= FT::max_code; ++c) m[c] = uint8_t(FT::level(c));
+    map = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(m)));
+  }
+  level1_walk<P> walk(data, L, t);
+  for (std::size_t step = k0 / 4; step < k1 / 4; ++step) {
+    const auto [base, spi, s] = walk.at(step);
+    __m256i r[8];
+    if constexpr (has_transpose<P>()) {
+#pragma GCC unroll 4
+      for (int q = 0; q < 4; ++q) {
+        __m256i x[2];
+        step_quarter_transposed<P>(base, spi, s, q / 2, q % 2, x);
+        r[q] = x[0];
+        r[q + 4] = x[1];
+      }
+    } else {
+      step_codes<P>(base, spi, s, ix, r);
+    }
+    uint8_t* o = out + (step - k0 / 4) * 256;
+#pragma GCC unroll 8
+    for (int v = 0; v < 8; ++v) {
+      if constexpr (MAP) r[v] = _mm256_shuffle_epi8(map, r[v]);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + 32 * v), r[v]);
+    }
+  }
+}
+template <class P>
+void codes_steps(const uint8_t* data, const packed_layout& L, std::size_t t, std::size_t k0, std::size_t k1,
+                 uint8_t* out) {
+  unpack_steps<P, false>(data, L, t, k0, k1, out);
+}
+// the int8 route's u8 levels: the codes, or for a codebook with integer levels (IQ4_NL, FP4) each
+// code mapped to its level
+template <class P>
+void levels_steps(const uint8_t* data, const packed_layout& L, std::size_t t, std::size_t k0, std::size_t k1,
+                  uint8_t* out) {
+  unpack_steps<P, !levels_are_codes<P>()>(data, L, t, k0, k1, out);
+}
+
+// 8 x 8 transpose of 32-bit elements: r[i] lane j -> r[j] lane i
+LUTKIT_AVX2_DQ inline void transpose8_epi32(__m256i r[8]) {
+  __m256i t[8], u[8];
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = _mm256_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm256_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+  }
+#pragma GCC unroll 2
+  for (int i = 0; i < 2; ++i) {
+    u[4 * i + 0] = _mm256_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+    u[4 * i + 1] = _mm256_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+    u[4 * i + 2] = _mm256_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+    u[4 * i + 3] = _mm256_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+  }
+#pragma GCC unroll 4
+  for (int c = 0; c < 4; ++c) {
+    r[c] = _mm256_permute2x128_si256(u[c], u[4 + c], 0x20);
+    r[4 + c] = _mm256_permute2x128_si256(u[c], u[4 + c], 0x31);
+  }
+}
+
+// Level 1 into the row-major layout of detail::unpack_codes (the level-2 input): 8 steps at a
+// time in the step-major layout, then 8 x 8 transposes of 4-code dwords.
+template <class P>
+LUTKIT_AVX2_DQ void codes_rows(const uint8_t* data, const packed_layout& L, std::size_t t, std::size_t k0,
+                               std::size_t k1, uint8_t* out, std::size_t ldo) {
+  alignas(32) uint8_t tmp[8 * 256];
+  for (std::size_t kb = k0; kb < k1; kb += 32) {
+    const std::size_t ke = std::min(k1, kb + 32), ns = (ke - kb) / 4;
+    unpack_steps<P, false>(data, L, t, kb, ke, tmp);
+    alignas(32) static constexpr int32_t lanes[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    const __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(ns)), _mm256_load_si256(reinterpret_cast<const __m256i*>(lanes)));
+    for (int o = 0; o < 8; ++o) {
+      __m256i r[8];
+#pragma GCC unroll 8
+      for (int s = 0; s < 8; ++s)
+        r[s] = std::size_t(s) < ns ? _mm256_load_si256(reinterpret_cast<const __m256i*>(tmp + s * 256 + o * 32))
+                                   : _mm256_setzero_si256();
+      transpose8_epi32(r);
+#pragma GCC unroll 8
+      for (int j = 0; j < 8; ++j)
+        _mm256_maskstore_epi32(reinterpret_cast<int*>(out + std::size_t(8 * o + j) * ldo + (kb - k0)), keep, r[j]);
+    }
+  }
+}
+
+// Level 1 fused into the int8 micro-kernel (decode, 1 or 2 columns): the transposed codes of
+// half of the step (rows 16 h .. 16 h + 15 and the same + 32, four registers) go straight into the
+// dot products, so the packed bytes are read once and no level buffer is written or re-read. Levels
+// of at most 127 only (4-bit codes, FP4, Q4NX), where vpmaddubsw is exact (two products of at most
+// 127 x 128) and vpmaddwd with ones makes the row sums; codebooks map codes to levels with one
+// vpshufb. One pass over the flush group's steps per half (4 x NC accumulators); the halves read
+// disjoint 32-byte halves of every chunk, the first pass prefetches 8 KiB ahead. The scales and
+// zeros come from the blob (the exact fp16 / bf16 decode of lut_weight_source::group_scales, then
+// zero * scale or -min), and the epilogue is generic::mk_int8's in the same order: the same bits
+// as the buffered route. Measured at one thread (4096 x 14336, thread CPU time, Zen 3): W4 g32
+// 3.8 ms fused, 4.5 ms buffered (level 1 + mk_int8). Larger levels (8-bit codes, IQ4_NL) would
+// need two chains of nibbles (level = 16 hi + lo): 9.0 vs 7.6 ms (Q8_0) and 7.2 vs 6.4 ms (IQ4_NL)
+// buffered, so they take the buffered route.
+template <class P>
+constexpr int max_level() {
+  using FT = format_traits<typename P::format>;
+  int m = 0;
+  for (int c = 0; c <= FT::max_code; ++c) m = std::max(m, int(FT::level(c)));
+  return m;
+}
+template <class P>
+constexpr bool has_int8_fused() {
+  using FT = format_traits<typename P::format>;
+  if constexpr (!has_transpose<P>() || !(levels_are_codes<P>() || (FT::integer_levels && FT::max_code < 16)))
+    return false;
+  else
+    return max_level<P>() <= 127;
+}
+// 8 fp16 / bf16 group parameters -> fp32 (exact)
+template <bool BF16>
+LUTKIT_AVX2_DQ inline __m256 fused_param8(const uint8_t* p) {
+  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  if constexpr (BF16) return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  else return _mm256_cvtph_ps(h);
+}
+template <class P>
+LUTKIT_AVX2_DQ inline void fused_group_scales(const uint8_t* data, const packed_layout& L, std::size_t t,
+                                              std::size_t gi, float* sw, float* swz) {
+  constexpr auto& S = P::spec;
+  const uint8_t* ps = data + L.scale_offset(t, gi);
+#pragma GCC unroll 8
+  for (int v = 0; v < 8; ++v) {
+    const __m256 sc = fused_param8<S.bf16_params>(ps + 16 * v);
+    __m256 zc;
+    if constexpr (S.asymmetric) {
+      const __m256 zz = fused_param8<S.bf16_params>(data + L.zero_offset(t, gi) + 16 * v);
+      zc = S.min_form ? _mm256_xor_ps(zz, _mm256_set1_ps(-0.f)) : _mm256_mul_ps(zz, sc);
+    } else {
+      zc = _mm256_mul_ps(_mm256_set1_ps(S.sym_zero), sc);
+    }
+    _mm256_store_ps(sw + 8 * v, sc);
+    _mm256_store_ps(swz + 8 * v, zc);
+  }
+}
+template <class P, int NC>
+LUTKIT_AVX2_DQ void mk_int8_fused(const uint8_t* data, const packed_layout& L, std::size_t t, std::size_t k0,
+                                  const mk_int8_args& a) {
+  static_assert(NC == 1 || NC == 2);
+  static_assert(has_int8_fused<P>());
+  constexpr auto& S = P::spec;
+  using FT = format_traits<typename P::format>;
+  constexpr bool MAP = !levels_are_codes<P>();
+  static_assert(max_level<P>() <= 127, "vpmaddubsw: exact for levels up to 127");
+  constexpr int QP = 2;  // quarters per pass
+  alignas(16) uint8_t m[16] = {};
+  if constexpr (MAP)
+    for (int c = 0; c <= FT::max_code; ++c) m[c] = uint8_t(FT::level(c));
+  [[maybe_unused]] const __m256i map = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(m)));
+  const __m256i ones = _mm256_set1_epi16(1);
+  constexpr long PFD = 8192;
+  level1_walk<P> walk(data, L, t);
+  std::size_t step0 = k0 / 4;
+  const int8_t* A = a.A;
+  for (std::size_t g = 0; g < a.groups; ++g, step0 += a.steps, A += a.steps * a.lda) {
+    alignas(32) float sw[64], swz[64];
+    fused_group_scales<P>(data, L, t, L.group_of_k(step0 * 4), sw, swz);
+    const float* sx = a.sumx + g * a.ldsum;
+    const float* sa = a.sa ? a.sa + g * a.ldsum : nullptr;
+    // pass q: quarters q * QP .. q * QP + QP - 1 (QP = 2: a half, 4 registers)
+    for (int q = 0; q < 4 / QP; ++q) {
+      __m256i acc[NC][2 * QP];
+#pragma GCC unroll 2
+      for (int n = 0; n < NC; ++n)
+#pragma GCC unroll 4
+        for (int j = 0; j < 2 * QP; ++j) acc[n][j] = _mm256_setzero_si256();
+      for (std::size_t s = 0; s < a.steps; ++s) {
+        const auto [base, spi, hs] = walk.at(step0 + s);
+        if (q == 0)
+#pragma GCC unroll 4
+          for (int p = 0; p < S.planes / 2; ++p)
+            _mm_prefetch(reinterpret_cast<const char*>(base + S.paired_chunk_in_block(spi, hs, p)) + PFD, _MM_HINT_T0);
+        __m256i r[2 * QP];
+#pragma GCC unroll 2
+        for (int u = 0; u < QP; ++u) {
+          const int qq = q * QP + u;
+          step_quarter_transposed<P>(base, spi, hs, qq / 2, qq % 2, r + 2 * u);
+        }
+        if constexpr (MAP)
+#pragma GCC unroll 4
+          for (int j = 0; j < 2 * QP; ++j) r[j] = _mm256_shuffle_epi8(map, r[j]);
+        const int8_t* as = A + s * a.lda;
+#pragma GCC unroll 2
+        for (int n = 0; n < NC; ++n) {
+          int32_t xd;
+          __builtin_memcpy(&xd, as + 4 * n, 4);
+          const __m256i x = _mm256_set1_epi32(xd);
+#pragma GCC unroll 4
+          for (int j = 0; j < 2 * QP; ++j)
+            acc[n][j] = _mm256_add_epi32(acc[n][j], _mm256_madd_epi16(_mm256_maddubs_epi16(r[j], x), ones));
+        }
+      }
+#pragma GCC unroll 2
+      for (int n = 0; n < NC; ++n) {
+        const __m256 bx = _mm256_set1_ps(sx[n]);
+        const __m256 ba = _mm256_set1_ps(sa ? sa[n] : 1.f);
+#pragma GCC unroll 4
+        for (int j = 0; j < 2 * QP; ++j) {
+          const int qq = q * QP + j / 2;
+          const int row = 16 * (qq / 2) + 8 * (qq % 2) + 32 * (j % 2);
+          __m256 f = _mm256_cvtepi32_ps(acc[n][j]);
+          if (sa) f = _mm256_mul_ps(f, ba);
+          float* c = a.C + 64 * n + row;
+          __m256 cv = _mm256_fmadd_ps(f, _mm256_load_ps(sw + row), _mm256_loadu_ps(c));
+          cv = _mm256_fnmadd_ps(_mm256_load_ps(swz + row), bx, cv);
+          _mm256_storeu_ps(c, cv);
+        }
+      }
+    }
+  }
+}
+
+template <class P>
+dq_level1_fns<P> level1_fns() {
+  if constexpr (!has_level1<P>()) {
+    return {};
+  } else {
+    dq_level1_fns<P> f{&codes_steps<P>, &codes_rows<P>};
+    using FT = format_traits<typename P::format>;
+    if constexpr (levels_are_codes<P>() || (FT::integer_levels && FT::max_code < 16)) f.levels_steps = &levels_steps<P>;
+    if constexpr (has_int8_fused<P>()) {
+      f.int8_fused[0] = &mk_int8_fused<P, 1>;
+      f.int8_fused[1] = &mk_int8_fused<P, 2>;
+    }
+    return f;
+  }
+}
+
+inline const dq_kernel_set& kernels() {
+  static const dq_kernel_set k = [] {
+    dq_kernel_set s = generic_kernels();
+    s.name = "avx2";
+    s.int8[0] = &mk_int8<1>;
+    s.int8[1] = &mk_int8<2>;
+    s.int8[2] = &mk_int8<3>;
+    s.halves = &avx2::halves_to_float;
+    return s;
+  }();
+  return k;
+}
+
+}  // namespace lutkit::detail::avx2
+#include "intrinsics_end.hpp"
+#endif
