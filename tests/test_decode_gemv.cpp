@@ -95,11 +95,17 @@ void fuzz_decode_policy(uint64_t seed_base) {
       CHECK(same);
     }
     // best: the method best_decode_method<P>(N) names, bit for bit (best_decode_method<P>() but
-    // for split-level codebooks at N <= 2 on CPUs with the fused int8 kernel)
+    // for split-level codebooks at N <= 2 on CPUs with the fused int8 kernel, and the LUT-GEMV
+    // for the formats it serves where the CPU's int8 decode is the slower one)
     {
       const decode_method bm = best_decode_method<P>(N);
+      const bool int8_first = detail::dq_kernels_for_policy<P>(dq_backend::best).int8_decode_first;
       CHECK((bm == best_decode_method<P>() ||
-             (detail::split_levels<P>() && N <= 2 && bm == decode_method::int8)));
+             (detail::split_levels<P>() && N <= 2 && bm == decode_method::int8) ||
+             (best_decode_method<P>() == decode_method::int8 && P::lut_gemv_capable && !int8_first &&
+              bm == decode_method::lut_gemv)));
+      if constexpr (P::lut_gemv_capable && best_decode_method<P>() == decode_method::int8)
+        CHECK(bm == (int8_first ? decode_method::int8 : decode_method::lut_gemv));
       std::vector<float> yb(N * M, -7.f), ym(N * M, -8.f);
       decode_gemv<P>(wp, x.data(), N, K, yb.data(), decode_method::best, 0, 0, &pool);
       decode_gemv<P>(wp, x.data(), N, K, ym.data(), bm, 0, 0, nullptr);

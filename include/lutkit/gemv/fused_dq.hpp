@@ -141,13 +141,18 @@ constexpr decode_method best_decode_method() {
 
 // The method decode_method::best runs for N activation rows on this CPU: best_decode_method<P>(),
 // except that float codebooks with split levels (NF4) take the int8 decode for N <= 2 where the
-// CPU has its fused kernel (AVX-512 VNNI + GFNI; docs/llama_formats.md, "Decode").
+// CPU has its fused kernel (AVX-512 VNNI + GFNI; docs/llama_formats.md, "Decode"), and that the
+// formats the LUT-GEMV also serves take it where the CPU's int8 decode is the slower of the two
+// (dq_kernel_set::int8_decode_first false: every kernel set but AVX-512's).
 template <class P>
 decode_method best_decode_method(std::size_t N) {
   if constexpr (detail::split_levels<P>())
     if (detail::split_int8_decode_available<P>(N, detail::dq_kernels_for_policy<P>(dq_backend::best)))
       return decode_method::int8;
-  return best_decode_method<P>();
+  constexpr decode_method m = best_decode_method<P>();
+  if constexpr (m == decode_method::int8 && format_traits<typename P::format>::lut_gemv_capable)
+    if (!detail::dq_kernels_for_policy<P>(dq_backend::best).int8_decode_first) return decode_method::lut_gemv;
+  return m;
 }
 
 template <class P>

@@ -1089,7 +1089,8 @@ inline const dq_kernel_set& kernels() {
                                 &level2_steps_bf16<16>},
                                &avx512::prepare_rows,
                                &avx512::write_tile,
-                               {&tg_int8<1>, &tg_int8<2>, &tg_int8<3>, &tg_int8<4>}};
+                               {&tg_int8<1>, &tg_int8<2>, &tg_int8<3>, &tg_int8<4>},
+                               /*int8_decode_first=*/true};
   return k;
 }
 
