@@ -205,8 +205,8 @@ TEST_CASE("AVX2 level 1 equals the scalar bit-repack lookups", "[dequant][level1
 
 // The AVX2 fused level 1 + int8 micro-kernel (decode, 1 and 2 columns) against the buffered
 // route (the portable unpacker's levels, lut_weight_source::group_scales, generic::mk_int8), bit
-// for bit: every policy it serves, partial tiles, whole K and a later start k0, per-row and
-// per-group activation scales.
+// for bit: every policy it serves (levels up to 127 unsigned, larger ones signed), partial tiles,
+// whole K and a later start k0, per-row and per-group activation scales.
 TEST_CASE("AVX2 fused int8 decode kernel equals the buffered route", "[dequant_gemm][int8_kernel]") {
   if (!detail::avx2::cpu_supported()) return;
   std::size_t calls = 0;
@@ -225,8 +225,8 @@ TEST_CASE("AVX2 fused int8 decode kernel equals the buffered route", "[dequant_g
         const auto f = detail::avx2::level1_fns<P>();
         REQUIRE(f.int8_fused[NC - 1] != nullptr);
         const std::size_t flush = G, nfl = L.K_pad / flush;
-        std::vector<int8_t> A(NC * L.K_pad);
-        for (auto& v : A) v = int8_t(rng());
+        std::vector<int8_t> A(NC * L.K_pad);  // [-127, 127]: the activation packing's range
+        for (auto& v : A) v = int8_t(int(rng() % 255) - 127);
         std::vector<float> sumx(NC * nfl), sa(NC * nfl), sw(64 * nfl), swz(64 * nfl);
         for (auto& v : sumx) v = 50.f * nd(rng);
         for (auto& v : sa) v = nd(rng);

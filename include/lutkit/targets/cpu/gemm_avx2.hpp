@@ -402,17 +402,19 @@ LUTKIT_AVX2_DQ void codes_rows(const uint8_t* data, const packed_layout& L, std:
 
 // Level 1 fused into the int8 micro-kernel (decode, 1 or 2 columns): the transposed codes of
 // half of the step (rows 16 h .. 16 h + 15 and the same + 32, four registers) go straight into the
-// dot products, so the packed bytes are read once and no level buffer is written or re-read. Levels
-// of at most 127 only (4-bit codes, FP4, Q4NX), where vpmaddubsw is exact (two products of at most
-// 127 x 128) and vpmaddwd with ones makes the row sums; codebooks map codes to levels with one
-// vpshufb. One pass over the flush group's steps per half (4 x NC accumulators); the halves read
-// disjoint 32-byte halves of every chunk, the first pass prefetches 8 KiB ahead. The scales and
-// zeros come from the blob (the exact fp16 / bf16 decode of lut_weight_source::group_scales, then
-// zero * scale or -min), and the epilogue is generic::mk_int8's in the same order: the same bits
-// as the buffered route. Measured at one thread (4096 x 14336, thread CPU time, Zen 3): W4 g32
-// 3.8 ms fused, 4.5 ms buffered (level 1 + mk_int8). Larger levels (8-bit codes, IQ4_NL) would
-// need two chains of nibbles (level = 16 hi + lo): 9.0 vs 7.6 ms (Q8_0) and 7.2 vs 6.4 ms (IQ4_NL)
-// buffered, so they take the buffered route.
+// dot products, so the packed bytes are read once and no level buffer is written or re-read.
+// Levels of at most 127 (4-bit codes, FP4, Q4NX): vpmaddubsw of the u8 levels and the s8
+// activations is exact (two products of at most 127 x 128), vpmaddwd with ones makes the row sums.
+// Larger levels (8-bit codes, IQ4_NL) go in signed, level - 128 (a vpxor of 0x80, or the codebook's
+// vpshufb map holding level - 128): vpmaddubsw(|level - 128|, sign(x, level - 128)) is exact for
+// activations in [-127, 127] (what the activation packing makes: products of at most 128 x 127),
+// and the u8-level sum is restored exactly in int32 by adding 128 times the step's activation sum
+// (vpmaddubsw of ones, vpmaddwd of ones). One pass over the flush group's steps per half (4 x NC
+// accumulators); the halves read disjoint 32-byte halves of every chunk, the first pass prefetches
+// 8 KiB ahead. The scales and zeros come from the blob (the exact fp16 / bf16 decode of
+// lut_weight_source::group_scales, then zero * scale or -min), and the epilogue is
+// generic::mk_int8's in the same order: the same bits as the buffered route. Measured at one thread
+// (4096 x 14336, thread CPU time, Zen 3): W4 g32 3.8 ms fused, 4.5 ms buffered (level 1 + mk_int8).
 template <class P>
 constexpr int max_level() {
   using FT = format_traits<typename P::format>;
@@ -423,10 +425,7 @@ constexpr int max_level() {
 template <class P>
 constexpr bool has_int8_fused() {
   using FT = format_traits<typename P::format>;
-  if constexpr (!has_transpose<P>() || !(levels_are_codes<P>() || (FT::integer_levels && FT::max_code < 16)))
-    return false;
-  else
-    return max_level<P>() <= 127;
+  return has_transpose<P>() && (levels_are_codes<P>() || (FT::integer_levels && FT::max_code < 16));
 }
 // 8 fp16 / bf16 group parameters -> fp32 (exact)
 template <bool BF16>
@@ -462,13 +461,15 @@ LUTKIT_AVX2_DQ void mk_int8_fused(const uint8_t* data, const packed_layout& L, s
   constexpr auto& S = P::spec;
   using FT = format_traits<typename P::format>;
   constexpr bool MAP = !levels_are_codes<P>();
-  static_assert(max_level<P>() <= 127, "vpmaddubsw: exact for levels up to 127");
+  constexpr bool SIGNED = max_level<P>() > 127;  // levels - 128 and the sign trick (above)
+  static_assert(max_level<P>() <= 255, "u8 levels");
   constexpr int QP = 2;  // quarters per pass
   alignas(16) uint8_t m[16] = {};
   if constexpr (MAP)
-    for (int c = 0; c <= FT::max_code; ++c) m[c] = uint8_t(FT::level(c));
+    for (int c = 0; c <= FT::max_code; ++c) m[c] = uint8_t(int(FT::level(c)) - (SIGNED ? 128 : 0));
   [[maybe_unused]] const __m256i map = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(m)));
   const __m256i ones = _mm256_set1_epi16(1);
+  [[maybe_unused]] const __m256i ones8 = _mm256_set1_epi8(1), bias = _mm256_set1_epi8(char(0x80));
   constexpr long PFD = 8192;
   level1_walk<P> walk(data, L, t);
   std::size_t step0 = k0 / 4;
@@ -480,11 +481,13 @@ LUTKIT_AVX2_DQ void mk_int8_fused(const uint8_t* data, const packed_layout& L, s
     const float* sa = a.sa ? a.sa + g * a.ldsum : nullptr;
     // pass q: quarters q * QP .. q * QP + QP - 1 (QP = 2: a half, 4 registers)
     for (int q = 0; q < 4 / QP; ++q) {
-      __m256i acc[NC][2 * QP];
+      __m256i acc[NC][2 * QP], xsum[NC];  // xsum (SIGNED): the activation sums of the steps, per dword
 #pragma GCC unroll 2
-      for (int n = 0; n < NC; ++n)
+      for (int n = 0; n < NC; ++n) {
+        xsum[n] = _mm256_setzero_si256();
 #pragma GCC unroll 4
         for (int j = 0; j < 2 * QP; ++j) acc[n][j] = _mm256_setzero_si256();
+      }
       for (std::size_t s = 0; s < a.steps; ++s) {
         const auto [base, spi, hs] = walk.at(step0 + s);
         if (q == 0)
@@ -497,18 +500,34 @@ LUTKIT_AVX2_DQ void mk_int8_fused(const uint8_t* data, const packed_layout& L, s
           const int qq = q * QP + u;
           step_quarter_transposed<P>(base, spi, hs, qq / 2, qq % 2, r + 2 * u);
         }
-        if constexpr (MAP)
 #pragma GCC unroll 4
-          for (int j = 0; j < 2 * QP; ++j) r[j] = _mm256_shuffle_epi8(map, r[j]);
+        for (int j = 0; j < 2 * QP; ++j) {
+          if constexpr (MAP) r[j] = _mm256_shuffle_epi8(map, r[j]);
+          else if constexpr (SIGNED) r[j] = _mm256_xor_si256(r[j], bias);
+        }
         const int8_t* as = A + s * a.lda;
+        __m256i x[NC];
 #pragma GCC unroll 2
         for (int n = 0; n < NC; ++n) {
           int32_t xd;
           __builtin_memcpy(&xd, as + 4 * n, 4);
-          const __m256i x = _mm256_set1_epi32(xd);
+          x[n] = _mm256_set1_epi32(xd);
+          if constexpr (SIGNED)
+            xsum[n] = _mm256_add_epi32(xsum[n], _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, x[n]), ones));
+        }
 #pragma GCC unroll 4
-          for (int j = 0; j < 2 * QP; ++j)
-            acc[n][j] = _mm256_add_epi32(acc[n][j], _mm256_madd_epi16(_mm256_maddubs_epi16(r[j], x), ones));
+        for (int j = 0; j < 2 * QP; ++j) {
+          if constexpr (SIGNED) {
+            const __m256i wa = _mm256_abs_epi8(r[j]);
+#pragma GCC unroll 2
+            for (int n = 0; n < NC; ++n)
+              acc[n][j] = _mm256_add_epi32(
+                  acc[n][j], _mm256_madd_epi16(_mm256_maddubs_epi16(wa, _mm256_sign_epi8(x[n], r[j])), ones));
+          } else {
+#pragma GCC unroll 2
+            for (int n = 0; n < NC; ++n)
+              acc[n][j] = _mm256_add_epi32(acc[n][j], _mm256_madd_epi16(_mm256_maddubs_epi16(r[j], x[n]), ones));
+          }
         }
       }
 #pragma GCC unroll 2
@@ -519,7 +538,9 @@ LUTKIT_AVX2_DQ void mk_int8_fused(const uint8_t* data, const packed_layout& L, s
         for (int j = 0; j < 2 * QP; ++j) {
           const int qq = q * QP + j / 2;
           const int row = 16 * (qq / 2) + 8 * (qq % 2) + 32 * (j % 2);
-          __m256 f = _mm256_cvtepi32_ps(acc[n][j]);
+          __m256i sum = acc[n][j];
+          if constexpr (SIGNED) sum = _mm256_add_epi32(sum, _mm256_slli_epi32(xsum[n], 7));  // the u8 levels' sum
+          __m256 f = _mm256_cvtepi32_ps(sum);
           if (sa) f = _mm256_mul_ps(f, ba);
           float* c = a.C + 64 * n + row;
           __m256 cv = _mm256_fmadd_ps(f, _mm256_load_ps(sw + row), _mm256_loadu_ps(c));
