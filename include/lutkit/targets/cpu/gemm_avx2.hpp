@@ -1,7 +1,7 @@
 // lutkit — AVX2 micro-kernels of the dequant-GEMM, for x86 CPUs without AVX-512 (Zen 2 / Zen 3,
 // Haswell .. Alder Lake): the int8 paradigm's micro-kernel (u8 levels x s8 activations, exact in
 // int32), SIMD level 1 of the bit-plane layout (step-major codes and levels, row-major codes; fused
-// into the int8 decode for small levels) and the F16C conversion of the group parameters.
+// into the int8 decode), the tile groups' int8 decode and the F16C conversion of the group parameters.
 // Compiled with function target attributes and chosen at run time, like the AVX-512 set; the
 // entries it does not vectorise are the portable kernels (gemm/generic_kernels.hpp). The kernel
 // set of gemm/microkernel.hpp, registered in gemm/targets.hpp.
@@ -552,6 +552,84 @@ LUTKIT_AVX2_DQ void mk_int8_fused(const uint8_t* data, const packed_layout& L, s
   }
 }
 
+// Tile groups, int8 decode (tg_int8_args): per super-group and k pair two 32-byte loads of the 32
+// rows' code pairs (rows 0 .. 15, 16 .. 31), one shift and mask each, one vpmaddubsw per half with
+// the broadcast int8 activation pair (int16 lane r = row r's pair dot, exact for codes of at most 4
+// bits), widened to fp32 in four 8-row parts and four FMAs with the group's s * xa (the two halves
+// are two groups). Even and odd k pairs accumulate in two chains, the zero terms per group in one
+// 8-lane FMA per super-group, subtracted at the end: generic::tg_int8's arithmetic in its order,
+// the same bits. One column at a time (8 accumulators; the call's chunk of super-groups stays in
+// L1 for the next column), the first column prefetching the stream 8 KiB ahead.
+template <int NC>
+LUTKIT_AVX2_DQ void tg_int8(const tg_int8_args& a) {
+  constexpr std::size_t ahead = 8192;
+  const __m256i mask = _mm256_set1_epi8(char((1u << a.bits) - 1u));
+  const __m128i shift[4] = {_mm_cvtsi32_si128(a.qshift[0]), _mm_cvtsi32_si128(a.qshift[1]),
+                            _mm_cvtsi32_si128(a.qshift[2]), _mm_cvtsi32_si128(a.qshift[3])};
+  const __m256i pair_idx = _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3);
+  const bool sym = a.zoff[0] < 0;
+  const __m256 zsym = _mm256_set1_ps(a.zsym);
+  for (int n = 0; n < NC; ++n) {
+    float* out = a.acc + 32 * n;
+    const int8_t* xq = a.xq + std::size_t(n) * a.ldq;
+    const float* xa = a.xa + std::size_t(n) * a.lda;
+    const float* xp = a.xp + std::size_t(n) * a.ldp;
+    __m256 r0 = _mm256_loadu_ps(out), r1 = _mm256_loadu_ps(out + 8), r2 = _mm256_loadu_ps(out + 16),
+           r3 = _mm256_loadu_ps(out + 24);
+    __m256 o0 = _mm256_setzero_ps(), o1 = o0, o2 = o0, o3 = o0, z = o0;
+    for (std::size_t s = 0; s < a.n_sg; ++s) {
+      const uint8_t* p = a.sg + s * a.sg_bytes;
+      if (n == 0) {
+        _mm_prefetch(reinterpret_cast<const char*>(p) + ahead, _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(p) + ahead + 64, _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(p) + ahead + 128, _MM_HINT_T0);
+      }
+      const __m256 sc = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + a.soff[0])));
+      const __m256 zz = sym ? zsym : _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + a.zoff[0])));
+      const __m256 A = _mm256_mul_ps(sc, _mm256_set1_ps(xa[s / 4]));  // group g: s_g * xa
+      const __m256 xpv = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_loadu_ps(xp + 4 * s)), pair_idx);
+      z = _mm256_fmadd_ps(_mm256_mul_ps(sc, zz), xpv, z);
+#pragma GCC unroll 4
+      for (int q = 0; q < 4; ++q) {
+        int16_t xw;
+        __builtin_memcpy(&xw, xq + 8 * s + std::size_t(2 * q), 2);
+        const __m256i x = _mm256_set1_epi16(xw);
+        const uint8_t* c = p + a.qbyte[q];
+        const __m256i c0 = _mm256_and_si256(
+            _mm256_srl_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(c)), shift[q]), mask);
+        const __m256i c1 = _mm256_and_si256(
+            _mm256_srl_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(c + 32)), shift[q]), mask);
+        const __m256i d0 = _mm256_maddubs_epi16(c0, x), d1 = _mm256_maddubs_epi16(c1, x);
+        const __m256 alo = _mm256_permutevar8x32_ps(A, _mm256_set1_epi32(2 * q));
+        const __m256 ahi = _mm256_permutevar8x32_ps(A, _mm256_set1_epi32(2 * q + 1));
+        const __m256 f0 = _mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(_mm256_castsi256_si128(d0)));
+        const __m256 f1 = _mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(_mm256_extracti128_si256(d0, 1)));
+        const __m256 f2 = _mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(_mm256_castsi256_si128(d1)));
+        const __m256 f3 = _mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(_mm256_extracti128_si256(d1, 1)));
+        if (q % 2 == 0) {
+          r0 = _mm256_fmadd_ps(f0, alo, r0);
+          r1 = _mm256_fmadd_ps(f1, alo, r1);
+          r2 = _mm256_fmadd_ps(f2, ahi, r2);
+          r3 = _mm256_fmadd_ps(f3, ahi, r3);
+        } else {
+          o0 = _mm256_fmadd_ps(f0, alo, o0);
+          o1 = _mm256_fmadd_ps(f1, alo, o1);
+          o2 = _mm256_fmadd_ps(f2, ahi, o2);
+          o3 = _mm256_fmadd_ps(f3, ahi, o3);
+        }
+      }
+    }
+    alignas(32) float zl[8];
+    _mm256_store_ps(zl, z);
+    const __m256 z0 = _mm256_set1_ps(((zl[0] + zl[2]) + zl[4]) + zl[6]);
+    const __m256 z1 = _mm256_set1_ps(((zl[1] + zl[3]) + zl[5]) + zl[7]);
+    _mm256_storeu_ps(out, _mm256_sub_ps(_mm256_add_ps(r0, o0), z0));
+    _mm256_storeu_ps(out + 8, _mm256_sub_ps(_mm256_add_ps(r1, o1), z0));
+    _mm256_storeu_ps(out + 16, _mm256_sub_ps(_mm256_add_ps(r2, o2), z1));
+    _mm256_storeu_ps(out + 24, _mm256_sub_ps(_mm256_add_ps(r3, o3), z1));
+  }
+}
+
 template <class P>
 dq_level1_fns<P> level1_fns() {
   if constexpr (!has_level1<P>()) {
@@ -576,6 +654,10 @@ inline const dq_kernel_set& kernels() {
     s.int8[1] = &mk_int8<2>;
     s.int8[2] = &mk_int8<3>;
     s.halves = &avx2::halves_to_float;
+    s.tg_int8[0] = &tg_int8<1>;
+    s.tg_int8[1] = &tg_int8<2>;
+    s.tg_int8[2] = &tg_int8<3>;
+    s.tg_int8[3] = &tg_int8<4>;
     return s;
   }();
   return k;
