@@ -102,7 +102,7 @@ void register_policy(std::size_t M, std::size_t K) {
         ->UseRealTime();
     std::vector<decode_method> ms = {decode_method::fused_dq, decode_method::bf16};
     if constexpr (format_traits<typename P::format>::integer_levels || detail::split_levels<P>())
-      ms.push_back(decode_method::int8);  // (split levels: N <= 2 on AVX-512 VNNI + GFNI CPUs)
+      ms.push_back(decode_method::int8);  // (split levels: N <= 2 on AVX-512 VNNI + GFNI and AVX2 CPUs)
     if constexpr (format_traits<typename P::format>::lut_gemv_capable) ms.push_back(decode_method::lut_gemv);
     for (std::size_t N : {1, 2, 16})
       for (decode_method m : ms) {

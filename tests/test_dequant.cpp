@@ -211,7 +211,7 @@ TEST_CASE("AVX2 fused int8 decode kernel equals the buffered route", "[dequant_g
   if (!detail::avx2::cpu_supported()) return;
   std::size_t calls = 0;
   for_dq_policies<0, dq_policy_count>([&]<class P>() {
-    if constexpr (detail::avx2::has_int8_fused<P>()) {
+    if constexpr (detail::avx2::has_int8_fused<P>() && !detail::split_levels<P>()) {
       std::mt19937_64 rng(P::hash() ^ 0xF5);
       std::normal_distribution<float> nd(0.f, 1.f);
       auto run = [&]<int NC>() {
@@ -261,6 +261,76 @@ TEST_CASE("AVX2 fused int8 decode kernel equals the buffered route", "[dequant_g
     }
   });
   CHECK(calls > 50);
+}
+
+// The AVX2 fused int8 decode kernel on float codebooks with split levels (NF4; no buffered route):
+// against its contract computed here, bit for bit: per flush group the exact int32 sum of the
+// fixed-point levels Q times the activations, then mk_int8's epilogue with weight scale s 2^-13 and
+// zero coefficient s (c = fma(float(sum) [* sa], s 2^-13, c); c = fma(-sumx, s, c)).
+TEST_CASE("AVX2 fused int8 decode kernel on split levels equals its integer contract", "[dequant_gemm][int8_kernel]") {
+  if (!detail::avx2::cpu_supported()) return;
+  std::size_t calls = 0;
+  for_dq_policies<0, dq_policy_count>([&]<class P>() {
+    if constexpr (detail::avx2::has_int8_fused<P>() && detail::split_levels<P>()) {
+      std::mt19937_64 rng(P::hash() ^ 0x5917);
+      std::normal_distribution<float> nd(0.f, 1.f);
+      auto run = [&]<int NC>() {
+        const std::size_t G = std::size_t(P::spec.group_k);
+        const std::size_t M = std::uniform_int_distribution<std::size_t>(1, 150)(rng);
+        const std::size_t K = G * std::uniform_int_distribution<std::size_t>(1, 6)(rng);
+        const auto w = random_weights(rng, M * K);
+        const auto wp = pack<P>(quantize<P>(w.data(), M, K));
+        const packed_layout& L = wp.layout();
+        const detail::lut_weight_source<P> src{wp.data(), &L, &detail::avx2::kernels()};
+        const auto f = detail::avx2::level1_fns<P>();
+        REQUIRE(f.int8_fused[NC - 1] != nullptr);
+        const std::size_t flush = 32, nfl = L.K_pad / flush;
+        std::vector<int8_t> A(NC * L.K_pad);  // [-127, 127]: the activation packing's range
+        for (auto& v : A) v = int8_t(int(rng() % 255) - 127);
+        std::vector<float> sumx(NC * nfl), sa(NC * nfl), sw(64), swz(64);
+        for (auto& v : sumx) v = 50.f * nd(rng);
+        for (auto& v : sa) v = nd(rng);
+        std::vector<uint8_t> codes(64 * L.K_pad + 64);
+        for (std::size_t t = 0; t < L.tiles; ++t) {
+          detail::unpack_codes<P>(wp.data(), L, t, 0, L.K_pad, codes.data(), L.K_pad);
+          for (std::size_t g0 : {std::size_t(0), nfl / 2})
+            for (int use_sa = 0; use_sa < 2; ++use_sa) {
+              std::vector<float> c0(64 * NC), c1;
+              for (auto& v : c0) v = nd(rng);
+              c1 = c0;
+              for (std::size_t g = g0; g < nfl; ++g) {
+                src.group_scales(t, g * flush, sw.data(), swz.data());
+                for (int n = 0; n < NC; ++n)
+                  for (std::size_t r = 0; r < 64; ++r) {
+                    int32_t sum = 0;
+                    for (std::size_t k = g * flush; k < (g + 1) * flush; ++k)
+                      sum += detail::split_level_q<P>(codes[r * L.K_pad + k]) *
+                             int32_t(A[(k / 4) * 4 * NC + 4 * std::size_t(n) + k % 4]);  // step-major panel
+                    float x = float(sum);
+                    if (use_sa) x = x * sa[g * NC + std::size_t(n)];
+                    float& c = c0[std::size_t(n) * 64 + r];
+                    c = std::fma(x, sw[r] * (1.f / float(1 << detail::split_level_bits)), c);
+                    c = std::fma(-sumx[g * NC + std::size_t(n)], sw[r], c);
+                  }
+              }
+              const std::size_t k0 = g0 * flush;
+              const detail::mk_int8_args a{nullptr, A.data() + k0 * NC, 4 * NC, flush / 4, nfl - g0, c1.data(),
+                                           nullptr, nullptr, sumx.data() + NC * g0,
+                                           use_sa ? sa.data() + NC * g0 : nullptr, NC};
+              f.int8_fused[NC - 1](wp.data(), L, t, k0, a);
+              INFO(P::name() << " NC=" << NC << " M=" << M << " K=" << K << " tile " << t << " k0=" << k0);
+              CHECK(std::memcmp(c0.data(), c1.data(), c0.size() * sizeof(float)) == 0);
+              ++calls;
+            }
+        }
+      };
+      for (int rep = 0; rep < 3; ++rep) {
+        run.template operator()<1>();
+        run.template operator()<2>();
+      }
+    }
+  });
+  CHECK(calls >= 24);
 }
 
 // The AVX2 fp16 -> fp32 conversion (vcvtph2ps, signaling NaNs by f16_to_f32) against the

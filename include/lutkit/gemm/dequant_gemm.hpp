@@ -169,7 +169,7 @@ void check_dq_args(const packed_weights<P>& w, const float* x, std::size_t N, st
 }
 
 // Float codebooks with split levels (gemm/dequant.hpp) run the int8 decode for N = 1, 2 where
-// the kernel set fuses level 1 into the int8 micro-kernel (AVX-512 VNNI + GFNI); they have no
+// the kernel set fuses level 1 into the int8 micro-kernel (AVX-512 VNNI + GFNI, AVX2); they have no
 // buffered int8 route.
 template <class P>
 bool split_int8_decode_available(std::size_t N, const dq_kernel_set& ks) {

@@ -117,7 +117,7 @@ void fused_dq_gemv_rows(const packed_weights<P>& w, const float* x, std::size_t 
 //             (act_type::int8_group): codes as u8 levels times int8 activations (VNNI), scale
 //             and zero once per group; for 1 or 2 activation rows level 1 runs fused into the
 //             micro-kernel where the target has it. Formats with integer levels; float
-//             codebooks (NF4) for N <= 2 on AVX-512 VNNI + GFNI CPUs, their levels as 15-bit
+//             codebooks (NF4) for N <= 2 on AVX-512 VNNI + GFNI or AVX2 CPUs, their levels as 15-bit
 //             fixed point in two u8 parts (detail::split_levels, error <= 2^-14 per level).
 //   best      the fastest correct one for the policy (docs/llama_formats.md, "Decode"); on
 //             target::sme the LUT-GEMV, or bf16 for formats it cannot serve.
@@ -141,7 +141,7 @@ constexpr decode_method best_decode_method() {
 
 // The method decode_method::best runs for N activation rows on this CPU: best_decode_method<P>(),
 // except that float codebooks with split levels (NF4) take the int8 decode for N <= 2 where the
-// CPU has its fused kernel (AVX-512 VNNI + GFNI; docs/llama_formats.md, "Decode"), and that the
+// CPU has its fused kernel (AVX-512 VNNI + GFNI, AVX2; docs/llama_formats.md, "Decode"), and that the
 // formats the LUT-GEMV also serves take it where the CPU's int8 decode is the slower of the two
 // (dq_kernel_set::int8_decode_first false: every kernel set but AVX-512's).
 template <class P>
@@ -170,7 +170,7 @@ void decode_gemv(const packed_weights<P>& w, const float* x, std::size_t N, std:
                         detail::split_int8_decode_available<P>(N, detail::dq_kernels_for_policy<P>(dq_backend::best)),
                     "decode_gemv: policy ", P::name(),
                     " has a float codebook; decode_method::int8 needs integer levels, or for N <= 2 a CPU with "
-                    "AVX-512 VNNI and GFNI (use bf16, fused_dq or best)");
+                    "AVX-512 VNNI and GFNI, or AVX2 (use bf16, fused_dq or best)");
     detail::dequant_gemm_impl<P>(w, x, N, K, y, 0, w.M(), act_type::int8_group, ldx, ldy, pool, dq_backend::best,
                                  true);
     return;

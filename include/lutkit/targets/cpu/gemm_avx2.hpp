@@ -409,15 +409,20 @@ LUTKIT_AVX2_DQ void codes_rows(const uint8_t* data, const packed_layout& L, std:
 // vpshufb map holding level - 128): vpmaddubsw(|level - 128|, sign(x, level - 128)) is exact for
 // activations in [-127, 127] (what the activation packing makes: products of at most 128 x 127),
 // and the u8-level sum is restored exactly in int32 by adding 128 times the step's activation sum
-// (vpmaddubsw of ones, vpmaddwd of ones). One pass over the flush group's steps per half (4 x NC
-// accumulators); the halves read disjoint 32-byte halves of every chunk, the first pass prefetches
-// 8 KiB ahead. The scales and zeros come from the blob (the exact fp16 / bf16 decode of
+// (vpmaddubsw of ones, vpmaddwd of ones). Float codebooks with split levels (NF4, gemm/dequant.hpp)
+// map the codes to the two u8 parts of their fixed-point levels with two vpshufb, hi <= 128 and
+// lo <= 127 (both exact in vpmaddubsw), run two chains and join them per group as 128 hi + lo in
+// int32, then the same epilogue with scale s 2^-13 and zero coefficient s (the AVX-512 kernel's
+// arithmetic; no buffered route). One pass over the flush group's steps per half (4 x NC
+// accumulators; split levels: per quarter, 2 x 2 x NC); the passes read disjoint parts of every
+// chunk, the first one prefetches 8 KiB ahead. The scales and zeros come from the blob (the exact fp16 / bf16 decode of
 // lut_weight_source::group_scales, then zero * scale or -min), and the epilogue is
 // generic::mk_int8's in the same order: the same bits as the buffered route. Measured at one thread
 // (4096 x 14336, thread CPU time, Zen 3): W4 g32 3.8 ms fused, 4.5 ms buffered (level 1 + mk_int8).
 template <class P>
 constexpr int max_level() {
   using FT = format_traits<typename P::format>;
+  if constexpr (!FT::integer_levels) return 0;  // (split levels)
   int m = 0;
   for (int c = 0; c <= FT::max_code; ++c) m = std::max(m, int(FT::level(c)));
   return m;
@@ -425,7 +430,8 @@ constexpr int max_level() {
 template <class P>
 constexpr bool has_int8_fused() {
   using FT = format_traits<typename P::format>;
-  return has_transpose<P>() && (levels_are_codes<P>() || (FT::integer_levels && FT::max_code < 16));
+  return has_transpose<P>() &&
+         (levels_are_codes<P>() || (FT::integer_levels && FT::max_code < 16) || split_levels<P>());
 }
 // 8 fp16 / bf16 group parameters -> fp32 (exact)
 template <bool BF16>
@@ -441,13 +447,17 @@ LUTKIT_AVX2_DQ inline void fused_group_scales(const uint8_t* data, const packed_
   const uint8_t* ps = data + L.scale_offset(t, gi);
 #pragma GCC unroll 8
   for (int v = 0; v < 8; ++v) {
-    const __m256 sc = fused_param8<S.bf16_params>(ps + 16 * v);
+    __m256 sc = fused_param8<S.bf16_params>(ps + 16 * v);
     __m256 zc;
     if constexpr (S.asymmetric) {
       const __m256 zz = fused_param8<S.bf16_params>(data + L.zero_offset(t, gi) + 16 * v);
       zc = S.min_form ? _mm256_xor_ps(zz, _mm256_set1_ps(-0.f)) : _mm256_mul_ps(zz, sc);
     } else {
       zc = _mm256_mul_ps(_mm256_set1_ps(S.sym_zero), sc);
+    }
+    if constexpr (split_levels<P>()) {  // w = s (Q - 2^13) 2^-13: scale s 2^-13, zero coefficient s
+      zc = sc;
+      sc = _mm256_mul_ps(sc, _mm256_set1_ps(1.f / float(1 << split_level_bits)));
     }
     _mm256_store_ps(sw + 8 * v, sc);
     _mm256_store_ps(swz + 8 * v, zc);
@@ -461,13 +471,22 @@ LUTKIT_AVX2_DQ void mk_int8_fused(const uint8_t* data, const packed_layout& L, s
   constexpr auto& S = P::spec;
   using FT = format_traits<typename P::format>;
   constexpr bool MAP = !levels_are_codes<P>();
+  constexpr bool SPLIT = split_levels<P>();       // two u8 parts per level (above)
   constexpr bool SIGNED = max_level<P>() > 127;  // levels - 128 and the sign trick (above)
   static_assert(max_level<P>() <= 255, "u8 levels");
-  constexpr int QP = 2;  // quarters per pass
-  alignas(16) uint8_t m[16] = {};
-  if constexpr (MAP)
+  constexpr int QP = SPLIT ? 1 : 2;  // quarters per pass
+  alignas(16) uint8_t m[16] = {}, ml[16] = {};
+  if constexpr (SPLIT) {
+    for (int c = 0; c <= FT::max_code; ++c) {
+      m[c] = uint8_t(split_level_q<P>(c) >> 7);
+      ml[c] = uint8_t(split_level_q<P>(c) & 127);
+    }
+  } else if constexpr (MAP) {
     for (int c = 0; c <= FT::max_code; ++c) m[c] = uint8_t(int(FT::level(c)) - (SIGNED ? 128 : 0));
+  }
   [[maybe_unused]] const __m256i map = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(m)));
+  [[maybe_unused]] const __m256i map_lo =
+      _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(ml)));
   const __m256i ones = _mm256_set1_epi16(1);
   [[maybe_unused]] const __m256i ones8 = _mm256_set1_epi8(1), bias = _mm256_set1_epi8(char(0x80));
   constexpr long PFD = 8192;
@@ -481,12 +500,13 @@ LUTKIT_AVX2_DQ void mk_int8_fused(const uint8_t* data, const packed_layout& L, s
     const float* sa = a.sa ? a.sa + g * a.ldsum : nullptr;
     // pass q: quarters q * QP .. q * QP + QP - 1 (QP = 2: a half, 4 registers)
     for (int q = 0; q < 4 / QP; ++q) {
-      __m256i acc[NC][2 * QP], xsum[NC];  // xsum (SIGNED): the activation sums of the steps, per dword
+      // xsum (SIGNED): the activation sums of the steps, per dword; lacc (SPLIT): the low parts' chain
+      __m256i acc[NC][2 * QP], lacc[NC][2 * QP], xsum[NC];
 #pragma GCC unroll 2
       for (int n = 0; n < NC; ++n) {
         xsum[n] = _mm256_setzero_si256();
 #pragma GCC unroll 4
-        for (int j = 0; j < 2 * QP; ++j) acc[n][j] = _mm256_setzero_si256();
+        for (int j = 0; j < 2 * QP; ++j) acc[n][j] = lacc[n][j] = _mm256_setzero_si256();
       }
       for (std::size_t s = 0; s < a.steps; ++s) {
         const auto [base, spi, hs] = walk.at(step0 + s);
@@ -500,8 +520,10 @@ LUTKIT_AVX2_DQ void mk_int8_fused(const uint8_t* data, const packed_layout& L, s
           const int qq = q * QP + u;
           step_quarter_transposed<P>(base, spi, hs, qq / 2, qq % 2, r + 2 * u);
         }
+        __m256i rl[2 * QP];
 #pragma GCC unroll 4
         for (int j = 0; j < 2 * QP; ++j) {
+          if constexpr (SPLIT) rl[j] = _mm256_shuffle_epi8(map_lo, r[j]);
           if constexpr (MAP) r[j] = _mm256_shuffle_epi8(map, r[j]);
           else if constexpr (SIGNED) r[j] = _mm256_xor_si256(r[j], bias);
         }
@@ -525,8 +547,11 @@ LUTKIT_AVX2_DQ void mk_int8_fused(const uint8_t* data, const packed_layout& L, s
                   acc[n][j], _mm256_madd_epi16(_mm256_maddubs_epi16(wa, _mm256_sign_epi8(x[n], r[j])), ones));
           } else {
 #pragma GCC unroll 2
-            for (int n = 0; n < NC; ++n)
+            for (int n = 0; n < NC; ++n) {
               acc[n][j] = _mm256_add_epi32(acc[n][j], _mm256_madd_epi16(_mm256_maddubs_epi16(r[j], x[n]), ones));
+              if constexpr (SPLIT)
+                lacc[n][j] = _mm256_add_epi32(lacc[n][j], _mm256_madd_epi16(_mm256_maddubs_epi16(rl[j], x[n]), ones));
+            }
           }
         }
       }
@@ -540,6 +565,7 @@ LUTKIT_AVX2_DQ void mk_int8_fused(const uint8_t* data, const packed_layout& L, s
           const int row = 16 * (qq / 2) + 8 * (qq % 2) + 32 * (j % 2);
           __m256i sum = acc[n][j];
           if constexpr (SIGNED) sum = _mm256_add_epi32(sum, _mm256_slli_epi32(xsum[n], 7));  // the u8 levels' sum
+          if constexpr (SPLIT) sum = _mm256_add_epi32(_mm256_slli_epi32(sum, 7), lacc[n][j]);  // sum(Q x), exact
           __m256 f = _mm256_cvtepi32_ps(sum);
           if (sa) f = _mm256_mul_ps(f, ba);
           float* c = a.C + 64 * n + row;
