@@ -1,5 +1,6 @@
 // Two-level LUT dequantization (exact against the value formula), one blob serving LUT-GEMV and
 // dequant-GEMM, and bad input of the dequant-GEMM.
+#include <bit>
 #include <atomic>
 #include <thread>
 
@@ -386,6 +387,52 @@ TEST_CASE("AVX2 int8 micro-kernel equals the portable one bit for bit", "[dequan
   run.template operator()<1>();
   run.template operator()<2>();
   run.template operator()<3>();
+}
+
+// The AVX2 bf16 and fp32 micro-kernels against generic::mk_val, bit for bit, for every column
+// count: random values (bf16 pairs and fp32 bits with normal magnitudes), values spanning 2^-30 ..
+// 2^30 (cancellation and rounding differ with any other order), infinities and NaNs.
+TEST_CASE("AVX2 bf16 and fp32 micro-kernels equal the portable ones bit for bit", "[dequant_gemm][val_kernel]") {
+  if (!detail::avx2::cpu_supported()) return;
+  std::mt19937_64 rng(0xB2F3);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  auto value = [&](int kind) {
+    float v = nd(rng);
+    if (kind == 1) v = std::ldexp(v, int(rng() % 61) - 30);
+    if (kind == 2 && rng() % 50 == 0)
+      v = rng() % 2 ? std::numeric_limits<float>::infinity() : std::numeric_limits<float>::quiet_NaN();
+    return v;
+  };
+  auto word = [&](bool bf, int kind) {
+    if (!bf) return std::bit_cast<uint32_t>(value(kind));
+    return uint32_t(f32_to_bf16(value(kind))) | (uint32_t(f32_to_bf16(value(kind))) << 16);
+  };
+  auto run = [&]<bool BF, int NC>() {
+    for (int it = 0; it < 30; ++it) {
+      const int kind = it % 3;
+      const std::size_t steps = 1 + rng() % 70, cols = NC + rng() % 3;
+      std::vector<uint32_t> W(64 * steps), A(cols * steps);
+      for (auto& v : W) v = word(BF, kind);
+      for (auto& v : A) v = word(BF, kind);
+      std::vector<float> c0(64 * NC);
+      for (auto& e : c0) e = value(kind);
+      std::vector<float> c1 = c0;
+      detail::mk_val_args args{W.data(), A.data(), cols, steps, c0.data()};
+      detail::generic::mk_val<BF, NC>(args);
+      args.C = c1.data();
+      (BF ? detail::avx2::kernels().bf16 : detail::avx2::kernels().f32)[NC - 1](args);
+      INFO("bf16=" << BF << " NC=" << NC << " steps=" << steps << " kind=" << kind);
+      bool same = true;
+      for (std::size_t i = 0; i < c0.size(); ++i)
+        same = same && (std::bit_cast<uint32_t>(c0[i]) == std::bit_cast<uint32_t>(c1[i]) ||
+                        (std::isnan(c0[i]) && std::isnan(c1[i])));
+      CHECK(same);
+    }
+  };
+  [&]<int... I>(std::integer_sequence<int, I...>) {
+    (run.template operator()<true, I + 1>(), ...);
+    (run.template operator()<false, I + 1>(), ...);
+  }(std::make_integer_sequence<int, detail::mk_val_cols>{});
 }
 #endif
 

@@ -1,6 +1,6 @@
 // lutkit — AVX2 micro-kernels of the dequant-GEMM, for x86 CPUs without AVX-512 (Zen 2 / Zen 3,
 // Haswell .. Alder Lake): the int8 paradigm's micro-kernel (u8 levels x s8 activations, exact in
-// int32), SIMD level 1 of the bit-plane layout (step-major codes and levels, row-major codes; fused
+// int32), the bf16 and fp32 micro-kernels (FMA, the portable kernels' order), SIMD level 1 of the bit-plane layout (step-major codes and levels, row-major codes; fused
 // into the int8 decode), the tile groups' int8 decode and the F16C conversion of the group parameters.
 // Compiled with function target attributes and chosen at run time, like the AVX-512 set; the
 // entries it does not vectorise are the portable kernels (gemm/generic_kernels.hpp). The kernel
@@ -96,6 +96,51 @@ LUTKIT_AVX2_DQ void mk_int8(const mk_int8_args& a) {
         }
       }
     }
+  }
+}
+
+// bf16 / fp32: 64 rows x NC columns, generic::mk_val's operations in its order (bf16: per step
+// the FMA of the low halves of the pair, then the high ones; a bf16 is widened exactly by a shift
+// or a mask), so the same bits. The 16 ymm registers hold RB vectors of 8 rows x NC columns (RB = 8
+// / 4 / 2 for NC = 1 / 2-3 / 4-6), each pass over the steps re-reading W from L1 / L2.
+template <bool BF, int NC>
+LUTKIT_AVX2_DQ void mk_val(const mk_val_args& a) {
+  static_assert(NC >= 1 && NC <= mk_val_cols);
+  constexpr int RB = NC == 1 ? 8 : NC <= 3 ? 4 : 2;
+  const __m256i hi_mask = _mm256_set1_epi32(int(0xFFFF0000u));
+  for (int o0 = 0; o0 < 8; o0 += RB) {
+    __m256 acc[NC][RB];
+#pragma GCC unroll 6
+    for (int n = 0; n < NC; ++n)
+#pragma GCC unroll 8
+      for (int b = 0; b < RB; ++b) acc[n][b] = _mm256_loadu_ps(a.C + 64 * n + 8 * (o0 + b));
+    for (std::size_t s = 0; s < a.steps; ++s) {
+      const uint32_t* ws = a.W + s * 64 + 8 * o0;
+      const uint32_t* as = a.A + s * a.lda;
+#pragma GCC unroll 8
+      for (int b = 0; b < RB; ++b) {
+        const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ws + 8 * b));
+        if constexpr (BF) {
+          const __m256 wl = _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+          const __m256 wh = _mm256_castsi256_ps(_mm256_and_si256(w, hi_mask));
+#pragma GCC unroll 6
+          for (int n = 0; n < NC; ++n) {
+            const __m256i x = _mm256_set1_epi32(int(as[n]));
+            acc[n][b] = _mm256_fmadd_ps(wl, _mm256_castsi256_ps(_mm256_slli_epi32(x, 16)), acc[n][b]);
+            acc[n][b] = _mm256_fmadd_ps(wh, _mm256_castsi256_ps(_mm256_and_si256(x, hi_mask)), acc[n][b]);
+          }
+        } else {
+          const __m256 wf = _mm256_castsi256_ps(w);
+#pragma GCC unroll 6
+          for (int n = 0; n < NC; ++n)
+            acc[n][b] = _mm256_fmadd_ps(wf, _mm256_castsi256_ps(_mm256_set1_epi32(int(as[n]))), acc[n][b]);
+        }
+      }
+    }
+#pragma GCC unroll 6
+    for (int n = 0; n < NC; ++n)
+#pragma GCC unroll 8
+      for (int b = 0; b < RB; ++b) _mm256_storeu_ps(a.C + 64 * n + 8 * (o0 + b), acc[n][b]);
   }
 }
 
@@ -679,6 +724,18 @@ inline const dq_kernel_set& kernels() {
     s.int8[0] = &mk_int8<1>;
     s.int8[1] = &mk_int8<2>;
     s.int8[2] = &mk_int8<3>;
+    s.bf16[0] = &mk_val<true, 1>;
+    s.bf16[1] = &mk_val<true, 2>;
+    s.bf16[2] = &mk_val<true, 3>;
+    s.bf16[3] = &mk_val<true, 4>;
+    s.bf16[4] = &mk_val<true, 5>;
+    s.bf16[5] = &mk_val<true, 6>;
+    s.f32[0] = &mk_val<false, 1>;
+    s.f32[1] = &mk_val<false, 2>;
+    s.f32[2] = &mk_val<false, 3>;
+    s.f32[3] = &mk_val<false, 4>;
+    s.f32[4] = &mk_val<false, 5>;
+    s.f32[5] = &mk_val<false, 6>;
     s.halves = &avx2::halves_to_float;
     s.tg_int8[0] = &tg_int8<1>;
     s.tg_int8[1] = &tg_int8<2>;
