@@ -52,8 +52,9 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
   run_ctest build/asan host-asan=.
 
 echo "== aarch64: clang-19 cross build, run under qemu-aarch64"
-# (the SME kernels are in this build: compiled with target("sme"), chosen at run time)
-cmake -S . -B build/aarch64 -G Ninja -DCMAKE_BUILD_TYPE=Release \
+# (the SME kernels are in this build: compiled with target("sme"), chosen at run time; -O2 like the
+# host suites: a test file compiled in 46 s instead of 53 s at -O3)
+cmake -S . -B build/aarch64 -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" \
   -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/aarch64-linux.cmake \
   -DLUTKIT_BUILD_BENCHMARKS=OFF -DLUTKIT_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build build/aarch64 -j "$jobs"
