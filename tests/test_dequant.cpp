@@ -204,6 +204,57 @@ TEST_CASE("AVX2 level 1 equals the scalar bit-repack lookups", "[dequant][level1
   CHECK(ranges > 100);
 }
 
+namespace {
+// One random case of the AVX2 fused int8 decode kernel (NC columns, flush groups of `flush` k; 0:
+// the scale group): per tile, start group (0 and half way) and activation scale (per row, per
+// group) the kernel's outputs against expect(wp, t, codes, a, c), which adds what the kernel is
+// specified to add for the call a (its C unused) to c; bit for bit. Returns the calls checked.
+template <class P, int NC, class Expect>
+std::size_t check_avx2_fused_case(std::mt19937_64& rng, std::size_t flush, const Expect& expect) {
+  std::normal_distribution<float> nd(0.f, 1.f);
+  const std::size_t G = P::spec.group_k > 0 ? std::size_t(P::spec.group_k) : 256;
+  if (flush == 0) flush = G;
+  const std::size_t M = std::uniform_int_distribution<std::size_t>(1, 150)(rng);
+  const std::size_t K = G * std::uniform_int_distribution<std::size_t>(1, 6)(rng);
+  const auto w = random_weights(rng, M * K);
+  const auto wp = pack<P>(quantize<P>(w.data(), M, K));
+  const packed_layout& L = wp.layout();
+  const auto f = detail::avx2::level1_fns<P>();
+  REQUIRE(f.int8_fused[NC - 1] != nullptr);
+  const std::size_t nfl = L.K_pad / flush;
+  std::vector<int8_t> A(NC * L.K_pad);  // [-127, 127]: the activation packing's range
+  for (auto& v : A) v = int8_t(int(rng() % 255) - 127);
+  std::vector<float> sumx(NC * nfl), sa(NC * nfl);
+  for (auto& v : sumx) v = 50.f * nd(rng);
+  for (auto& v : sa) v = nd(rng);
+  std::vector<uint8_t> codes(64 * L.K_pad + 64);
+  std::size_t calls = 0;
+  for (std::size_t t = 0; t < L.tiles; ++t) {
+    detail::unpack_codes<P>(wp.data(), L, t, 0, L.K_pad, codes.data(), L.K_pad);
+    for (std::size_t g0 : {std::size_t(0), nfl / 2})
+      for (int use_sa = 0; use_sa < 2; ++use_sa) {
+        std::vector<float> c0(64 * NC), c1;
+        for (auto& v : c0) v = nd(rng);
+        c1 = c0;
+        const std::size_t k0 = g0 * flush;
+        const detail::mk_int8_args a{nullptr, A.data() + k0 * NC, 4 * NC, flush / 4, nfl - g0, c1.data(),
+                                     nullptr, nullptr, sumx.data() + NC * g0,
+                                     use_sa ? sa.data() + NC * g0 : nullptr, NC};
+        expect(wp, t, codes, a, c0.data());
+        f.int8_fused[NC - 1](wp.data(), L, t, k0, a);
+        INFO(P::name() << " NC=" << NC << " M=" << M << " K=" << K << " tile " << t << " k0=" << k0);
+        CHECK(std::memcmp(c0.data(), c1.data(), c0.size() * sizeof(float)) == 0);
+        ++calls;
+      }
+  }
+  return calls;
+}
+// the first k of call a (its activation panel's offset in the case's panel)
+inline std::size_t fused_call_k0(const detail::mk_int8_args& a, std::size_t K_pad) {
+  return K_pad - a.groups * a.steps * 4;
+}
+}  // namespace
+
 // The AVX2 fused level 1 + int8 micro-kernel (decode, 1 and 2 columns) against the buffered
 // route (the portable unpacker's levels, lut_weight_source::group_scales, generic::mk_int8), bit
 // for bit: every policy it serves (levels up to 127 unsigned, larger ones signed), partial tiles,
@@ -214,51 +265,28 @@ TEST_CASE("AVX2 fused int8 decode kernel equals the buffered route", "[dequant_g
   for_dq_policies<0, dq_policy_count>([&]<class P>() {
     if constexpr (detail::avx2::has_int8_fused<P>() && !detail::split_levels<P>()) {
       std::mt19937_64 rng(P::hash() ^ 0xF5);
-      std::normal_distribution<float> nd(0.f, 1.f);
-      auto run = [&]<int NC>() {
-        const std::size_t G = P::spec.group_k > 0 ? std::size_t(P::spec.group_k) : 256;
-        const std::size_t M = std::uniform_int_distribution<std::size_t>(1, 150)(rng);
-        const std::size_t K = G * std::uniform_int_distribution<std::size_t>(1, 6)(rng);
-        const auto w = random_weights(rng, M * K);
-        const auto wp = pack<P>(quantize<P>(w.data(), M, K));
+      auto buffered = [&]<int NC>(const packed_weights<P>& wp, std::size_t t, const std::vector<uint8_t>& codes,
+                                  const detail::mk_int8_args& a, float* c) {
+        using FT = format_traits<typename P::format>;
         const packed_layout& L = wp.layout();
         const detail::lut_weight_source<P> src{wp.data(), &L, &detail::avx2::kernels()};
-        const auto f = detail::avx2::level1_fns<P>();
-        REQUIRE(f.int8_fused[NC - 1] != nullptr);
-        const std::size_t flush = G, nfl = L.K_pad / flush;
-        std::vector<int8_t> A(NC * L.K_pad);  // [-127, 127]: the activation packing's range
-        for (auto& v : A) v = int8_t(int(rng() % 255) - 127);
-        std::vector<float> sumx(NC * nfl), sa(NC * nfl), sw(64 * nfl), swz(64 * nfl);
-        for (auto& v : sumx) v = 50.f * nd(rng);
-        for (auto& v : sa) v = nd(rng);
-        std::vector<uint8_t> codes(64 * L.K_pad + 64), lev(64 * L.K_pad + 64);
-        using FT = format_traits<typename P::format>;
-        for (std::size_t t = 0; t < L.tiles; ++t) {
-          detail::unpack_codes<P>(wp.data(), L, t, 0, L.K_pad, codes.data(), L.K_pad);
-          for (std::size_t r = 0; r < 64; ++r)
-            for (std::size_t k = 0; k < L.K_pad; ++k)
-              lev[(k / 4) * 256 + 4 * r + k % 4] = uint8_t(FT::level(codes[r * L.K_pad + k]));
-          for (std::size_t g = 0; g < nfl; ++g) src.group_scales(t, g * flush, sw.data() + 64 * g, swz.data() + 64 * g);
-          for (std::size_t g0 : {std::size_t(0), nfl / 2})
-            for (int use_sa = 0; use_sa < 2; ++use_sa) {
-              std::vector<float> c0(64 * NC), c1;
-              for (auto& v : c0) v = nd(rng);
-              c1 = c0;
-              const std::size_t k0 = g0 * flush;
-              detail::mk_int8_args a{lev.data() + k0 * 64, A.data() + k0 * NC, 4 * NC, flush / 4, nfl - g0,
-                                     c0.data(), sw.data() + 64 * g0, swz.data() + 64 * g0, sumx.data() + NC * g0,
-                                     use_sa ? sa.data() + NC * g0 : nullptr, NC};
-              detail::generic::mk_int8<NC>(a);
-              a.C = c1.data();
-              f.int8_fused[NC - 1](wp.data(), L, t, k0, a);
-              INFO(P::name() << " NC=" << NC << " M=" << M << " K=" << K << " tile " << t << " k0=" << k0);
-              CHECK(std::memcmp(c0.data(), c1.data(), c0.size() * sizeof(float)) == 0);
-              ++calls;
-            }
-        }
+        const std::size_t k0 = fused_call_k0(a, L.K_pad), flush = 4 * a.steps;
+        std::vector<uint8_t> lev(64 * L.K_pad + 64);
+        for (std::size_t r = 0; r < 64; ++r)
+          for (std::size_t k = 0; k < L.K_pad; ++k)
+            lev[(k / 4) * 256 + 4 * r + k % 4] = uint8_t(FT::level(codes[r * L.K_pad + k]));
+        std::vector<float> sw(64 * a.groups), swz(64 * a.groups);
+        for (std::size_t g = 0; g < a.groups; ++g)
+          src.group_scales(t, k0 + g * flush, sw.data() + 64 * g, swz.data() + 64 * g);
+        detail::mk_int8_args b = a;
+        b.W = lev.data() + k0 * 64;
+        b.sw = sw.data();
+        b.swz = swz.data();
+        b.C = c;
+        detail::generic::mk_int8<NC>(b);
       };
-      run.template operator()<1>();
-      run.template operator()<2>();
+      calls += check_avx2_fused_case<P, 1>(rng, 0, [&](auto&&... v) { buffered.template operator()<1>(v...); });
+      calls += check_avx2_fused_case<P, 2>(rng, 0, [&](auto&&... v) { buffered.template operator()<2>(v...); });
     }
   });
   CHECK(calls > 50);
@@ -274,60 +302,31 @@ TEST_CASE("AVX2 fused int8 decode kernel on split levels equals its integer cont
   for_dq_policies<0, dq_policy_count>([&]<class P>() {
     if constexpr (detail::avx2::has_int8_fused<P>() && detail::split_levels<P>()) {
       std::mt19937_64 rng(P::hash() ^ 0x5917);
-      std::normal_distribution<float> nd(0.f, 1.f);
-      auto run = [&]<int NC>() {
-        const std::size_t G = std::size_t(P::spec.group_k);
-        const std::size_t M = std::uniform_int_distribution<std::size_t>(1, 150)(rng);
-        const std::size_t K = G * std::uniform_int_distribution<std::size_t>(1, 6)(rng);
-        const auto w = random_weights(rng, M * K);
-        const auto wp = pack<P>(quantize<P>(w.data(), M, K));
+      auto contract = [&]<int NC>(const packed_weights<P>& wp, std::size_t t, const std::vector<uint8_t>& codes,
+                                  const detail::mk_int8_args& a, float* c0) {
         const packed_layout& L = wp.layout();
         const detail::lut_weight_source<P> src{wp.data(), &L, &detail::avx2::kernels()};
-        const auto f = detail::avx2::level1_fns<P>();
-        REQUIRE(f.int8_fused[NC - 1] != nullptr);
-        const std::size_t flush = 32, nfl = L.K_pad / flush;
-        std::vector<int8_t> A(NC * L.K_pad);  // [-127, 127]: the activation packing's range
-        for (auto& v : A) v = int8_t(int(rng() % 255) - 127);
-        std::vector<float> sumx(NC * nfl), sa(NC * nfl), sw(64), swz(64);
-        for (auto& v : sumx) v = 50.f * nd(rng);
-        for (auto& v : sa) v = nd(rng);
-        std::vector<uint8_t> codes(64 * L.K_pad + 64);
-        for (std::size_t t = 0; t < L.tiles; ++t) {
-          detail::unpack_codes<P>(wp.data(), L, t, 0, L.K_pad, codes.data(), L.K_pad);
-          for (std::size_t g0 : {std::size_t(0), nfl / 2})
-            for (int use_sa = 0; use_sa < 2; ++use_sa) {
-              std::vector<float> c0(64 * NC), c1;
-              for (auto& v : c0) v = nd(rng);
-              c1 = c0;
-              for (std::size_t g = g0; g < nfl; ++g) {
-                src.group_scales(t, g * flush, sw.data(), swz.data());
-                for (int n = 0; n < NC; ++n)
-                  for (std::size_t r = 0; r < 64; ++r) {
-                    int32_t sum = 0;
-                    for (std::size_t k = g * flush; k < (g + 1) * flush; ++k)
-                      sum += detail::split_level_q<P>(codes[r * L.K_pad + k]) *
-                             int32_t(A[(k / 4) * 4 * NC + 4 * std::size_t(n) + k % 4]);  // step-major panel
-                    float x = float(sum);
-                    if (use_sa) x = x * sa[g * NC + std::size_t(n)];
-                    float& c = c0[std::size_t(n) * 64 + r];
-                    c = std::fma(x, sw[r] * (1.f / float(1 << detail::split_level_bits)), c);
-                    c = std::fma(-sumx[g * NC + std::size_t(n)], sw[r], c);
-                  }
-              }
-              const std::size_t k0 = g0 * flush;
-              const detail::mk_int8_args a{nullptr, A.data() + k0 * NC, 4 * NC, flush / 4, nfl - g0, c1.data(),
-                                           nullptr, nullptr, sumx.data() + NC * g0,
-                                           use_sa ? sa.data() + NC * g0 : nullptr, NC};
-              f.int8_fused[NC - 1](wp.data(), L, t, k0, a);
-              INFO(P::name() << " NC=" << NC << " M=" << M << " K=" << K << " tile " << t << " k0=" << k0);
-              CHECK(std::memcmp(c0.data(), c1.data(), c0.size() * sizeof(float)) == 0);
-              ++calls;
+        const std::size_t k0 = fused_call_k0(a, L.K_pad), flush = 4 * a.steps;
+        std::vector<float> sw(64), swz(64);
+        for (std::size_t g = 0; g < a.groups; ++g) {
+          src.group_scales(t, k0 + g * flush, sw.data(), swz.data());
+          for (int n = 0; n < NC; ++n)
+            for (std::size_t r = 0; r < 64; ++r) {
+              int32_t sum = 0;
+              for (std::size_t kl = g * flush; kl < (g + 1) * flush; ++kl)  // (step-major panel)
+                sum += detail::split_level_q<P>(codes[r * L.K_pad + k0 + kl]) *
+                       int32_t(a.A[(kl / 4) * a.lda + 4 * std::size_t(n) + kl % 4]);
+              float x = float(sum);
+              if (a.sa) x = x * a.sa[g * a.ldsum + std::size_t(n)];
+              float& c = c0[std::size_t(n) * 64 + r];
+              c = std::fma(x, sw[r] * (1.f / float(1 << detail::split_level_bits)), c);
+              c = std::fma(-a.sumx[g * a.ldsum + std::size_t(n)], sw[r], c);
             }
         }
       };
       for (int rep = 0; rep < 3; ++rep) {
-        run.template operator()<1>();
-        run.template operator()<2>();
+        calls += check_avx2_fused_case<P, 1>(rng, 32, [&](auto&&... v) { contract.template operator()<1>(v...); });
+        calls += check_avx2_fused_case<P, 2>(rng, 32, [&](auto&&... v) { contract.template operator()<2>(v...); });
       }
     }
   });

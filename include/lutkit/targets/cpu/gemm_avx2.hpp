@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
+#include <utility>
 
 #include "../../core/half.hpp"
 #include "../../core/tiling.hpp"
@@ -724,18 +725,9 @@ inline const dq_kernel_set& kernels() {
     s.int8[0] = &mk_int8<1>;
     s.int8[1] = &mk_int8<2>;
     s.int8[2] = &mk_int8<3>;
-    s.bf16[0] = &mk_val<true, 1>;
-    s.bf16[1] = &mk_val<true, 2>;
-    s.bf16[2] = &mk_val<true, 3>;
-    s.bf16[3] = &mk_val<true, 4>;
-    s.bf16[4] = &mk_val<true, 5>;
-    s.bf16[5] = &mk_val<true, 6>;
-    s.f32[0] = &mk_val<false, 1>;
-    s.f32[1] = &mk_val<false, 2>;
-    s.f32[2] = &mk_val<false, 3>;
-    s.f32[3] = &mk_val<false, 4>;
-    s.f32[4] = &mk_val<false, 5>;
-    s.f32[5] = &mk_val<false, 6>;
+    [&]<int... I>(std::integer_sequence<int, I...>) {
+      ((s.bf16[I] = &mk_val<true, I + 1>, s.f32[I] = &mk_val<false, I + 1>), ...);
+    }(std::make_integer_sequence<int, mk_val_cols>{});
     s.halves = &avx2::halves_to_float;
     s.tg_int8[0] = &tg_int8<1>;
     s.tg_int8[1] = &tg_int8<2>;
