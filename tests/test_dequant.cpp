@@ -433,6 +433,76 @@ TEST_CASE("AVX2 bf16 and fp32 micro-kernels equal the portable ones bit for bit"
     (run.template operator()<false, I + 1>(), ...);
   }(std::make_integer_sequence<int, detail::mk_val_cols>{});
 }
+
+// The AVX2 level 2 (group16_f32, group16_bf16), rows_to_steps and FusedDQP dot against the
+// portable kernels, bit for bit (NaN: any NaN): tables of 2 .. 16 entries with integer and float
+// levels, both zero forms, scales and zeros from 2^-30 to 2^30 with infinities and NaNs, every
+// length 1 .. 200 (the vector loops' tails), padded strides.
+TEST_CASE("AVX2 level 2, rows_to_steps and FusedDQP dot equal the portable ones bit for bit", "[dequant_gemm][level2]") {
+  if (!detail::avx2::cpu_supported()) return;
+  const detail::dq_kernel_set& ks = detail::avx2::kernels();
+  std::mt19937_64 rng(0x12F2);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  auto value = [&](int kind) {
+    float v = nd(rng);
+    if (kind >= 1) v = std::ldexp(v, int(rng() % 61) - 30);
+    if (kind == 2 && rng() % 40 == 0)
+      v = rng() % 3 == 0 ? std::numeric_limits<float>::quiet_NaN()
+                         : (rng() % 2 ? 1.f : -1.f) * std::numeric_limits<float>::infinity();
+    return v;
+  };
+  auto same_f = [](float a, float b) {
+    return std::bit_cast<uint32_t>(a) == std::bit_cast<uint32_t>(b) || (std::isnan(a) && std::isnan(b));
+  };
+  auto same_h = [](uint16_t a, uint16_t b) {
+    return a == b || (std::isnan(bf16_to_f32(a)) && std::isnan(bf16_to_f32(b)));
+  };
+  for (int it = 0; it < 240; ++it) {
+    const int kind = it % 3, E = 2 << (it % 4);
+    const bool min_form = (it / 4) % 2 == 1, int_levels = (it / 8) % 2 == 0;
+    const std::size_t len = 1 + rng() % 200, ldc = len + rng() % 70, ldo = len + rng() % 40;
+    std::vector<uint8_t> codes(64 * ldc);
+    for (auto& c : codes) c = uint8_t(rng() % unsigned(E));
+    alignas(32) float lv[16] = {}, sc[64], zz[64];
+    for (int c = 0; c < E; ++c) lv[c] = int_levels ? float(int(rng() % 256) - (min_form ? 0 : 128)) : nd(rng);
+    for (int r = 0; r < 64; ++r) {
+      sc[r] = value(kind);
+      zz[r] = value(kind);
+    }
+    std::vector<float> f0(64 * ldo, -1.f), f1 = f0;
+    std::vector<uint16_t> h0(64 * ldo, 0x1234), h1 = h0;
+    detail::generic::group16<float>(codes.data(), ldc, lv, sc, zz, min_form, len, f0.data(), ldo);
+    ks.group16_f32(codes.data(), ldc, lv, sc, zz, min_form, len, f1.data(), ldo);
+    detail::generic::group16<uint16_t>(codes.data(), ldc, lv, sc, zz, min_form, len, h0.data(), ldo);
+    ks.group16_bf16(codes.data(), ldc, lv, sc, zz, min_form, len, h1.data(), ldo);
+    bool sf = true, sh = true;
+    for (std::size_t i = 0; i < f0.size(); ++i) {
+      sf = sf && same_f(f0[i], f1[i]);
+      sh = sh && same_h(h0[i], h1[i]);
+    }
+    INFO("E=" << E << " min_form=" << min_form << " int_levels=" << int_levels << " kind=" << kind << " len=" << len);
+    CHECK(sf);
+    CHECK(sh);
+    // rows_to_steps of the fp32 values written above (stride ldo)
+    std::vector<uint32_t> s0(64 * len, 7u), s1 = s0;
+    detail::generic::rows_to_steps(reinterpret_cast<const uint32_t*>(f1.data()), ldo, len, s0.data());
+    ks.rows_to_steps(reinterpret_cast<const uint32_t*>(f1.data()), ldo, len, s1.data());
+    CHECK(s0 == s1);
+    // FusedDQP dot: rows 1 .. 9 (the 4-row blocks and the tail), 1 .. 4 activation rows
+    const std::size_t rows = 1 + rng() % 9, N = 1 + rng() % 4, flen = 16 * (1 + rng() % 20);
+    const std::size_t ldw = flen + 16 * (rng() % 2), ldx = flen + 16 * (rng() % 2);
+    std::vector<float> W(rows * ldw), x(N * ldx), p0(rows * N * 16);
+    for (auto* v : {&W, &x, &p0})
+      for (auto& e : *v) e = value(kind);
+    std::vector<float> p1 = p0;
+    detail::generic::fdq_dot({W.data(), ldw, rows, flen, x.data(), ldx, N, p0.data()});
+    ks.fdq({W.data(), ldw, rows, flen, x.data(), ldx, N, p1.data()});
+    bool sd = true;
+    for (std::size_t i = 0; i < p0.size(); ++i) sd = sd && same_f(p0[i], p1[i]);
+    INFO("rows=" << rows << " N=" << N << " flen=" << flen);
+    CHECK(sd);
+  }
+}
 #endif
 
 // bf16 level 2 with the AVX-512 kernel set reads level 1's step-major codes and writes the

@@ -179,18 +179,24 @@ constexpr int split_level_q(int code) {
   return int(r) + (1 << split_level_bits);
 }
 
-// The level-2 table of one (row, group): value(scale, zero, code) for every code, as T.
+// The level-2 value of one code of a (row, group): value(scale, zero, code), as T.
+template <class P, class T>
+inline T level2_value(float s, float z, int c) {
+  const float v = format_traits<typename P::format>::value(s, z, c);
+  if constexpr (std::is_same_v<T, float>)
+    return v;
+  else
+    return f32_to_bf16(v);
+}
+// The level-2 table of one (row, group): every code's value.
 template <class P, class T>
 inline void level2_table(float s, float z, T* tbl) {
-  using FT = format_traits<typename P::format>;
-  for (int c = 0; c < code_count<P>(); ++c) {
-    const float v = FT::value(s, z, c);
-    if constexpr (std::is_same_v<T, float>) {
-      tbl[c] = v;
-    } else {
-      tbl[c] = f32_to_bf16(v);
-    }
-  }
+  for (int c = 0; c < code_count<P>(); ++c) tbl[c] = level2_value<P, T>(s, z, c);
+}
+// The values of n codes of one (row, group) without a table (a group shorter than the table).
+template <class P, class T>
+inline void level2_values(float s, float z, const uint8_t* codes, std::size_t n, T* out) {
+  for (std::size_t i = 0; i < n; ++i) out[i] = level2_value<P, T>(s, z, codes[i]);
 }
 
 // Portable level-2 lookups of n codes.

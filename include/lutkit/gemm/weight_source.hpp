@@ -190,6 +190,10 @@ struct lut_weight_source {
           ks->group16_f32(c, s.ldc, lv, sc, zz, P::spec.min_form, g1 - g0, o, s.ldv);
         else
           ks->group16_bf16(c, s.ldc, lv, sc, zz, P::spec.min_form, g1 - g0, o, s.ldv);
+      } else if (g1 - g0 < std::size_t(code_count<P>())) {
+        // a group shorter than its table (8-bit codes, groups of 32 or 64): each value on its own,
+        // the table's arithmetic (level2_table) without the unused entries
+        for (int r = 0; r < 64; ++r) level2_values<P, T>(sc[r], zz[r], c + r * s.ldc, g1 - g0, o + r * s.ldv);
       } else {
         for (int r = 0; r < 64; ++r) {
           level2_table<P, T>(sc[r], zz[r], tbl);

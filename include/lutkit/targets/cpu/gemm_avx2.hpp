@@ -702,6 +702,173 @@ LUTKIT_AVX2_DQ void tg_int8(const tg_int8_args& a) {
   }
 }
 
+// ---------------------------------------------------------------- level 2, FusedDQP
+// The kernels of the bf16 / fp32 routes after level 1, each the portable kernel's arithmetic in
+// its order: the same bits.
+
+// FusedDQP dot (fdq_dot_args): generic::fdq_dot's 16 per-lane FMA chains as two 8-lane halves,
+// 4 rows at a time sharing each activation load (8 chains: two FMAs per cycle at a latency of 4).
+LUTKIT_AVX2_DQ inline void fdq_dot(const fdq_dot_args& a) {
+  std::size_t r = 0;
+  for (; r + 4 <= a.rows; r += 4)
+    for (std::size_t n = 0; n < a.N; ++n) {
+      __m256 acc[4][2];
+      const float* w[4];
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) {
+        const float* p = a.part + ((r + std::size_t(i)) * a.N + n) * 16;
+        acc[i][0] = _mm256_loadu_ps(p);
+        acc[i][1] = _mm256_loadu_ps(p + 8);
+        w[i] = a.W + (r + std::size_t(i)) * a.ldw;
+      }
+      const float* x = a.x + n * a.ldx;
+      for (std::size_t k = 0; k < a.len; k += 16) {
+        const __m256 x0 = _mm256_loadu_ps(x + k), x1 = _mm256_loadu_ps(x + k + 8);
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; ++i) {
+          acc[i][0] = _mm256_fmadd_ps(_mm256_loadu_ps(w[i] + k), x0, acc[i][0]);
+          acc[i][1] = _mm256_fmadd_ps(_mm256_loadu_ps(w[i] + k + 8), x1, acc[i][1]);
+        }
+      }
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) {
+        float* p = a.part + ((r + std::size_t(i)) * a.N + n) * 16;
+        _mm256_storeu_ps(p, acc[i][0]);
+        _mm256_storeu_ps(p + 8, acc[i][1]);
+      }
+    }
+  for (; r < a.rows; ++r)
+    for (std::size_t n = 0; n < a.N; ++n) {
+      float* p = a.part + (r * a.N + n) * 16;
+      __m256 c0 = _mm256_loadu_ps(p), c1 = _mm256_loadu_ps(p + 8);
+      const float* w = a.W + r * a.ldw;
+      const float* x = a.x + n * a.ldx;
+      for (std::size_t k = 0; k < a.len; k += 16) {
+        c0 = _mm256_fmadd_ps(_mm256_loadu_ps(w + k), _mm256_loadu_ps(x + k), c0);
+        c1 = _mm256_fmadd_ps(_mm256_loadu_ps(w + k + 8), _mm256_loadu_ps(x + k + 8), c1);
+      }
+      _mm256_storeu_ps(p, c0);
+      _mm256_storeu_ps(p + 8, c1);
+    }
+}
+
+// A row's 16 level-2 entries in two halves: sc * (lv - zz), or sc * lv + zz for min-form formats,
+// as generic::group16 rounds them (the empty asm keeps the product rounded: GCC would otherwise
+// contract the multiply and add into an FMA under FMA's target attribute)
+LUTKIT_AVX2_DQ inline void group16_table(const __m256 l[2], float sc, float zz, bool min_form, __m256 t[2]) {
+  const __m256 s = _mm256_set1_ps(sc), z = _mm256_set1_ps(zz);
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h) {
+    if (min_form) {
+      __m256 p = _mm256_mul_ps(s, l[h]);
+      __asm__("" : "+x"(p));
+      t[h] = _mm256_add_ps(p, z);
+    } else {
+      t[h] = _mm256_mul_ps(s, _mm256_sub_ps(l[h], z));
+    }
+  }
+}
+
+// level 2 of one scale group into fp32 (group16_f32 of dq_kernel_set): per 8 codes two vpermps of
+// the row's table halves, chosen by bit 3 of the code (vblendvps on the code shifted to the sign)
+LUTKIT_AVX2_DQ inline void group16_f32(const uint8_t* codes, std::size_t ldc, const float* lv, const float* sc,
+                                       const float* zz, bool min_form, std::size_t len, float* out, std::size_t ldo) {
+  const __m256 l[2] = {_mm256_loadu_ps(lv), _mm256_loadu_ps(lv + 8)};
+  for (int r = 0; r < 64; ++r) {
+    __m256 t[2];
+    group16_table(l, sc[r], zz[r], min_form, t);
+    const uint8_t* c = codes + std::size_t(r) * ldc;
+    float* o = out + std::size_t(r) * ldo;
+    std::size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+      const __m256i idx = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(c + i)));
+      _mm256_storeu_ps(o + i, _mm256_blendv_ps(_mm256_permutevar8x32_ps(t[0], idx), _mm256_permutevar8x32_ps(t[1], idx),
+                                               _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28))));
+    }
+    if (i < len) {
+      alignas(32) float tb[16];
+      _mm256_store_ps(tb, t[0]);
+      _mm256_store_ps(tb + 8, t[1]);
+      for (; i < len; ++i) o[i] = tb[c[i]];
+    }
+  }
+}
+
+// fp32 -> bf16 in the low half of each 32-bit lane, f32_to_bf16's rounding (nearest even; a NaN
+// stays NaN, quiet, sign kept)
+LUTKIT_AVX2_DQ inline __m256i bf16_of(__m256 v) {
+  const __m256i x = _mm256_castps_si256(v);
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
+  const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(x, _mm256_add_epi32(_mm256_set1_epi32(0x7FFF), lsb)), 16);
+  const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(x, _mm256_set1_epi32(0x7FFFFFFF)), _mm256_set1_epi32(0x7F800000));
+  const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(0x0040));
+  return _mm256_blendv_epi8(rounded, quiet, nan);
+}
+
+// level 2 of one scale group into bf16 (group16_bf16 of dq_kernel_set): the row's 16 bf16 entries
+// as two 16-byte vpshufb tables, low bytes and high bytes, in both lanes; per 32 codes two vpshufb
+// and two byte interleaves (then a lane exchange to restore the code order)
+LUTKIT_AVX2_DQ inline void group16_bf16(const uint8_t* codes, std::size_t ldc, const float* lv, const float* sc,
+                                        const float* zz, bool min_form, std::size_t len, uint16_t* out,
+                                        std::size_t ldo) {
+  const __m256 l[2] = {_mm256_loadu_ps(lv), _mm256_loadu_ps(lv + 8)};
+  // per lane: the 8 entries' low bytes, then their high bytes
+  const __m256i split = _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,  //
+                                         0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+  for (int r = 0; r < 64; ++r) {
+    __m256 t[2];
+    group16_table(l, sc[r], zz[r], min_form, t);
+    // entries 0 .. 15 as words in order, then lane 0 = entries 0 .. 7, lane 1 = 8 .. 15, split
+    const __m256i w = _mm256_shuffle_epi8(
+        _mm256_permute4x64_epi64(_mm256_packus_epi32(bf16_of(t[0]), bf16_of(t[1])), 0xD8), split);
+    const __m128i w0 = _mm256_castsi256_si128(w), w1 = _mm256_extracti128_si256(w, 1);
+    const __m128i lo128 = _mm_unpacklo_epi64(w0, w1), hi128 = _mm_unpackhi_epi64(w0, w1);
+    const __m256i tlo = _mm256_broadcastsi128_si256(lo128), thi = _mm256_broadcastsi128_si256(hi128);
+    const uint8_t* c = codes + std::size_t(r) * ldc;
+    uint16_t* o = out + std::size_t(r) * ldo;
+    std::size_t i = 0;
+    for (; i + 32 <= len; i += 32) {
+      const __m256i cv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c + i));
+      const __m256i lo = _mm256_shuffle_epi8(tlo, cv), hi = _mm256_shuffle_epi8(thi, cv);
+      const __m256i a = _mm256_unpacklo_epi8(lo, hi), b = _mm256_unpackhi_epi8(lo, hi);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + i), _mm256_permute2x128_si256(a, b, 0x20));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + i + 16), _mm256_permute2x128_si256(a, b, 0x31));
+    }
+    if (i + 16 <= len) {
+      const __m128i cv = _mm_loadu_si128(reinterpret_cast<const __m128i*>(c + i));
+      const __m128i lo = _mm_shuffle_epi8(lo128, cv), hi = _mm_shuffle_epi8(hi128, cv);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(o + i), _mm_unpacklo_epi8(lo, hi));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(o + i + 8), _mm_unpackhi_epi8(lo, hi));
+      i += 16;
+    }
+    if (i < len) {
+      alignas(16) uint8_t blo[16], bhi[16];
+      _mm_store_si128(reinterpret_cast<__m128i*>(blo), lo128);
+      _mm_store_si128(reinterpret_cast<__m128i*>(bhi), hi128);
+      for (; i < len; ++i) o[i] = uint16_t(blo[c[i]] | (bhi[c[i]] << 8));
+    }
+  }
+}
+
+// Row-major 32-bit elements (64 rows, stride ld, len per row) -> step-major [len][64] (the bf16 /
+// fp32 micro-kernels' layout), by 8 x 8 transposes
+LUTKIT_AVX2_DQ inline void rows_to_steps(const uint32_t* in, std::size_t ld, std::size_t len, uint32_t* out) {
+  std::size_t j0 = 0;
+  for (; j0 + 8 <= len; j0 += 8)
+    for (int rg = 0; rg < 8; ++rg) {
+      __m256i r[8];
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; ++i)
+        r[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + std::size_t(8 * rg + i) * ld + j0));
+      transpose8_epi32(r);
+#pragma GCC unroll 8
+      for (int j = 0; j < 8; ++j)
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + (j0 + std::size_t(j)) * 64 + 8 * rg), r[j]);
+    }
+  for (; j0 < len; ++j0)
+    for (int r = 0; r < 64; ++r) out[j0 * 64 + std::size_t(r)] = in[std::size_t(r) * ld + j0];
+}
+
 template <class P>
 dq_level1_fns<P> level1_fns() {
   if constexpr (!has_level1<P>()) {
@@ -729,6 +896,10 @@ inline const dq_kernel_set& kernels() {
       ((s.bf16[I] = &mk_val<true, I + 1>, s.f32[I] = &mk_val<false, I + 1>), ...);
     }(std::make_integer_sequence<int, mk_val_cols>{});
     s.halves = &avx2::halves_to_float;
+    s.rows_to_steps = &avx2::rows_to_steps;
+    s.fdq = &avx2::fdq_dot;
+    s.group16_f32 = &avx2::group16_f32;
+    s.group16_bf16 = &avx2::group16_bf16;
     s.tg_int8[0] = &tg_int8<1>;
     s.tg_int8[1] = &tg_int8<2>;
     s.tg_int8[2] = &tg_int8<3>;
