@@ -486,6 +486,13 @@ void register_prefill() {
   // the formats outside the W2/W4 sweep, at the headline shape: Q4NX (bf16 scale and min per
   // 32, min form) and tile-group weights
   for (act_type a : {act_type::int8, act_type::bf16}) register_gemm<Q4NX>(4096, 14336, 128, 2, a, false);
+  // NF4 (a float codebook: the bf16 and fp32 paradigms only) and Q8_0 (8-bit codes: level 2
+  // without a table), on every paradigm they have
+  for (act_type a : {act_type::bf16, act_type::fp32}) {
+    register_gemm<policy<fmt::codebook4<book::nf4>, group<64>>>(4096, 14336, 128, 2, a, false);
+    register_gemm<policy<fmt::uint_sym<8>, group<32>>>(4096, 14336, 128, 2, a, false);
+  }
+  register_gemm<policy<fmt::uint_sym<8>, group<32>>>(4096, 14336, 128, 2, act_type::int8, false);
   for (act_type a : {act_type::bf16, act_type::fp32})
     benchmark::RegisterBenchmark(("dequant_gemm/w4_g32_asym_tilegroup_hmx/" + gemm_tail(4096, 14336, 128, 2, a)).c_str(),
                                  [=](benchmark::State& st) { bm_tile_group_gemm(st, 4096, 14336, 128, 2, a); })

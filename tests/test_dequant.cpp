@@ -434,6 +434,38 @@ TEST_CASE("AVX2 bf16 and fp32 micro-kernels equal the portable ones bit for bit"
   }(std::make_integer_sequence<int, detail::mk_val_cols>{});
 }
 
+#endif
+
+// generic::group_codes (level 2 of the 8-bit formats) is format_traits::value of each code, as
+// the level-2 table would hold it (level2_value), in fp32 and bf16.
+TEST_CASE("level 2 of 8-bit codes without a table equals the format's values", "[dequant][level2]") {
+  using P = policy<fmt::uint_sym<8>, group<32>>;
+  std::mt19937_64 rng(0x8C0D);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  std::vector<uint8_t> codes(64 * 256);
+  for (std::size_t i = 0; i < codes.size(); ++i) codes[i] = uint8_t(i % 256 == 0 ? rng() : i);
+  float sc[64], zz[64];
+  for (int r = 0; r < 64; ++r) {
+    sc[r] = std::ldexp(nd(rng), int(rng() % 41) - 20);
+    zz[r] = P::spec.sym_zero;
+  }
+  std::vector<float> f(64 * 256);
+  std::vector<uint16_t> h(64 * 256);
+  detail::generic::group_codes<float>(codes.data(), 256, nullptr, sc, zz, false, 256, f.data(), 256);
+  detail::generic::group_codes<uint16_t>(codes.data(), 256, nullptr, sc, zz, false, 256, h.data(), 256);
+  bool same = true;
+  for (int r = 0; r < 64; ++r)
+    for (int i = 0; i < 256; ++i) {
+      const uint8_t c = codes[std::size_t(r) * 256 + std::size_t(i)];
+      same = same &&
+             std::bit_cast<uint32_t>(f[std::size_t(r) * 256 + std::size_t(i)]) ==
+                 std::bit_cast<uint32_t>(detail::level2_value<P, float>(sc[r], zz[r], c)) &&
+             h[std::size_t(r) * 256 + std::size_t(i)] == detail::level2_value<P, uint16_t>(sc[r], zz[r], c);
+    }
+  CHECK(same);
+}
+
+#if defined(LUTKIT_HAVE_AVX2_DQ)
 // The AVX2 level 2 (group16_f32, group16_bf16), rows_to_steps and FusedDQP dot against the
 // portable kernels, bit for bit (NaN: any NaN): tables of 2 .. 16 entries with integer and float
 // levels, both zero forms, scales and zeros from 2^-30 to 2^30 with infinities and NaNs, every
@@ -483,6 +515,22 @@ TEST_CASE("AVX2 level 2, rows_to_steps and FusedDQP dot equal the portable ones 
     INFO("E=" << E << " min_form=" << min_form << " int_levels=" << int_levels << " kind=" << kind << " len=" << len);
     CHECK(sf);
     CHECK(sh);
+    // 8-bit codes (levels = codes): group_codes, the same lengths and strides
+    std::vector<uint8_t> codes8(64 * ldc);
+    for (auto& c : codes8) c = uint8_t(rng());
+    std::vector<float> g0(64 * ldo, -1.f), g1 = g0;
+    std::vector<uint16_t> b0(64 * ldo, 0x1234), b1 = b0;
+    detail::generic::group_codes<float>(codes8.data(), ldc, nullptr, sc, zz, min_form, len, g0.data(), ldo);
+    ks.group_codes_f32(codes8.data(), ldc, nullptr, sc, zz, min_form, len, g1.data(), ldo);
+    detail::generic::group_codes<uint16_t>(codes8.data(), ldc, nullptr, sc, zz, min_form, len, b0.data(), ldo);
+    ks.group_codes_bf16(codes8.data(), ldc, nullptr, sc, zz, min_form, len, b1.data(), ldo);
+    bool cf = true, ch = true;
+    for (std::size_t i = 0; i < g0.size(); ++i) {
+      cf = cf && same_f(g0[i], g1[i]);
+      ch = ch && same_h(b0[i], b1[i]);
+    }
+    CHECK(cf);
+    CHECK(ch);
     // rows_to_steps of the fp32 values written above (stride ldo)
     std::vector<uint32_t> s0(64 * len, 7u), s1 = s0;
     detail::generic::rows_to_steps(reinterpret_cast<const uint32_t*>(f1.data()), ldo, len, s0.data());

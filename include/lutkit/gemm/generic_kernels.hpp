@@ -118,6 +118,19 @@ void group16(const uint8_t* codes, std::size_t ldc, const float* lv, const float
   }
 }
 
+// value = sc * (code - zz), or sc * code + zz for min-form formats: format_traits::value of a
+// format whose levels are its codes (dq_kernel_set::group_codes_f32 / group_codes_bf16)
+template <class T>
+void group_codes(const uint8_t* codes, std::size_t ldc, const float*, const float* sc, const float* zz, bool min_form,
+                 std::size_t len, T* out, std::size_t ldo) {
+  for (int r = 0; r < 64; ++r)
+    for (std::size_t i = 0; i < len; ++i) {
+      const float c = float(codes[r * ldc + i]);
+      const float v = min_form ? sc[r] * c + zz[r] : sc[r] * (c - zz[r]);
+      if constexpr (sizeof(T) == 4) out[r * ldo + i] = v; else out[r * ldo + i] = f32_to_bf16(v);
+    }
+}
+
 // element j of group i: s * (code - z)
 inline float tg_value(const tg_groups_args& a, std::size_t i, int j) {
   const float c = float((a.codes[i][j] >> a.shift[i]) & ((1u << a.bits) - 1u));

@@ -140,6 +140,13 @@ struct dq_kernel_set {
   // (AVX-512 VNNI: Q4_0 0.90 / 0.76 of the plain read at 1 / 2 threads against 0.85 / 0.86; on
   // AVX2 the int8 decode is 0.25 / 0.35 against the LUT-GEMV's ~0.8)
   bool int8_decode_first = false;
+  // level 2 of one scale group for formats whose levels are their codes and whose tables would
+  // outgrow a register (8-bit codes): group16's contract with value = sc * (code - zz), or
+  // sc * code + zz for min-form formats, computed per element (lv unused). Null: the portable kernel.
+  void (*group_codes_f32)(const uint8_t* codes, std::size_t ldc, const float* lv, const float* sc, const float* zz,
+                          bool min_form, std::size_t len, float* out, std::size_t ldo) = nullptr;
+  void (*group_codes_bf16)(const uint8_t* codes, std::size_t ldc, const float* lv, const float* sc, const float* zz,
+                           bool min_form, std::size_t len, uint16_t* out, std::size_t ldo) = nullptr;
 };
 
 // Level 1 of one policy's bit layout on a target: codes of the 64 rows of tile t for k in [k0, k1)

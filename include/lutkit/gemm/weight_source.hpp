@@ -190,6 +190,13 @@ struct lut_weight_source {
           ks->group16_f32(c, s.ldc, lv, sc, zz, P::spec.min_form, g1 - g0, o, s.ldv);
         else
           ks->group16_bf16(c, s.ldc, lv, sc, zz, P::spec.min_form, g1 - g0, o, s.ldv);
+      } else if constexpr (levels_are_codes<P>()) {
+        if constexpr (std::is_same_v<T, float>)
+          (ks->group_codes_f32 ? ks->group_codes_f32 : &generic::group_codes<float>)(
+              c, s.ldc, lv, sc, zz, P::spec.min_form, g1 - g0, o, s.ldv);
+        else
+          (ks->group_codes_bf16 ? ks->group_codes_bf16 : &generic::group_codes<uint16_t>)(
+              c, s.ldc, lv, sc, zz, P::spec.min_form, g1 - g0, o, s.ldv);
       } else if (g1 - g0 < std::size_t(code_count<P>())) {
         // a group shorter than its table (8-bit codes, groups of 32 or 64): each value on its own,
         // the table's arithmetic (level2_table) without the unused entries

@@ -439,9 +439,16 @@ LUTKIT_AVX2_DQ void codes_rows(const uint8_t* data, const packed_layout& L, std:
         r[s] = std::size_t(s) < ns ? _mm256_load_si256(reinterpret_cast<const __m256i*>(tmp + s * 256 + o * 32))
                                    : _mm256_setzero_si256();
       transpose8_epi32(r);
+      // (vpmaskmovd stores only for a partial block: on Zen 3 they made level 1 1.8x slower)
+      if (ns == 8) {
 #pragma GCC unroll 8
-      for (int j = 0; j < 8; ++j)
-        _mm256_maskstore_epi32(reinterpret_cast<int*>(out + std::size_t(8 * o + j) * ldo + (kb - k0)), keep, r[j]);
+        for (int j = 0; j < 8; ++j)
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + std::size_t(8 * o + j) * ldo + (kb - k0)), r[j]);
+      } else {
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; ++j)
+          _mm256_maskstore_epi32(reinterpret_cast<int*>(out + std::size_t(8 * o + j) * ldo + (kb - k0)), keep, r[j]);
+      }
     }
   }
 }
@@ -850,6 +857,51 @@ LUTKIT_AVX2_DQ inline void group16_bf16(const uint8_t* codes, std::size_t ldc, c
   }
 }
 
+// level 2 of formats whose levels are their codes (8-bit; group_codes_f32 / group_codes_bf16 of
+// dq_kernel_set): 8 codes widened to fp32 at a time, generic::group_codes's arithmetic (the
+// product kept rounded before the min form's add, as group16_table)
+LUTKIT_AVX2_DQ inline __m256 codes_value(__m256 c, __m256 s, __m256 z, bool min_form) {
+  if (!min_form) return _mm256_mul_ps(s, _mm256_sub_ps(c, z));
+  __m256 p = _mm256_mul_ps(s, c);
+  __asm__("" : "+x"(p));
+  return _mm256_add_ps(p, z);
+}
+LUTKIT_AVX2_DQ inline __m256 codes8(const uint8_t* c) {
+  return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(c))));
+}
+template <class T>
+LUTKIT_AVX2_DQ void group_codes(const uint8_t* codes, std::size_t ldc, const float*, const float* sc, const float* zz,
+                                bool min_form, std::size_t len, T* out, std::size_t ldo) {
+  for (int r = 0; r < 64; ++r) {
+    const __m256 s = _mm256_set1_ps(sc[r]), z = _mm256_set1_ps(zz[r]);
+    const uint8_t* c = codes + std::size_t(r) * ldc;
+    T* o = out + std::size_t(r) * ldo;
+    std::size_t i = 0;
+    if constexpr (sizeof(T) == 4) {
+      for (; i + 8 <= len; i += 8) _mm256_storeu_ps(o + i, codes_value(codes8(c + i), s, z, min_form));
+    } else {
+      for (; i + 16 <= len; i += 16) {
+        const __m256i h = _mm256_packus_epi32(bf16_of(codes_value(codes8(c + i), s, z, min_form)),
+                                              bf16_of(codes_value(codes8(c + i + 8), s, z, min_form)));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + i), _mm256_permute4x64_epi64(h, 0xD8));
+      }
+    }
+    if (i < len) {  // the last codes through the same vector arithmetic
+      alignas(32) uint8_t cb[16] = {};
+      alignas(32) float v[16];
+      for (std::size_t j = i; j < len; ++j) cb[j - i] = c[j];
+      _mm256_store_ps(v, codes_value(codes8(cb), s, z, min_form));
+      _mm256_store_ps(v + 8, codes_value(codes8(cb + 8), s, z, min_form));
+      for (std::size_t j = i; j < len; ++j) {
+        if constexpr (sizeof(T) == 4)
+          o[j] = v[j - i];
+        else
+          o[j] = f32_to_bf16(v[j - i]);
+      }
+    }
+  }
+}
+
 // Row-major 32-bit elements (64 rows, stride ld, len per row) -> step-major [len][64] (the bf16 /
 // fp32 micro-kernels' layout), by 8 x 8 transposes
 LUTKIT_AVX2_DQ inline void rows_to_steps(const uint32_t* in, std::size_t ld, std::size_t len, uint32_t* out) {
@@ -900,6 +952,8 @@ inline const dq_kernel_set& kernels() {
     s.fdq = &avx2::fdq_dot;
     s.group16_f32 = &avx2::group16_f32;
     s.group16_bf16 = &avx2::group16_bf16;
+    s.group_codes_f32 = &avx2::group_codes<float>;
+    s.group_codes_bf16 = &avx2::group_codes<uint16_t>;
     s.tg_int8[0] = &tg_int8<1>;
     s.tg_int8[1] = &tg_int8<2>;
     s.tg_int8[2] = &tg_int8<3>;
