@@ -1,5 +1,6 @@
 // Two-level LUT dequantization (exact against the value formula), one blob serving LUT-GEMV and
 // dequant-GEMM, and bad input of the dequant-GEMM.
+#include <array>
 #include <bit>
 #include <atomic>
 #include <thread>
@@ -466,11 +467,12 @@ TEST_CASE("level 2 of 8-bit codes without a table equals the format's values", "
 }
 
 #if defined(LUTKIT_HAVE_AVX2_DQ)
-// The AVX2 level 2 (group16_f32, group16_bf16), rows_to_steps and FusedDQP dot against the
-// portable kernels, bit for bit (NaN: any NaN): tables of 2 .. 16 entries with integer and float
-// levels, both zero forms, scales and zeros from 2^-30 to 2^30 with infinities and NaNs, every
-// length 1 .. 200 (the vector loops' tails), padded strides.
-TEST_CASE("AVX2 level 2, rows_to_steps and FusedDQP dot equal the portable ones bit for bit", "[dequant_gemm][level2]") {
+// The AVX2 level 2 (group16_f32, group16_bf16, group_codes_f32 / _bf16, tile groups),
+// rows_to_steps and FusedDQP dot against the portable kernels, bit for bit (NaN: any NaN): tables
+// of 2 .. 16 entries with integer and float levels, 8-bit codes, both zero forms, scales and zeros
+// from 2^-30 to 2^30 with infinities and NaNs, every length 1 .. 200 (the vector loops' tails),
+// padded strides.
+TEST_CASE("AVX2 level 2, tile groups, rows_to_steps and FusedDQP dot equal the portable ones bit for bit", "[dequant_gemm][level2]") {
   if (!detail::avx2::cpu_supported()) return;
   const detail::dq_kernel_set& ks = detail::avx2::kernels();
   std::mt19937_64 rng(0x12F2);
@@ -536,6 +538,35 @@ TEST_CASE("AVX2 level 2, rows_to_steps and FusedDQP dot equal the portable ones 
     detail::generic::rows_to_steps(reinterpret_cast<const uint32_t*>(f1.data()), ldo, len, s0.data());
     ks.rows_to_steps(reinterpret_cast<const uint32_t*>(f1.data()), ldo, len, s1.data());
     CHECK(s0 == s1);
+    // tile groups: 1 .. 24 groups of 2 .. 8-bit codes at every shift that fits in the byte
+    {
+      const int bits = 2 + int(rng() % 7);
+      const std::size_t n = 1 + rng() % 24;
+      std::vector<std::array<uint8_t, 32>> cb(n);
+      std::vector<const uint8_t*> cp(n);
+      std::vector<int> shift(n);
+      std::vector<float> ts(n), tz(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        for (auto& b : cb[i]) b = uint8_t(rng());
+        cp[i] = cb[i].data();
+        shift[i] = int(rng() % unsigned(9 - bits));
+        ts[i] = value(kind);
+        tz[i] = kind == 0 ? float(rng() % (1u << bits)) : value(kind);
+      }
+      const std::size_t outn = 128 * ((n + 3) / 4);
+      std::vector<uint16_t> tb0(outn, 0x1234), tb1 = tb0;
+      std::vector<float> tf0(outn, -2.f), tf1 = tf0;
+      detail::tg_groups_args ta{cp.data(), shift.data(), ts.data(), tz.data(), n, bits, tb0.data()};
+      detail::generic::tg_groups_bf16(ta);
+      detail::generic::tg_groups_f32(ta, tf0.data());
+      ta.out = tb1.data();
+      ks.tg_groups_bf16(ta);
+      ks.tg_groups_f32(ta, tf1.data());
+      bool tsame = true;
+      for (std::size_t i = 0; i < outn; ++i) tsame = tsame && same_h(tb0[i], tb1[i]) && same_f(tf0[i], tf1[i]);
+      INFO("tile groups: bits=" << bits << " n=" << n);
+      CHECK(tsame);
+    }
     // FusedDQP dot: rows 1 .. 9 (the 4-row blocks and the tail), 1 .. 4 activation rows
     const std::size_t rows = 1 + rng() % 9, N = 1 + rng() % 4, flen = 16 * (1 + rng() % 20);
     const std::size_t ldw = flen + 16 * (rng() % 2), ldx = flen + 16 * (rng() % 2);

@@ -902,6 +902,45 @@ LUTKIT_AVX2_DQ void group_codes(const uint8_t* codes, std::size_t ldc, const flo
   }
 }
 
+// Tile groups to values (tg_groups_args): a group's 32 codes by one load, shift and mask, widened
+// 8 at a time to fp32, s * (code - z) as generic::tg_value. bf16: the 32 values in order; fp32:
+// the even codes (column k) and the odd ones (k + 1), separated by one vpshufb + vpermq.
+LUTKIT_AVX2_DQ inline __m256i tg_group_codes(const tg_groups_args& a, std::size_t i, __m256i mask) {
+  const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.codes[i]));
+  return _mm256_and_si256(_mm256_srl_epi16(raw, _mm_cvtsi32_si128(a.shift[i])), mask);
+}
+LUTKIT_AVX2_DQ inline __m256 tg_value8(__m128i c8, __m256 s, __m256 z) {
+  return _mm256_mul_ps(s, _mm256_sub_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(c8)), z));
+}
+LUTKIT_AVX2_DQ inline void tg_groups_bf16(const tg_groups_args& a) {
+  const __m256i mask = _mm256_set1_epi8(char((1u << a.bits) - 1u));
+  for (std::size_t i = 0; i < a.n; ++i) {
+    const __m256i c = tg_group_codes(a, i, mask);
+    const __m256 s = _mm256_set1_ps(a.s[i]), z = _mm256_set1_ps(a.z[i]);
+    const __m128i c0 = _mm256_castsi256_si128(c), c1 = _mm256_extracti128_si256(c, 1);
+    const __m256i h0 = _mm256_packus_epi32(bf16_of(tg_value8(c0, s, z)), bf16_of(tg_value8(_mm_srli_si128(c0, 8), s, z)));
+    const __m256i h1 = _mm256_packus_epi32(bf16_of(tg_value8(c1, s, z)), bf16_of(tg_value8(_mm_srli_si128(c1, 8), s, z)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(a.out + 32 * i), _mm256_permute4x64_epi64(h0, 0xD8));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(a.out + 32 * i + 16), _mm256_permute4x64_epi64(h1, 0xD8));
+  }
+}
+LUTKIT_AVX2_DQ inline void tg_groups_f32(const tg_groups_args& a, float* out) {
+  const __m256i mask = _mm256_set1_epi8(char((1u << a.bits) - 1u));
+  // per lane: its 8 even bytes, then its 8 odd ones; vpermq then gives evens 0..15 | odds 0..15
+  const __m256i split = _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,  //
+                                         0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+  for (std::size_t i = 0; i < a.n; ++i) {
+    const __m256i c = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(tg_group_codes(a, i, mask), split), 0xD8);
+    const __m256 s = _mm256_set1_ps(a.s[i]), z = _mm256_set1_ps(a.z[i]);
+    const __m128i ev = _mm256_castsi256_si128(c), od = _mm256_extracti128_si256(c, 1);
+    float* o = out + 128 * (i / 4) + 16 * (i % 4);
+    _mm256_storeu_ps(o, tg_value8(ev, s, z));
+    _mm256_storeu_ps(o + 8, tg_value8(_mm_srli_si128(ev, 8), s, z));
+    _mm256_storeu_ps(o + 64, tg_value8(od, s, z));
+    _mm256_storeu_ps(o + 72, tg_value8(_mm_srli_si128(od, 8), s, z));
+  }
+}
+
 // Row-major 32-bit elements (64 rows, stride ld, len per row) -> step-major [len][64] (the bf16 /
 // fp32 micro-kernels' layout), by 8 x 8 transposes
 LUTKIT_AVX2_DQ inline void rows_to_steps(const uint32_t* in, std::size_t ld, std::size_t len, uint32_t* out) {
@@ -954,6 +993,8 @@ inline const dq_kernel_set& kernels() {
     s.group16_bf16 = &avx2::group16_bf16;
     s.group_codes_f32 = &avx2::group_codes<float>;
     s.group_codes_bf16 = &avx2::group_codes<uint16_t>;
+    s.tg_groups_bf16 = &avx2::tg_groups_bf16;
+    s.tg_groups_f32 = &avx2::tg_groups_f32;
     s.tg_int8[0] = &tg_int8<1>;
     s.tg_int8[1] = &tg_int8<2>;
     s.tg_int8[2] = &tg_int8<3>;
