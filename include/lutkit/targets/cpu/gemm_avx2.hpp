@@ -1,7 +1,8 @@
 // lutkit — AVX2 micro-kernels of the dequant-GEMM, for x86 CPUs without AVX-512 (Zen 2 / Zen 3,
 // Haswell .. Alder Lake): the int8 paradigm's micro-kernel (u8 levels x s8 activations, exact in
 // int32), the bf16 and fp32 micro-kernels (FMA, the portable kernels' order), SIMD level 1 of the bit-plane layout (step-major codes and levels, row-major codes; fused
-// into the int8 decode), the tile groups' int8 decode and the F16C conversion of the group parameters.
+// into the int8 decode), the tile groups' int8 decode and values, level 2 (16-code tables, 8-bit
+// codes without a table), rows_to_steps, the FusedDQP dot and the F16C conversion of the group parameters.
 // Compiled with function target attributes and chosen at run time, like the AVX-512 set; the
 // entries it does not vectorise are the portable kernels (gemm/generic_kernels.hpp). The kernel
 // set of gemm/microkernel.hpp, registered in gemm/targets.hpp.
