@@ -491,6 +491,8 @@ TEST_CASE("AVX2 level 2, tile groups, rows_to_steps and FusedDQP dot equal the p
   auto same_h = [](uint16_t a, uint16_t b) {
     return a == b || (std::isnan(bf16_to_f32(a)) && std::isnan(bf16_to_f32(b)));
   };
+  using l2_f32 = decltype(detail::dq_kernel_set::group16_f32);
+  using l2_bf16 = decltype(detail::dq_kernel_set::group16_bf16);
   for (int it = 0; it < 240; ++it) {
     const int kind = it % 3, E = 2 << (it % 4);
     const bool min_form = (it / 4) % 2 == 1, int_levels = (it / 8) % 2 == 0;
@@ -503,36 +505,32 @@ TEST_CASE("AVX2 level 2, tile groups, rows_to_steps and FusedDQP dot equal the p
       sc[r] = value(kind);
       zz[r] = value(kind);
     }
-    std::vector<float> f0(64 * ldo, -1.f), f1 = f0;
-    std::vector<uint16_t> h0(64 * ldo, 0x1234), h1 = h0;
-    detail::generic::group16<float>(codes.data(), ldc, lv, sc, zz, min_form, len, f0.data(), ldo);
-    ks.group16_f32(codes.data(), ldc, lv, sc, zz, min_form, len, f1.data(), ldo);
-    detail::generic::group16<uint16_t>(codes.data(), ldc, lv, sc, zz, min_form, len, h0.data(), ldo);
-    ks.group16_bf16(codes.data(), ldc, lv, sc, zz, min_form, len, h1.data(), ldo);
-    bool sf = true, sh = true;
-    for (std::size_t i = 0; i < f0.size(); ++i) {
-      sf = sf && same_f(f0[i], f1[i]);
-      sh = sh && same_h(h0[i], h1[i]);
-    }
     INFO("E=" << E << " min_form=" << min_form << " int_levels=" << int_levels << " kind=" << kind << " len=" << len);
-    CHECK(sf);
-    CHECK(sh);
+    // one level-2 contract on both sets, fp32 and bf16: the fp32 values of the AVX2 kernel returned
+    auto check_level2 = [&](const std::vector<uint8_t>& cv, const float* levels, l2_f32 gf, l2_f32 vf, l2_bf16 gh,
+                            l2_bf16 vh) {
+      std::vector<float> f0(64 * ldo, -1.f), f1 = f0;
+      std::vector<uint16_t> h0(64 * ldo, 0x1234), h1 = h0;
+      gf(cv.data(), ldc, levels, sc, zz, min_form, len, f0.data(), ldo);
+      vf(cv.data(), ldc, levels, sc, zz, min_form, len, f1.data(), ldo);
+      gh(cv.data(), ldc, levels, sc, zz, min_form, len, h0.data(), ldo);
+      vh(cv.data(), ldc, levels, sc, zz, min_form, len, h1.data(), ldo);
+      bool sf = true, sh = true;
+      for (std::size_t i = 0; i < f0.size(); ++i) {
+        sf = sf && same_f(f0[i], f1[i]);
+        sh = sh && same_h(h0[i], h1[i]);
+      }
+      CHECK(sf);
+      CHECK(sh);
+      return f1;
+    };
+    const std::vector<float> f1 = check_level2(codes, lv, &detail::generic::group16<float>, ks.group16_f32,
+                                               &detail::generic::group16<uint16_t>, ks.group16_bf16);
     // 8-bit codes (levels = codes): group_codes, the same lengths and strides
     std::vector<uint8_t> codes8(64 * ldc);
     for (auto& c : codes8) c = uint8_t(rng());
-    std::vector<float> g0(64 * ldo, -1.f), g1 = g0;
-    std::vector<uint16_t> b0(64 * ldo, 0x1234), b1 = b0;
-    detail::generic::group_codes<float>(codes8.data(), ldc, nullptr, sc, zz, min_form, len, g0.data(), ldo);
-    ks.group_codes_f32(codes8.data(), ldc, nullptr, sc, zz, min_form, len, g1.data(), ldo);
-    detail::generic::group_codes<uint16_t>(codes8.data(), ldc, nullptr, sc, zz, min_form, len, b0.data(), ldo);
-    ks.group_codes_bf16(codes8.data(), ldc, nullptr, sc, zz, min_form, len, b1.data(), ldo);
-    bool cf = true, ch = true;
-    for (std::size_t i = 0; i < g0.size(); ++i) {
-      cf = cf && same_f(g0[i], g1[i]);
-      ch = ch && same_h(b0[i], b1[i]);
-    }
-    CHECK(cf);
-    CHECK(ch);
+    check_level2(codes8, nullptr, &detail::generic::group_codes<float>, ks.group_codes_f32,
+                 &detail::generic::group_codes<uint16_t>, ks.group_codes_bf16);
     // rows_to_steps of the fp32 values written above (stride ldo)
     std::vector<uint32_t> s0(64 * len, 7u), s1 = s0;
     detail::generic::rows_to_steps(reinterpret_cast<const uint32_t*>(f1.data()), ldo, len, s0.data());
