@@ -126,8 +126,13 @@ TEST_CASE("tiling spec of non-LUT formats: min(16, group/4) steps, no int16 boun
   STATIC_REQUIRE(iq4nl_g32::spec.block_k == 32);
   STATIC_REQUIRE(q8_0_p::spec.planes == 8);
   STATIC_REQUIRE(q8_0_p::spec.steps_per_block == 8);
-  STATIC_REQUIRE(q8_0_p::spec.paired_chunks_per_step_pair() == 8);  // 4 plane pairs x 2 steps
+  STATIC_REQUIRE(q8_0_p::spec.whole_codes());                       // codes whole, not bit planes
+  STATIC_REQUIRE(q8_0_p::spec.code_chunks_per_step_pair() == 8);      // 64 rows x 8 codes of a byte
+  STATIC_REQUIRE(q8_0_p::spec.paired_chunks_per_step_pair() == 0);
   STATIC_REQUIRE(q8_0_p::spec.lone_chunks_per_step_pair() == 0);
+  STATIC_REQUIRE(q8_0_p::spec.code_byte_in_step_pair(5, 1, 3) == 256 + 4 * 5 + 3);
+  STATIC_REQUIRE(nf4_g64::spec.whole_codes() && nf4_g64::spec.step_pair_bytes() == 256);
+  STATIC_REQUIRE(nf4_g64::spec.code_byte_in_step_pair(5, 1, 3) == 4 * 5 + 3 && nf4_g64::spec.code_shift(1) == 4);
   STATIC_REQUIRE(q8_0_p::spec.step_pair_bytes() == 512);            // one byte per weight
   STATIC_REQUIRE(q8_0_p::spec.max_abs_acc16() > 32767);             // would overflow: not a LUT policy
   STATIC_REQUIRE(q8_0_p::spec.valid());

@@ -548,7 +548,6 @@ TEST_CASE("the packer's strided fp16 encoding: the dispatched kernel = f32_to_f1
 
 TEST_CASE("the packer's tile kernel: 32 row pairs to 8 step pairs, the AVX-512 and AVX2 kernels and the scalar twin agree", "[layout]") {
   using Q4 = policy<fmt::uint_sym<4>, group<32>>;
-  using Q8 = policy<fmt::uint_sym<8>, group<32>>;
   std::mt19937_64 rng(29);
   auto check = [&]<detail::code_form F, class P>(std::size_t stride, unsigned code_mask) {
     constexpr int PL = P::spec.planes;
@@ -602,6 +601,4 @@ TEST_CASE("the packer's tile kernel: 32 row pairs to 8 step pairs, the AVX-512 a
   };
   check.operator()<detail::code_form::bytes, Q4>(0, 0x0F);
   check.operator()<detail::code_form::ggml_nibbles, Q4>(18, 0xFF);
-  check.operator()<detail::code_form::bytes, Q8>(0, 0xFF);
-  check.operator()<detail::code_form::ggml_int8, Q8>(34, 0xFF);
 }

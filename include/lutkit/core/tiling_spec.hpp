@@ -30,6 +30,10 @@
 //     step pair     [plane 0 chunk] ... [plane planes-1 chunk]
 //     ternary signs one chunk per 4 step pairs after the block's index chunks: bit 2*(spi%4) + s
 //                   of row r's byte b(r).
+//   whole codes (formats the LUT-GEMV never runs: 8 bits, codebooks, Q4NX; pshufb order): a step
+//               pair holds every row's 8 codes whole, as the int8 kernels read them. 8 bits:
+//               byte 256 s + 4 r + i = row r's code of activation i of step j + s; 4 bits: byte
+//               4 r + i, nibble s (low nibble step j). planes x 64 bytes, as the bit planes'.
 //   block       block_k activations: the table-quantization granule and the int16 accumulation
 //               interval; its length is bounded at compile time so int16 sums cannot overflow.
 //   group       group_k activations sharing a scale (and zero): [fp16 scale x rows]
@@ -78,11 +82,20 @@ struct tiling_spec {
   // (vlut16, sve): every plane (and the ternary index) in a chunk of its own, both steps of the
   // pair in its two nibbles.
   constexpr bool plane_chunks() const { return order != lookup_order::pshufb; }
-  constexpr int paired_chunks_per_step_pair() const { return ternary || plane_chunks() ? 0 : (planes / 2) * 2; }
-  constexpr int lone_chunks_per_step_pair() const { return ternary ? 1 : (plane_chunks() ? planes : planes % 2); }
+  // whole codes instead of bit planes: formats without LUT-GEMV in the pshufb order (above)
+  constexpr bool whole_codes() const { return !lut && !ternary && order == lookup_order::pshufb; }
+  constexpr int paired_chunks_per_step_pair() const {
+    return ternary || plane_chunks() || whole_codes() ? 0 : (planes / 2) * 2;
+  }
+  constexpr int lone_chunks_per_step_pair() const {
+    return ternary ? 1 : (plane_chunks() ? planes : whole_codes() ? 0 : planes % 2);
+  }
+  // whole codes: the step pair's planes x chunk bytes of codes
+  constexpr int code_chunks_per_step_pair() const { return whole_codes() ? planes : 0; }
   constexpr int sign_bytes_per_step_pair() const { return ternary && !plane_chunks() ? 16 : 0; }
   constexpr int step_pair_bytes() const {
-    return (paired_chunks_per_step_pair() + lone_chunks_per_step_pair()) * chunk_bytes +
+    return (paired_chunks_per_step_pair() + lone_chunks_per_step_pair() + code_chunks_per_step_pair()) *
+               chunk_bytes +
            sign_bytes_per_step_pair();
   }
   constexpr int step_pairs_per_block() const { return steps_per_block / 2; }
@@ -107,11 +120,19 @@ struct tiling_spec {
     return plane_chunks() ? step_pairs_per_block() * step_pair_bytes() + (spi / 4) * chunk_bytes
                           : lone_chunk_in_block(spi) + chunk_bytes;
   }
+  // whole codes: the byte (from the step pair's first byte) holding row r's code of activation i
+  // of step s of the pair, and the code's lowest bit in it
+  constexpr int code_byte_in_step_pair(int r, int s, int i) const {
+    return planes == 8 ? 256 * s + 4 * r + i : 4 * r + i;
+  }
+  constexpr int code_shift(int s) const { return planes == 8 ? 0 : 4 * s; }
+  // whole codes: bytes of one step's (8 bits) or one step pair's (4 bits) codes of the tile
+  static constexpr int code_stride = 256;
   // plane orders: row r's byte in every chunk of its tile
   constexpr int byte_of_row(int r) const;
   // plane-order ternary: the bit of a row's sign byte that holds step s of step pair spi
   constexpr int sign_bit_in_byte(int spi, int s) const { return 2 * (spi % 4) + s; }
-  // The element map inside one step pair: the byte (from the step pair's first byte) holding row
+  // The element map inside one step pair of the bit-plane orders: the byte (from the step pair's first byte) holding row
   // r's index of plane p (ternary: p = 0, the mirrored index) for step s of the pair, and the
   // index's shift.
   constexpr int index_byte_in_step_pair(int r, int p, int s) const;
@@ -135,6 +156,7 @@ struct tiling_spec {
   constexpr bool valid() const {
     return planes >= 1 && steps_per_block >= 2 && steps_per_block % 2 == 0 &&
            block_k == steps_per_block * k_per_step && (!lut || max_abs_acc16() <= 32767) &&
+           (!whole_codes() || ((planes == 4 || planes == 8) && rows_per_tile == 64)) &&
            (group_k == 0 || group_k % block_k == 0) && rows_per_tile == chunk_bytes &&
            (plane_chunks() ? rows_per_tile == (vlut16() ? 128 : 64) && (!ternary || step_pairs_per_block() % 4 == 0)
                            : rows_per_tile == 64);
@@ -289,6 +311,7 @@ struct layout_geometry {
     const int s = int(step % 2);
     const int per = spec.step_pairs_per_block();
     const std::size_t pair = block_offset(t, sp / per) + std::size_t(int(sp % per) * spec.step_pair_bytes());
+    if (spec.whole_codes()) return {pair + std::size_t(spec.code_byte_in_step_pair(r, s, i)), spec.code_shift(s) + plane};
     // (ternary: the mirrored index sits where plane 0 would, in its lone chunk)
     return {pair + std::size_t(spec.index_byte_in_step_pair(r, spec.ternary ? 0 : plane, s)), spec.index_shift(r, s) + i};
   }

@@ -1,7 +1,8 @@
 // lutkit — two-level LUT dequantization of a packed blob (T-MAN §4.1, Fig. 7), shared by the
 // prefill dequant-GEMM, FusedDQP and the public dequantize():
 //   level 1  bit-repack tables turn the bit-serial planes of the LUT-GEMV layout into
-//            bit-parallel codes: one lookup per (plane pair, row, step), no per-bit shift/and/or;
+//            bit-parallel codes: one lookup per (plane pair, row, step), no per-bit shift/and/or
+//            (formats stored as whole codes, tiling_spec::whole_codes: a byte or nibble read);
 //   level 2  a per-(row, group) code -> value table with the scale and zero baked in
 //            (fp32 or bf16 entries), so dequantization is lookups with no per-element float math.
 // Everything reads offsets from the tiling spec (packed_layout); nothing here computes a stride.
@@ -83,7 +84,14 @@ void unpack_codes(const uint8_t* data, const packed_layout& L, std::size_t t, st
       for (int s = 0; s < 2; ++s) {
         const std::size_t step = blk * std::size_t(S.steps_per_block) + std::size_t(2 * spi + s);
         const std::size_t kk = step * std::size_t(S.k_per_step) - k0;
-        if constexpr (S.plane_chunks()) {
+        if constexpr (S.whole_codes()) {
+          const uint8_t* pair = base + spi * S.step_pair_bytes();
+          constexpr unsigned mask = (1u << S.planes) - 1u;
+          for (int r = 0; r < 64; ++r)
+            for (int i = 0; i < 4; ++i)
+              out[std::size_t(r) * ldo + kk + std::size_t(i)] =
+                  uint8_t((pair[S.code_byte_in_step_pair(r, s, i)] >> S.code_shift(s)) & mask);
+        } else if constexpr (S.plane_chunks()) {
           // plane orders (sve): the element map of the spec, one row at a time
           const uint8_t* pair = base + spi * S.step_pair_bytes();
           for (int r = 0; r < 64; ++r) {

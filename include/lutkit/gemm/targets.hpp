@@ -76,7 +76,13 @@ const dq_kernel_set& dq_kernels_for_policy(dq_backend b) {
 template <class P>
 dq_level1_fns<P> dq_level1_for([[maybe_unused]] const dq_kernel_set& ks) {
 #if defined(LUTKIT_HAVE_AVX512_DQ)
-  if (&ks == &avx512::kernels()) return avx512::level1_fns<P>();
+  if (&ks == &avx512::kernels()) {
+#if defined(LUTKIT_HAVE_AVX2_DQ)
+    // whole codes (8 bits, codebooks, Q4NX): level 1 is a load, the AVX2 set's kernels serve them
+    if constexpr (P::spec.whole_codes()) return avx2::level1_fns<P>();
+#endif
+    return avx512::level1_fns<P>();
+  }
 #endif
 #if defined(LUTKIT_HAVE_AVX2_DQ)
   if (&ks == &avx2::kernels()) return avx2::level1_fns<P>();

@@ -178,7 +178,7 @@ constexpr bool paired_plane_chunks() {
 // zeros): the plane orders and the host layouts' row pairs
 template <class P>
 constexpr bool pack_writes_whole_bytes() {
-  return !P::spec.ternary && (P::spec.plane_chunks() || rows_share_bytes_by_nibble<P>());
+  return !P::spec.ternary && (P::spec.plane_chunks() || P::spec.whole_codes() || rows_share_bytes_by_nibble<P>());
 }
 
 // Tiles [t0, t1) of a bit-plane format: the parameters, then per row (or row pair) a sequential
@@ -186,6 +186,8 @@ constexpr bool pack_writes_whole_bytes() {
 // (plane_byte) and stored where tiling_spec::index_byte_in_step_pair puts them (offsets computed
 // once per row):
 //   plane orders (sve, vlut16): a row's byte of a plane holds both steps: one store;
+//   whole codes: a row's 8 codes stored as they are (8 bits: two 4-byte stores; 4 bits: step j's
+//                code in the low nibble, j + 1's in the high one, one 4-byte store);
 //   host layouts: rows r and r + 32 walked together, each byte stored whole (low nibble row r);
 //   any other layout: each step's index or-ed into its byte.
 // A tile is one thread's: the rows sharing a byte are in it. (One code at a time per plane, the
@@ -235,7 +237,7 @@ void pack_tiles(const Src& src, uint8_t* d, const packed_layout& L, std::size_t 
   // the groups that begin in [k0, k1)
   const std::size_t gk = std::size_t(S.group_k);
   auto groups_from = [&](std::size_t k0) { return gk ? (k0 + gk - 1) / gk : (k0 == 0 ? 0 : 1); };
-  constexpr bool host_walk = !S.plane_chunks() && rows_share_bytes_by_nibble<P>();
+  constexpr bool host_walk = !S.plane_chunks() && !S.whole_codes() && rows_share_bytes_by_nibble<P>();
   // the host walk's state: the tile's row cursors, a row pair's codes and planes
   using cursor = decltype(src.row(0));
   std::vector<cursor> cursors(host_walk ? 64 : 0);
@@ -257,7 +259,30 @@ void pack_tiles(const Src& src, uint8_t* d, const packed_layout& L, std::size_t 
     const std::size_t sp1 = std::min(pairs, sp0 + chunk);
     for (std::size_t b = 0; b < chunk_blocks.size(); ++b)
       chunk_blocks[b] = sp0 / per + b < L.blocks() ? d + L.block_offset(t, sp0 / per + b) : nullptr;
-    if constexpr (S.plane_chunks()) {
+    if constexpr (S.whole_codes()) {
+      static_assert(S.code_byte_in_step_pair(1, 0, 1) == 5 && S.code_shift(0) == 0, "whole codes: 4 bytes per row and step");
+      for (int r = 0; r < R; ++r) {
+        const std::size_t m = t * std::size_t(R) + std::size_t(r);
+        if (m >= M) break;
+        const auto c = src.row(m);
+        const int o0 = S.code_byte_in_step_pair(r, 0, 0);
+        alignas(64) uint8_t buf[64];  // the row's 64 codes from a multiple of 64 (codes64: vectorised)
+        walk(t, sp0, sp1, [&](uint8_t* pair, std::size_t k0) {
+          if (k0 % 64 == 0 || k0 == 8 * sp0) c.codes64(k0 - k0 % 64, buf);
+          uint64_t x;
+          std::memcpy(&x, buf + k0 % 64, 8);
+          if constexpr (PL == 8) {
+            const uint32_t lo = uint32_t(x), hi = uint32_t(x >> 32);
+            std::memcpy(pair + o0, &lo, 4);
+            std::memcpy(pair + S.code_byte_in_step_pair(r, 1, 0), &hi, 4);
+          } else {
+            // code i of step j (byte i) and of step j + 1 (byte 4 + i) -> byte i, nibbles 0 and 1
+            const uint32_t v = (uint32_t(x) & 0x0F0F0F0Fu) | ((uint32_t(x >> 32) & 0x0F0F0F0Fu) << 4);
+            std::memcpy(pair + o0, &v, 4);
+          }
+        });
+      }
+    } else if constexpr (S.plane_chunks()) {
       static_assert(S.index_shift(0, 0) == 0 && S.index_shift(0, 1) == 4, "plane orders: a byte holds a row's step pair");
       for (int r = 0; r < R; ++r) {
         const std::size_t m = t * std::size_t(R) + std::size_t(r);

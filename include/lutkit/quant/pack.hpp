@@ -295,7 +295,7 @@ inline uint64_t load_codes8(const uint8_t* c, std::size_t k0, std::size_t K) {
 template <class P>
 constexpr bool rows_share_bytes_by_nibble() {
   constexpr auto& S = P::spec;
-  if (S.plane_chunks() || S.rows_per_tile != 64) return false;
+  if (S.plane_chunks() || S.whole_codes() || S.rows_per_tile != 64) return false;
   for (int r = 0; r < 32; ++r)
     for (int p = 0; p < S.planes; ++p)
       for (int s = 0; s < 2; ++s)

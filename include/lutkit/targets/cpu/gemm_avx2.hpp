@@ -282,20 +282,20 @@ LUTKIT_AVX2_DQ inline void step_codes(const uint8_t* base, int spi, int s, const
   }
 }
 
-// 4 and 8 planes: a bit-matrix transpose per row pair instead of bit tests. The paired chunks keep
-// row r's plane bytes at 2 r + h (r < 32), the low nibble row r, the high nibble row r + 32
-// (checked against the tiling spec below), so one vpunpcklwd / vpunpckhwd of two chunks gives each
-// row pair its 4 plane bytes in a dword (8 planes: a vpunpckldq of two such, a qword). Read as a
-// bit matrix (byte q = plane q, bit j = activation j of row r for j < 4, of row r + 32 after),
-// its transpose has in byte j the code of that activation, one bit per plane: for 4 planes two
-// delta swaps transpose the two 4 x 4 blocks of the dword in place (row r's 4 codes in the low
-// nibbles, row r + 32's in the high ones), for 8 planes three the 8 x 8 qword (row r's codes in
-// its low dword, row r + 32's in the high one). A vpermq of each chunk half first puts rows
-// 8 i .. 8 i + 7 in one register. 64 rows of a 4-plane step: ~70 instructions, the bit tests ~150.
+// 4 planes (W4 and the other 4-bit formats the LUT-GEMV also runs): a bit-matrix transpose per
+// row pair instead of bit tests. The paired chunks keep row r's plane bytes at 2 r + h (r < 32),
+// the low nibble row r, the high nibble row r + 32 (checked against the tiling spec below), so one
+// vpunpcklwd / vpunpckhwd of two chunks gives each row pair its 4 plane bytes in a dword. Read as a
+// bit matrix (byte q = plane q, bit j = activation j of row r for j < 4, of row r + 32 after), its
+// transpose has in byte j the code of that activation, one bit per plane: two delta swaps
+// transpose the two 4 x 4 blocks of the dword in place (row r's 4 codes in the low nibbles, row
+// r + 32's in the high ones). A vpermq of each chunk half first puts rows 8 i .. 8 i + 7 in one
+// register. 64 rows of a step: ~70 instructions, the bit tests ~150. (8-bit formats and codebooks
+// are stored as whole codes: no transpose, below.)
 template <class P>
 constexpr bool has_transpose() {
   constexpr auto& S = P::spec;
-  if (S.ternary || S.plane_chunks() || S.rows_per_tile != 64 || !(S.planes == 4 || S.planes == 8)) return false;
+  if (S.ternary || S.plane_chunks() || S.whole_codes() || S.rows_per_tile != 64 || S.planes != 4) return false;
   for (int r = 0; r < 32; ++r)
     if (paired_byte_of_row(r, 0) != 2 * r || paired_byte_of_row(r, 1) != 2 * r + 1 || nibble_of_row(r) != 0 ||
         nibble_of_row(r + 32) != 1 || paired_byte_of_row(r + 32, 0) != 2 * r || paired_byte_of_row(r + 32, 1) != 2 * r + 1)
@@ -324,22 +324,46 @@ LUTKIT_AVX2_DQ inline void step_quarter_transposed(const uint8_t* base, int spi,
     c[p] = _mm256_permute4x64_epi64(
         _mm256_loadu_si256(reinterpret_cast<const __m256i*>(base + S.paired_chunk_in_block(spi, s, p) + 32 * h)), 0xD8);
   const __m256i m0f = _mm256_set1_epi8(0x0F);
-  if constexpr (S.planes == 4) {
-    const __m256i m1 = _mm256_set1_epi32(0x00AA00AA), m2 = _mm256_set1_epi32(0x0000CCCC);
-    __m256i x = i ? _mm256_unpackhi_epi16(c[0], c[1]) : _mm256_unpacklo_epi16(c[0], c[1]);
-    x = delta_swap<true, 14>(delta_swap<true, 7>(x, m1), m2);
-    r[0] = _mm256_and_si256(x, m0f);
-    r[1] = _mm256_and_si256(_mm256_srli_epi16(x, 4), m0f);
+  const __m256i m1 = _mm256_set1_epi32(0x00AA00AA), m2 = _mm256_set1_epi32(0x0000CCCC);
+  __m256i x = i ? _mm256_unpackhi_epi16(c[0], c[1]) : _mm256_unpacklo_epi16(c[0], c[1]);
+  x = delta_swap<true, 14>(delta_swap<true, 7>(x, m1), m2);
+  r[0] = _mm256_and_si256(x, m0f);
+  r[1] = _mm256_and_si256(_mm256_srli_epi16(x, 4), m0f);
+}
+
+// Whole codes (tiling_spec::whole_codes: 8 bits, codebooks, Q4NX): a step's 64 rows are already
+// in the step-major order, register o holding rows 8 o .. 8 o + 7 (a dword each) at byte
+// code_byte_in_step_pair(8 o, s, 0) of the step pair: one load (4 bits: and a shift and mask).
+template <class P>
+constexpr bool whole_codes_step_major() {
+  constexpr auto& S = P::spec;
+  if (!S.whole_codes()) return false;
+  for (int r = 0; r < 64; ++r)
+    for (int s = 0; s < 2; ++s)
+      for (int i = 0; i < 4; ++i)
+        if (S.code_byte_in_step_pair(r, s, i) != S.code_byte_in_step_pair(8 * (r / 8), s, 0) + 4 * (r % 8) + i ||
+            S.code_byte_in_step_pair(8 * (r / 8), s, 0) % 32 != 0)
+          return false;
+  return true;
+}
+template <class P>
+LUTKIT_AVX2_DQ inline __m256i whole_step_reg(const uint8_t* pair, int s, int o) {
+  constexpr auto& S = P::spec;
+  static_assert(whole_codes_step_major<P>());
+  const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pair + S.code_byte_in_step_pair(8 * o, s, 0)));
+  if constexpr (S.planes == 8) return v;
+  else return _mm256_and_si256(s ? _mm256_srli_epi16(v, 4) : v, _mm256_set1_epi8(0x0F));
+}
+// the codes of quarter (h, i) of one step, either layout: r[0] rows 16 h + 8 i .. + 7, r[1] the
+// same rows + 32
+template <class P>
+LUTKIT_AVX2_DQ inline void step_quarter(const uint8_t* base, int spi, int s, int h, int i, __m256i r[2]) {
+  if constexpr (P::spec.whole_codes()) {
+    const uint8_t* pair = base + spi * P::spec.step_pair_bytes();
+    r[0] = whole_step_reg<P>(pair, s, 2 * h + i);
+    r[1] = whole_step_reg<P>(pair, s, 2 * h + i + 4);
   } else {
-    const __m256i m1 = _mm256_set1_epi64x(0x00AA00AA00AA00AAll), m2 = _mm256_set1_epi64x(0x0000CCCC0000CCCCll);
-    const __m256i m3 = _mm256_set1_epi64x(0x00000000F0F0F0F0ll);
-    const __m256i p01 = i ? _mm256_unpackhi_epi16(c[0], c[1]) : _mm256_unpacklo_epi16(c[0], c[1]);
-    const __m256i p23 = i ? _mm256_unpackhi_epi16(c[2], c[3]) : _mm256_unpacklo_epi16(c[2], c[3]);
-    __m256i qa = _mm256_unpacklo_epi32(p01, p23), qb = _mm256_unpackhi_epi32(p01, p23);
-    qa = delta_swap<false, 28>(delta_swap<false, 14>(delta_swap<false, 7>(qa, m1), m2), m3);
-    qb = delta_swap<false, 28>(delta_swap<false, 14>(delta_swap<false, 7>(qb, m1), m2), m3);
-    r[0] = _mm256_castps_si256(_mm256_shuffle_ps(_mm256_castsi256_ps(qa), _mm256_castsi256_ps(qb), 0x88));
-    r[1] = _mm256_castps_si256(_mm256_shuffle_ps(_mm256_castsi256_ps(qa), _mm256_castsi256_ps(qb), 0xDD));
+    step_quarter_transposed<P>(base, spi, s, h, i, r);
   }
 }
 
@@ -368,7 +392,10 @@ LUTKIT_AVX2_DQ void unpack_steps(const uint8_t* data, const packed_layout& L, st
   for (std::size_t step = k0 / 4; step < k1 / 4; ++step) {
     const auto [base, spi, s] = walk.at(step);
     __m256i r[8];
-    if constexpr (has_transpose<P>()) {
+    if constexpr (P::spec.whole_codes()) {
+#pragma GCC unroll 8
+      for (int o = 0; o < 8; ++o) r[o] = whole_step_reg<P>(base + spi * P::spec.step_pair_bytes(), s, o);
+    } else if constexpr (has_transpose<P>()) {
 #pragma GCC unroll 4
       for (int q = 0; q < 4; ++q) {
         __m256i x[2];
@@ -454,9 +481,10 @@ LUTKIT_AVX2_DQ void codes_rows(const uint8_t* data, const packed_layout& L, std:
   }
 }
 
-// Level 1 fused into the int8 micro-kernel (decode, 1 or 2 columns): the transposed codes of
-// half of the step (rows 16 h .. 16 h + 15 and the same + 32, four registers) go straight into the
-// dot products, so the packed bytes are read once and no level buffer is written or re-read.
+// Level 1 fused into the int8 micro-kernel (decode, 1 or 2 columns): the codes of half of the step
+// (rows 16 h .. 16 h + 15 and the same + 32, four registers: transposed from the bit planes of
+// W4, loaded as they are from whole codes) go straight into the dot products, so the packed bytes
+// are read once and no level buffer is written or re-read.
 // Levels of at most 127 (4-bit codes, FP4, Q4NX): vpmaddubsw of the u8 levels and the s8
 // activations is exact (two products of at most 127 x 128), vpmaddwd with ones makes the row sums.
 // Larger levels (8-bit codes, IQ4_NL) go in signed, level - 128 (a vpxor of 0x80, or the codebook's
@@ -484,7 +512,7 @@ constexpr int max_level() {
 template <class P>
 constexpr bool has_int8_fused() {
   using FT = format_traits<typename P::format>;
-  return has_transpose<P>() &&
+  return (has_transpose<P>() || whole_codes_step_major<P>()) &&
          (levels_are_codes<P>() || (FT::integer_levels && FT::max_code < 16) || split_levels<P>());
 }
 // 8 fp16 / bf16 group parameters -> fp32 (exact)
@@ -564,15 +592,26 @@ LUTKIT_AVX2_DQ void mk_int8_fused(const uint8_t* data, const packed_layout& L, s
       }
       for (std::size_t s = 0; s < a.steps; ++s) {
         const auto [base, spi, hs] = walk.at(step0 + s);
-        if (q == 0)
+        if (q == 0) {
+          if constexpr (S.whole_codes()) {
+            // the step's 256 bytes (4 bits: the pair's, at its first step)
+            if (S.planes == 8 || hs == 0)
 #pragma GCC unroll 4
-          for (int p = 0; p < S.planes / 2; ++p)
-            _mm_prefetch(reinterpret_cast<const char*>(base + S.paired_chunk_in_block(spi, hs, p)) + PFD, _MM_HINT_T0);
+              for (int l = 0; l < 4; ++l)
+                _mm_prefetch(reinterpret_cast<const char*>(base + spi * S.step_pair_bytes() +
+                                                           S.code_byte_in_step_pair(16 * l, hs, 0)) + PFD,
+                             _MM_HINT_T0);
+          } else {
+#pragma GCC unroll 4
+            for (int p = 0; p < S.planes / 2; ++p)
+              _mm_prefetch(reinterpret_cast<const char*>(base + S.paired_chunk_in_block(spi, hs, p)) + PFD, _MM_HINT_T0);
+          }
+        }
         __m256i r[2 * QP];
 #pragma GCC unroll 2
         for (int u = 0; u < QP; ++u) {
           const int qq = q * QP + u;
-          step_quarter_transposed<P>(base, spi, hs, qq / 2, qq % 2, r + 2 * u);
+          step_quarter<P>(base, spi, hs, qq / 2, qq % 2, r + 2 * u);
         }
         __m256i rl[2 * QP];
 #pragma GCC unroll 4

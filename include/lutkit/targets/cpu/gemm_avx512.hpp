@@ -1053,7 +1053,8 @@ LUTKIT_AVX512_DQ void levels_steps(const uint8_t* data, const packed_layout& L, 
 
 template <class P>
 dq_level1_fns<P> level1_fns() {
-  if constexpr (P::spec.ternary) {
+  // (whole codes: gemm/targets.hpp gives the AVX2 set's level 1, a load; this one reads bit planes)
+  if constexpr (P::spec.ternary || P::spec.whole_codes()) {
     return {};
   } else {
     dq_level1_fns<P> f{&codes_steps<P>, &unpack_codes_rows<P>};
