@@ -671,6 +671,146 @@ LUTKIT_AVX2_DQ void mk_int8_fused(const uint8_t* data, const packed_layout& L, s
   }
 }
 
+// Whole codes (8 bits, codebooks, Q4NX): the fused int8 decode reads the step-major codes as they
+// are stored. Per step pair and register of 8 rows one load (4 bits: one load for both steps, a
+// mask and a shift), the level map and the dot products of mk_int8_fused above (u8 levels up to
+// 127 by vpmaddubsw; larger ones signed with the sign trick, the 128 x activation sum restored per
+// flush group; split levels in two chains), with constant offsets: the flush group's step pairs are
+// contiguous in the blob (the blocks of a scale group are), so the kernel walks one pointer.
+// RB registers per pass (8 rows each): the accumulators, both steps' activations and the maps fit
+// the 16 ymm registers; the first pass prefetches the stream 8 KiB ahead.
+template <class P, int NC>
+LUTKIT_AVX2_DQ void mk_int8_whole(const uint8_t* data, const packed_layout& L, std::size_t t, std::size_t k0,
+                                  const mk_int8_args& a) {
+  static_assert(NC == 1 || NC == 2);
+  static_assert(has_int8_fused<P>() && whole_codes_step_major<P>());
+  constexpr auto& S = P::spec;
+  using FT = format_traits<typename P::format>;
+  constexpr bool MAP = !levels_are_codes<P>();
+  constexpr bool SPLIT = split_levels<P>();
+  constexpr bool SIGNED = max_level<P>() > 127;
+  constexpr bool B8 = S.planes == 8;
+  constexpr int RB = NC == 1 ? (SPLIT ? 2 : 4) : (SPLIT ? 1 : 2);
+  constexpr std::size_t SPB = std::size_t(S.step_pair_bytes());
+  static_assert(S.code_byte_in_step_pair(0, 1, 0) == (B8 ? 256 : 0) && S.code_shift(1) == (B8 ? 0 : 4));
+  alignas(16) uint8_t m[16] = {}, ml[16] = {};
+  if constexpr (SPLIT) {
+    for (int c = 0; c <= FT::max_code; ++c) {
+      m[c] = uint8_t(split_level_q<P>(c) >> 7);
+      ml[c] = uint8_t(split_level_q<P>(c) & 127);
+    }
+  } else if constexpr (MAP) {
+    for (int c = 0; c <= FT::max_code; ++c) m[c] = uint8_t(int(FT::level(c)) - (SIGNED ? 128 : 0));
+  }
+  [[maybe_unused]] const __m256i map = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(m)));
+  [[maybe_unused]] const __m256i map_lo =
+      _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(ml)));
+  const __m256i ones = _mm256_set1_epi16(1);
+  [[maybe_unused]] const __m256i ones8 = _mm256_set1_epi8(1), bias = _mm256_set1_epi8(char(0x80)),
+                                 m0f = _mm256_set1_epi8(0x0F);
+  constexpr long PFD = 8192;
+  constexpr std::size_t spb = std::size_t(S.steps_per_block);
+  std::size_t step0 = k0 / 4;
+  const int8_t* A = a.A;
+  const std::size_t pairs = a.steps / 2;
+  for (std::size_t g = 0; g < a.groups; ++g, step0 += a.steps, A += a.steps * a.lda) {
+    alignas(32) float sw[64], swz[64];
+    fused_group_scales<P>(data, L, t, L.group_of_k(step0 * 4), sw, swz);
+    const float* sx = a.sumx + g * a.ldsum;
+    const float* sa = a.sa ? a.sa + g * a.ldsum : nullptr;
+    // the flush group's first step pair (its steps are whole step pairs of one scale group)
+    const uint8_t* p0 = data + L.block_offset(t, step0 / spb) + (step0 % spb) / 2 * SPB;
+    // SIGNED: the activation sums of the steps, per dword
+    __m256i xsum[NC];
+#pragma GCC unroll 2
+    for (int n = 0; n < NC; ++n) xsum[n] = _mm256_setzero_si256();
+    if constexpr (SIGNED) {
+      for (std::size_t s = 0; s < a.steps; ++s)
+#pragma GCC unroll 2
+        for (int n = 0; n < NC; ++n) {
+          int32_t xd;
+          __builtin_memcpy(&xd, A + s * a.lda + 4 * n, 4);
+          xsum[n] = _mm256_add_epi32(xsum[n], _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, _mm256_set1_epi32(xd)), ones));
+        }
+    }
+    for (int pass = 0; pass < 8 / RB; ++pass) {
+      __m256i acc[NC][RB], lacc[NC][RB];
+#pragma GCC unroll 2
+      for (int n = 0; n < NC; ++n)
+#pragma GCC unroll 8
+        for (int b = 0; b < RB; ++b) acc[n][b] = lacc[n][b] = _mm256_setzero_si256();
+      const uint8_t* p = p0 + 32 * RB * pass;
+      const int8_t* as = A;
+      for (std::size_t sp = 0; sp < pairs; ++sp, p += SPB, as += 2 * a.lda) {
+        if (pass == 0)
+#pragma GCC unroll 8
+          for (std::size_t l = 0; l < SPB / 64; ++l)
+            _mm_prefetch(reinterpret_cast<const char*>(p + 64 * l) + PFD, _MM_HINT_T0);
+        __m256i x[2][NC];
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h)
+#pragma GCC unroll 2
+          for (int n = 0; n < NC; ++n) {
+            int32_t xd;
+            __builtin_memcpy(&xd, as + h * a.lda + 4 * n, 4);
+            x[h][n] = _mm256_set1_epi32(xd);
+          }
+#pragma GCC unroll 8
+        for (int b = 0; b < RB; ++b) {
+          __m256i w[2], wl[2];
+          if constexpr (B8) {
+            w[0] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * b));
+            w[1] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 256 + 32 * b));
+          } else {
+            const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * b));
+            w[0] = _mm256_and_si256(v, m0f);
+            w[1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m0f);
+          }
+#pragma GCC unroll 2
+          for (int h = 0; h < 2; ++h) {
+            if constexpr (SPLIT) wl[h] = _mm256_shuffle_epi8(map_lo, w[h]);
+            if constexpr (MAP) w[h] = _mm256_shuffle_epi8(map, w[h]);
+            else if constexpr (SIGNED) w[h] = _mm256_xor_si256(w[h], bias);
+            if constexpr (SIGNED) {
+              const __m256i wa = _mm256_abs_epi8(w[h]);
+#pragma GCC unroll 2
+              for (int n = 0; n < NC; ++n)
+                acc[n][b] = _mm256_add_epi32(
+                    acc[n][b], _mm256_madd_epi16(_mm256_maddubs_epi16(wa, _mm256_sign_epi8(x[h][n], w[h])), ones));
+            } else {
+#pragma GCC unroll 2
+              for (int n = 0; n < NC; ++n) {
+                acc[n][b] = _mm256_add_epi32(acc[n][b], _mm256_madd_epi16(_mm256_maddubs_epi16(w[h], x[h][n]), ones));
+                if constexpr (SPLIT)
+                  lacc[n][b] =
+                      _mm256_add_epi32(lacc[n][b], _mm256_madd_epi16(_mm256_maddubs_epi16(wl[h], x[h][n]), ones));
+              }
+            }
+          }
+        }
+      }
+#pragma GCC unroll 2
+      for (int n = 0; n < NC; ++n) {
+        const __m256 bx = _mm256_set1_ps(sx[n]);
+        const __m256 ba = _mm256_set1_ps(sa ? sa[n] : 1.f);
+#pragma GCC unroll 8
+        for (int b = 0; b < RB; ++b) {
+          const int row = 8 * (RB * pass + b);
+          __m256i sum = acc[n][b];
+          if constexpr (SIGNED) sum = _mm256_add_epi32(sum, _mm256_slli_epi32(xsum[n], 7));  // the u8 levels' sum
+          if constexpr (SPLIT) sum = _mm256_add_epi32(_mm256_slli_epi32(sum, 7), lacc[n][b]);  // sum(Q x), exact
+          __m256 f = _mm256_cvtepi32_ps(sum);
+          if (sa) f = _mm256_mul_ps(f, ba);
+          float* c = a.C + 64 * n + row;
+          __m256 cv = _mm256_fmadd_ps(f, _mm256_load_ps(sw + row), _mm256_loadu_ps(c));
+          cv = _mm256_fnmadd_ps(_mm256_load_ps(swz + row), bx, cv);
+          _mm256_storeu_ps(c, cv);
+        }
+      }
+    }
+  }
+}
+
 // Tile groups, int8 decode (tg_int8_args): per super-group and k pair two 32-byte loads of the 32
 // rows' code pairs (rows 0 .. 15, 16 .. 31), one shift and mask each, one vpmaddubsw per half with
 // the broadcast int8 activation pair (int16 lane r = row r's pair dot, exact for codes of at most 4
@@ -1008,7 +1148,10 @@ dq_level1_fns<P> level1_fns() {
     dq_level1_fns<P> f{&codes_steps<P>, &codes_rows<P>};
     using FT = format_traits<typename P::format>;
     if constexpr (levels_are_codes<P>() || (FT::integer_levels && FT::max_code < 16)) f.levels_steps = &levels_steps<P>;
-    if constexpr (has_int8_fused<P>()) {
+    if constexpr (has_int8_fused<P>() && P::spec.whole_codes()) {
+      f.int8_fused[0] = &mk_int8_whole<P, 1>;
+      f.int8_fused[1] = &mk_int8_whole<P, 2>;
+    } else if constexpr (has_int8_fused<P>()) {
       f.int8_fused[0] = &mk_int8_fused<P, 1>;
       f.int8_fused[1] = &mk_int8_fused<P, 2>;
     }
