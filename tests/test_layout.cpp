@@ -505,7 +505,7 @@ TEST_CASE("the packer's row-pair planes: the AVX-512 and AVX2 kernels and the sc
   };
   check.operator()<detail::code_form::bytes>(0);
   check.operator()<detail::code_form::ggml_nibbles>(18);
-  check.operator()<detail::code_form::ggml_int8>(34);
+  check.operator()<detail::code_form::ggml_int8>(34);  // (reached only by a Q8_0 tensor packed for a 4-bit policy: refused)
 }
 
 TEST_CASE("the packer's strided fp16 encoding: the dispatched kernel = f32_to_f16, every value class", "[layout]") {

@@ -354,19 +354,6 @@ LUTKIT_AVX2_DQ inline __m256i whole_step_reg(const uint8_t* pair, int s, int o) 
   if constexpr (S.planes == 8) return v;
   else return _mm256_and_si256(s ? _mm256_srli_epi16(v, 4) : v, _mm256_set1_epi8(0x0F));
 }
-// the codes of quarter (h, i) of one step, either layout: r[0] rows 16 h + 8 i .. + 7, r[1] the
-// same rows + 32
-template <class P>
-LUTKIT_AVX2_DQ inline void step_quarter(const uint8_t* base, int spi, int s, int h, int i, __m256i r[2]) {
-  if constexpr (P::spec.whole_codes()) {
-    const uint8_t* pair = base + spi * P::spec.step_pair_bytes();
-    r[0] = whole_step_reg<P>(pair, s, 2 * h + i);
-    r[1] = whole_step_reg<P>(pair, s, 2 * h + i + 4);
-  } else {
-    step_quarter_transposed<P>(base, spi, s, h, i, r);
-  }
-}
-
 // Level 1 of the policies it serves: 64-row tiles of the pshufb order, not ternary.
 template <class P>
 constexpr bool has_level1() {
@@ -495,12 +482,14 @@ LUTKIT_AVX2_DQ void codes_rows(const uint8_t* data, const packed_layout& L, std:
 // map the codes to the two u8 parts of their fixed-point levels with two vpshufb, hi <= 128 and
 // lo <= 127 (both exact in vpmaddubsw), run two chains and join them per group as 128 hi + lo in
 // int32, then the same epilogue with scale s 2^-13 and zero coefficient s (the AVX-512 kernel's
-// arithmetic; no buffered route). One pass over the flush group's steps per half (4 x NC
-// accumulators; split levels: per quarter, 2 x 2 x NC); the passes read disjoint parts of every
-// chunk, the first one prefetches 8 KiB ahead. The scales and zeros come from the blob (the exact fp16 / bf16 decode of
-// lut_weight_source::group_scales, then zero * scale or -min), and the epilogue is
-// generic::mk_int8's in the same order: the same bits as the buffered route. Measured at one thread
-// (4096 x 14336, thread CPU time, Zen 3): W4 g32 3.8 ms fused, 4.5 ms buffered (level 1 + mk_int8).
+// arithmetic; no buffered route). The scales and zeros come from the blob (the exact fp16 / bf16
+// decode of lut_weight_source::group_scales, then zero * scale or -min), and the epilogue is
+// generic::mk_int8's in the same order: the same bits as the buffered route.
+// Bit planes (W4, Q4_0: mk_int8_fused): codes up to 15, one pass over the flush group's steps per
+// half (4 x NC accumulators); the passes read disjoint parts of every chunk, the first one
+// prefetches 8 KiB ahead. Measured at one thread (4096 x 14336, thread CPU time, Zen 3): W4 g32
+// 3.8 ms fused, 4.5 ms buffered (level 1 + mk_int8). Whole codes: mk_int8_whole below, every
+// level form above.
 template <class P>
 constexpr int max_level() {
   using FT = format_traits<typename P::format>;
@@ -549,28 +538,9 @@ template <class P, int NC>
 LUTKIT_AVX2_DQ void mk_int8_fused(const uint8_t* data, const packed_layout& L, std::size_t t, std::size_t k0,
                                   const mk_int8_args& a) {
   static_assert(NC == 1 || NC == 2);
-  static_assert(has_int8_fused<P>());
+  static_assert(has_int8_fused<P>() && has_transpose<P>() && levels_are_codes<P>() && max_level<P>() <= 127);
   constexpr auto& S = P::spec;
-  using FT = format_traits<typename P::format>;
-  constexpr bool MAP = !levels_are_codes<P>();
-  constexpr bool SPLIT = split_levels<P>();       // two u8 parts per level (above)
-  constexpr bool SIGNED = max_level<P>() > 127;  // levels - 128 and the sign trick (above)
-  static_assert(max_level<P>() <= 255, "u8 levels");
-  constexpr int QP = SPLIT ? 1 : 2;  // quarters per pass
-  alignas(16) uint8_t m[16] = {}, ml[16] = {};
-  if constexpr (SPLIT) {
-    for (int c = 0; c <= FT::max_code; ++c) {
-      m[c] = uint8_t(split_level_q<P>(c) >> 7);
-      ml[c] = uint8_t(split_level_q<P>(c) & 127);
-    }
-  } else if constexpr (MAP) {
-    for (int c = 0; c <= FT::max_code; ++c) m[c] = uint8_t(int(FT::level(c)) - (SIGNED ? 128 : 0));
-  }
-  [[maybe_unused]] const __m256i map = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(m)));
-  [[maybe_unused]] const __m256i map_lo =
-      _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(ml)));
   const __m256i ones = _mm256_set1_epi16(1);
-  [[maybe_unused]] const __m256i ones8 = _mm256_set1_epi8(1), bias = _mm256_set1_epi8(char(0x80));
   constexpr long PFD = 8192;
   level1_walk<P> walk(data, L, t);
   std::size_t step0 = k0 / 4;
@@ -580,46 +550,22 @@ LUTKIT_AVX2_DQ void mk_int8_fused(const uint8_t* data, const packed_layout& L, s
     fused_group_scales<P>(data, L, t, L.group_of_k(step0 * 4), sw, swz);
     const float* sx = a.sumx + g * a.ldsum;
     const float* sa = a.sa ? a.sa + g * a.ldsum : nullptr;
-    // pass q: quarters q * QP .. q * QP + QP - 1 (QP = 2: a half, 4 registers)
-    for (int q = 0; q < 4 / QP; ++q) {
-      // xsum (SIGNED): the activation sums of the steps, per dword; lacc (SPLIT): the low parts' chain
-      __m256i acc[NC][2 * QP], lacc[NC][2 * QP], xsum[NC];
+    // pass q: quarters 2 q, 2 q + 1 (a half, 4 registers)
+    for (int q = 0; q < 2; ++q) {
+      __m256i acc[NC][4];
 #pragma GCC unroll 2
-      for (int n = 0; n < NC; ++n) {
-        xsum[n] = _mm256_setzero_si256();
+      for (int n = 0; n < NC; ++n)
 #pragma GCC unroll 4
-        for (int j = 0; j < 2 * QP; ++j) acc[n][j] = lacc[n][j] = _mm256_setzero_si256();
-      }
+        for (int j = 0; j < 4; ++j) acc[n][j] = _mm256_setzero_si256();
       for (std::size_t s = 0; s < a.steps; ++s) {
         const auto [base, spi, hs] = walk.at(step0 + s);
-        if (q == 0) {
-          if constexpr (S.whole_codes()) {
-            // the step's 256 bytes (4 bits: the pair's, at its first step)
-            if (S.planes == 8 || hs == 0)
+        if (q == 0)
 #pragma GCC unroll 4
-              for (int l = 0; l < 4; ++l)
-                _mm_prefetch(reinterpret_cast<const char*>(base + spi * S.step_pair_bytes() +
-                                                           S.code_byte_in_step_pair(16 * l, hs, 0)) + PFD,
-                             _MM_HINT_T0);
-          } else {
-#pragma GCC unroll 4
-            for (int p = 0; p < S.planes / 2; ++p)
-              _mm_prefetch(reinterpret_cast<const char*>(base + S.paired_chunk_in_block(spi, hs, p)) + PFD, _MM_HINT_T0);
-          }
-        }
-        __m256i r[2 * QP];
-#pragma GCC unroll 2
-        for (int u = 0; u < QP; ++u) {
-          const int qq = q * QP + u;
-          step_quarter<P>(base, spi, hs, qq / 2, qq % 2, r + 2 * u);
-        }
-        __m256i rl[2 * QP];
-#pragma GCC unroll 4
-        for (int j = 0; j < 2 * QP; ++j) {
-          if constexpr (SPLIT) rl[j] = _mm256_shuffle_epi8(map_lo, r[j]);
-          if constexpr (MAP) r[j] = _mm256_shuffle_epi8(map, r[j]);
-          else if constexpr (SIGNED) r[j] = _mm256_xor_si256(r[j], bias);
-        }
+          for (int p = 0; p < S.planes / 2; ++p)
+            _mm_prefetch(reinterpret_cast<const char*>(base + S.paired_chunk_in_block(spi, hs, p)) + PFD, _MM_HINT_T0);
+        __m256i r[4];
+        step_quarter_transposed<P>(base, spi, hs, q, 0, r);
+        step_quarter_transposed<P>(base, spi, hs, q, 1, r + 2);
         const int8_t* as = A + s * a.lda;
         __m256i x[NC];
 #pragma GCC unroll 2
@@ -627,39 +573,21 @@ LUTKIT_AVX2_DQ void mk_int8_fused(const uint8_t* data, const packed_layout& L, s
           int32_t xd;
           __builtin_memcpy(&xd, as + 4 * n, 4);
           x[n] = _mm256_set1_epi32(xd);
-          if constexpr (SIGNED)
-            xsum[n] = _mm256_add_epi32(xsum[n], _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, x[n]), ones));
         }
 #pragma GCC unroll 4
-        for (int j = 0; j < 2 * QP; ++j) {
-          if constexpr (SIGNED) {
-            const __m256i wa = _mm256_abs_epi8(r[j]);
+        for (int j = 0; j < 4; ++j)
 #pragma GCC unroll 2
-            for (int n = 0; n < NC; ++n)
-              acc[n][j] = _mm256_add_epi32(
-                  acc[n][j], _mm256_madd_epi16(_mm256_maddubs_epi16(wa, _mm256_sign_epi8(x[n], r[j])), ones));
-          } else {
-#pragma GCC unroll 2
-            for (int n = 0; n < NC; ++n) {
-              acc[n][j] = _mm256_add_epi32(acc[n][j], _mm256_madd_epi16(_mm256_maddubs_epi16(r[j], x[n]), ones));
-              if constexpr (SPLIT)
-                lacc[n][j] = _mm256_add_epi32(lacc[n][j], _mm256_madd_epi16(_mm256_maddubs_epi16(rl[j], x[n]), ones));
-            }
-          }
-        }
+          for (int n = 0; n < NC; ++n)
+            acc[n][j] = _mm256_add_epi32(acc[n][j], _mm256_madd_epi16(_mm256_maddubs_epi16(r[j], x[n]), ones));
       }
 #pragma GCC unroll 2
       for (int n = 0; n < NC; ++n) {
         const __m256 bx = _mm256_set1_ps(sx[n]);
         const __m256 ba = _mm256_set1_ps(sa ? sa[n] : 1.f);
 #pragma GCC unroll 4
-        for (int j = 0; j < 2 * QP; ++j) {
-          const int qq = q * QP + j / 2;
-          const int row = 16 * (qq / 2) + 8 * (qq % 2) + 32 * (j % 2);
-          __m256i sum = acc[n][j];
-          if constexpr (SIGNED) sum = _mm256_add_epi32(sum, _mm256_slli_epi32(xsum[n], 7));  // the u8 levels' sum
-          if constexpr (SPLIT) sum = _mm256_add_epi32(_mm256_slli_epi32(sum, 7), lacc[n][j]);  // sum(Q x), exact
-          __m256 f = _mm256_cvtepi32_ps(sum);
+        for (int j = 0; j < 4; ++j) {
+          const int row = 16 * q + 8 * (j / 2) + 32 * (j % 2);
+          __m256 f = _mm256_cvtepi32_ps(acc[n][j]);
           if (sa) f = _mm256_mul_ps(f, ba);
           float* c = a.C + 64 * n + row;
           __m256 cv = _mm256_fmadd_ps(f, _mm256_load_ps(sw + row), _mm256_loadu_ps(c));

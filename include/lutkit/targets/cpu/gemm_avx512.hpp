@@ -412,31 +412,27 @@ LUTKIT_AVX512_GFNI void unpack_levels_steps_gfni(const uint8_t* data, const pack
 // Level 1 fused into the int8 micro-kernel (decode, 1 or 2 activation columns): each k4 step's
 // 64 x 4 levels come out of the GFNI transpose above in four registers (rows 0-15, 16-31, 32-47,
 // 48-63: the step-major layout mk_int8 reads) and go straight into vpdpbusd, so the packed
-// bytes are read once and no level buffer is written or re-read. 8-plane formats run the
-// transpose on planes 0-3 and 4-7 and join the nibbles; codebooks map codes to their u8 levels
-// with one vpshufb. Integer sums and the fp32 epilogue are those of mk_int8<NC>: the same bits.
-// Float codebooks (split_levels, gemm/dequant.hpp: NF4) take two vpshufb per register, to the
-// high and low u8 parts of their 15-bit fixed-point levels, two vpdpbusd chains, and join them
-// per group as 128 * hi + lo in int32 before the same epilogue (no buffered route: decode only).
+// bytes are read once and no level buffer is written or re-read. Integer sums and the fp32
+// epilogue are those of mk_int8<NC>: the same bits. It serves the 4-bit formats the LUT-GEMV also
+// runs (Q4_0, W4: bit planes); 8-bit formats and codebooks are stored as whole codes and take the
+// AVX2 set's fused kernel, a load per register (gemm/targets.hpp, targets/cpu/gemm_avx2.hpp).
 template <class P>
 constexpr bool has_int8_fused() {
   constexpr auto& S = P::spec;
   using FT = format_traits<typename P::format>;
-  return (!S.ternary && FT::integer_levels && (S.planes == 4 || (S.planes == 8 && levels_are_codes<P>()))) ||
-         split_levels<P>();
+  return !S.ternary && !S.whole_codes() && FT::integer_levels && S.planes == 4 && levels_are_codes<P>();
 }
 // The fused kernel's level 1 works per row pair: register T of a step holds row pairs 8 T .. 8 T + 7
 // (rows r and r + 32), qword m the codes of r = 8 T + m, dword 0 row r's 4 codes, dword 1 row
 // r + 32's, one per byte. One zero-masked vpermt2b puts the row pair's plane bytes in the high
-// half of its qword (plane q at byte 7 - q; planes 4-7 of 8-bit codes at bytes 3 - (q - 4), from
-// the next two chunks, or-ed in), and vgf2p8affineqb with that qword as the matrix and byte
-// j = 1 << j as the data transposes it: byte j gets bit j of every plane byte, i.e. the code of
-// activation j % 4 of row r (j < 4) or r + 32, already one per byte (4-bit codes: high nibble 0).
-// 1 permute + 1 affine op per register (8-bit: 2 + or) where the step-major order above took
-// 8 (16); the accumulators are in this row-pair order, and the epilogue's scale vectors and the
+// half of its qword (plane q at byte 7 - q), and vgf2p8affineqb with that qword as the matrix and
+// byte j = 1 << j as the data transposes it: byte j gets bit j of every plane byte, i.e. the code
+// of activation j % 4 of row r (j < 4) or r + 32, already one per byte (high nibble 0).
+// 1 permute + 1 affine op per register where the step-major order above took
+// 8; the accumulators are in this row-pair order, and the epilogue's scale vectors and the
 // output tile are permuted to it and back (pair_order below).
 struct level1_row_pair_indices {
-  alignas(64) uint8_t gather[2][4][64];  // [planes 0-3 | 4-7][register T]: byte -> byte of (chunk 2 h, 2 h + 1)
+  alignas(64) uint8_t gather[4][64];  // [register T]: byte -> byte of (chunk 0, 1)
 };
 inline const level1_row_pair_indices& level1_row_pair_tables() {
   static const level1_row_pair_indices t = [] {
@@ -448,30 +444,19 @@ inline const level1_row_pair_indices& level1_row_pair_tables() {
           if (nibble_of_row(r) != 0 || nibble_of_row(r + 32) != 1 ||
               paired_byte_of_row(r, q % 2) != paired_byte_of_row(r + 32, q % 2))
             throw std::logic_error("level1_row_pair_tables: the tiling spec no longer pairs rows r, r + 32");
-          const uint8_t src = uint8_t(64 * (q / 2) + paired_byte_of_row(r, q % 2));
-          x.gather[0][T][8 * m + 7 - q] = src;
-          x.gather[1][T][8 * m + 3 - q] = src;
+          x.gather[T][8 * m + 7 - q] = uint8_t(64 * (q / 2) + paired_byte_of_row(r, q % 2));
         }
     return x;
   }();
   return t;
 }
-// the 4 code registers of one step (row-pair order) from its paired chunks c[0 .. PL / 2)
-template <int PL>
+// the 4 code registers of one step (row-pair order) from its two paired chunks c[0], c[1]
 LUTKIT_AVX512_GFNI inline void gfni_row_pairs(const uint8_t* const* c, const level1_row_pair_indices& ix, __m512i w[4]) {
-  static_assert(PL == 4 || PL == 8);
   const __m512i unit = _mm512_set1_epi64(0x8040201008040201ll);
   const __m512i c0 = _mm512_loadu_si512(c[0]), c1 = _mm512_loadu_si512(c[1]);
-  __m512i c2 = c0, c3 = c1;
-  if constexpr (PL == 8) {
-    c2 = _mm512_loadu_si512(c[2]);
-    c3 = _mm512_loadu_si512(c[3]);
-  }
 #pragma GCC unroll 4
   for (int T = 0; T < 4; ++T) {
-    __m512i X = _mm512_maskz_permutex2var_epi8(0xF0F0F0F0F0F0F0F0ull, c0, _mm512_load_si512(ix.gather[0][T]), c1);
-    if constexpr (PL == 8)
-      X = _mm512_or_si512(X, _mm512_maskz_permutex2var_epi8(0x0F0F0F0F0F0F0F0Full, c2, _mm512_load_si512(ix.gather[1][T]), c3));
+    const __m512i X = _mm512_maskz_permutex2var_epi8(0xF0F0F0F0F0F0F0F0ull, c0, _mm512_load_si512(ix.gather[T]), c1);
     w[T] = _mm512_gf2p8affine_epi64_epi8(unit, X, 0);
   }
 }
@@ -522,10 +507,6 @@ LUTKIT_AVX512_GFNI inline void fused_group_scales(const uint8_t* data, const pac
     } else {
       zc = _mm512_mul_ps(_mm512_set1_ps(S.sym_zero), sc);
     }
-    if constexpr (split_levels<P>()) {  // w = s * (Q - 2^13) * 2^-13: scale s * 2^-13, zero coefficient s
-      zc = sc;
-      sc = _mm512_mul_ps(sc, _mm512_set1_ps(1.f / float(1 << split_level_bits)));
-    }
     sw[T] = sc;
     swz[T] = zc;
   }
@@ -551,20 +532,7 @@ LUTKIT_AVX512_GFNI void mk_int8_fused(const uint8_t* data, const packed_layout& 
   static_assert(NC == 1 || NC == 2);
   static_assert(has_int8_fused<P>());
   constexpr auto& S = P::spec;
-  using FT = format_traits<typename P::format>;
   const level1_row_pair_indices& ix = level1_row_pair_tables();
-  constexpr bool split = split_levels<P>();
-  alignas(64) uint8_t mapb[64], mapl[64];
-  for (int i = 0; i < 64; ++i) {
-    if constexpr (split) {
-      mapb[i] = uint8_t(split_level_q<P>(i % 16) >> 7);
-      mapl[i] = uint8_t(split_level_q<P>(i % 16) & 127);
-    } else {
-      mapb[i] = S.planes == 4 ? uint8_t(FT::level(i % 16)) : 0;
-      mapl[i] = 0;
-    }
-  }
-  const __m512i map = _mm512_load_si512(mapb), map_lo = _mm512_load_si512(mapl);
   level1_walk<P> walk(data, L, t, k0, nullptr);
   // software prefetch of the packed stream 8 KiB ahead (a tile's bytes are contiguous). Measured
   // W4 g64 / W8 g32, 4096 x 14336, N = 1, cold, vs the plain read: none 0.58 / 0.41 at 1 thread,
@@ -580,9 +548,9 @@ LUTKIT_AVX512_GFNI void mk_int8_fused(const uint8_t* data, const packed_layout& 
     f[1][T] = NC == 2 ? to_pair_order(a.C + 64, T) : _mm512_setzero_ps();
   }
   for (std::size_t g = 0; g < a.groups; ++g) {
-    __m512i c[2][4], l[2][4];
+    __m512i c[2][4];
 #pragma GCC unroll 4
-    for (int T = 0; T < 4; ++T) c[0][T] = c[1][T] = l[0][T] = l[1][T] = _mm512_setzero_si512();
+    for (int T = 0; T < 4; ++T) c[0][T] = c[1][T] = _mm512_setzero_si512();
     for (std::size_t s = 0; s < a.steps; ++s) {
       const level1_step st = walk.at(step++);
       const uint8_t* ch[S.planes / 2];
@@ -592,7 +560,7 @@ LUTKIT_AVX512_GFNI void mk_int8_fused(const uint8_t* data, const packed_layout& 
         _mm_prefetch(reinterpret_cast<const char*>(ch[p]) + PFD, _MM_HINT_T0);
       }
       __m512i w[4];
-      gfni_row_pairs<S.planes>(ch, ix, w);
+      gfni_row_pairs(ch, ix, w);
       const int8_t* as = A + s * a.lda;
       __m512i x[2];
 #pragma GCC unroll 2
@@ -601,29 +569,12 @@ LUTKIT_AVX512_GFNI void mk_int8_fused(const uint8_t* data, const packed_layout& 
         __builtin_memcpy(&xd, as + 4 * n, 4);
         x[n] = _mm512_set1_epi32(xd);
       }
-      if constexpr (split) {
-#pragma GCC unroll 4
-        for (int T = 0; T < 4; ++T) {
-          const __m512i lo = _mm512_shuffle_epi8(map_lo, w[T]);
-#pragma GCC unroll 2
-          for (int n = 0; n < NC; ++n) l[n][T] = _mm512_dpbusd_epi32(l[n][T], lo, x[n]);
-        }
-      }
-      if constexpr (S.planes == 4 && !levels_are_codes<P>()) {
-#pragma GCC unroll 4
-        for (int T = 0; T < 4; ++T) w[T] = _mm512_shuffle_epi8(map, w[T]);
-      }
 #pragma GCC unroll 4
       for (int T = 0; T < 4; ++T)
 #pragma GCC unroll 2
         for (int n = 0; n < NC; ++n) c[n][T] = _mm512_dpbusd_epi32(c[n][T], w[T], x[n]);
     }
     A += a.steps * a.lda;
-    if constexpr (split)  // sum(Q * x) = 128 * sum(hi * x) + sum(lo * x), exact in int32
-#pragma GCC unroll 4
-      for (int T = 0; T < 4; ++T)
-#pragma GCC unroll 2
-        for (int n = 0; n < NC; ++n) c[n][T] = _mm512_add_epi32(_mm512_slli_epi32(c[n][T], 7), l[n][T]);
     // the group's scales and zeros straight from the blob
     __m512 vw[4], vz[4];
     fused_group_scales<P>(data, L, t, L.group_of_k((step - a.steps) * 4), vw, vz);
@@ -1032,34 +983,16 @@ void codes_steps(const uint8_t* data, const packed_layout& L, std::size_t t, std
                  uint8_t* out) {
   unpack_levels_steps<P>(data, L, t, k0, k1, out);
 }
-// the int8 route's u8 levels in the same layout: the codes, and for a codebook with integer levels
-// (IQ4_NL, FP4) each code mapped to its level by one vpshufb per 64 bytes
-template <class P>
-LUTKIT_AVX512_DQ void levels_steps(const uint8_t* data, const packed_layout& L, std::size_t t, std::size_t k0,
-                                   std::size_t k1, uint8_t* out) {
-  unpack_levels_steps<P>(data, L, t, k0, k1, out);
-  if constexpr (!levels_are_codes<P>()) {
-    using FT = format_traits<typename P::format>;
-    static_assert(FT::max_code < 16 && FT::integer_levels, "a 16-entry byte map");
-    alignas(16) uint8_t map[16] = {};
-    for (int c = 0; c <= FT::max_code; ++c) map[c] = uint8_t(FT::level(c));
-    const __m512i tbl = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(map)));
-    for (std::size_t i = 0; i < (k1 - k0) * 64; i += 64) {
-      const __m512i c = _mm512_loadu_si512(out + i);
-      _mm512_storeu_si512(out + i, _mm512_shuffle_epi8(tbl, c));
-    }
-  }
-}
-
 template <class P>
 dq_level1_fns<P> level1_fns() {
   // (whole codes: gemm/targets.hpp gives the AVX2 set's level 1, a load; this one reads bit planes)
   if constexpr (P::spec.ternary || P::spec.whole_codes()) {
     return {};
   } else {
+    // (the bit-plane formats' levels are their codes: the int8 route's levels are codes_steps')
+    static_assert(levels_are_codes<P>());
     dq_level1_fns<P> f{&codes_steps<P>, &unpack_codes_rows<P>};
-    using FT = format_traits<typename P::format>;
-    if constexpr (levels_are_codes<P>() || (FT::integer_levels && FT::max_code < 16)) f.levels_steps = &levels_steps<P>;
+    f.levels_steps = &codes_steps<P>;
     if constexpr (has_int8_fused<P>()) {
       if (cpu_has_gfni()) {
         f.int8_fused[0] = &mk_int8_fused<P, 1>;

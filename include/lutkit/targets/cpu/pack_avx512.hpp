@@ -113,41 +113,29 @@ LUTKIT_PACK_AVX512 inline void transpose32_epi16(__m512i (&v)[32]) {
   }
 }
 
-// A tile's 32 row pairs over 64 codes to the 8 step pairs they fill, for host layouts of PL = 4
-// or 8 planes whose planes 2 q and 2 q + 1 of step s sit as one 16-bit word per row pair in a
-// 64-byte chunk (row pair r's word at byte 2 r): p0[r], p1[r] the codes of rows r and r + 32 at
-// k0 (p1[r] null: a padded row); chunk (q, s) of step pair j goes to dst[j] + off[2 q + s].
-// Each row pair's planes (row_pair_planes_v) are one row of 32 words, (j, s, q) for PL = 4
-// (both steps in one vector), (j, q) per step for PL = 8; one 32 x 32 word transpose per such
-// vector set turns them into whole chunks, stored with one 64-byte store each.
+// A tile's 32 row pairs over 64 codes to the 8 step pairs they fill, for host layouts of 4 planes
+// whose planes 2 q and 2 q + 1 of step s sit as one 16-bit word per row pair in a 64-byte chunk
+// (row pair r's word at byte 2 r): p0[r], p1[r] the codes of rows r and r + 32 at k0 (p1[r] null:
+// a padded row); chunk (q, s) of step pair j goes to dst[j] + off[2 q + s]. Each row pair's planes
+// (row_pair_planes_v) are one row of 32 words, (j, s, q), both steps in one vector; one 32 x 32
+// word transpose turns them into whole chunks, stored with one 64-byte store each. (8-bit formats
+// are stored as whole codes, not bit planes.)
 template <code_form F, int PL>
 LUTKIT_PACK_AVX512 inline void row_pairs_step_pairs8(const uint8_t* const* p0, const uint8_t* const* p1,
                                                      std::size_t stride, uint8_t* const* dst, const int* off) {
-  static_assert(PL == 4 || PL == 8, "row_pairs_step_pairs8: 4 or 8 planes");
+  static_assert(PL == 4, "row_pairs_step_pairs8: 4 planes");
   prefetch_tile_codes<F>(p0, p1, stride);
   __m512i v[32];
-  if constexpr (PL == 4) {
-    // planes 4..7 of 4-bit codes are zero: step 1's two words move into their place
+  // planes 4..7 of 4-bit codes are zero: step 1's two words move into their place
 #pragma GCC unroll 4
-    for (int r = 0; r < 32; ++r) {
-      __m512i s0, s1;
-      row_pair_planes_v<F>(p0[r], p1[r], stride, s0, s1);
-      v[r] = _mm512_mask_blend_epi32(0xAAAA, s0, _mm512_slli_epi64(s1, 32));
-    }
-    transpose32_epi16(v);
-#pragma GCC unroll 32
-    for (int c = 0; c < 32; ++c) _mm512_storeu_si512(dst[c / 4] + off[c % 4 % 2 * 2 + c % 4 / 2], v[c]);
-  } else {
-    __m512i w[32];
-#pragma GCC unroll 4
-    for (int r = 0; r < 32; ++r) row_pair_planes_v<F>(p0[r], p1[r], stride, v[r], w[r]);
-    transpose32_epi16(v);
-#pragma GCC unroll 32
-    for (int c = 0; c < 32; ++c) _mm512_storeu_si512(dst[c / 4] + off[2 * (c % 4)], v[c]);
-    transpose32_epi16(w);
-#pragma GCC unroll 32
-    for (int c = 0; c < 32; ++c) _mm512_storeu_si512(dst[c / 4] + off[2 * (c % 4) + 1], w[c]);
+  for (int r = 0; r < 32; ++r) {
+    __m512i s0, s1;
+    row_pair_planes_v<F>(p0[r], p1[r], stride, s0, s1);
+    v[r] = _mm512_mask_blend_epi32(0xAAAA, s0, _mm512_slli_epi64(s1, 32));
   }
+  transpose32_epi16(v);
+#pragma GCC unroll 32
+  for (int c = 0; c < 32; ++c) _mm512_storeu_si512(dst[c / 4] + off[c % 4 % 2 * 2 + c % 4 / 2], v[c]);
 }
 
 // fp16 encodings of n floats s[0], s[stride], ... (a group's parameter of consecutive rows) to
