@@ -35,6 +35,8 @@
 //   void widen(W w, F& lanes0_15, F& lanes16_31)          int16 -> float
 // Nothing here computes a packed offset: every address comes from packed_layout.
 
+#include "../core/compiler.hpp"
+
 // GCC 12 flags its own _mm512_undefined_* helpers (`__Y = __Y`) wherever these functions'
 // intrinsics are inlined; every includer gets the same silence
 #if defined(__GNUC__) && !defined(__clang__)
@@ -267,10 +269,13 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
     // One half (h: lo-nibble rows 0..31, hi-nibble rows 32..63) at a time, in named locals: arrays
     // of multi-part F made GCC copy AVX2 halves through general registers (W2 in L1: 42% of the
     // kernel in this epilogue).
+    // The half is a template argument (not a loop variable): with a variable index into accP / accL
+    // GCC kept W1's lone accumulators on the stack, a store-to-load chain per step pair (29% of the
+    // kernel's samples on one vpaddw from a stack slot; docs/benchmarks.md).
     for (int n = 0; n < NB; ++n) {
       const F ts = Ops::setf(TS[n][blk]), sx = Ops::setf(XS[n][blk]);
       float* an = acc + n * R;
-      for (int h = 0; h < 2; ++h) {
+      auto half = [&]<int h>() LUTKIT_ALWAYS_INLINE {
         F r0 = Ops::setf(0.f), r1 = Ops::setf(0.f);  // rows 32h + 0..15, 32h + 16..31
         for (int s = 0; s < SETS; ++s) {
           F p0 = Ops::setf(0.f), p1 = Ops::setf(0.f);
@@ -302,7 +307,9 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
           const F val = Ops::fmaf(i == 0 ? r0 : r1, ts, bias);
           Ops::storef(an + 16 * q, Ops::fmaf(Ops::loadf(s32 + 16 * q), val, Ops::loadf(an + 16 * q)));
         }
-      }
+      };
+      half.template operator()<0>();
+      half.template operator()<1>();
     }
   }
 }
