@@ -32,6 +32,17 @@ inline bool cpu_supported() {
   return ok;
 }
 
+// generic::mk_int8's epilogue for 8 rows of one activation column, in its order:
+// c = fma(float(sum) [* sa], sw, c); c = fma(-sumx, swz, c)
+LUTKIT_AVX2_DQ inline void int8_epilogue8(__m256i sum, bool use_sa, __m256 sa, __m256 sumx, const float* sw,
+                                          const float* swz, float* c) {
+  __m256 f = _mm256_cvtepi32_ps(sum);
+  if (use_sa) f = _mm256_mul_ps(f, sa);
+  __m256 cv = _mm256_fmadd_ps(f, _mm256_loadu_ps(sw), _mm256_loadu_ps(c));
+  cv = _mm256_fnmadd_ps(_mm256_loadu_ps(swz), sumx, cv);
+  _mm256_storeu_ps(c, cv);
+}
+
 // int8: 64 rows x NC columns, exact. vpmaddubsw would saturate (two u8 levels up to 255 times
 // s8 activations exceed int16), so the levels are widened to int16 (vpmovzxbw) and the
 // activations to int16 quads (sign extended, broadcast), and vpmaddwd gives each row's two pair
@@ -89,12 +100,7 @@ LUTKIT_AVX2_DQ void mk_int8(const mk_int8_args& a) {
           const int r = 8 * (o0 + b);
           // lanes [r0 r1 r4 r5 | r2 r3 r6 r7] -> [r0 .. r7]
           const __m256i sum = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[n][b][0], acc[n][b][1]), 0xD8);
-          __m256 f = _mm256_cvtepi32_ps(sum);
-          if (sa) f = _mm256_mul_ps(f, ba);
-          float* c = a.C + 64 * n + r;
-          __m256 cv = _mm256_fmadd_ps(f, _mm256_loadu_ps(sw + r), _mm256_loadu_ps(c));
-          cv = _mm256_fnmadd_ps(_mm256_loadu_ps(swz + r), bx, cv);
-          _mm256_storeu_ps(c, cv);
+          int8_epilogue8(sum, sa != nullptr, ba, bx, sw + r, swz + r, a.C + 64 * n + r);
         }
       }
     }
@@ -587,12 +593,7 @@ LUTKIT_AVX2_DQ void mk_int8_fused(const uint8_t* data, const packed_layout& L, s
 #pragma GCC unroll 4
         for (int j = 0; j < 4; ++j) {
           const int row = 16 * q + 8 * (j / 2) + 32 * (j % 2);
-          __m256 f = _mm256_cvtepi32_ps(acc[n][j]);
-          if (sa) f = _mm256_mul_ps(f, ba);
-          float* c = a.C + 64 * n + row;
-          __m256 cv = _mm256_fmadd_ps(f, _mm256_load_ps(sw + row), _mm256_loadu_ps(c));
-          cv = _mm256_fnmadd_ps(_mm256_load_ps(swz + row), bx, cv);
-          _mm256_storeu_ps(c, cv);
+          int8_epilogue8(acc[n][j], sa != nullptr, ba, bx, sw + row, swz + row, a.C + 64 * n + row);
         }
       }
     }
@@ -727,12 +728,7 @@ LUTKIT_AVX2_DQ void mk_int8_whole(const uint8_t* data, const packed_layout& L, s
           __m256i sum = acc[n][b];
           if constexpr (SIGNED) sum = _mm256_add_epi32(sum, _mm256_slli_epi32(xsum[n], 7));  // the u8 levels' sum
           if constexpr (SPLIT) sum = _mm256_add_epi32(_mm256_slli_epi32(sum, 7), lacc[n][b]);  // sum(Q x), exact
-          __m256 f = _mm256_cvtepi32_ps(sum);
-          if (sa) f = _mm256_mul_ps(f, ba);
-          float* c = a.C + 64 * n + row;
-          __m256 cv = _mm256_fmadd_ps(f, _mm256_load_ps(sw + row), _mm256_loadu_ps(c));
-          cv = _mm256_fnmadd_ps(_mm256_load_ps(swz + row), bx, cv);
-          _mm256_storeu_ps(c, cv);
+          int8_epilogue8(sum, sa != nullptr, ba, bx, sw + row, swz + row, a.C + 64 * n + row);
         }
       }
     }
