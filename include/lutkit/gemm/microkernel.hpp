@@ -20,6 +20,14 @@
 
 namespace lutkit::detail {
 
+// The int8 panel's k4 step of column n (the A layout above: 4 int8 at step[4 n]) as one dword,
+// the form every int8 micro-kernel broadcasts
+inline int32_t panel_quad(const int8_t* step, int n) {
+  int32_t q;
+  __builtin_memcpy(&q, step + 4 * n, 4);
+  return q;
+}
+
 struct mk_int8_args {
   const uint8_t* W;    // step-major levels of the 64 rows, at the first step of the call
   const int8_t* A;     // activation panel at the first column and step of the call

@@ -76,9 +76,7 @@ LUTKIT_AVX2_DQ void mk_int8(const mk_int8_args& a) {
         __m256i x[NC];
 #pragma GCC unroll 4
         for (int n = 0; n < NC; ++n) {
-          int32_t xd;
-          __builtin_memcpy(&xd, as + 4 * n, 4);
-          x[n] = _mm256_broadcastq_epi64(_mm_cvtepi8_epi16(_mm_cvtsi32_si128(xd)));
+          x[n] = _mm256_broadcastq_epi64(_mm_cvtepi8_epi16(_mm_cvtsi32_si128(panel_quad(as, n))));
         }
 #pragma GCC unroll 4
         for (int b = 0; b < RB; ++b) {
@@ -576,9 +574,7 @@ LUTKIT_AVX2_DQ void mk_int8_fused(const uint8_t* data, const packed_layout& L, s
         __m256i x[NC];
 #pragma GCC unroll 2
         for (int n = 0; n < NC; ++n) {
-          int32_t xd;
-          __builtin_memcpy(&xd, as + 4 * n, 4);
-          x[n] = _mm256_set1_epi32(xd);
+          x[n] = _mm256_set1_epi32(panel_quad(as, n));
         }
 #pragma GCC unroll 4
         for (int j = 0; j < 4; ++j)
@@ -657,9 +653,8 @@ LUTKIT_AVX2_DQ void mk_int8_whole(const uint8_t* data, const packed_layout& L, s
       for (std::size_t s = 0; s < a.steps; ++s)
 #pragma GCC unroll 2
         for (int n = 0; n < NC; ++n) {
-          int32_t xd;
-          __builtin_memcpy(&xd, A + s * a.lda + 4 * n, 4);
-          xsum[n] = _mm256_add_epi32(xsum[n], _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, _mm256_set1_epi32(xd)), ones));
+          const __m256i xq = _mm256_set1_epi32(panel_quad(A + s * a.lda, n));
+          xsum[n] = _mm256_add_epi32(xsum[n], _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, xq), ones));
         }
     }
     for (int pass = 0; pass < 8 / RB; ++pass) {
@@ -680,9 +675,7 @@ LUTKIT_AVX2_DQ void mk_int8_whole(const uint8_t* data, const packed_layout& L, s
         for (int h = 0; h < 2; ++h)
 #pragma GCC unroll 2
           for (int n = 0; n < NC; ++n) {
-            int32_t xd;
-            __builtin_memcpy(&xd, as + h * a.lda + 4 * n, 4);
-            x[h][n] = _mm256_set1_epi32(xd);
+            x[h][n] = _mm256_set1_epi32(panel_quad(as + h * a.lda, n));
           }
 #pragma GCC unroll 8
         for (int b = 0; b < RB; ++b) {

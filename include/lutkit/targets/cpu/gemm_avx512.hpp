@@ -73,9 +73,7 @@ LUTKIT_AVX512_DQ void mk_int8(const mk_int8_args& a) {
       const int8_t* as = A + s * a.lda;
 #define LK_COL(n)                                               \
   if constexpr (NC > n) {                                       \
-    int32_t xd;                                                 \
-    __builtin_memcpy(&xd, as + 4 * n, 4);                       \
-    const __m512i x = _mm512_set1_epi32(xd);                    \
+    const __m512i x = _mm512_set1_epi32(panel_quad(as, n));     \
     c##n##0 = _mm512_dpbusd_epi32(c##n##0, w0, x);              \
     c##n##1 = _mm512_dpbusd_epi32(c##n##1, w1, x);              \
     c##n##2 = _mm512_dpbusd_epi32(c##n##2, w2, x);              \
@@ -565,9 +563,7 @@ LUTKIT_AVX512_GFNI void mk_int8_fused(const uint8_t* data, const packed_layout& 
       __m512i x[2];
 #pragma GCC unroll 2
       for (int n = 0; n < NC; ++n) {
-        int32_t xd;
-        __builtin_memcpy(&xd, as + 4 * n, 4);
-        x[n] = _mm512_set1_epi32(xd);
+        x[n] = _mm512_set1_epi32(panel_quad(as, n));
       }
 #pragma GCC unroll 4
       for (int T = 0; T < 4; ++T)
