@@ -3,6 +3,8 @@
 //   ConvertDQGemv T-MAN's "ConvertDQ": a conventional low-bit layout (codes packed along K,
 //                 fp16 scale + zero per group) converted to float element by element, then FMA.
 //   ReadBandwidth streams a buffer (the DRAM roofline)
+//   ReadDot       streams a buffer doing the least a decode kernel does with its bytes: per vector
+//                 a mask (the codes) and one widening int16 multiply-add into 32-bit sums
 #if defined(LUTKIT_BENCH_BASELINES_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef LUTKIT_BENCH_BASELINES_INL_H_
 #undef LUTKIT_BENCH_BASELINES_INL_H_
@@ -175,6 +177,24 @@ uint64_t ReadBandwidth(const uint64_t* p, std::size_t n, std::size_t prefetch) {
     a3 = hn::Xor(a3, hn::Load(d, p + i + 3 * L));
   }
   return hn::GetLane(hn::Xor(hn::Xor(a0, a1), hn::Xor(a2, a3)));
+}
+
+uint64_t ReadDot(const uint64_t* p, std::size_t n) {
+  const hn::ScalableTag<int16_t> d16;
+  const hn::RepartitionToWide<decltype(d16)> d32;
+  const std::size_t L = hn::Lanes(d16);
+  const int16_t* q = reinterpret_cast<const int16_t*>(p);
+  const std::size_t m = n * 4;  // int16 lanes
+  const auto mask = hn::Set(d16, 0x0F0F), x = hn::Set(d16, 3);
+  auto s0 = hn::Zero(d32), s1 = hn::Zero(d32), s2 = hn::Zero(d32), s3 = hn::Zero(d32), c = hn::Zero(d32);
+  for (std::size_t i = 0; i + 4 * L <= m; i += 4 * L) {
+    s0 = hn::ReorderWidenMulAccumulate(d32, hn::And(hn::Load(d16, q + i), mask), x, s0, c);
+    s1 = hn::ReorderWidenMulAccumulate(d32, hn::And(hn::Load(d16, q + i + L), mask), x, s1, c);
+    s2 = hn::ReorderWidenMulAccumulate(d32, hn::And(hn::Load(d16, q + i + 2 * L), mask), x, s2, c);
+    s3 = hn::ReorderWidenMulAccumulate(d32, hn::And(hn::Load(d16, q + i + 3 * L), mask), x, s3, c);
+  }
+  const auto s = hn::Add(hn::Add(hn::Add(s0, s1), hn::Add(s2, s3)), c);
+  return uint64_t(uint32_t(hn::GetLane(hn::SumOfLanes(d32, s))));
 }
 
 }  // namespace HWY_NAMESPACE

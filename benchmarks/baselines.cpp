@@ -12,6 +12,7 @@ HWY_EXPORT(FloatGemv);
 HWY_EXPORT(ConvertDQGemv2);
 HWY_EXPORT(ConvertDQGemv4);
 HWY_EXPORT(ReadBandwidth);
+HWY_EXPORT(ReadDot);
 HWY_EXPORT(ConvertDQRows);
 HWY_EXPORT(ConvertDQRowsBF16);
 HWY_EXPORT(ConvertDQRowsCodes);
@@ -40,17 +41,19 @@ void convert_dq_gemv(int bits, const uint8_t* codes, const uint16_t* sz, const f
 uint64_t read_bandwidth(const uint64_t* p, std::size_t n, std::size_t prefetch_bytes) {
   return HWY_DYNAMIC_DISPATCH(ReadBandwidth)(p, n, prefetch_bytes);
 }
-void pooled_read(const void* p, std::size_t bytes, lutkit::thread_pool* pool, int T) {
+void pooled_read(const void* p, std::size_t bytes, lutkit::thread_pool* pool, int T, bool dot) {
   const uint64_t* w = static_cast<const uint64_t*>(p);
   const std::size_t words = bytes / 8;
   uint64_t sink[64] = {};
+  const auto part = [&](std::size_t a, std::size_t b) {
+    return dot ? HWY_DYNAMIC_DISPATCH(ReadDot)(w + a, b - a) : read_bandwidth(w + a, b - a, 0);
+  };
   if (pool && T > 1) {
     pool->run(std::size_t(T), [&](std::size_t t) {
-      const std::size_t a = words * t / std::size_t(T), b = words * (t + 1) / std::size_t(T);
-      sink[t % 64] = read_bandwidth(w + a, b - a, 0);
+      sink[t % 64] = part(words * t / std::size_t(T), words * (t + 1) / std::size_t(T));
     });
   } else {
-    sink[0] = read_bandwidth(w, words, 0);
+    sink[0] = part(0, words);
   }
   volatile uint64_t keep = 0;
   for (uint64_t v : sink) keep = keep + v;

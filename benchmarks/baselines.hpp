@@ -21,6 +21,8 @@ void convert_dq_rows_codes(int bits, const uint8_t* codes, std::size_t K, std::s
                            std::size_t k0, std::size_t k1, uint8_t* out);
 uint64_t read_bandwidth(const uint64_t* p, std::size_t n, std::size_t prefetch_bytes);
 // A plain read of `bytes` bytes at p (a multiple of 8), split in T equal parts over the pool (the
-// calling thread alone when pool is null): the roofline rows of every benchmark family.
-void pooled_read(const void* p, std::size_t bytes, lutkit::thread_pool* pool, int T);
+// calling thread alone when pool is null): the roofline rows of every benchmark family. With dot,
+// the read does per vector the least a decode kernel does with its bytes (a mask and one widening
+// int16 multiply-add, ~0.1 instruction per byte): the rate a stream keeps with work beside it.
+void pooled_read(const void* p, std::size_t bytes, lutkit::thread_pool* pool, int T, bool dot = false);
 }  // namespace lutkit_bench

@@ -2,6 +2,8 @@
 // beside a plain read of the same cold weight bytes (the practical roofline).
 //   decode_gemv/<method>/<policy>/4096x14336/n:<N>/threads:<T>/cold
 //   decode_read/<policy>/4096x14336/threads:<T>/cold   a plain read of the same copies, same pool
+//   decode_read_dot/...  the same read with the least work a decode does per byte (pooled_read's
+//                        dot): the rate a stream keeps when the core also computes
 // Tile-group weights (W4 asym, HMX geometry) run tile_group_gemv under the same names, policy
 // w4_g32_asym_tilegroup_hmx (methods int8 and fused_dq).
 // cold: rotating copies of the blob beyond 4x the 32 MiB LLC. Counter weight_GBps: blob bytes /
@@ -80,13 +82,13 @@ void bm_decode(benchmark::State& st, decode_method method, std::size_t M, std::s
 }
 
 template <class P>
-void bm_decode_read(benchmark::State& st, std::size_t M, std::size_t K, int T) {
+void bm_decode_read(benchmark::State& st, std::size_t M, std::size_t K, int T, bool dot) {
   auto& copies = decode_copies<P>(M, K);
   thread_pool* pool = T > 1 ? &pool_for(T) : nullptr;
   std::size_t i = 0;
   for (auto _ : st) {
     const auto& w = copies[i++ % copies.size()];
-    pooled_read(w.bytes(), w.size_bytes(), pool, T);
+    pooled_read(w.bytes(), w.size_bytes(), pool, T, dot);
   }
   st.counters["weight_GBps"] = benchmark::Counter(double(copies[0].size_bytes()) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
@@ -96,10 +98,11 @@ void register_policy(std::size_t M, std::size_t K) {
   const std::string shape = "/" + std::to_string(M) + "x" + std::to_string(K);
   for (int T : {1, 2}) {
     const std::string th = "/threads:" + std::to_string(T) + "/cold";
-    benchmark::RegisterBenchmark(("decode_read/" + P::name() + shape + th).c_str(),
-                                 [=](benchmark::State& st) { bm_decode_read<P>(st, M, K, T); })
-        ->Unit(benchmark::kMicrosecond)
-        ->UseRealTime();
+    for (bool dot : {false, true})
+      benchmark::RegisterBenchmark(((dot ? "decode_read_dot/" : "decode_read/") + P::name() + shape + th).c_str(),
+                                   [=](benchmark::State& st) { bm_decode_read<P>(st, M, K, T, dot); })
+          ->Unit(benchmark::kMicrosecond)
+          ->UseRealTime();
     std::vector<decode_method> ms = {decode_method::fused_dq, decode_method::bf16};
     if constexpr (format_traits<typename P::format>::integer_levels || detail::split_levels<P>())
       ms.push_back(decode_method::int8);  // (split levels: N <= 2 on AVX-512 VNNI + GFNI and AVX2 CPUs)
@@ -144,20 +147,22 @@ void register_tile_group(std::size_t M, std::size_t K) {
   const std::string shape = "/" + std::to_string(M) + "x" + std::to_string(K);
   for (int T : {1, 2}) {
     const std::string th = "/threads:" + std::to_string(T) + "/cold";
-    benchmark::RegisterBenchmark(("decode_read/" + tg_name + shape + th).c_str(),
-                                 [=](benchmark::State& st) {
-                                   auto& copies = tile_group_copies(M, K);
-                                   thread_pool* pool = T > 1 ? &pool_for(T) : nullptr;
-                                   std::size_t i = 0;
-                                   for (auto _ : st) {
-                                     const auto& w = copies[i++ % copies.size()];
-                                     pooled_read(w.data(), w.size_bytes(), pool, T);
-                                   }
-                                   st.counters["weight_GBps"] = benchmark::Counter(
-                                       double(copies[0].size_bytes()) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-                                 })
-        ->Unit(benchmark::kMicrosecond)
-        ->UseRealTime();
+    for (bool dot : {false, true})
+      benchmark::RegisterBenchmark(((dot ? "decode_read_dot/" : "decode_read/") + tg_name + shape + th).c_str(),
+                                   [=](benchmark::State& st) {
+                                     auto& copies = tile_group_copies(M, K);
+                                     thread_pool* pool = T > 1 ? &pool_for(T) : nullptr;
+                                     std::size_t i = 0;
+                                     for (auto _ : st) {
+                                       const auto& w = copies[i++ % copies.size()];
+                                       pooled_read(w.data(), w.size_bytes(), pool, T, dot);
+                                     }
+                                     st.counters["weight_GBps"] =
+                                         benchmark::Counter(double(copies[0].size_bytes()) * 1e-9,
+                                                            benchmark::Counter::kIsIterationInvariantRate);
+                                   })
+          ->Unit(benchmark::kMicrosecond)
+          ->UseRealTime();
     for (std::size_t N : {1, 2, 16})
       for (decode_method m : {decode_method::int8, decode_method::fused_dq}) {
         if (N > 1 && m == decode_method::fused_dq) continue;

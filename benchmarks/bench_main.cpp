@@ -134,14 +134,15 @@ void bm_lut_gemv(benchmark::State& st, std::size_t M, std::size_t K, std::size_t
 // rows. A one-shot read of a few tens of MB runs below the 1 GiB dram_read figure (thread
 // wake-up, the ramp of the hardware prefetcher at every page and tile start), and this is the
 // time the LUT-GEMV is compared against in the summary ("vs stream").
+// stream_read_dot: the same read with the least work a decode does per byte (pooled_read's dot).
 template <class P>
-void bm_stream_read(benchmark::State& st, std::size_t M, std::size_t K, int threads) {
+void bm_stream_read(benchmark::State& st, std::size_t M, std::size_t K, int threads, bool dot) {
   auto& c = lut_data<P>(M, K, true);
   thread_pool* pool = threads > 1 ? &pool_for(threads) : nullptr;
   std::size_t i = 0;
   for (auto _ : st) {
     const auto& w = c.copies[i++ % c.copies.size()];
-    lutkit_bench::pooled_read(w.bytes(), w.size_bytes(), pool, threads);
+    lutkit_bench::pooled_read(w.bytes(), w.size_bytes(), pool, threads, dot);
   }
   set_counters(st, double(c.copies[0].size_bytes()), 0.0, threads);
 }
@@ -215,10 +216,11 @@ void register_lut(std::size_t M, std::size_t K, std::size_t N, int T, bool cold)
       ->Unit(benchmark::kMicrosecond)
       ->UseRealTime();
   if (cold && N == 1)  // right after its GEMV: the same cached cold copies
-    benchmark::RegisterBenchmark(("stream_read/" + P::name() + "/" + tail(M, K, N, T, cold)).c_str(),
-                                 [=](benchmark::State& st) { bm_stream_read<P>(st, M, K, T); })
-        ->Unit(benchmark::kMicrosecond)
-        ->UseRealTime();
+    for (bool dot : {false, true})
+      benchmark::RegisterBenchmark(((dot ? "stream_read_dot/" : "stream_read/") + P::name() + "/" + tail(M, K, N, T, cold)).c_str(),
+                                   [=](benchmark::State& st) { bm_stream_read<P>(st, M, K, T, dot); })
+          ->Unit(benchmark::kMicrosecond)
+          ->UseRealTime();
 }
 
 using W1 = policy<fmt::uint_sym<1>, group<64>, i8>;

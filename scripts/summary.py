@@ -31,7 +31,7 @@ def main(path):
             continue
         p = parse(name)
         if not p or p[0] in ("peak", "dequant", "attention_decode", "attention_prefill", "attention_naive", "kv_read",
-                             "decode_gemv", "decode_read") \
+                             "decode_gemv", "decode_read", "decode_read_dot") \
                 or p[0].startswith(("dllm_", "ar_")):
             continue
         unit = {"us": 1.0, "ms": 1e3, "ns": 1e-3}[b.get("time_unit", "us")]
@@ -41,7 +41,8 @@ def main(path):
     for thr, bw in sorted(dram.items()):
         print(f"measured DRAM read bandwidth, {thr} thread(s): {bw:.1f} GB/s")
     print("vs stream: time of a plain one-shot streaming read of the same cold bytes (stream_read) / the GEMV's time")
-    header(f"{'kernel':<12} {'policy':<36} {'shape':<11} {'N':>3} {'thr':>3} {'mode':<5} {'time us':>9} {'GB/s':>6} {'roofline':>8} {'vs ConvertDQ':>12} {'vs float':>8} {'vs stream':>9}")
+    print("vs s+dot: the same with the read doing the least work of a decode per byte (stream_read_dot)")
+    header(f"{'kernel':<12} {'policy':<36} {'shape':<11} {'N':>3} {'thr':>3} {'mode':<5} {'time us':>9} {'GB/s':>6} {'roofline':>8} {'vs ConvertDQ':>12} {'vs float':>8} {'vs stream':>9} {'vs s+dot':>8}")
     for (kernel, pol, shape, n, thr, mode), t, gbps, roof in rows:
         bits = pol.split("_")[0]
         cdq = times.get(("convert_dq", f"{bits}_g64_asym_rowmajor", shape, n, thr, mode))
@@ -50,16 +51,18 @@ def main(path):
         s_flt = f"{flt / t:.2f}x" if flt and kernel != "float_gemv" and mode == "cold" else "-"
         strm = times.get(("stream_read", pol, shape, n, thr, mode))
         s_str = f"{strm / t:.2f}" if strm and kernel.startswith(("lut_gemv", "fused_dq_gemv")) else "-"
+        sdot = times.get(("stream_read_dot", pol, shape, n, thr, mode))
+        s_dot = f"{sdot / t:.2f}" if sdot and kernel.startswith(("lut_gemv", "fused_dq_gemv")) else "-"
         s_roof = f"{roof:8.2f}" if roof else f"{'-':>8}"
         print(f"{kernel:<12} {pol:<36} {shape:<11} {n.split(':')[1]:>3} {thr.split(':')[1]:>3} {mode:<5} "
-              f"{t:9.1f} {gbps:6.1f} {s_roof} {s_cdq:>12} {s_flt:>8} {s_str:>9}")
+              f"{t:9.1f} {gbps:6.1f} {s_roof} {s_cdq:>12} {s_flt:>8} {s_str:>9} {s_dot:>8}")
 
 
 def decode(path):
     """Decode table: decode_gemv by method and imported format (time, weight GB/s), as a fraction
     of a plain read of the same cold blob bytes over the same threads (decode_read) in the same run."""
     data = json.load(open(path))
-    rows, read = [], {}
+    rows, read, read_dot = [], {}, {}
     for b in data["benchmarks"]:
         if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
             continue
@@ -69,17 +72,21 @@ def decode(path):
         t = b["real_time"] * unit
         if p[0] == "decode_read" and len(p) >= 5:
             read[(p[1], p[3])] = t
+        elif p[0] == "decode_read_dot" and len(p) >= 5:
+            read_dot[(p[1], p[3])] = t
         elif p[0] == "decode_gemv" and len(p) >= 7:
             rows.append((p[1], p[2], p[4].split(":")[1], p[5], t, b.get("weight_GBps", 0)))
     if not rows:
         return
     print()
-    print("decode: vs read = time of a plain read of the same cold blob bytes (decode_read, same threads) / the kernel's")
-    header(f"{'method':<9} {'policy':<36} {'N':>3} {'thr':>3} {'time us':>9} {'GB/s':>6} {'vs read':>8}")
+    print("decode: vs read = time of a plain read of the same cold blob bytes (decode_read, same threads) / the kernel's;")
+    print("        vs r+dot = the same with the read doing the least work of a decode per byte (decode_read_dot)")
+    header(f"{'method':<9} {'policy':<36} {'N':>3} {'thr':>3} {'time us':>9} {'GB/s':>6} {'vs read':>8} {'vs r+dot':>8}")
     for method, pol, n, thr, t, gbps in sorted(rows, key=lambda r: (r[1], int(r[2]), r[3], r[0])):
-        rd = read.get((pol, thr))
+        rd, rdd = read.get((pol, thr)), read_dot.get((pol, thr))
         s_rd = f"{rd / t:.2f}" if rd else "-"
-        print(f"{method:<9} {pol:<36} {n:>3} {thr.split(':')[1]:>3} {t:9.1f} {gbps:6.1f} {s_rd:>8}")
+        s_rdd = f"{rdd / t:.2f}" if rdd else "-"
+        print(f"{method:<9} {pol:<36} {n:>3} {thr.split(':')[1]:>3} {t:9.1f} {gbps:6.1f} {s_rd:>8} {s_rdd:>8}")
 
 
 def prefill(path):
