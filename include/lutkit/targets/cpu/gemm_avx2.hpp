@@ -597,18 +597,20 @@ LUTKIT_AVX2_DQ void mk_int8_fused(const uint8_t* data, const packed_layout& L, s
 }
 
 // Whole codes (8 bits, codebooks, Q4NX): the fused int8 decode reads the step-major codes as they
-// are stored. Per step pair and register of 8 rows one load (4 bits: one load for both steps, a
+// are stored. Per step and register of 8 rows one load (4 bits: the step pair's bytes, then a
 // mask and a shift), the level map and the dot products of mk_int8_fused above (u8 levels up to
 // 127 by vpmaddubsw; larger ones signed with the sign trick, the 128 x activation sum restored per
-// flush group; split levels in two chains), with constant offsets: the flush group's step pairs are
+// flush group; split levels as two dots), with constant offsets: the flush group's step pairs are
 // contiguous in the blob (the blocks of a scale group are), so the kernel walks one pointer.
-// RB registers per pass (8 rows each), the step pair's two steps one after the other. One column:
-// all 64 rows in one pass (8 accumulators; GCC spills two or three of them to L1, and still one
-// pass beat two passes of 4 without spills: 1 thread, 4096 x 14336, cold, two runs alternating
-// the builds, Q8_0 0.79 / 0.73 of the plain read against 0.76 / 0.73, Q4NX 0.68 / 0.76 against
-// 0.54 / 0.70, IQ4_NL 0.57 / 0.64 against 0.43 / 0.54; the second pass broke the stream into a
-// strided walk). Two columns, or NF4's two chains: 2 or 4 registers per pass. The first pass
-// prefetches the stream 8 KiB ahead (without it: 0.44-0.67 of the read).
+// RB registers per pass (8 rows each), the step pair's two steps one after the other; split levels
+// (NF4) add 128 x the high parts' dot and the low parts' dot into one accumulator (the integer
+// sum(Q x), exact). One column: all 64 rows in one pass (8 accumulators; GCC spills two or three
+// of them to L1, and still one pass beat two passes of 4 without spills: 1 thread, 4096 x 14336,
+// cold, two runs alternating the builds, Q8_0 0.79 / 0.73 of the plain read against 0.76 / 0.73,
+// Q4NX 0.68 / 0.76 against 0.54 / 0.70, IQ4_NL 0.57 / 0.64 against 0.43 / 0.54; two passes walk
+// the stream in strides). Two columns: two passes of 4 (Q8_0 N = 2, 1 / 2 threads, two runs:
+// 0.60 / 0.67 and 0.72 / 0.75 against 0.50 / 0.53 and 0.59 / 0.59 with four passes of 2). The first
+// pass prefetches the stream 8 KiB ahead (without it: 0.44-0.67 of the read).
 template <class P, int NC>
 LUTKIT_AVX2_DQ void mk_int8_whole(const uint8_t* data, const packed_layout& L, std::size_t t, std::size_t k0,
                                   const mk_int8_args& a) {
@@ -620,7 +622,7 @@ LUTKIT_AVX2_DQ void mk_int8_whole(const uint8_t* data, const packed_layout& L, s
   constexpr bool SPLIT = split_levels<P>();
   constexpr bool SIGNED = max_level<P>() > 127;
   constexpr bool B8 = S.planes == 8;
-  constexpr int RB = NC == 1 ? (SPLIT ? 2 : 8) : (SPLIT ? 1 : 2);
+  constexpr int RB = NC == 1 ? 8 : 4;
   constexpr std::size_t SPB = std::size_t(S.step_pair_bytes());
   static_assert(S.code_byte_in_step_pair(0, 1, 0) == (B8 ? 256 : 0) && S.code_shift(1) == (B8 ? 0 : 4));
   alignas(16) uint8_t m[16] = {}, ml[16] = {};
@@ -637,7 +639,7 @@ LUTKIT_AVX2_DQ void mk_int8_whole(const uint8_t* data, const packed_layout& L, s
       _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(ml)));
   const __m256i ones = _mm256_set1_epi16(1);
   [[maybe_unused]] const __m256i ones8 = _mm256_set1_epi8(1), bias = _mm256_set1_epi8(char(0x80)),
-                                 m0f = _mm256_set1_epi8(0x0F);
+                                 m0f = _mm256_set1_epi8(0x0F), s128 = _mm256_set1_epi16(128);
   constexpr long PFD = 8192;
   constexpr std::size_t spb = std::size_t(S.steps_per_block);
   std::size_t step0 = k0 / 4;
@@ -663,11 +665,11 @@ LUTKIT_AVX2_DQ void mk_int8_whole(const uint8_t* data, const packed_layout& L, s
         }
     }
     for (int pass = 0; pass < 8 / RB; ++pass) {
-      __m256i acc[NC][RB], lacc[NC][RB];
+      __m256i acc[NC][RB];
 #pragma GCC unroll 2
       for (int n = 0; n < NC; ++n)
 #pragma GCC unroll 8
-        for (int b = 0; b < RB; ++b) acc[n][b] = lacc[n][b] = _mm256_setzero_si256();
+        for (int b = 0; b < RB; ++b) acc[n][b] = _mm256_setzero_si256();
       const uint8_t* p = p0 + 32 * RB * pass;
       const int8_t* as = A;
       for (std::size_t sp = 0; sp < pairs; ++sp, p += SPB, as += 2 * a.lda) {
@@ -706,9 +708,12 @@ LUTKIT_AVX2_DQ void mk_int8_whole(const uint8_t* data, const packed_layout& L, s
             } else {
 #pragma GCC unroll 2
               for (int n = 0; n < NC; ++n) {
-                acc[n][b] = _mm256_add_epi32(acc[n][b], _mm256_madd_epi16(_mm256_maddubs_epi16(w, x[h][n]), ones));
-                if constexpr (SPLIT)
-                  lacc[n][b] = _mm256_add_epi32(lacc[n][b], _mm256_madd_epi16(_mm256_maddubs_epi16(wl, x[h][n]), ones));
+                if constexpr (SPLIT)  // 128 x (high parts' dot) + (low parts' dot): sum(Q x), exact
+                  acc[n][b] = _mm256_add_epi32(
+                      acc[n][b], _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(w, x[h][n]), s128),
+                                                  _mm256_madd_epi16(_mm256_maddubs_epi16(wl, x[h][n]), ones)));
+                else
+                  acc[n][b] = _mm256_add_epi32(acc[n][b], _mm256_madd_epi16(_mm256_maddubs_epi16(w, x[h][n]), ones));
               }
             }
           }
@@ -722,7 +727,6 @@ LUTKIT_AVX2_DQ void mk_int8_whole(const uint8_t* data, const packed_layout& L, s
           const int row = 8 * (RB * pass + b);
           __m256i sum = acc[n][b];
           if constexpr (SIGNED) sum = _mm256_add_epi32(sum, _mm256_slli_epi32(xsum[n], 7));  // the u8 levels' sum
-          if constexpr (SPLIT) sum = _mm256_add_epi32(_mm256_slli_epi32(sum, 7), lacc[n][b]);  // sum(Q x), exact
           int8_epilogue8(sum, sa != nullptr, ba, bx, sw + row, swz + row, a.C + 64 * n + row);
         }
       }
