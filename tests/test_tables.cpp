@@ -1,5 +1,7 @@
 // The vectorized table builder agrees with the scalar specification (same block scales and
 // sums; entries within one rounding step), for every policy.
+#include <array>
+
 #include "common.hpp"
 #include "policy_list.hpp"
 
@@ -11,7 +13,14 @@ TEST_CASE("vectorized table build matches the scalar builder", "[tables]") {
     std::mt19937_64 rng(policy_hash(P::name()) ^ 99);
     for (int c = 0; c < 6; ++c) {
       const std::size_t K = random_k<P>(rng, 700), N = 1 + c % 3;
-      const auto x = random_activations(rng, N * K, c == 4 ? act_kind::with_nan : act_kind::gaussian);
+      // sparse: zeros in the sums; extremes (3e4 and 1e-30 in one block) and case 3 (below): sums
+      // inexact in double, where xsum must still be the scalar order's
+      const act_kind kind = c == 4 ? act_kind::with_nan : c == 2 ? act_kind::sparse : c == 5 ? act_kind::extremes : act_kind::gaussian;
+      auto x = random_activations(rng, N * K, kind);
+      if (c == 3) {  // cancellation: 2^60 + 1 - 2^60 is 0 or 1 by the order of the double sum
+        std::uniform_int_distribution<int> pick(0, 4);
+        for (auto& v : x) v = std::array<float, 5>{0x1p60f, -0x1p60f, 1.f, 3.f, 0.5f}[std::size_t(pick(rng))];
+      }
       const auto fast = build_tables<P>(x.data(), N, K);
       const auto slow = detail::build_tables_scalar<P>(x.data(), N, K);
       INFO(P::name() << " K=" << K << " N=" << N << " case " << c);

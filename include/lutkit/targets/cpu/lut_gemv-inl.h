@@ -9,6 +9,7 @@
 #endif
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -275,14 +276,45 @@ void BuildTablesRow(const float* x, std::size_t K, int8_t* E, float* tscale, flo
     }
   alignas(64) float xb[S.block_k];
   alignas(64) float T[S.steps_per_block * 16];
+  static_assert(S.block_k % 16 == 0, "a block is whole vectors of up to 16 floats");
   for (std::size_t blk = 0; blk < blocks; ++blk) {
+    // the block's activations: in place, or copied with zeros past K
+    const float* xs = x + blk * S.block_k;
+    if ((blk + 1) * S.block_k > K) {
+      for (int i = 0; i < S.block_k; ++i) {
+        const std::size_t k = blk * S.block_k + std::size_t(i);
+        xb[i] = k < K ? x[k] : 0.f;
+      }
+      xs = xb;
+    }
+    // finite, and the sum in double, the scalar builder's: in any order when every partial sum is
+    // exact in double (largest |x| below 2^23 x the smallest nonzero one: block_k <= 128 sums of
+    // multiples of the smallest ulp need at most 23 + 7 + 23 bits), else in the scalar order
     bool finite = true;
+    auto amx = hn::Zero(df), amn = hn::Set(df, HUGE_VALF);
+    for (std::size_t i = 0; i < std::size_t(S.block_k); i += L) {
+      const auto a = hn::Abs(hn::LoadU(df, xs + i));
+      finite = finite && hn::AllTrue(df, hn::Le(a, hn::Set(df, FLT_MAX)));
+      amx = hn::Max(amx, a);
+      amn = hn::Min(amn, hn::IfThenElse(hn::Eq(a, hn::Zero(df)), hn::Set(df, HUGE_VALF), a));
+    }
     double sum = 0;
-    for (int i = 0; i < S.block_k; ++i) {
-      const std::size_t k = blk * S.block_k + std::size_t(i);
-      xb[i] = k < K ? x[k] : 0.f;
-      finite = finite && std::isfinite(xb[i]);
-      sum += xb[i];
+    if (finite) {
+      const float mx = hn::GetLane(hn::MaxOfLanes(df, amx)), mn = hn::GetLane(hn::MinOfLanes(df, amn));
+      static_assert(S.block_k <= 128);
+#if HWY_HAVE_FLOAT64
+      if (double(mx) < double(mn) * 0x1p23) {
+        const hn::CappedTag<double, 8> dd;
+        const hn::Rebind<float, decltype(dd)> dh;
+        auto vs = hn::Zero(dd);
+        for (std::size_t i = 0; i < std::size_t(S.block_k); i += hn::Lanes(dd))
+          vs = hn::Add(vs, hn::PromoteTo(dd, hn::LoadU(dh, xs + i)));
+        sum = hn::GetLane(hn::SumOfLanes(dd, vs));
+      } else
+#endif
+      {
+        for (int i = 0; i < S.block_k; ++i) sum += xs[i];
+      }
     }
     int8_t* Eb = E + blk * S.steps_per_block * S.table_bytes_per_step();
     if (!finite) {
@@ -295,7 +327,7 @@ void BuildTablesRow(const float* x, std::size_t K, int8_t* E, float* tscale, flo
     for (int s = 0; s < S.steps_per_block; ++s)
       for (std::size_t j = 0; j < 16; j += L) {
         auto v = hn::Zero(df);
-        for (int i = 0; i < KPS; ++i) v = hn::MulAdd(hn::Set(df, xb[s * KPS + i]), hn::Load(df, coef[i] + j), v);
+        for (int i = 0; i < KPS; ++i) v = hn::MulAdd(hn::Set(df, xs[s * KPS + i]), hn::Load(df, coef[i] + j), v);
         hn::Store(v, df, T + s * 16 + j);
         vmax = hn::Max(vmax, hn::Abs(v));
       }
