@@ -504,6 +504,14 @@ constexpr int max_level() {
   return m;
 }
 template <class P>
+constexpr int min_level() {
+  using FT = format_traits<typename P::format>;
+  if constexpr (!FT::integer_levels) return 0;
+  int m = 255;
+  for (int c = 0; c <= FT::max_code; ++c) m = std::min(m, int(FT::level(c)));
+  return m;
+}
+template <class P>
 constexpr bool has_int8_fused() {
   using FT = format_traits<typename P::format>;
   return (has_transpose<P>() || whole_codes_step_major<P>()) &&
@@ -622,6 +630,10 @@ LUTKIT_AVX2_DQ void mk_int8_whole(const uint8_t* data, const packed_layout& L, s
   constexpr bool MAP = !levels_are_codes<P>();
   constexpr bool SPLIT = split_levels<P>();
   constexpr bool SIGNED = max_level<P>() > 127;
+  // signed levels within [-127, 127] (IQ4_NL): the activations' signs move to the levels,
+  // vpmaddubsw(|x|, sign(level - 128, x)), |x| once per step for all registers (a level of -128,
+  // possible in 8-bit codes, would not survive vpsignb)
+  constexpr bool XABS = SIGNED && MAP && min_level<P>() >= 1;
   constexpr bool B8 = S.planes == 8;
   constexpr int RB = NC == 1 ? 8 : 4;
   constexpr std::size_t SPB = std::size_t(S.step_pair_bytes());
@@ -678,12 +690,13 @@ LUTKIT_AVX2_DQ void mk_int8_whole(const uint8_t* data, const packed_layout& L, s
 #pragma GCC unroll 8
           for (std::size_t l = 0; l < SPB / 64; ++l)
             _mm_prefetch(reinterpret_cast<const char*>(p + 64 * l) + PFD, _MM_HINT_T0);
-        __m256i x[2][NC];
+        __m256i x[2][NC], ax[2][NC];
 #pragma GCC unroll 2
         for (int h = 0; h < 2; ++h)
 #pragma GCC unroll 2
           for (int n = 0; n < NC; ++n) {
             x[h][n] = _mm256_set1_epi32(panel_quad(as + h * a.lda, n));
+            if constexpr (XABS) ax[h][n] = _mm256_abs_epi8(x[h][n]);
           }
 #pragma GCC unroll 2
         for (int h = 0; h < 2; ++h)
@@ -700,7 +713,12 @@ LUTKIT_AVX2_DQ void mk_int8_whole(const uint8_t* data, const packed_layout& L, s
             if constexpr (SPLIT) wl = _mm256_shuffle_epi8(map_lo, w);
             if constexpr (MAP) w = _mm256_shuffle_epi8(map, w);
             else if constexpr (SIGNED) w = _mm256_xor_si256(w, bias);
-            if constexpr (SIGNED) {
+            if constexpr (XABS) {
+#pragma GCC unroll 2
+              for (int n = 0; n < NC; ++n)
+                acc[n][b] = _mm256_add_epi32(
+                    acc[n][b], _mm256_madd_epi16(_mm256_maddubs_epi16(ax[h][n], _mm256_sign_epi8(w, x[h][n])), ones));
+            } else if constexpr (SIGNED) {
               const __m256i wa = _mm256_abs_epi8(w);
 #pragma GCC unroll 2
               for (int n = 0; n < NC; ++n)
