@@ -121,10 +121,11 @@ TEST_CASE("dequant_gemm rejects bad input with a clear error", "[dequant_gemm][b
 }
 
 #if defined(LUTKIT_HAVE_AVX512_DQ)
+// (bit planes only: whole codes take the AVX2 set's level 1, a load; gemm/targets.hpp)
 TEST_CASE("SIMD level 1 (VBMI fields, GFNI transpose) equals the scalar bit-repack lookups", "[dequant][level1]") {
   if (!detail::avx512::cpu_supported()) return;
   for_dq_policies<0, dq_policy_count>([]<class P>() {
-    if constexpr (!P::spec.ternary) {
+    if constexpr (!P::spec.ternary && !P::spec.whole_codes()) {
       std::mt19937_64 rng(P::hash() ^ 0x11);
       const std::size_t M = 70, K = random_k<P>(rng, 900);
       const auto w = random_weights(rng, M * K);
@@ -206,12 +207,13 @@ TEST_CASE("AVX2 level 1 equals the scalar bit-repack lookups", "[dequant][level1
 }
 
 namespace {
-// One random case of the AVX2 fused int8 decode kernel (NC columns, flush groups of `flush` k; 0:
+// One random case of a fused int8 decode kernel f.int8_fused[NC - 1] (NC columns, flush groups of `flush` k; 0:
 // the scale group): per tile, start group (0 and half way) and activation scale (per row, per
 // group) the kernel's outputs against expect(wp, t, codes, a, c), which adds what the kernel is
 // specified to add for the call a (its C unused) to c; bit for bit. Returns the calls checked.
 template <class P, int NC, class Expect>
-std::size_t check_avx2_fused_case(std::mt19937_64& rng, std::size_t flush, const Expect& expect) {
+std::size_t check_fused_case(std::mt19937_64& rng, std::size_t flush, const detail::dq_level1_fns<P>& f,
+                             const Expect& expect) {
   std::normal_distribution<float> nd(0.f, 1.f);
   const std::size_t G = P::spec.group_k > 0 ? std::size_t(P::spec.group_k) : 256;
   if (flush == 0) flush = G;
@@ -220,7 +222,6 @@ std::size_t check_avx2_fused_case(std::mt19937_64& rng, std::size_t flush, const
   const auto w = random_weights(rng, M * K);
   const auto wp = pack<P>(quantize<P>(w.data(), M, K));
   const packed_layout& L = wp.layout();
-  const auto f = detail::avx2::level1_fns<P>();
   REQUIRE(f.int8_fused[NC - 1] != nullptr);
   const std::size_t nfl = L.K_pad / flush;
   std::vector<int8_t> A(NC * L.K_pad);  // [-127, 127]: the activation packing's range
@@ -250,17 +251,29 @@ std::size_t check_avx2_fused_case(std::mt19937_64& rng, std::size_t flush, const
   }
   return calls;
 }
+// The fused int8 decode kernels of policy P: the AVX2 set's, and the AVX-512 set's where the CPU
+// has it (whole codes: the VNNI kernel; bit planes: the GFNI one, tested below)
+template <class P>
+std::vector<detail::dq_level1_fns<P>> fused_sets() {
+  std::vector<detail::dq_level1_fns<P>> v{detail::avx2::level1_fns<P>()};
+  if constexpr (P::spec.whole_codes())
+    if (detail::avx512::cpu_supported()) {
+      v.push_back(detail::dq_level1_for<P>(detail::avx512::kernels()));
+      REQUIRE(v.back().int8_fused[0] != v.front().int8_fused[0]);
+    }
+  return v;
+}
 // the first k of call a (its activation panel's offset in the case's panel)
 inline std::size_t fused_call_k0(const detail::mk_int8_args& a, std::size_t K_pad) {
   return K_pad - a.groups * a.steps * 4;
 }
 }  // namespace
 
-// The AVX2 fused level 1 + int8 micro-kernel (decode, 1 and 2 columns) against the buffered
+// The fused level 1 + int8 micro-kernels (decode, 1 and 2 columns; AVX2, and AVX-512 VNNI for whole codes) against the buffered
 // route (the portable unpacker's levels, lut_weight_source::group_scales, generic::mk_int8), bit
 // for bit: every policy it serves (levels up to 127 unsigned, larger ones signed), partial tiles,
 // whole K and a later start k0, per-row and per-group activation scales.
-TEST_CASE("AVX2 fused int8 decode kernel equals the buffered route", "[dequant_gemm][int8_kernel]") {
+TEST_CASE("fused int8 decode kernels (AVX2, AVX-512 VNNI) equal the buffered route", "[dequant_gemm][int8_kernel]") {
   if (!detail::avx2::cpu_supported()) return;
   std::size_t calls = 0;
   for_dq_policies<0, dq_policy_count>([&]<class P>() {
@@ -286,18 +299,20 @@ TEST_CASE("AVX2 fused int8 decode kernel equals the buffered route", "[dequant_g
         b.C = c;
         detail::generic::mk_int8<NC>(b);
       };
-      calls += check_avx2_fused_case<P, 1>(rng, 0, [&](auto&&... v) { buffered.template operator()<1>(v...); });
-      calls += check_avx2_fused_case<P, 2>(rng, 0, [&](auto&&... v) { buffered.template operator()<2>(v...); });
+      for (const auto& f : fused_sets<P>()) {
+        calls += check_fused_case<P, 1>(rng, 0, f, [&](auto&&... v) { buffered.template operator()<1>(v...); });
+        calls += check_fused_case<P, 2>(rng, 0, f, [&](auto&&... v) { buffered.template operator()<2>(v...); });
+      }
     }
   });
   CHECK(calls > 50);
 }
 
-// The AVX2 fused int8 decode kernel on float codebooks with split levels (NF4; no buffered route):
+// The fused int8 decode kernels (AVX2, AVX-512 VNNI) on float codebooks with split levels (NF4; no buffered route):
 // against its contract computed here, bit for bit: per flush group the exact int32 sum of the
 // fixed-point levels Q times the activations, then mk_int8's epilogue with weight scale s 2^-13 and
 // zero coefficient s (c = fma(float(sum) [* sa], s 2^-13, c); c = fma(-sumx, s, c)).
-TEST_CASE("AVX2 fused int8 decode kernel on split levels equals its integer contract", "[dequant_gemm][int8_kernel]") {
+TEST_CASE("fused int8 decode kernels (AVX2, AVX-512 VNNI) on split levels equal their integer contract", "[dequant_gemm][int8_kernel]") {
   if (!detail::avx2::cpu_supported()) return;
   std::size_t calls = 0;
   for_dq_policies<0, dq_policy_count>([&]<class P>() {
@@ -326,8 +341,10 @@ TEST_CASE("AVX2 fused int8 decode kernel on split levels equals its integer cont
         }
       };
       for (int rep = 0; rep < 3; ++rep) {
-        calls += check_avx2_fused_case<P, 1>(rng, 32, [&](auto&&... v) { contract.template operator()<1>(v...); });
-        calls += check_avx2_fused_case<P, 2>(rng, 32, [&](auto&&... v) { contract.template operator()<2>(v...); });
+        for (const auto& f : fused_sets<P>()) {
+          calls += check_fused_case<P, 1>(rng, 32, f, [&](auto&&... v) { contract.template operator()<1>(v...); });
+          calls += check_fused_case<P, 2>(rng, 32, f, [&](auto&&... v) { contract.template operator()<2>(v...); });
+        }
       }
     }
   });

@@ -7,6 +7,7 @@
 //            (fp32 or bf16 entries), so dequantization is lookups with no per-element float math.
 // Everything reads offsets from the tiling spec (packed_layout); nothing here computes a stride.
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -185,6 +186,47 @@ constexpr int split_level_q(int code) {
   const double v = double(format_traits<typename P::format>::level(code)) * double(1 << split_level_bits);
   const long r = v >= 0 ? long(v + 0.5) : -long(-v + 0.5);
   return int(r) + (1 << split_level_bits);
+}
+
+// Whole codes (tiling_spec::whole_codes: 8 bits, codebooks, Q4NX): a step's 64 rows are already
+// in the step-major order, register o holding rows 8 o .. 8 o + 7 (a dword each) at byte
+// code_byte_in_step_pair(8 o, s, 0) of the step pair: one load (4 bits: and a shift and mask).
+template <class P>
+constexpr bool whole_codes_step_major() {
+  constexpr auto& S = P::spec;
+  if (!S.whole_codes()) return false;
+  for (int r = 0; r < 64; ++r)
+    for (int s = 0; s < 2; ++s)
+      for (int i = 0; i < 4; ++i)
+        if (S.code_byte_in_step_pair(r, s, i) != S.code_byte_in_step_pair(8 * (r / 8), s, 0) + 4 * (r % 8) + i ||
+            S.code_byte_in_step_pair(8 * (r / 8), s, 0) % 32 != 0)
+          return false;
+  return true;
+}
+// The integer levels' range (0 for float codebooks: split levels)
+template <class P>
+constexpr int max_level() {
+  using FT = format_traits<typename P::format>;
+  if constexpr (!FT::integer_levels) return 0;  // (split levels)
+  int m = 0;
+  for (int c = 0; c <= FT::max_code; ++c) m = std::max(m, int(FT::level(c)));
+  return m;
+}
+template <class P>
+constexpr int min_level() {
+  using FT = format_traits<typename P::format>;
+  if constexpr (!FT::integer_levels) return 0;
+  int m = 255;
+  for (int c = 0; c <= FT::max_code; ++c) m = std::min(m, int(FT::level(c)));
+  return m;
+}
+// The fused int8 decode of whole codes (targets/cpu): step-major codes whose levels are the codes,
+// small integer levels (a byte map) or split levels (NF4)
+template <class P>
+constexpr bool whole_codes_int8_fused() {
+  using FT = format_traits<typename P::format>;
+  return whole_codes_step_major<P>() &&
+         (levels_are_codes<P>() || (FT::integer_levels && FT::max_code < 16) || split_levels<P>());
 }
 
 // The level-2 value of one code of a (row, group): value(scale, zero, code), as T.

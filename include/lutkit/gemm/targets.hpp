@@ -78,8 +78,16 @@ dq_level1_fns<P> dq_level1_for([[maybe_unused]] const dq_kernel_set& ks) {
 #if defined(LUTKIT_HAVE_AVX512_DQ)
   if (&ks == &avx512::kernels()) {
 #if defined(LUTKIT_HAVE_AVX2_DQ)
-    // whole codes (8 bits, codebooks, Q4NX): level 1 is a load, the AVX2 set's kernels serve them
-    if constexpr (P::spec.whole_codes()) return avx2::level1_fns<P>();
+    // whole codes (8 bits, codebooks, Q4NX): level 1 is a load, the AVX2 set's unpackers serve
+    // them; the fused int8 decode is the VNNI one
+    if constexpr (P::spec.whole_codes()) {
+      dq_level1_fns<P> f = avx2::level1_fns<P>();
+      if constexpr (avx512::whole_codes_in_registers<P>()) {
+        f.int8_fused[0] = &avx512::mk_int8_whole<P, 1>;
+        f.int8_fused[1] = &avx512::mk_int8_whole<P, 2>;
+      }
+      return f;
+    }
 #endif
     return avx512::level1_fns<P>();
   }

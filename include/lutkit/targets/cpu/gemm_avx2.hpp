@@ -336,21 +336,6 @@ LUTKIT_AVX2_DQ inline void step_quarter_transposed(const uint8_t* base, int spi,
   r[1] = _mm256_and_si256(_mm256_srli_epi16(x, 4), m0f);
 }
 
-// Whole codes (tiling_spec::whole_codes: 8 bits, codebooks, Q4NX): a step's 64 rows are already
-// in the step-major order, register o holding rows 8 o .. 8 o + 7 (a dword each) at byte
-// code_byte_in_step_pair(8 o, s, 0) of the step pair: one load (4 bits: and a shift and mask).
-template <class P>
-constexpr bool whole_codes_step_major() {
-  constexpr auto& S = P::spec;
-  if (!S.whole_codes()) return false;
-  for (int r = 0; r < 64; ++r)
-    for (int s = 0; s < 2; ++s)
-      for (int i = 0; i < 4; ++i)
-        if (S.code_byte_in_step_pair(r, s, i) != S.code_byte_in_step_pair(8 * (r / 8), s, 0) + 4 * (r % 8) + i ||
-            S.code_byte_in_step_pair(8 * (r / 8), s, 0) % 32 != 0)
-          return false;
-  return true;
-}
 template <class P>
 LUTKIT_AVX2_DQ inline __m256i whole_step_reg(const uint8_t* pair, int s, int o) {
   constexpr auto& S = P::spec;
@@ -496,26 +481,11 @@ LUTKIT_AVX2_DQ void codes_rows(const uint8_t* data, const packed_layout& L, std:
 // 3.8 ms fused, 4.5 ms buffered (level 1 + mk_int8). Whole codes: mk_int8_whole below, every
 // level form above.
 template <class P>
-constexpr int max_level() {
-  using FT = format_traits<typename P::format>;
-  if constexpr (!FT::integer_levels) return 0;  // (split levels)
-  int m = 0;
-  for (int c = 0; c <= FT::max_code; ++c) m = std::max(m, int(FT::level(c)));
-  return m;
-}
-template <class P>
-constexpr int min_level() {
-  using FT = format_traits<typename P::format>;
-  if constexpr (!FT::integer_levels) return 0;
-  int m = 255;
-  for (int c = 0; c <= FT::max_code; ++c) m = std::min(m, int(FT::level(c)));
-  return m;
-}
-template <class P>
 constexpr bool has_int8_fused() {
   using FT = format_traits<typename P::format>;
-  return (has_transpose<P>() || whole_codes_step_major<P>()) &&
-         (levels_are_codes<P>() || (FT::integer_levels && FT::max_code < 16) || split_levels<P>());
+  return (has_transpose<P>() &&
+          (levels_are_codes<P>() || (FT::integer_levels && FT::max_code < 16) || split_levels<P>())) ||
+         whole_codes_int8_fused<P>();
 }
 // 8 fp16 / bf16 group parameters -> fp32 (exact)
 template <bool BF16>

@@ -583,11 +583,163 @@ LUTKIT_AVX512_GFNI void mk_int8_fused(const uint8_t* data, const packed_layout& 
   if constexpr (NC == 2) from_pair_order(f[1], a.C + 64);
 }
 
+// Whole codes (8 bits, codebooks, Q4NX), the fused int8 decode with VNNI: the step-major codes as
+// stored (whole_codes_step_major; a 64-byte load holds rows 16 T .. 16 T + 15 of a step, 4-bit
+// codes both steps of the pair, low and high nibbles), the level map by one vpshufb, and vpdpbusd
+// of the u8 levels with the s8 activations: every level of 0..255 goes in as it is (no sign trick,
+// no activation-sum correction), split levels (NF4) as two dots into two accumulators joined per
+// flush group as 128 hi + lo (sum(Q x), exact). The integer sums are mk_int8's; the epilogue is
+// generic::mk_int8's in its order (c = fma(float(sum) [* sa], sw, c); c = fma(-sumx, swz, c)) with
+// the group's scales and zeros decoded from the blob as lut_weight_source::group_scales does
+// (the same bits as the buffered route). The outputs stay in registers for the call. The group's
+// scales are decoded before its dots: decoded after them, the epilogue waited on their lines
+// (Q4NX 1 thread 0.67 against 0.79-0.82 of the plain read). No software prefetch: on Zen 4 the
+// hardware prefetcher keeps up with the one sequential stream, and prefetching 4 or 8 KiB ahead
+// (per step pair, or every line of the stream by a cursor) made Q8_0 slower (1 thread 0.61-0.70
+// against 0.75 without). Against the AVX2 kernel on Zen 4 (4096 x 14336, N = 1, cold, 1 thread,
+// three runs alternating the builds, vs the plain read): NF4 0.63-0.70 against 0.44-0.50, Q4NX
+// 0.71-0.81 against 0.62-0.74, IQ4_NL 0.51-0.73 against 0.58-0.60, Q8_0 0.78-0.82 against 0.73-0.89.
+template <class P>
+constexpr bool whole_codes_in_registers() {
+  constexpr auto& S = P::spec;
+  if (!whole_codes_int8_fused<P>()) return false;
+  for (int o = 0; o < 8; ++o)
+    for (int s = 0; s < 2; ++s)
+      if (S.code_byte_in_step_pair(8 * o, s, 0) != 32 * o + (S.planes == 8 ? 256 * s : 0)) return false;
+  return S.code_shift(1) == (S.planes == 8 ? 0 : 4);
+}
+// 16 fp16 / bf16 group parameters (rows in order) -> fp32 (exact)
+template <bool BF16>
+LUTKIT_AVX512_DQ inline __m512 param16(const uint8_t* p) {
+  const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  if constexpr (BF16) return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  else return _mm512_cvtph_ps(h);
+}
+template <class P, int NC>
+LUTKIT_AVX512_DQ void mk_int8_whole(const uint8_t* data, const packed_layout& L, std::size_t t, std::size_t k0,
+                                    const mk_int8_args& a) {
+  static_assert(NC == 1 || NC == 2);
+  static_assert(whole_codes_in_registers<P>());
+  constexpr auto& S = P::spec;
+  using FT = format_traits<typename P::format>;
+  constexpr bool MAP = !levels_are_codes<P>();
+  constexpr bool SPLIT = split_levels<P>();
+  constexpr bool B8 = S.planes == 8;
+  static_assert(!(B8 && MAP), "8-bit codes are their levels");
+  constexpr std::size_t SPB = std::size_t(S.step_pair_bytes());
+  constexpr std::size_t spb = std::size_t(S.steps_per_block);
+  alignas(16) uint8_t m[16] = {}, ml[16] = {};
+  if constexpr (SPLIT) {
+    for (int c = 0; c <= FT::max_code; ++c) {
+      m[c] = uint8_t(split_level_q<P>(c) >> 7);
+      ml[c] = uint8_t(split_level_q<P>(c) & 127);
+    }
+  } else if constexpr (MAP) {
+    for (int c = 0; c <= FT::max_code; ++c) m[c] = uint8_t(int(FT::level(c)));
+  }
+  [[maybe_unused]] const __m512i map = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(m)));
+  [[maybe_unused]] const __m512i map_lo = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(ml)));
+  const __m512i m0f = _mm512_set1_epi8(0x0F);
+  __m512 f[NC][4];
+#pragma GCC unroll 2
+  for (int n = 0; n < NC; ++n)
+#pragma GCC unroll 4
+    for (int T = 0; T < 4; ++T) f[n][T] = _mm512_loadu_ps(a.C + 64 * n + 16 * T);
+  std::size_t step0 = k0 / 4;
+  const int8_t* A = a.A;
+  const std::size_t pairs = a.steps / 2;
+  for (std::size_t g = 0; g < a.groups; ++g, step0 += a.steps, A += a.steps * a.lda) {
+    // the flush group's first step pair (its steps are whole step pairs of one scale group, whose
+    // blocks are contiguous)
+    const uint8_t* p = data + L.block_offset(t, step0 / spb) + (step0 % spb) / 2 * SPB;
+    // the group's scales and zeros from the blob (lut_weight_source::group_scales' arithmetic),
+    // first: their lines' misses overlap the codes' (loaded after the dots, the epilogue waited on
+    // them)
+    const std::size_t gi = L.group_of_k(step0 * 4);
+    const uint8_t* ps = data + L.scale_offset(t, gi);
+    alignas(64) float sw[64], swz[64];
+#pragma GCC unroll 4
+    for (int T = 0; T < 4; ++T) {
+      __m512 sc = param16<S.bf16_params>(ps + 32 * T), zc;
+      if constexpr (S.asymmetric) {
+        const __m512 zz = param16<S.bf16_params>(data + L.zero_offset(t, gi) + 32 * T);
+        zc = S.min_form ? _mm512_xor_ps(zz, _mm512_set1_ps(-0.f)) : _mm512_mul_ps(zz, sc);
+      } else {
+        zc = _mm512_mul_ps(_mm512_set1_ps(S.sym_zero), sc);
+      }
+      if constexpr (SPLIT) {  // w = s (Q - 2^13) 2^-13: scale s 2^-13, zero coefficient s
+        zc = sc;
+        sc = _mm512_mul_ps(sc, _mm512_set1_ps(1.f / float(1 << split_level_bits)));
+      }
+      _mm512_store_ps(sw + 16 * T, sc);
+      _mm512_store_ps(swz + 16 * T, zc);
+    }
+    __m512i c[NC][4], cl[NC][4];
+#pragma GCC unroll 2
+    for (int n = 0; n < NC; ++n)
+#pragma GCC unroll 4
+      for (int T = 0; T < 4; ++T) c[n][T] = cl[n][T] = _mm512_setzero_si512();
+    const int8_t* as = A;
+    for (std::size_t sp = 0; sp < pairs; ++sp, p += SPB, as += 2 * a.lda) {
+      __m512i x[2][NC];
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h)
+#pragma GCC unroll 2
+        for (int n = 0; n < NC; ++n) x[h][n] = _mm512_set1_epi32(panel_quad(as + h * a.lda, n));
+      __m512i w[2][4];
+#pragma GCC unroll 4
+      for (int T = 0; T < 4; ++T) {
+        if constexpr (B8) {
+          w[0][T] = _mm512_loadu_si512(p + 64 * T);
+        } else {
+          const __m512i v = _mm512_loadu_si512(p + 64 * T);
+          w[0][T] = _mm512_and_si512(v, m0f);
+          w[1][T] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m0f);
+        }
+      }
+      if constexpr (B8)
+#pragma GCC unroll 4
+        for (int T = 0; T < 4; ++T) w[1][T] = _mm512_loadu_si512(p + 256 + 64 * T);
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h)
+#pragma GCC unroll 4
+        for (int T = 0; T < 4; ++T) {
+          __m512i wl = w[h][T];
+          if constexpr (SPLIT) wl = _mm512_shuffle_epi8(map_lo, w[h][T]);
+          const __m512i wv = MAP ? _mm512_shuffle_epi8(map, w[h][T]) : w[h][T];
+#pragma GCC unroll 2
+          for (int n = 0; n < NC; ++n) {
+            c[n][T] = _mm512_dpbusd_epi32(c[n][T], wv, x[h][n]);
+            if constexpr (SPLIT) cl[n][T] = _mm512_dpbusd_epi32(cl[n][T], wl, x[h][n]);
+          }
+        }
+    }
+    const float* sx = a.sumx + g * a.ldsum;
+    const float* sa = a.sa ? a.sa + g * a.ldsum : nullptr;
+#pragma GCC unroll 4
+    for (int T = 0; T < 4; ++T)
+#pragma GCC unroll 2
+      for (int n = 0; n < NC; ++n) {
+        __m512i sum = c[n][T];
+        if constexpr (SPLIT) sum = _mm512_add_epi32(_mm512_slli_epi32(sum, 7), cl[n][T]);
+        __m512 v = _mm512_cvtepi32_ps(sum);
+        if (sa) v = _mm512_mul_ps(v, _mm512_set1_ps(sa[n]));
+        f[n][T] = _mm512_fmadd_ps(v, _mm512_load_ps(sw + 16 * T), f[n][T]);
+        f[n][T] = _mm512_fnmadd_ps(_mm512_load_ps(swz + 16 * T), _mm512_set1_ps(sx[n]), f[n][T]);
+      }
+  }
+#pragma GCC unroll 2
+  for (int n = 0; n < NC; ++n)
+#pragma GCC unroll 4
+    for (int T = 0; T < 4; ++T) _mm512_storeu_ps(a.C + 64 * n + 16 * T, f[n][T]);
+}
+
 template <class P>
 LUTKIT_AVX512_DQ void unpack_levels_steps(const uint8_t* data, const packed_layout& L, std::size_t t, std::size_t k0,
                                           std::size_t k1, uint8_t* out, bool allow_gfni = true) {
   constexpr auto& S = P::spec;
   static_assert(!S.ternary, "ternary steps are 3 activations: the scalar unpacker serves them");
+  static_assert(!S.whole_codes(), "whole codes are not bit planes: the AVX2 set's level 1 (a load) serves them");
   if constexpr (S.planes == 4) {
     if (allow_gfni && cpu_has_gfni()) {
       unpack_levels_steps_gfni<P>(data, L, t, k0, k1, out);
