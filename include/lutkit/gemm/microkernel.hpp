@@ -13,6 +13,7 @@
 // bf16 / fp32: the same with 32-bit elements: a step is a pair of bf16 (k2) or one fp32 (k);
 //   W   step-major values: step s, row r at W[s * 64 + r];  A  step s, column j at A[s * lda + j]
 #pragma once
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 
@@ -106,6 +107,22 @@ struct tg_int8_args {
   float* acc;
 };
 inline constexpr int tg_int8_cols = 4;  // columns per call
+// whether the call's k pairs sit where super_group_map puts B-bit codes (pair q: byte 64 q % 32 B,
+// shift 64 q / 32 B * B), and whether every activation scale keeps s * xa * 2^-16 normal
+inline bool tg_int8_layout_is(const tg_int8_args& a, int B) {
+  if (a.bits != B) return false;
+  for (int q = 0; q < 4; ++q)
+    if (a.qbyte[q] != 64 * q % (32 * B) || a.qshift[q] != 64 * q / (32 * B) * B) return false;
+  return true;
+}
+inline bool tg_int8_wide_exact(const tg_int8_args& a, int nc) {
+  for (int n = 0; n < nc; ++n)
+    for (std::size_t i = 0; i < (a.n_sg + 3) / 4; ++i) {
+      const float v = a.xa[std::size_t(n) * a.lda + i];
+      if (v != 0.f && !(std::fabs(v) >= 0x1p-86f)) return false;
+    }
+  return true;
+}
 using tg_int8_fn = void (*)(const tg_int8_args&);
 
 struct dq_activations;  // gemm/activations.hpp

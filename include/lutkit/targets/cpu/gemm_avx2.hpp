@@ -842,22 +842,6 @@ LUTKIT_AVX2_DQ void tg_int8_b(const tg_int8_args& a) {
     _mm256_storeu_ps(out + 24, r3);
   }
 }
-// whether the call's k pairs sit where super_group_map puts B-bit codes (pair q: byte 64 q % 32 B,
-// shift 64 q / 32 B * B), and whether every activation scale keeps s * xa * 2^-16 normal
-inline bool tg_int8_layout_is(const tg_int8_args& a, int B) {
-  if (a.bits != B) return false;
-  for (int q = 0; q < 4; ++q)
-    if (a.qbyte[q] != 64 * q % (32 * B) || a.qshift[q] != 64 * q / (32 * B) * B) return false;
-  return true;
-}
-inline bool tg_int8_wide_exact(const tg_int8_args& a, int nc) {
-  for (int n = 0; n < nc; ++n)
-    for (std::size_t i = 0; i < (a.n_sg + 3) / 4; ++i) {
-      const float v = a.xa[std::size_t(n) * a.lda + i];
-      if (v != 0.f && !(std::fabs(v) >= 0x1p-86f)) return false;
-    }
-  return true;
-}
 template <int NC>
 void tg_int8(const tg_int8_args& a) {
   const bool wide = tg_int8_wide_exact(a, NC);
