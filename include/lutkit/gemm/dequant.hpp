@@ -229,6 +229,28 @@ constexpr bool whole_codes_int8_fused() {
          (levels_are_codes<P>() || (FT::integer_levels && FT::max_code < 16) || split_levels<P>());
 }
 
+// The fused int8 decode's byte maps of 4-bit whole codes (vpshufb tables, code -> u8): split
+// levels (NF4) the high and low parts of Q (hi = Q >> 7, lo = Q & 127); codebooks with integer
+// levels level - bias in hi (bias 128: signed levels, as a byte)
+struct level_byte_maps {
+  alignas(16) uint8_t hi[16];
+  alignas(16) uint8_t lo[16];
+};
+template <class P>
+constexpr level_byte_maps whole_code_level_maps(int bias) {
+  using FT = format_traits<typename P::format>;
+  level_byte_maps m{};
+  if constexpr (split_levels<P>()) {
+    for (int c = 0; c <= FT::max_code; ++c) {
+      m.hi[c] = uint8_t(split_level_q<P>(c) >> 7);
+      m.lo[c] = uint8_t(split_level_q<P>(c) & 127);
+    }
+  } else if constexpr (!levels_are_codes<P>() && FT::max_code < 16) {
+    for (int c = 0; c <= FT::max_code; ++c) m.hi[c] = uint8_t(int(FT::level(c)) - bias);
+  }
+  return m;
+}
+
 // The level-2 value of one code of a (row, group): value(scale, zero, code), as T.
 template <class P, class T>
 inline T level2_value(float s, float z, int c) {

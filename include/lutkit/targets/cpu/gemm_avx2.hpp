@@ -596,7 +596,6 @@ LUTKIT_AVX2_DQ void mk_int8_whole(const uint8_t* data, const packed_layout& L, s
   static_assert(NC == 1 || NC == 2);
   static_assert(has_int8_fused<P>() && whole_codes_step_major<P>());
   constexpr auto& S = P::spec;
-  using FT = format_traits<typename P::format>;
   constexpr bool MAP = !levels_are_codes<P>();
   constexpr bool SPLIT = split_levels<P>();
   constexpr bool SIGNED = max_level<P>() > 127;
@@ -608,18 +607,10 @@ LUTKIT_AVX2_DQ void mk_int8_whole(const uint8_t* data, const packed_layout& L, s
   constexpr int RB = NC == 1 ? 8 : 4;
   constexpr std::size_t SPB = std::size_t(S.step_pair_bytes());
   static_assert(S.code_byte_in_step_pair(0, 1, 0) == (B8 ? 256 : 0) && S.code_shift(1) == (B8 ? 0 : 4));
-  alignas(16) uint8_t m[16] = {}, ml[16] = {};
-  if constexpr (SPLIT) {
-    for (int c = 0; c <= FT::max_code; ++c) {
-      m[c] = uint8_t(split_level_q<P>(c) >> 7);
-      ml[c] = uint8_t(split_level_q<P>(c) & 127);
-    }
-  } else if constexpr (MAP) {
-    for (int c = 0; c <= FT::max_code; ++c) m[c] = uint8_t(int(FT::level(c)) - (SIGNED ? 128 : 0));
-  }
-  [[maybe_unused]] const __m256i map = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(m)));
+  static constexpr level_byte_maps lm = whole_code_level_maps<P>(SIGNED ? 128 : 0);
+  [[maybe_unused]] const __m256i map = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(lm.hi)));
   [[maybe_unused]] const __m256i map_lo =
-      _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(ml)));
+      _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(lm.lo)));
   const __m256i ones = _mm256_set1_epi16(1);
   [[maybe_unused]] const __m256i ones8 = _mm256_set1_epi8(1), bias = _mm256_set1_epi8(char(0x80)),
                                  m0f = _mm256_set1_epi8(0x0F), s128 = _mm256_set1_epi16(128);

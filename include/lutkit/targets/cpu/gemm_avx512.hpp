@@ -621,24 +621,15 @@ LUTKIT_AVX512_DQ void mk_int8_whole(const uint8_t* data, const packed_layout& L,
   static_assert(NC == 1 || NC == 2);
   static_assert(whole_codes_in_registers<P>());
   constexpr auto& S = P::spec;
-  using FT = format_traits<typename P::format>;
   constexpr bool MAP = !levels_are_codes<P>();
   constexpr bool SPLIT = split_levels<P>();
   constexpr bool B8 = S.planes == 8;
   static_assert(!(B8 && MAP), "8-bit codes are their levels");
   constexpr std::size_t SPB = std::size_t(S.step_pair_bytes());
   constexpr std::size_t spb = std::size_t(S.steps_per_block);
-  alignas(16) uint8_t m[16] = {}, ml[16] = {};
-  if constexpr (SPLIT) {
-    for (int c = 0; c <= FT::max_code; ++c) {
-      m[c] = uint8_t(split_level_q<P>(c) >> 7);
-      ml[c] = uint8_t(split_level_q<P>(c) & 127);
-    }
-  } else if constexpr (MAP) {
-    for (int c = 0; c <= FT::max_code; ++c) m[c] = uint8_t(int(FT::level(c)));
-  }
-  [[maybe_unused]] const __m512i map = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(m)));
-  [[maybe_unused]] const __m512i map_lo = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(ml)));
+  static constexpr level_byte_maps lm = whole_code_level_maps<P>(0);
+  [[maybe_unused]] const __m512i map = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(lm.hi)));
+  [[maybe_unused]] const __m512i map_lo = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(lm.lo)));
   const __m512i m0f = _mm512_set1_epi8(0x0F);
   __m512 f[NC][4];
 #pragma GCC unroll 2
