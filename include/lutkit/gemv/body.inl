@@ -124,6 +124,13 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
       if (lone_byte_of_row(r) != (r < 16 ? 2 * r : 2 * (r - 16) + 1)) return false;
     return true;
   }(), "lone_byte_of_row no longer puts rows 0..15 in even bytes and 16..31 in odd bytes");
+  // the two steps' tables of a pair, adjacent when a step's table is 16 bytes: one load
+  [[maybe_unused]] auto table_pair = [](const auto* tp) LUTKIT_ALWAYS_INLINE {
+    if constexpr (TB == 16 && requires { Ops::table_pair_adjacent(tp); })
+      return Ops::table_pair_adjacent(tp);
+    else
+      return Ops::table_pair(tp, tp + TB);
+  };
   [[maybe_unused]] const V gidx = Ops::load(gb.idx);
   [[maybe_unused]] const V gw = Ops::load(gb.weight);
 
@@ -131,13 +138,34 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
   // lone [E_lo, O_lo, E_hi, O_hi]: row 16q+l at lanes l and 16+l of vector q.
   using F = typename Ops::F;
   alignas(64) float s32[R] = {}, z32[R] = {};
+  // Ops with a one-register F and a 16-lane f16 load keep a small tile's outputs in registers for
+  // the call and the block's scales (and zeros) in registers: the block epilogue then has no
+  // stores, and the buffered form's store and reload per group is gone (W1 g64: 42 -> 22
+  // epilogue instructions per block of 8 step pairs)
+  constexpr bool F16_AT_USE = requires(const uint16_t* h) { requires std::is_same_v<decltype(Ops::loadf16(h)), F>; };
+  constexpr bool OUT_REGS = F16_AT_USE && NB <= 2;
+  F outv[OUT_REGS ? NB : 1][4], sreg[4], zreg[4];
+  if constexpr (OUT_REGS)
+    for (int n = 0; n < NB; ++n)
+      for (int q = 0; q < 4; ++q) outv[n][q] = Ops::loadf(acc + n * R + 16 * q);
   constexpr float c_mirror = S.mirror ? 0.5f * float(S.plane_weight_sum) : 0.f;
   // symmetric formats: one bias for every row (ternary: none)
   constexpr float z_sym = S.ternary ? 0.f : c_mirror - S.sym_zero;
 
+  const std::size_t pf_bytes = std::size_t(detail::stream_prefetch_bytes(S.prefetch_bytes));
   for (std::size_t blk = blk0; blk < blk1; ++blk) {
     const std::size_t g = L.group_of_block(blk);
-    if (blk == blk0 || blk % L.blocks_per_group == 0) {
+    if constexpr (F16_AT_USE) {
+      // at the block's start, as the buffered form: converted where the epilogue uses them, the
+      // loads' latency was exposed there (W4 g64 1 thread: 0.60 of a plain read against 0.83)
+      const uint16_t* s16 = reinterpret_cast<const uint16_t*>(a.data + L.scale_offset(t, g));
+      for (int q = 0; q < 4; ++q) sreg[q] = Ops::loadf16(s16 + 16 * q);
+      if constexpr (S.asymmetric) {
+        // c_mirror - z in one rounding, as the buffered form's subtraction
+        const uint16_t* z16 = reinterpret_cast<const uint16_t*>(a.data + L.zero_offset(t, g));
+        for (int q = 0; q < 4; ++q) zreg[q] = Ops::fmaf(Ops::loadf16(z16 + 16 * q), Ops::setf(-1.f), Ops::setf(c_mirror));
+      }
+    } else if (blk == blk0 || blk % L.blocks_per_group == 0) {
       Ops::f16_to_f32(reinterpret_cast<const uint16_t*>(a.data + L.scale_offset(t, g)), s32, R);
       if constexpr (S.asymmetric) {
         Ops::f16_to_f32(reinterpret_cast<const uint16_t*>(a.data + L.zero_offset(t, g)), z32, R);
@@ -157,8 +185,9 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
       const std::size_t j = 2 * (sp0 + std::size_t(spi));  // first step of the pair
       // stream ahead into L1: the CPU analogue of T-MAN's DMA stage (a tile's bytes are contiguous)
       if constexpr (S.prefetch_bytes > 0)
-        for (int c = 0; c < S.step_pair_bytes(); c += 64)
-          __builtin_prefetch(bp + S.paired_chunk_in_block(spi, 0, 0) + S.prefetch_bytes + c, 0, 3);
+        if (pf_bytes > 0)
+          for (int c = 0; c < S.step_pair_bytes(); c += 64)
+            __builtin_prefetch(bp + S.paired_chunk_in_block(spi, 0, 0) + pf_bytes + c, 0, 3);
       for (int p = 0; p < PP; ++p) {
         for (int s = 0; s < 2; ++s) {
           const V raw = Ops::load(bp + S.paired_chunk_in_block(spi, s, p));
@@ -189,7 +218,7 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
         }
         for (int n = 0; n < NB; ++n) {
           const int8_t* tp = E[n] + j * TB;
-          const auto tb = Ops::table_pair(tp, tp + TB);
+          const auto tb = table_pair(tp);
           V kl = Ops::lookup_pair(tb, lo), kh = Ops::lookup_pair(tb, hi);
           if constexpr (S.ternary) {
             kl = Ops::negate_mask(kl, sgn[0]);
@@ -303,15 +332,29 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
         }
         for (int i = 0; i < 2; ++i) {
           const int q = 2 * h + i;
-          const F bias = S.asymmetric ? Ops::mulf(Ops::loadf(z32 + 16 * q), sx) : Ops::setf(z_sym * XS[n][blk]);
+          F zq = Ops::setf(0.f), sq;
+          if constexpr (F16_AT_USE) {
+            zq = zreg[q];
+            sq = sreg[q];
+          } else {
+            if constexpr (S.asymmetric) zq = Ops::loadf(z32 + 16 * q);
+            sq = Ops::loadf(s32 + 16 * q);
+          }
+          const F bias = S.asymmetric ? Ops::mulf(zq, sx) : Ops::setf(z_sym * XS[n][blk]);
           const F val = Ops::fmaf(i == 0 ? r0 : r1, ts, bias);
-          Ops::storef(an + 16 * q, Ops::fmaf(Ops::loadf(s32 + 16 * q), val, Ops::loadf(an + 16 * q)));
+          if constexpr (OUT_REGS)
+            outv[n][q] = Ops::fmaf(sq, val, outv[n][q]);
+          else
+            Ops::storef(an + 16 * q, Ops::fmaf(sq, val, Ops::loadf(an + 16 * q)));
         }
       };
       half.template operator()<0>();
       half.template operator()<1>();
     }
   }
+  if constexpr (OUT_REGS)
+    for (int n = 0; n < NB; ++n)
+      for (int q = 0; q < 4; ++q) Ops::storef(acc + n * R + 16 * q, outv[n][q]);
 }
 
 // Rows [row_begin, row_end) of y = W x for N activation rows.

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "../core/prefetch.hpp"
 #include "../core/tiling.hpp"
 
 namespace lutkit::detail {

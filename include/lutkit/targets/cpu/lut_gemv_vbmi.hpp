@@ -55,6 +55,9 @@ struct Ops {
     const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b));
     return TP{_mm512_castsi256_si512(_mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1))};
   }
+  static TP table_pair_adjacent(const int8_t* a) {
+    return TP{_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a)))};
+  }
   static V lookup_pair(TP t, V i) {
     return _mm512_permutexvar_epi8(_mm512_ternarylogic_epi32(i, _mm512_set1_epi8(0x0F), _mm512_set1_epi16(0x1000), 0xEA), t.t);
   }
@@ -72,6 +75,7 @@ struct Ops {
     for (int i = 0; i < n; i += 16)
       _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i))));
   }
+  static F loadf16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
   static F setf(float x) { return _mm512_set1_ps(x); }
   static F loadf(const float* p) { return _mm512_loadu_ps(p); }
   static void storef(float* p, F f) { _mm512_storeu_ps(p, f); }
