@@ -14,3 +14,11 @@
 #else
 #define LUTKIT_VECTORIZE
 #endif
+
+// `#pragma GCC unroll n` with n a macro (expanded before the pragma is formed)
+#define LUTKIT_PRAGMA_STR_(x) #x
+#if defined(__GNUC__) && !defined(__clang__)
+#define LUTKIT_PRAGMA_UNROLL(n) _Pragma(LUTKIT_PRAGMA_STR_(GCC unroll n))
+#else
+#define LUTKIT_PRAGMA_UNROLL(n)
+#endif

@@ -11,10 +11,11 @@
 
 namespace lutkit::detail {
 
-// Zen 4 (AMD family 19h with AVX-512F; Zen 3, the same family, has no AVX-512): a software
-// prefetch of a stream from DRAM into L1 costs more than it saves there (the hardware prefetcher
-// keeps the stream in L2); on Zen 5 it is what makes the 1-thread LUT-GEMV reach the read
-// (docs/benchmarks.md, "LUT-GEMV at one thread").
+// Zen 4: AMD family 19h with AVX-512F (Zen 3, the same family, has no AVX-512). There the
+// LUT-GEMV's software prefetch of its weight stream costs more than it saves; on Zen 5 it is what
+// makes the 1-thread LUT-GEMV reach the read (docs/benchmarks.md, "LUT-GEMV at one thread"). The
+// int8 decode kernels keep theirs on Zen 4, where it still pays (W4 g64, 1 thread, vs the plain
+// read: 0.66-0.68 with it, 0.49-0.58 without).
 inline bool host_is_zen4() {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   static const bool z4 = [] {
@@ -34,9 +35,9 @@ inline bool host_is_zen4() {
 #endif
 }
 
-// The distance (bytes) a kernel streaming its weights from DRAM prefetches ahead on this host:
-// the tiling spec's distance, or 0 where the prefetch costs more than it saves (host_is_zen4).
-inline int stream_prefetch_bytes(int spec_bytes) { return host_is_zen4() ? 0 : spec_bytes; }
+// The distance (bytes) the LUT-GEMV prefetches its weight stream ahead on this host: the tiling
+// spec's distance, or 0 where the prefetch costs more than it saves (host_is_zen4).
+inline int gemv_prefetch_bytes(int spec_bytes) { return host_is_zen4() ? 0 : spec_bytes; }
 
 // Request the cache line holding p (a hint: never faults, may be dropped), into L1 and L2
 // (prefetcht0) or into L2 (prefetcht1). Which one, on the Zen 4 host (docs/benchmarks.md,

@@ -152,7 +152,7 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
   // symmetric formats: one bias for every row (ternary: none)
   constexpr float z_sym = S.ternary ? 0.f : c_mirror - S.sym_zero;
 
-  const std::size_t pf_bytes = std::size_t(detail::stream_prefetch_bytes(S.prefetch_bytes));
+  const std::size_t pf_bytes = std::size_t(detail::gemv_prefetch_bytes(S.prefetch_bytes));
   for (std::size_t blk = blk0; blk < blk1; ++blk) {
     const std::size_t g = L.group_of_block(blk);
     if constexpr (F16_AT_USE) {
@@ -181,6 +181,9 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
       }
     const uint8_t* bp = a.data + L.block_offset(t, blk);
     const std::size_t sp0 = blk * std::size_t(S.step_pairs_per_block());
+#if defined(LUTKIT_GEMV_STEP_PAIR_UNROLL)
+    LUTKIT_PRAGMA_UNROLL(LUTKIT_GEMV_STEP_PAIR_UNROLL)
+#endif
     for (int spi = 0; spi < S.step_pairs_per_block(); ++spi) {
       const std::size_t j = 2 * (sp0 + std::size_t(spi));  // first step of the pair
       // stream ahead into L1: the CPU analogue of T-MAN's DMA stage (a tile's bytes are contiguous)
