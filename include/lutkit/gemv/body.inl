@@ -124,13 +124,6 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
       if (lone_byte_of_row(r) != (r < 16 ? 2 * r : 2 * (r - 16) + 1)) return false;
     return true;
   }(), "lone_byte_of_row no longer puts rows 0..15 in even bytes and 16..31 in odd bytes");
-  // the two steps' tables of a pair, adjacent when a step's table is 16 bytes: one load
-  [[maybe_unused]] auto table_pair = [](const auto* tp) LUTKIT_ALWAYS_INLINE {
-    if constexpr (TB == 16 && requires { Ops::table_pair_adjacent(tp); })
-      return Ops::table_pair_adjacent(tp);
-    else
-      return Ops::table_pair(tp, tp + TB);
-  };
   [[maybe_unused]] const V gidx = Ops::load(gb.idx);
   [[maybe_unused]] const V gw = Ops::load(gb.weight);
 
@@ -221,7 +214,13 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
         }
         for (int n = 0; n < NB; ++n) {
           const int8_t* tp = E[n] + j * TB;
-          const auto tb = table_pair(tp);
+          // the two steps' tables, adjacent when a step's table is 16 bytes: one load
+          const auto tb = [&] {
+            if constexpr (TB == 16 && requires { Ops::table_pair_adjacent(tp); })
+              return Ops::table_pair_adjacent(tp);
+            else
+              return Ops::table_pair(tp, tp + TB);
+          }();
           V kl = Ops::lookup_pair(tb, lo), kh = Ops::lookup_pair(tb, hi);
           if constexpr (S.ternary) {
             kl = Ops::negate_mask(kl, sgn[0]);
