@@ -56,7 +56,9 @@ void dq_gemm_tiles(const Src& src, const dq_activations& A, const dq_kernel_set&
   do {
     const std::size_t t = w.current()->t, nb0 = w.current()->pass * NB;
     const std::size_t nbw = std::min(NB, NP - nb0);
-    std::memset(C, 0, 64 * NB * 4);
+    // the accumulators of the column blocks this pass calls (all NB columns: a 12 KiB memset per
+    // tile at N = 1)
+    std::memset(C, 0, 64 * std::min(NB, round_up(std::min(nbw, g.N - nb0), g.cb)) * 4);
     for (std::size_t k0 = 0; k0 < g.K_pad; k0 += g.kc) {
       const std::size_t k1 = std::min(g.K_pad, k0 + g.kc);
       // The packed bytes of the next chunk (of this tile, else of the next one) into the caches, a few

@@ -44,6 +44,9 @@ struct dq_geometry {
     return s0 * NP + (n / cb) * len * cb + (s - s0) * cb + n % cb;
   }
   std::size_t flushes() const { return (K_pad + flush_k - 1) / flush_k; }
+  // the panel columns the micro-kernels read: the column blocks holding real columns (the last
+  // one's padding cleared); the blocks past them up to NP are never read nor written
+  std::size_t read_cols() const { return std::min(NP, round_up(N, cb)); }
   // the chunk after chunk (t, [k0, k1)): the next one of tile t, else the first of tile next_t
   // (no_tile: there is none)
   struct chunk {
