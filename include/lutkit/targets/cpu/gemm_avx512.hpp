@@ -1024,77 +1024,65 @@ LUTKIT_AVX512_DQ inline void tg_groups_f32(const tg_groups_args& a, float* out) 
 }
 
 // Tile groups, int8 decode (tg_int8_args): per super-group and k pair one 64-byte load of the 32
-// rows' code pairs, one shift and mask, and per column one vpmaddubsw with the broadcast int8
-// activation pair (int16 lane r = row r's pair dot, exact), two widenings to fp32 and two FMAs with
-// the group's s * xa (rows 0..15 and 16..31 are two groups). The zero terms are summed per group
-// (one FMA of 8 lanes per super-group) and subtracted at the end. Even and odd k pairs accumulate
-// in two chains (r, o; added at the end of the call), and the stream is prefetched
-// tg_prefetch_ahead bytes ahead. generic::tg_int8 is the same arithmetic in the same order (the
+// rows' code pairs, one shift, and two masks that keep the even rows' and the odd rows' code pairs
+// (a dword holds rows 2 j and 2 j + 1), then per column two vpdpbusd with the broadcast int8
+// activation pair: lane j of the two int32 dots is row 2 j's and row 2 j + 1's pair dot (exact),
+// converted to fp32 and multiplied-added with the group's s * xa (lanes 0..7 are rows 0..15, the
+// first group; 8..15 rows 16..31, the second: one factor vector per k pair and column, A[2 q] in
+// lanes 0..7, A[2 q + 1] in 8..15). The accumulators hold the even rows and the odd rows and are
+// loaded and stored through that permutation. The zero terms are summed per group (one FMA of 8
+// lanes per super-group) and subtracted at the end. Even and odd k pairs accumulate in two chains
+// (r, o; added at the end of the call), and the stream is prefetched tg_prefetch_ahead bytes ahead.
+// generic::tg_int8 is the same arithmetic in the same order (fma(float(dot), s * xa, acc): the
 // same bits). Accumulators are named variables (see above).
+// Against the vpmaddubsw form it replaced (one int16 dot per row, widened by two unpacks with zero
+// to 2^16 dot and multiplied by s * xa * 2^-16 while that stayed normal, else by sign extension),
+// on Zen 4 (4096 x 14336, cold, one run of 3 medians of 3 interleaved rounds, vs the plain read):
+// N = 1, 1 thread 0.58-0.79 against 0.58-0.63, 2 threads 0.87-0.88 against 0.75-0.96; N = 2,
+// 1 thread 0.42-0.48 against 0.37-0.40 (docs/tile_group.md).
 inline constexpr std::size_t tg_prefetch_ahead = 8192;
 // B: the code bits where the call's k pairs sit where super_group_map puts them (tg_int8_layout_is:
 // constant offsets, and the low codes take no shift), 0 for any layout (the call's qbyte / qshift).
-// WIDE (as the AVX2 kernel, targets/cpu/gemm_avx2.hpp): each int16 dot d widens by one unpack
-// with zero to the int32 2^16 d and the group factor is s * xa * 2^-16 (the same product and FMA
-// while that factor is normal: every xa of 0 or at least 2^-86, tg_int8_wide_exact). The unpacks
-// leave rows 0..3, 8..11, 16..19, 24..27 in one register and 4..7, 12..15, 20..23, 28..31 in the
-// other: lanes 0..7 of both are the first group's rows, 8..15 the second's, so one factor
-// vector per k pair and column (A[2 q] in lanes 0..7, A[2 q + 1] in 8..15, a vpermps per
-// super-group) serves both; the accumulators are loaded and stored through that permutation.
-// Against sign extension on Zen 4 (4096 x 14336, cold, alternating runs, vs the plain read):
-// N = 1, 1 thread 0.69-0.72 against 0.57, 2 threads 0.90-1.06 against 0.81-0.95; N = 2, 1 thread
-// 0.42 against 0.31-0.32 (docs/tile_group.md).
-template <int NC, int B, bool WIDE>
+template <int NC, int B>
 LUTKIT_AVX512_DQ void tg_int8_b(const tg_int8_args& a) {
   const __m512i mask = _mm512_set1_epi8(char((1u << (B > 0 ? B : a.bits)) - 1u));
+  const __m512i mask_e = _mm512_and_si512(mask, _mm512_set1_epi32(0x0000FFFF));
+  const __m512i mask_o = _mm512_and_si512(mask, _mm512_set1_epi32(int(0xFFFF0000u)));
   const __m256i pair_idx = _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3);
   const bool sym = a.zoff[0] < 0;
   const __m256 zsym = _mm256_set1_ps(a.zsym);
-  [[maybe_unused]] const __m512i zero = _mm512_setzero_si512();
-  // WIDE order <-> rows (indices into the pair of row vectors rows 0..15 | 16..31, or of the two
-  // WIDE registers)
-  [[maybe_unused]] const __m512i to_w0 = _mm512_setr_epi32(0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
-  [[maybe_unused]] const __m512i to_w1 = _mm512_setr_epi32(4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
-  [[maybe_unused]] const __m512i from_w0 = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
-  [[maybe_unused]] const __m512i from_w1 = _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31);
-  const __m256 unit = _mm256_set1_ps(WIDE ? 0x1p-16f : 1.f);
+  const __m512i zero = _mm512_setzero_si512();
+  // rows (the pair of vectors rows 0..15 | 16..31) <-> even rows | odd rows
+  const __m512i to_e = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i to_o = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  const __m512i from_e0 = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  const __m512i from_e1 = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
 #define LK_TG_ACC(n)                                                                           \
   __m512 r##n##0 = _mm512_setzero_ps(), r##n##1 = r##n##0, o##n##0 = r##n##0, o##n##1 = r##n##0; \
   __m256 z##n = _mm256_setzero_ps();                                                           \
   if constexpr (n < NC) {                                                                      \
-    r##n##0 = _mm512_loadu_ps(a.acc + 32 * n);                                                 \
-    r##n##1 = _mm512_loadu_ps(a.acc + 32 * n + 16);                                            \
-    if constexpr (WIDE) {                                                                      \
-      const __m512 t0 = r##n##0;                                                               \
-      r##n##0 = _mm512_permutex2var_ps(t0, to_w0, r##n##1);                                    \
-      r##n##1 = _mm512_permutex2var_ps(t0, to_w1, r##n##1);                                    \
-    }                                                                                          \
+    const __m512 t0 = _mm512_loadu_ps(a.acc + 32 * n), t1 = _mm512_loadu_ps(a.acc + 32 * n + 16); \
+    r##n##0 = _mm512_permutex2var_ps(t0, to_e, t1);                                            \
+    r##n##1 = _mm512_permutex2var_ps(t0, to_o, t1);                                            \
   }
   LK_TG_ACC(0) LK_TG_ACC(1) LK_TG_ACC(2) LK_TG_ACC(3)
 #undef LK_TG_ACC
   static_assert(tg_int8_cols == 4, "LK_TG_ACC lists tg_int8_cols columns");
-  alignas(32) float A[4][8];
-  [[maybe_unused]] __m512 AW[4][4];  // WIDE: column n, k pair q: A[n][2 q] x 8, A[n][2 q + 1] x 8
-  [[maybe_unused]] const __m512i aw_idx[4] = {
+  __m512 AW[4][4];  // column n, k pair q: A[n][2 q] x 8, A[n][2 q + 1] x 8
+  const __m512i aw_idx[4] = {
       _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
       _mm512_setr_epi32(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3),
       _mm512_setr_epi32(4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5),
       _mm512_setr_epi32(6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7)};
   // k pair q of super-group s into accumulators R (r: even pairs, o: odd pairs)
-#define LK_TG_COL(n, q, R)                                                                                    \
-  if constexpr (n < NC) {                                                                                     \
-    int16_t xw;                                                                                               \
-    std::memcpy(&xw, a.xq + std::size_t(n) * a.ldq + 8 * s + std::size_t(2 * (q)), 2);                        \
-    const __m512i d = _mm512_maddubs_epi16(c, _mm512_set1_epi16(xw));                                         \
-    if constexpr (WIDE) {                                                                                     \
-      R##n##0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_unpacklo_epi16(zero, d)), AW[n][q], R##n##0);       \
-      R##n##1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_unpackhi_epi16(zero, d)), AW[n][q], R##n##1);       \
-    } else {                                                                                                  \
-      R##n##0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(_mm512_castsi512_si256(d))),         \
-                                _mm512_set1_ps(A[n][2 * (q)]), R##n##0);                                      \
-      R##n##1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(_mm512_extracti64x4_epi64(d, 1))),   \
-                                _mm512_set1_ps(A[n][2 * (q) + 1]), R##n##1);                                  \
-    }                                                                                                         \
+#define LK_TG_COL(n, q, R)                                                                             \
+  if constexpr (n < NC) {                                                                              \
+    int16_t xw;                                                                                        \
+    std::memcpy(&xw, a.xq + std::size_t(n) * a.ldq + 8 * s + std::size_t(2 * (q)), 2);                 \
+    const __m512i xv = _mm512_set1_epi16(xw);                                                          \
+    const __m512i de = _mm512_dpbusd_epi32(zero, ce, xv), dd = _mm512_dpbusd_epi32(zero, co, xv);      \
+    R##n##0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(de), AW[n][q], R##n##0);                              \
+    R##n##1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dd), AW[n][q], R##n##1);                              \
   }
 #define LK_TG_PAIR(q, R)                                                                                      \
   {                                                                                                           \
@@ -1102,10 +1090,10 @@ LUTKIT_AVX512_DQ void tg_int8_b(const tg_int8_args& a) {
     if constexpr (B > 0) {                                                                                    \
       c = _mm512_loadu_si512(p + 64 * (q) % (32 * B));                                                       \
       if constexpr (64 * (q) / (32 * B) != 0) c = _mm512_srli_epi16(c, 64 * (q) / (32 * B) * B);             \
-      c = _mm512_and_si512(c, mask);                                                                          \
     } else {                                                                                                  \
-      c = _mm512_and_si512(_mm512_srl_epi16(_mm512_loadu_si512(p + a.qbyte[q]), _mm_cvtsi32_si128(a.qshift[q])), mask); \
+      c = _mm512_srl_epi16(_mm512_loadu_si512(p + a.qbyte[q]), _mm_cvtsi32_si128(a.qshift[q]));               \
     }                                                                                                         \
+    const __m512i ce = _mm512_and_si512(c, mask_e), co = _mm512_and_si512(c, mask_o);                         \
     LK_TG_COL(0, q, R) LK_TG_COL(1, q, R) LK_TG_COL(2, q, R) LK_TG_COL(3, q, R)                               \
   }
   for (std::size_t s = 0; s < a.n_sg; ++s) {
@@ -1113,20 +1101,16 @@ LUTKIT_AVX512_DQ void tg_int8_b(const tg_int8_args& a) {
     const __m256 sc = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + a.soff[0])));
     const __m256 zz = sym ? zsym : _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + a.zoff[0])));
     const __m256 sz = _mm256_mul_ps(sc, zz);
-#define LK_TG_PARAMS(n)                                                                                         \
-  if constexpr (n < NC) {                                                                                       \
-    const __m256 av = _mm256_mul_ps(_mm256_mul_ps(sc, _mm256_set1_ps(a.xa[std::size_t(n) * a.lda + s / 4])), unit); \
-    if constexpr (WIDE) {                                                                                       \
-      AW[n][0] = _mm512_permutexvar_ps(aw_idx[0], _mm512_castps256_ps512(av));                                  \
-      AW[n][1] = _mm512_permutexvar_ps(aw_idx[1], _mm512_castps256_ps512(av));                                  \
-      AW[n][2] = _mm512_permutexvar_ps(aw_idx[2], _mm512_castps256_ps512(av));                                  \
-      AW[n][3] = _mm512_permutexvar_ps(aw_idx[3], _mm512_castps256_ps512(av));                                  \
-    } else {                                                                                                    \
-      _mm256_store_ps(A[n], av);                                                                                \
-    }                                                                                                           \
-    const __m256 xp = _mm256_permutevar8x32_ps(                                                                 \
-        _mm256_castps128_ps256(_mm_loadu_ps(a.xp + std::size_t(n) * a.ldp + 4 * s)), pair_idx);                \
-    z##n = _mm256_fmadd_ps(sz, xp, z##n);                                                                       \
+#define LK_TG_PARAMS(n)                                                                                  \
+  if constexpr (n < NC) {                                                                                \
+    const __m256 av = _mm256_mul_ps(sc, _mm256_set1_ps(a.xa[std::size_t(n) * a.lda + s / 4]));          \
+    AW[n][0] = _mm512_permutexvar_ps(aw_idx[0], _mm512_castps256_ps512(av));                             \
+    AW[n][1] = _mm512_permutexvar_ps(aw_idx[1], _mm512_castps256_ps512(av));                             \
+    AW[n][2] = _mm512_permutexvar_ps(aw_idx[2], _mm512_castps256_ps512(av));                             \
+    AW[n][3] = _mm512_permutexvar_ps(aw_idx[3], _mm512_castps256_ps512(av));                             \
+    const __m256 xp = _mm256_permutevar8x32_ps(                                                          \
+        _mm256_castps128_ps256(_mm_loadu_ps(a.xp + std::size_t(n) * a.ldp + 4 * s)), pair_idx);         \
+    z##n = _mm256_fmadd_ps(sz, xp, z##n);                                                                \
   }
     LK_TG_PARAMS(0) LK_TG_PARAMS(1) LK_TG_PARAMS(2) LK_TG_PARAMS(3)
 #undef LK_TG_PARAMS
@@ -1140,29 +1124,25 @@ LUTKIT_AVX512_DQ void tg_int8_b(const tg_int8_args& a) {
   }
 #undef LK_TG_PAIR
 #undef LK_TG_COL
-#define LK_TG_STORE(n)                                                              \
-  if constexpr (n < NC) {                                                           \
-    alignas(32) float z[8];                                                         \
-    _mm256_store_ps(z, z##n);                                                       \
-    const float z0 = ((z[0] + z[2]) + z[4]) + z[6], z1 = ((z[1] + z[3]) + z[5]) + z[7]; \
-    __m512 v0 = _mm512_add_ps(r##n##0, o##n##0), v1 = _mm512_add_ps(r##n##1, o##n##1); \
-    if constexpr (WIDE) {                                                           \
-      const __m512 t0 = v0;                                                         \
-      v0 = _mm512_permutex2var_ps(t0, from_w0, v1);                                 \
-      v1 = _mm512_permutex2var_ps(t0, from_w1, v1);                                 \
-    }                                                                               \
-    _mm512_storeu_ps(a.acc + 32 * n, _mm512_sub_ps(v0, _mm512_set1_ps(z0)));        \
-    _mm512_storeu_ps(a.acc + 32 * n + 16, _mm512_sub_ps(v1, _mm512_set1_ps(z1)));   \
+#define LK_TG_STORE(n)                                                                       \
+  if constexpr (n < NC) {                                                                    \
+    alignas(32) float z[8];                                                                  \
+    _mm256_store_ps(z, z##n);                                                                \
+    const float z0 = ((z[0] + z[2]) + z[4]) + z[6], z1 = ((z[1] + z[3]) + z[5]) + z[7];      \
+    const __m512 ve = _mm512_add_ps(r##n##0, o##n##0), vo = _mm512_add_ps(r##n##1, o##n##1); \
+    const __m512 v0 = _mm512_permutex2var_ps(ve, from_e0, vo);                               \
+    const __m512 v1 = _mm512_permutex2var_ps(ve, from_e1, vo);                               \
+    _mm512_storeu_ps(a.acc + 32 * n, _mm512_sub_ps(v0, _mm512_set1_ps(z0)));                 \
+    _mm512_storeu_ps(a.acc + 32 * n + 16, _mm512_sub_ps(v1, _mm512_set1_ps(z1)));            \
   }
   LK_TG_STORE(0) LK_TG_STORE(1) LK_TG_STORE(2) LK_TG_STORE(3)
 #undef LK_TG_STORE
 }
 template <int NC>
 void tg_int8(const tg_int8_args& a) {
-  const bool wide = tg_int8_wide_exact(a, NC);
-  if (tg_int8_layout_is(a, 4)) wide ? tg_int8_b<NC, 4, true>(a) : tg_int8_b<NC, 4, false>(a);
-  else if (tg_int8_layout_is(a, 2)) wide ? tg_int8_b<NC, 2, true>(a) : tg_int8_b<NC, 2, false>(a);
-  else tg_int8_b<NC, 0, false>(a);
+  if (tg_int8_layout_is(a, 4)) tg_int8_b<NC, 4>(a);
+  else if (tg_int8_layout_is(a, 2)) tg_int8_b<NC, 2>(a);
+  else tg_int8_b<NC, 0>(a);
 }
 
 // the driver's activation packing and tile write (gemm/activations.hpp), compiled for AVX-512:
