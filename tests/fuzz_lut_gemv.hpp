@@ -4,6 +4,8 @@
 #include "common.hpp"
 #include "policy_list.hpp"
 
+#include <cstring>
+
 namespace lutkit_test {
 
 inline constexpr int cases_per_policy = 60;
@@ -36,7 +38,7 @@ void fuzz_policy(uint64_t seed_base) {
     const auto yref = ref::gemv<P>(q, x.data(), N);
     INFO("policy " << P::name() << " seed " << seed << " M=" << M << " K=" << K << " N=" << N
                    << " case " << c);
-    std::vector<float> first;
+    std::vector<float> first, vbmi[2];
     for (const int64_t tg : targets) {
       INFO("target " << portable::target_name(tg));
       std::vector<float> y(N * M, -12345.f);
@@ -44,7 +46,12 @@ void fuzz_policy(uint64_t seed_base) {
       const std::string msg = compare_to_ref<P>(q, t, x, yref, y.data(), M, 0, M);
       CHECK(msg == "");
       if (first.empty()) first = y;
+      if (tg == portable::target_avx512_vbmi) vbmi[0] = y;
+      if (tg == portable::target_avx512_vbmi_permb) vbmi[1] = y;
     }
+    // the VBMI kernel's two lookup forms: the same integer sums in the same order, the same bits
+    if (!vbmi[0].empty() && !vbmi[1].empty())
+      CHECK(std::memcmp(vbmi[0].data(), vbmi[1].data(), vbmi[0].size() * sizeof(float)) == 0);
     if (c % 4 == 0) {
       // portion: rows [r0, r1) equal the same rows of the full run; other rows untouched
       const std::size_t r0 = std::uniform_int_distribution<std::size_t>(0, M)(rng);

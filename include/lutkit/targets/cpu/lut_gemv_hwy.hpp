@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "lutkit/core/error.hpp"
+#include "lutkit/core/prefetch.hpp"
 #include "lutkit/gemv/microkernel.hpp"
 #include "lutkit/targets/cpu/lut_gemv_vbmi.hpp"
 
@@ -40,8 +41,10 @@ inline std::size_t target_index(int64_t target) {
   return hwy::Num0BitsBelowLS1Bit_Nonzero64(uint64_t(HWY_CHOSEN_TARGET_SHIFT(target)));
 }
 
-// lutkit's own AVX-512 VBMI kernel (lut_gemv_vbmi.hpp), as a target value next to Highway's bits.
+// lutkit's own AVX-512 VBMI kernel (lut_gemv_vbmi.hpp) in its two forms, as target values next to
+// Highway's bits: paired chunks looked up by vpshufb, or by vpermb (the form Zen 4 runs).
 inline constexpr int64_t target_avx512_vbmi = INT64_MIN;
+inline constexpr int64_t target_avx512_vbmi_permb = INT64_MIN + 1;
 inline bool vbmi_available() {
 #if defined(LUTKIT_HAVE_VBMI_GEMV)
   return vbmi_backend::cpu_supported();
@@ -50,22 +53,29 @@ inline bool vbmi_available() {
 #endif
 }
 inline const char* target_name(int64_t target) {
-  return target == target_avx512_vbmi ? "AVX512_VBMI (lutkit)" : hwy::TargetName(target);
+  if (target == target_avx512_vbmi) return "AVX512_VBMI (lutkit)";
+  if (target == target_avx512_vbmi_permb) return "AVX512_VBMI vpermb (lutkit)";
+  return hwy::TargetName(target);
 }
+// the VBMI form best_entry runs on this host
+inline int64_t best_vbmi_target() { return detail::host_is_zen4() ? target_avx512_vbmi_permb : target_avx512_vbmi; }
 
 // The targets this translation unit compiled that the CPU supports, best first.
 inline std::vector<int64_t> available_targets() {
   std::vector<int64_t> t = hwy::SupportedAndGeneratedTargets();
-  if (vbmi_available()) t.insert(t.begin(), target_avx512_vbmi);
+  if (vbmi_available()) {
+    t.insert(t.begin(), best_vbmi_target() == target_avx512_vbmi ? target_avx512_vbmi_permb : target_avx512_vbmi);
+    t.insert(t.begin(), best_vbmi_target());
+  }
   return t;
 }
 
 template <class P>
 detail::gemv_entry entry_for(int64_t target) {
-  if (target == target_avx512_vbmi) {
+  if (target == target_avx512_vbmi || target == target_avx512_vbmi_permb) {
     detail::require(vbmi_available(), "portable LUT-GEMV: this CPU lacks AVX-512 VBMI");
 #if defined(LUTKIT_HAVE_VBMI_GEMV)
-    return &vbmi_backend::entry<P>;
+    return target == target_avx512_vbmi ? &vbmi_backend::entry<P> : &vbmi_backend::entry_permb<P>;
 #endif
   }
   const detail::gemv_entry e = dispatch_table<P>()[target_index(target)];
@@ -89,7 +99,8 @@ detail::tables_entry best_tables_entry() {
 template <class P>
 detail::gemv_entry best_entry() {
 #if defined(LUTKIT_HAVE_VBMI_GEMV)
-  if (vbmi_available()) return &vbmi_backend::entry<P>;
+  if (vbmi_available())
+    return best_vbmi_target() == target_avx512_vbmi ? &vbmi_backend::entry<P> : &vbmi_backend::entry_permb<P>;
 #endif
   static const std::size_t index = [] {
     hwy::GetChosenTarget().Update(hwy::SupportedTargets());
