@@ -176,6 +176,11 @@ constexpr int paired_byte_of_row(int r, int h) { return 2 * (r % 32) + h; }
 // 32 + o / 2's) and comes from lone byte lone_pair_source(o). The same map permutes the 64 sign
 // bits of a ternary nibble.
 constexpr int lone_pair_source(int o) { return 32 * (o % 2) + lone_byte_of_row(o / 2); }
+// pshufb order, two step pairs' lone chunks A and B gathered into row quads: byte o of gathered
+// vector v (0 or 1) holds, in its low nibble, row 16 v + o / 4's step o % 4 of the four (its high
+// nibble: row 32 + 16 v + o / 4's) and comes from byte lone_quad_source(v, o) of A (0..63) or
+// B (64..127).
+constexpr int lone_quad_source(int v, int o) { return 64 * (o % 4 / 2) + 32 * (o % 2) + lone_byte_of_row(16 * v + o / 4); }
 
 constexpr int tiling_spec::byte_of_row(int r) const { return vlut16() ? vlut16_byte_of_row(r) : r; }
 

@@ -22,6 +22,15 @@
 //   V  shr4(V v)                             16-bit lanes shifted right by 4 (the high nibbles'
 //                                            bits in each byte's low nibble)
 //   V  negate_mask(V v, uint64_t m)          byte i negated where bit i of m is set
+// and, optionally on top of those (Ops that have them take the quad lone path below when the
+// tables are int8 and not ternary):
+//   V  permute2(V idx, V a, V b)             byte i <- (a, b)[idx[i]] (128-byte permute)
+//   TQ table_quad(const int8_t* t)           four steps' adjacent 16-byte tables
+//   V  lookup_steps(TQ t, V idx, V steps)    byte i looks up step steps[i] / 16's table by idx's
+//                                            low nibble (steps: 0, 16, 32 or 48 in each byte)
+//   D  zero32(); D dot4(D acc, V u, V s)     int32 lane w += sum of u[4w + i] * s[4w + i], u
+//                                            unsigned, s signed (vpdpbusd)
+//   F  widen32(D d)                          int32 -> float
 // or (Ops that have them, and not the above, take the side-by-side lone path below):
 //   V  steps_side_by_side(V k)               byte b of k's first 32 bytes and byte b of its last
 //                                            32 in one 16-bit lane (lane order the Ops' own)
@@ -87,10 +96,21 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
   // Gathered lone path: one permute puts a row's two steps side by side (tiling spec,
   // lone_pair_source), so one madd by the lone plane's weight sums both steps into the paired
   // accumulators' row order: 2 lookups, 2 madds, 2 adds per lone chunk instead of 2, 4, 4.
-  constexpr bool GATHER = LONE && requires(V v, const int8_t* e) { Ops::negate_mask(Ops::lookup_pair(Ops::table_pair(e, e), Ops::shr4(Ops::permute(v, v))), 0); };
+  // Quad lone path: two step pairs' lone chunks permuted into row quads (tiling spec,
+  // lone_quad_source), a row's four steps in one 32-bit lane; one lookup in the four steps'
+  // adjacent tables and one dot4 by the lone plane's weight per vector: per two lone chunks 2
+  // permutes, 4 lookups and 4 dot4 instead of 2 permutes, 4 lookups, 4 madds and 4 adds, and the
+  // int32 sums go to float without widening. Exact as the int16 form: the same integer sums.
+  // Ternary looks up and negates in the chunks' own order (the signs' order) and permutes the
+  // signed values into row quads: no scalar sign swizzle.
+  constexpr bool QUAD = LONE && !I16 && TB == 16 && S.step_pairs_per_block() % 2 == 0 &&
+                        requires(V v, const int8_t* e) { Ops::widen32(Ops::dot4(Ops::zero32(), v, Ops::lookup_steps(Ops::table_quad(e), Ops::shr4(Ops::permute2(v, v, v)), v))); };
+  constexpr bool GATHER = LONE && !QUAD && requires(V v, const int8_t* e) { Ops::negate_mask(Ops::lookup_pair(Ops::table_pair(e, e), Ops::shr4(Ops::permute(v, v))), 0); };
   struct gather_bytes {
     alignas(64) uint8_t idx[64];
     alignas(64) uint8_t weight[64];
+    alignas(64) uint8_t quad[2][64];
+    alignas(64) uint8_t quad_steps[3][64];  // row quads; chunk A as stored; chunk B as stored
   };
   alignas(64) static constexpr gather_bytes gb = [] {
     constexpr tiling_spec S = P::spec;
@@ -98,6 +118,10 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
     for (int o = 0; o < 64; ++o) {
       g.idx[o] = uint8_t(lone_pair_source(o));
       g.weight[o] = uint8_t(1u << (S.ternary ? 0 : S.planes - 1));
+      for (int v = 0; v < 2; ++v) g.quad[v][o] = uint8_t(lone_quad_source(v, o));
+      g.quad_steps[0][o] = uint8_t(16 * (o % 4));
+      g.quad_steps[1][o] = uint8_t(16 * (o / 32));  // a lone chunk's half is its step
+      g.quad_steps[2][o] = uint8_t(32 + 16 * (o / 32));
     }
     return g;
   }();
@@ -118,7 +142,7 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
   // 2 madds and 2 adds per lone chunk instead of 4 and 4, 2 accumulators instead of 4. Even lone
   // bytes hold rows 0..15, odd bytes rows 16..31 (lo nibbles; hi nibbles 32..63): widen_steps's
   // even and odd floats are rows in order.
-  constexpr bool STEPS = LONE && !GATHER && requires(V v, W w, typename Ops::F f) { Ops::widen_steps(Ops::madd(v, Ops::steps_side_by_side(v)), f, f); };
+  constexpr bool STEPS = LONE && !GATHER && !QUAD && requires(V v, W w, typename Ops::F f) { Ops::widen_steps(Ops::madd(v, Ops::steps_side_by_side(v)), f, f); };
   static_assert([] {
     for (int r = 0; r < 32; ++r)
       if (lone_byte_of_row(r) != (r < 16 ? 2 * r : 2 * (r - 16) + 1)) return false;
@@ -126,6 +150,11 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
   }(), "lone_byte_of_row no longer puts rows 0..15 in even bytes and 16..31 in odd bytes");
   [[maybe_unused]] const V gidx = Ops::load(gb.idx);
   [[maybe_unused]] const V gw = Ops::load(gb.weight);
+  [[maybe_unused]] V qidx[2], qsteps[3];
+  if constexpr (QUAD) {
+    for (int v = 0; v < 2; ++v) qidx[v] = Ops::load(gb.quad[v]);
+    for (int v = 0; v < 3; ++v) qsteps[v] = Ops::load(gb.quad_steps[v]);
+  }
 
   // int16 accumulators per block: paired [lo-nibble rows 0..31, hi-nibble rows 32..63];
   // lone [E_lo, O_lo, E_hi, O_hi]: row 16q+l at lanes l and 16+l of vector q.
@@ -167,6 +196,17 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
     }
     W accP[NB][SETS][2];
     W accL[NB][SETS][STEPS ? 2 : 4];
+    // quad lone path: [rows 0..15, 16..31, 32..47, 48..63]
+    using QD = decltype([] {
+      if constexpr (QUAD)
+        return Ops::zero32();
+      else
+        return 0;
+    }());
+    [[maybe_unused]] QD accQ[NB][4];
+    if constexpr (QUAD)
+      for (int n = 0; n < NB; ++n)
+        for (int i = 0; i < 4; ++i) accQ[n][i] = Ops::zero32();
     for (int n = 0; n < NB; ++n)
       for (int s = 0; s < SETS; ++s) {
         for (int i = 0; i < 2; ++i) accP[n][s][i] = Ops::zero16();
@@ -205,7 +245,37 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
           }
         }
       }
-      if constexpr (GATHER) {
+      if constexpr (QUAD) {
+        if (spi % 2 == 1) {  // this step pair's lone chunk and the previous one's: steps j - 2 .. j + 1
+          const V ca = Ops::load(bp + S.lone_chunk_in_block(spi - 1)), cb = Ops::load(bp + S.lone_chunk_in_block(spi));
+          if constexpr (S.ternary) {
+            const V ha = Ops::shr4(ca), hb = Ops::shr4(cb);
+            const uint8_t* sa = bp + S.sign_in_block(spi - 1);
+            const uint8_t* sb = bp + S.sign_in_block(spi);
+            for (int n = 0; n < NB; ++n) {
+              const auto tq = Ops::table_quad(E[n] + (j - 2) * TB);
+              const V al = Ops::negate_if(Ops::lookup_steps(tq, ca, qsteps[1]), sa);
+              const V ah = Ops::negate_if(Ops::lookup_steps(tq, ha, qsteps[1]), sa + 8);
+              const V bl = Ops::negate_if(Ops::lookup_steps(tq, cb, qsteps[2]), sb);
+              const V bh = Ops::negate_if(Ops::lookup_steps(tq, hb, qsteps[2]), sb + 8);
+              accQ[n][0] = Ops::dot4(accQ[n][0], gw, Ops::permute2(qidx[0], al, bl));
+              accQ[n][1] = Ops::dot4(accQ[n][1], gw, Ops::permute2(qidx[1], al, bl));
+              accQ[n][2] = Ops::dot4(accQ[n][2], gw, Ops::permute2(qidx[0], ah, bh));
+              accQ[n][3] = Ops::dot4(accQ[n][3], gw, Ops::permute2(qidx[1], ah, bh));
+            }
+          } else {
+            const V x0 = Ops::permute2(qidx[0], ca, cb), x1 = Ops::permute2(qidx[1], ca, cb);
+            const V y0 = Ops::shr4(x0), y1 = Ops::shr4(x1);
+            for (int n = 0; n < NB; ++n) {
+              const auto tq = Ops::table_quad(E[n] + (j - 2) * TB);
+              accQ[n][0] = Ops::dot4(accQ[n][0], gw, Ops::lookup_steps(tq, x0, qsteps[0]));
+              accQ[n][1] = Ops::dot4(accQ[n][1], gw, Ops::lookup_steps(tq, x1, qsteps[0]));
+              accQ[n][2] = Ops::dot4(accQ[n][2], gw, Ops::lookup_steps(tq, y0, qsteps[0]));
+              accQ[n][3] = Ops::dot4(accQ[n][3], gw, Ops::lookup_steps(tq, y1, qsteps[0]));
+            }
+          }
+        }
+      } else if constexpr (GATHER) {
         const V lo = Ops::permute(gidx, Ops::load(bp + S.lone_chunk_in_block(spi))), hi = Ops::shr4(lo);
         [[maybe_unused]] uint64_t sgn[2] = {};
         if constexpr (S.ternary) {
@@ -311,12 +381,15 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
         for (int s = 0; s < SETS; ++s) {
           F p0 = Ops::setf(0.f), p1 = Ops::setf(0.f);
           if constexpr (HAS_P) Ops::widen(accP[n][s][h], p0, p1);
-          if constexpr (STEPS) {
+          if constexpr (QUAD) {  // two exact integers below 2^24: the float sum is exact
+            p0 = HAS_P ? Ops::addf(p0, Ops::widen32(accQ[n][2 * h])) : Ops::widen32(accQ[n][2 * h]);
+            p1 = HAS_P ? Ops::addf(p1, Ops::widen32(accQ[n][2 * h + 1])) : Ops::widen32(accQ[n][2 * h + 1]);
+          } else if constexpr (STEPS) {
             F even, odd;
             Ops::widen_steps(accL[n][s][h], even, odd);
             p0 = Ops::addf(p0, even);
             p1 = Ops::addf(p1, odd);
-          } else if constexpr (LONE && !GATHER) {  // lanes 0..15 and 16..31: the same rows, two steps
+          } else if constexpr (LONE && !GATHER && !QUAD) {  // lanes 0..15 and 16..31: the same rows, two steps
             F lo, hi;
             Ops::widen(accL[n][s][2 * h], lo, hi);
             p0 = Ops::addf(p0, Ops::addf(lo, hi));

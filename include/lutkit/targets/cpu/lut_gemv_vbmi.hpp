@@ -28,7 +28,7 @@
 #include <immintrin.h>
 
 #pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,fma,f16c")
+#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx512vnni,fma,f16c")
 namespace lutkit::vbmi_backend {
 
 struct Ops {
@@ -94,12 +94,26 @@ struct Ops {
   }
 };
 
-// Zen 4's paired-chunk lookup (see the top of this file); everything else is Ops'
+// Zen 4's paired-chunk lookup (see the top of this file) and the body's quad lone path: two lone
+// chunks permuted (vpermi2b) into row quads, the four steps' 64 bytes of tables looked up by one
+// vpermb (index: nibble | 16 * step, one vpternlogd), summed by vpdpbusd. Everything else is Ops'.
 struct OpsPermb : Ops {
   using Ops::lookup;  // the table2 form (it masks its index itself)
   static V lo_nibbles(V v) { return v; }
   static V hi_nibbles(V v) { return _mm512_srli_epi16(v, 4); }
   static V lookup(V t, V i) { return _mm512_permutexvar_epi8(i, t); }
+  using D = __m512i;
+  struct TQ {
+    __m512i t;
+  };
+  static V permute2(V idx, V a, V b) { return _mm512_permutex2var_epi8(a, idx, b); }
+  static TQ table_quad(const int8_t* t) { return TQ{_mm512_loadu_si512(t)}; }
+  static V lookup_steps(TQ t, V i, V steps) {
+    return _mm512_permutexvar_epi8(_mm512_ternarylogic_epi32(i, _mm512_set1_epi8(0x0F), steps, 0xEA), t.t);
+  }
+  static D zero32() { return _mm512_setzero_si512(); }
+  static D dot4(D acc, V u, V s) { return _mm512_dpbusd_epi32(acc, u, s); }
+  static F widen32(D d) { return _mm512_cvtepi32_ps(d); }
 };
 
 // the block's step-pair loop unrolled by 2, not fully: fully unrolled, GCC re-associated the
@@ -125,7 +139,8 @@ namespace lutkit::vbmi_backend {
 inline bool cpu_supported() {
   static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                          __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
-                         __builtin_cpu_supports("avx512vbmi");
+                         __builtin_cpu_supports("avx512vbmi") &&
+                         __builtin_cpu_supports("avx512vnni");
   return ok;
 }
 }  // namespace lutkit::vbmi_backend
