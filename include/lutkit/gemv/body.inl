@@ -216,16 +216,17 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
       }
     const uint8_t* bp = a.data + L.block_offset(t, blk);
     const std::size_t sp0 = blk * std::size_t(S.step_pairs_per_block());
+    // the quad path (lone chunks only) works on odd step pairs, each with the one before it
 #if defined(LUTKIT_GEMV_STEP_PAIR_UNROLL)
     LUTKIT_PRAGMA_UNROLL(LUTKIT_GEMV_STEP_PAIR_UNROLL)
 #endif
-    for (int spi = 0; spi < S.step_pairs_per_block(); ++spi) {
+    for (int spi = QUAD ? 1 : 0; spi < S.step_pairs_per_block(); spi += QUAD ? 2 : 1) {
       const std::size_t j = 2 * (sp0 + std::size_t(spi));  // first step of the pair
       // stream ahead into L1: the CPU analogue of T-MAN's DMA stage (a tile's bytes are contiguous)
       if constexpr (S.prefetch_bytes > 0)
         if (pf_bytes > 0)
-          for (int c = 0; c < S.step_pair_bytes(); c += 64)
-            __builtin_prefetch(bp + S.paired_chunk_in_block(spi, 0, 0) + pf_bytes + c, 0, 3);
+          for (int c = 0; c < (QUAD ? 2 : 1) * S.step_pair_bytes(); c += 64)
+            __builtin_prefetch(bp + S.paired_chunk_in_block(QUAD ? spi - 1 : spi, 0, 0) + pf_bytes + c, 0, 3);
       for (int p = 0; p < PP; ++p) {
         for (int s = 0; s < 2; ++s) {
           const V raw = Ops::load(bp + S.paired_chunk_in_block(spi, s, p));
@@ -248,7 +249,7 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
         }
       }
       if constexpr (QUAD) {
-        if (spi % 2 == 1) {  // this step pair's lone chunk and the previous one's: steps j - 2 .. j + 1
+        {  // this step pair's lone chunk and the previous one's: steps j - 2 .. j + 1
           const V ca = Ops::load(bp + S.lone_chunk_in_block(spi - 1)), cb = Ops::load(bp + S.lone_chunk_in_block(spi));
           if constexpr (S.ternary) {
             const V ha = Ops::shr4(ca), hb = Ops::shr4(cb);
