@@ -22,8 +22,8 @@
 //   V  shr4(V v)                             16-bit lanes shifted right by 4 (the high nibbles'
 //                                            bits in each byte's low nibble)
 //   V  negate_mask(V v, uint64_t m)          byte i negated where bit i of m is set
-// and, optionally on top of those (Ops that have them take the quad lone path below when the
-// tables are int8 and not ternary):
+// and, optionally on top of those (Ops that have them take the quad lone path below for
+// policies with lone chunks only and int8 tables: W1, ternary):
 //   V  permute2(V idx, V a, V b)             byte i <- (a, b)[idx[i]] (128-byte permute)
 //   TQ table_quad(const int8_t* t)           four steps' adjacent 16-byte tables
 //   V  lookup_steps(TQ t, V idx, V steps)    byte i looks up step steps[i] / 16's table by idx's
