@@ -48,11 +48,39 @@ void check_layout_properties() {
       // element map: injective, in range, and it covers exactly the index bits
       const packed_layout& L = wp.layout();
       CHECK(wp.size_bytes() == sizeof(blob_header) + L.total_bytes);
+      // K bands: band after band, each band's panels tile after tile, end to end over the blob;
+      // whole groups per band (when grouped), a multiple of the whole-K int8 flush otherwise
+      const std::size_t nblk = L.blocks();
+      {
+        std::size_t at = 0, first = 0;
+        for (std::size_t b = 0; b < L.bands; ++b) {
+          INFO("band " << b);
+          CHECK(L.band_first_block(b) == first);
+          CHECK(L.band_end_block(b) > first);
+          if (L.band_end_block(b) < nblk) {
+            CHECK(L.band_end_block(b) - first == L.band_blocks);
+            CHECK((S.group_k > 0 ? L.band_blocks % L.blocks_per_group : L.band_blocks % std::size_t(S.whole_k_flush_blocks())) == 0);
+          }
+          for (std::size_t t = 0; t < L.tiles; ++t) {
+            CHECK(L.panel_offset(t, b) == at);
+            at += L.panel_bytes(b);
+          }
+          first = L.band_end_block(b);
+          for (std::size_t k = L.band_first_block(b) * S.block_k; k < first * S.block_k; k += S.block_k)
+            CHECK(L.band_end_k(k) == first * S.block_k);
+        }
+        CHECK(first == nblk);
+        CHECK(at == L.total_bytes);
+        // about band_k_target activations per band (at least a group) for the LUT formats; one
+        // band for the formats the LUT-GEMV never runs
+        CHECK((S.lut || S.ternary ? S.band_blocks > 0 : S.band_blocks == 0));
+        CHECK(S.band_blocks * S.block_k <= std::max(band_k_target, S.group_k));
+        CHECK((S.band_blocks == 0 || 2 * S.band_blocks * S.block_k > band_k_target || S.band_blocks == S.whole_k_flush_blocks()));
+      }
       // k_range_bytes (what the GEMM prefetches per chunk) of each single block: its size, its
       // group's parameters when the group starts there, and every weight bit of the block inside it
-      // (checked in the element walk below); the blocks of a tile are contiguous, so a range of
-      // several blocks is the union of theirs
-      const std::size_t nblk = L.blocks();
+      // (checked in the element walk below); the blocks of a panel are contiguous, so a range of
+      // several blocks of one band is the union of theirs
       std::vector<std::pair<std::size_t, std::size_t>> one(L.tiles * nblk);
       for (std::size_t t = 0; t < L.tiles; ++t)
         for (std::size_t blk = 0; blk < nblk; ++blk) {
@@ -60,25 +88,29 @@ void check_layout_properties() {
           INFO("tile " << t << " block " << blk);
           REQUIRE(lo < hi);
           REQUIRE(hi <= L.total_bytes);
+          const std::size_t band = L.band_of_block(blk);
+          CHECK((lo >= L.panel_offset(t, band) && hi <= L.panel_offset(t, band) + L.panel_bytes(band)));
           const bool starts = blk % L.blocks_per_group == 0;
           CHECK(hi - lo == std::size_t(S.block_bytes()) + (starts ? std::size_t(S.scale_bytes()) : 0));
           if (starts) {
             const std::size_t so = L.scale_offset(t, L.group_of_block(blk));
             CHECK((so >= lo && so + std::size_t(S.scale_bytes()) <= hi));
           }
-          if (blk > 0) CHECK(lo == one[t * nblk + blk - 1].second);
+          if (blk > L.band_first_block(band)) CHECK(lo == one[t * nblk + blk - 1].second);
+          else CHECK(lo == L.panel_offset(t, band));
           one[t * nblk + blk] = {lo, hi};
         }
-      // ranges of 2 and 3 blocks and the whole K: from their first block's start to their last's end
+      // ranges of 2 and 3 blocks and a whole band: from their first block's start to their last's end
       for (std::size_t t = 0; t < L.tiles; ++t)
         for (std::size_t nb : {std::size_t(2), std::size_t(3), nblk})
-          for (std::size_t b0 = 0; b0 < nblk; b0 += nb) {
-            const std::size_t b1 = std::min(nblk, b0 + nb);
-            const auto [lo, hi] = L.k_range_bytes(t, b0 * S.block_k, b1 * S.block_k);
-            INFO("tile " << t << " blocks [" << b0 << ", " << b1 << ")");
-            CHECK(lo == one[t * nblk + b0].first);
-            CHECK(hi == one[t * nblk + b1 - 1].second);
-          }
+          for (std::size_t band = 0; band < L.bands; ++band)
+            for (std::size_t b0 = L.band_first_block(band); b0 < L.band_end_block(band); b0 += nb) {
+              const std::size_t b1 = std::min(L.band_end_block(band), b0 + nb);
+              const auto [lo, hi] = L.k_range_bytes(t, b0 * S.block_k, b1 * S.block_k);
+              INFO("tile " << t << " blocks [" << b0 << ", " << b1 << ")");
+              CHECK(lo == one[t * nblk + b0].first);
+              CHECK(hi == one[t * nblk + b1 - 1].second);
+            }
       // (a bitmap of the blob's bits: a std::set of (byte, bit) pairs made this the suite's
       // slowest case, 70% of its time)
       std::vector<uint8_t> used(L.total_bytes * 8, 0);

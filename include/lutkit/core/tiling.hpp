@@ -25,13 +25,18 @@ struct packed_layout : layout_geometry {
   packed_layout() = default;
   packed_layout(const tiling_spec& s, std::size_t m, std::size_t k) : layout_geometry(checked(s, m, k), m, k) {}
 
-  // [first, last) bytes of k range [k0, k1) of tile t (k0, k1 on block boundaries): its blocks and
-  // the scales and zeros of every group that starts inside it, one contiguous range (groups lie in
-  // k order, each its parameters first). The parameters of a group begun before k0 are not in it.
+  // [first, last) bytes of k range [k0, k1) of tile t (k0, k1 on block boundaries, inside one K
+  // band: k1 <= band_end_k(k0)): its blocks and the scales and zeros of every group that starts
+  // inside it, one contiguous range (a panel holds its blocks in k order, each group's parameters
+  // first). The parameters of a group begun before k0 are not in it.
   std::pair<std::size_t, std::size_t> k_range_bytes(std::size_t t, std::size_t k0, std::size_t k1) const {
     const std::size_t b0 = k0 / std::size_t(spec.block_k), b1 = (k1 + spec.block_k - 1) / std::size_t(spec.block_k);
     const std::size_t lo = b0 % blocks_per_group == 0 ? scale_offset(t, group_of_block(b0)) : block_offset(t, b0);
     return {lo, block_offset(t, b1 - 1) + std::size_t(spec.block_bytes())};
+  }
+  // the end (in k) of the K band holding activation k0: a k range crossing it is two byte ranges
+  std::size_t band_end_k(std::size_t k0) const {
+    return band_end_block(band_of_block(k0 / std::size_t(spec.block_k))) * std::size_t(spec.block_k);
   }
  private:
   static const tiling_spec& checked(const tiling_spec& s, std::size_t m, std::size_t k) {

@@ -38,8 +38,12 @@
 //               interval; its length is bounded at compile time so int16 sums cannot overflow.
 //   group       group_k activations sharing a scale (and zero): [fp16 scale x rows]
 //               [fp16 zero x rows, asymmetric only] [blocks ...].
-//   packed      [tile 0: group 0, group 1, ...][tile 1] ... ; per_channel / per_tensor have one
-//               group spanning the padded K.
+//   band        band_blocks consecutive blocks of K (about band_k_target activations, whole
+//               groups); a tile's part of a band is its panel: the band's groups (or, where a group
+//               spans several bands, its blocks; the group's parameters in the panel of its first
+//               block), in k order.
+//   packed      [band 0: tile 0's panel, tile 1's panel, ...][band 1: ...] ... ; per_channel /
+//               per_tensor have one group spanning the padded K. Whole-code formats have one band.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -71,6 +75,7 @@ struct tiling_spec {
   lookup_order order = lookup_order::pshufb;  // from the target descriptor
   int steps_per_block = 0;
   int block_k = 0;
+  int band_blocks = 0;  // blocks per K band (0: one band spanning the padded K)
   // software prefetch distance of the LUT-GEMV's weight stream, in bytes, into L1 (0: off).
   // 8 KiB, as the int8 decode's; off on Zen 4 (gemv_prefetch_bytes in core/prefetch.hpp):
   // docs/benchmarks.md, "LUT-GEMV at one thread".
@@ -106,6 +111,9 @@ struct tiling_spec {
   constexpr int block_bytes() const {
     return step_pairs_per_block() * step_pair_bytes() + sign_chunks_per_block() * chunk_bytes;
   }
+  // whole-K scales (per channel, per tensor): the int8 paradigm quantizes activations in flush
+  // groups of about 256 k, whole blocks (gemm/geometry.hpp)
+  constexpr int whole_k_flush_blocks() const { return (256 + block_k - 1) / block_k; }
   constexpr int scale_bytes() const { return rows_per_tile * 2 * (asymmetric ? 2 : 1); }
   // offsets inside a block (compile-time for a compile-time spec): kernels add these to
   // packed_layout::block_offset so the inner loop does no shape arithmetic
@@ -158,7 +166,8 @@ struct tiling_spec {
     return planes >= 1 && steps_per_block >= 2 && steps_per_block % 2 == 0 &&
            block_k == steps_per_block * k_per_step && (!lut || max_abs_acc16() <= 32767) &&
            (!whole_codes() || ((planes == 4 || planes == 8) && rows_per_tile == 64)) &&
-           (group_k == 0 || group_k % block_k == 0) && rows_per_tile == chunk_bytes &&
+           (group_k == 0 || group_k % block_k == 0) && rows_per_tile == chunk_bytes && band_blocks >= 0 &&
+           (group_k == 0 || band_blocks % (group_k / block_k) == 0) &&
            (plane_chunks() ? rows_per_tile == (vlut16() ? 128 : 64) && (!ternary || step_pairs_per_block() % 4 == 0)
                            : rows_per_tile == 64);
   }
@@ -194,6 +203,13 @@ constexpr int tiling_spec::sign_bit_in_block(int r, int spi, int s) const {
   if (plane_chunks()) return (sign_in_block(spi) + byte_of_row(r)) * 8 + sign_bit_in_byte(spi, s);
   return sign_in_block(spi) * 8 + 64 * nibble_of_row(r) + 32 * s + lone_byte_of_row(r);
 }
+
+// K band length of the LUT formats (bit planes, ternary), in activations: a kernel that walks
+// band after band, every tile's panel of it, reads the weights as one stream while the band's
+// tables stay in L1 (1024 k: 4 KiB of int8 tables per activation row). 1 thread, 4096 x 14336,
+// cold, medians of 3 interleaved rounds, against tile after tile over the whole K: W1 0.93-0.99
+// of a plain read against 0.77-0.78, W2 0.91-0.99 against 0.80-0.82 (docs/tiling.md, "K bands").
+inline constexpr int band_k_target = 1024;
 
 namespace detail {
 constexpr int largest_pow2_le(long v) {
@@ -239,6 +255,16 @@ constexpr tiling_spec make_tiling_spec() {
     s.steps_per_block = detail::largest_pow2_le(cap);
   }
   s.block_k = s.steps_per_block * s.k_per_step;
+  // K bands (LUT formats; the whole-code formats' kernels keep all of K's activations in L1):
+  // whole groups of about band_k_target activations, at least one group; without groups, about
+  // band_k_target activations of whole blocks
+  // (a multiple of whole_k_flush_blocks, so int8 activation groups do not straddle two bands)
+  if (FT::lut_gemv_capable || FT::is_ternary) {
+    const int bpg = Group::group_k > 0 ? Group::group_k / s.block_k : 0;
+    const int fb = s.whole_k_flush_blocks(), flushes = band_k_target / (fb * s.block_k);
+    s.band_blocks = bpg > 0 ? bpg * (band_k_target / Group::group_k > 0 ? band_k_target / Group::group_k : 1)
+                            : fb * (flushes > 0 ? flushes : 1);
+  }
   s.rows_per_tile = s.chunk_bytes = Target::desc.tile_rows;
   s.order = Target::desc.order;
   return s;
@@ -252,7 +278,7 @@ struct layout_geometry {
   std::size_t M = 0, K = 0;
   std::size_t M_pad = 0, K_pad = 0;
   std::size_t tiles = 0, groups = 0, blocks_per_group = 0;
-  std::size_t group_bytes = 0, tile_bytes = 0, total_bytes = 0;
+  std::size_t group_bytes = 0, total_bytes = 0;
 
   constexpr layout_geometry() = default;
   constexpr layout_geometry(const tiling_spec& s, std::size_t m, std::size_t k) : spec(s), M(m), K(k) {
@@ -266,8 +292,10 @@ struct layout_geometry {
     groups = s.group_k > 0 ? K_pad / s.group_k : 1;
     blocks_per_group = (s.group_k > 0 ? std::size_t(s.group_k) : K_pad) / s.block_k;
     group_bytes = std::size_t(s.scale_bytes()) + blocks_per_group * s.block_bytes();
-    tile_bytes = groups * group_bytes;
-    total_bytes = tiles * tile_bytes;
+    band_blocks = s.band_blocks > 0 && std::size_t(s.band_blocks) < blocks() ? std::size_t(s.band_blocks) : blocks();
+    if (band_blocks == 0) band_blocks = 1;  // (K = 0: no blocks, one empty band)
+    bands = (blocks() + band_blocks - 1) / band_blocks;
+    total_bytes = tiles * groups * group_bytes;
   }
 
   constexpr std::size_t steps() const { return K_pad / spec.k_per_step; }
@@ -276,16 +304,36 @@ struct layout_geometry {
   constexpr std::size_t group_of_block(std::size_t blk) const { return blk / blocks_per_group; }
   constexpr std::size_t group_of_k(std::size_t k) const { return spec.group_k > 0 ? k / spec.group_k : 0; }
 
-  // ---- byte offsets from the start of the packed data
-  constexpr std::size_t tile_offset(std::size_t t) const { return t * tile_bytes; }
-  constexpr std::size_t group_offset(std::size_t t, std::size_t g) const { return tile_offset(t) + g * group_bytes; }
+  // ---- byte offsets from the start of the packed data. Band b's panels (one per tile, all the
+  // same size) follow every panel of bands 0..b-1; in a panel, blocks in k order, each group's
+  // parameters before its first block.
+  std::size_t band_blocks = 0, bands = 0;  // (band_blocks: spec.band_blocks, or every block)
+  // bytes of one tile's blocks [0, x) with the parameters of every group starting before x
+  constexpr std::size_t prefix_bytes(std::size_t x) const {
+    return x * std::size_t(spec.block_bytes()) + (x + blocks_per_group - 1) / blocks_per_group * std::size_t(spec.scale_bytes());
+  }
+  constexpr std::size_t band_of_block(std::size_t blk) const { return blk / band_blocks; }
+  constexpr std::size_t band_first_block(std::size_t b) const { return b * band_blocks; }
+  constexpr std::size_t band_end_block(std::size_t b) const {
+    return (b + 1) * band_blocks < blocks() ? (b + 1) * band_blocks : blocks();
+  }
+  constexpr std::size_t panel_bytes(std::size_t b) const {
+    return prefix_bytes(band_end_block(b)) - prefix_bytes(band_first_block(b));
+  }
+  constexpr std::size_t panel_offset(std::size_t t, std::size_t b) const {
+    return tiles * prefix_bytes(band_first_block(b)) + t * panel_bytes(b);
+  }
+  constexpr std::size_t group_offset(std::size_t t, std::size_t g) const {
+    const std::size_t blk = g * blocks_per_group, b = band_of_block(blk);
+    return panel_offset(t, b) + prefix_bytes(blk) - prefix_bytes(band_first_block(b));
+  }
   constexpr std::size_t scale_offset(std::size_t t, std::size_t g) const { return group_offset(t, g); }
   constexpr std::size_t zero_offset(std::size_t t, std::size_t g) const {
     return group_offset(t, g) + std::size_t(spec.rows_per_tile) * 2;
   }
   constexpr std::size_t block_offset(std::size_t t, std::size_t blk) const {
-    return group_offset(t, group_of_block(blk)) + std::size_t(spec.scale_bytes()) +
-           (blk % blocks_per_group) * spec.block_bytes();
+    const std::size_t b = band_of_block(blk);
+    return panel_offset(t, b) + prefix_bytes(blk + 1) - prefix_bytes(band_first_block(b)) - std::size_t(spec.block_bytes());
   }
   // paired chunk of plane pair p for step 2*sp + s
   constexpr std::size_t paired_chunk_offset(std::size_t t, std::size_t sp, int s, int p) const {

@@ -39,6 +39,85 @@
 namespace lutkit {
 namespace detail {
 
+// Chunk [k0, k1) of tile t, columns [nb0, nb0 + nbw) of the pass, into the tile's accumulators C
+// ([column][64] fp32); nc, the chunk after it, is prefetched a part per micro-kernel call.
+template <class Src>
+void dq_gemm_chunk(const Src& src, const dq_activations& A, const dq_kernel_set& ks, dq_scratch& s, float* C,
+                   std::size_t t, std::size_t nb0, std::size_t nbw, std::size_t k0, std::size_t k1,
+                   const dq_geometry::chunk& nc) {
+  const dq_geometry& g = A.geo;
+  const std::size_t NP = g.NP;
+  const std::size_t calls = (std::min(nbw, g.N - nb0) + g.cb - 1) / g.cb;
+  auto pf = [&] {
+    if constexpr (prefetching_source<Src>)
+      return spread_prefetch<Src>(src, nc, calls);
+    else
+      return 0;
+  }();
+  auto prefetch_next = [&] {
+    if constexpr (prefetching_source<Src>) pf.step();
+  };
+  if (A.act == act_type::int8 || A.act == act_type::int8_group) {
+    // decode (1 or 2 columns): level 1 fused into the micro-kernel where the source has it
+    // (only the real columns: the padding up to NP holds zeros)
+    const std::size_t ncols = std::min(nbw, g.N - nb0);
+    constexpr bool can_fuse = requires { src.int8_fused(std::size_t(1)); };
+    const int8_fused_fn fused = [&]() -> int8_fused_fn {
+      if constexpr (can_fuse)
+        return ncols <= 2 ? src.int8_fused(ncols) : nullptr;
+      else
+        return nullptr;
+    }();
+    const uint8_t* W = fused ? nullptr : src.levels(t, k0, k1, s);
+    const std::size_t nf = (k1 - k0 + g.flush_k - 1) / g.flush_k;
+    if (!fused)  // (the fused kernels read the scales themselves)
+      for (std::size_t f = 0; f < nf; ++f) src.group_scales(t, k0 + f * g.flush_k, &s.sw[f * 64], &s.swz[f * 64]);
+    const std::size_t full = (k1 - k0) / g.flush_k, tail = (k1 - k0) % g.flush_k;
+    const std::size_t f0 = k0 / g.flush_k, fsteps = g.flush_k / 4;
+    const int8_t* Ad = reinterpret_cast<const int8_t*>(A.data.get());
+    for (std::size_t n0 = 0; n0 < ncols; n0 += mk_int8_cols) {
+      const std::size_t nc = std::min<std::size_t>(mk_int8_cols, ncols - n0);
+      if (!fused) prefetch_next();  // (the fused kernels stream their bytes themselves)
+      mk_int8_args a{W, Ad + 4 * g.panel_index(nb0 + n0, k0 / 4), 4 * g.cb, fsteps, full, C + n0 * 64,
+                     s.sw.data(), s.swz.data(),
+                     A.sumx.data() + f0 * NP + nb0 + n0,
+                     A.sa.empty() ? nullptr : A.sa.data() + f0 * NP + nb0 + n0, NP};
+      const auto call = [&](std::size_t kstart) {
+        if constexpr (can_fuse) {
+          if (fused) return src.run_int8_fused(fused, t, kstart, a);
+        }
+        ks.int8[nc - 1](a);
+      };
+      if (full) call(k0);
+      if (tail) {
+        if (W) a.W += full * fsteps * 256;
+        a.A += full * fsteps * a.lda;
+        a.steps = tail / 4;
+        a.groups = 1;
+        a.sw += full * 64;
+        a.swz += full * 64;
+        a.sumx += full * NP;
+        if (a.sa) a.sa += full * NP;
+        call(k0 + full * g.flush_k);
+      }
+    }
+  } else {
+    // bf16 / fp32: values in the step-major layout (32-bit elements: bf16 pairs or fp32)
+    const bool bf = A.act == act_type::bf16;
+    const uint32_t* Ws = bf ? src.template value_steps<uint16_t>(t, k0, k1, s)
+                            : src.template value_steps<float>(t, k0, k1, s);
+    const std::size_t steps = bf ? (k1 - k0) / 2 : k1 - k0;
+    const uint32_t* Ad = reinterpret_cast<const uint32_t*>(A.data.get());
+    const std::size_t ncols = std::min(nbw, g.N - nb0);
+    for (std::size_t n0 = 0; n0 < ncols; n0 += mk_val_cols) {
+      const std::size_t nc = std::min<std::size_t>(mk_val_cols, ncols - n0);
+      prefetch_next();
+      (bf ? ks.bf16 : ks.f32)[nc - 1](
+          mk_val_args{Ws, Ad + g.panel_index(nb0 + n0, bf ? k0 / 2 : k0), g.cb, steps, C + n0 * 64});
+    }
+  }
+}
+
 // Items from q until it runs dry, on the calling thread; rows outside [r0, r1) are not written.
 template <class Src>
 void dq_gemm_tiles(const Src& src, const dq_activations& A, const dq_kernel_set& ks, dq_work_queue& q,
@@ -61,80 +140,7 @@ void dq_gemm_tiles(const Src& src, const dq_activations& A, const dq_kernel_set&
     std::memset(C, 0, 64 * std::min(NB, round_up(std::min(nbw, g.N - nb0), g.cb)) * 4);
     for (std::size_t k0 = 0; k0 < g.K_pad; k0 += g.kc) {
       const std::size_t k1 = std::min(g.K_pad, k0 + g.kc);
-      // The packed bytes of the next chunk (of this tile, else of the next one) into the caches, a few
-      // lines before each micro-kernel call below: level 1 reads each chunk once, and the
-      // hardware prefetchers restart at every 4 KiB page of it. (A whole chunk's lines requested
-      // at once filled the miss queue and stalled.)
-      const dq_geometry::chunk nc = w.next_chunk(g, k1);
-      const std::size_t calls = (std::min(nbw, g.N - nb0) + g.cb - 1) / g.cb;
-      auto pf = [&] {
-        if constexpr (prefetching_source<Src>)
-          return spread_prefetch<Src>(src, nc, calls);
-        else
-          return 0;
-      }();
-      auto prefetch_next = [&] {
-        if constexpr (prefetching_source<Src>) pf.step();
-      };
-      if (A.act == act_type::int8 || A.act == act_type::int8_group) {
-        // decode (1 or 2 columns): level 1 fused into the micro-kernel where the source has it
-        // (only the real columns: the padding up to NP holds zeros)
-        const std::size_t ncols = std::min(nbw, g.N - nb0);
-        constexpr bool can_fuse = requires { src.int8_fused(std::size_t(1)); };
-        const int8_fused_fn fused = [&]() -> int8_fused_fn {
-          if constexpr (can_fuse)
-            return ncols <= 2 ? src.int8_fused(ncols) : nullptr;
-          else
-            return nullptr;
-        }();
-        const uint8_t* W = fused ? nullptr : src.levels(t, k0, k1, s);
-        const std::size_t nf = (k1 - k0 + g.flush_k - 1) / g.flush_k;
-        if (!fused)  // (the fused kernels read the scales themselves)
-          for (std::size_t f = 0; f < nf; ++f) src.group_scales(t, k0 + f * g.flush_k, &s.sw[f * 64], &s.swz[f * 64]);
-        const std::size_t full = (k1 - k0) / g.flush_k, tail = (k1 - k0) % g.flush_k;
-        const std::size_t f0 = k0 / g.flush_k, fsteps = g.flush_k / 4;
-        const int8_t* Ad = reinterpret_cast<const int8_t*>(A.data.get());
-        for (std::size_t n0 = 0; n0 < ncols; n0 += mk_int8_cols) {
-          const std::size_t nc = std::min<std::size_t>(mk_int8_cols, ncols - n0);
-          if (!fused) prefetch_next();  // (the fused kernels stream their bytes themselves)
-          mk_int8_args a{W, Ad + 4 * g.panel_index(nb0 + n0, k0 / 4), 4 * g.cb, fsteps, full, C + n0 * 64,
-                         s.sw.data(), s.swz.data(),
-                         A.sumx.data() + f0 * NP + nb0 + n0,
-                         A.sa.empty() ? nullptr : A.sa.data() + f0 * NP + nb0 + n0, NP};
-          const auto call = [&](std::size_t kstart) {
-            if constexpr (can_fuse) {
-              if (fused) return src.run_int8_fused(fused, t, kstart, a);
-            }
-            ks.int8[nc - 1](a);
-          };
-          if (full) call(k0);
-          if (tail) {
-            if (W) a.W += full * fsteps * 256;
-            a.A += full * fsteps * a.lda;
-            a.steps = tail / 4;
-            a.groups = 1;
-            a.sw += full * 64;
-            a.swz += full * 64;
-            a.sumx += full * NP;
-            if (a.sa) a.sa += full * NP;
-            call(k0 + full * g.flush_k);
-          }
-        }
-      } else {
-        // bf16 / fp32: values in the step-major layout (32-bit elements: bf16 pairs or fp32)
-        const bool bf = A.act == act_type::bf16;
-        const uint32_t* Ws = bf ? src.template value_steps<uint16_t>(t, k0, k1, s)
-                                : src.template value_steps<float>(t, k0, k1, s);
-        const std::size_t steps = bf ? (k1 - k0) / 2 : k1 - k0;
-        const uint32_t* Ad = reinterpret_cast<const uint32_t*>(A.data.get());
-        const std::size_t ncols = std::min(nbw, g.N - nb0);
-        for (std::size_t n0 = 0; n0 < ncols; n0 += mk_val_cols) {
-          const std::size_t nc = std::min<std::size_t>(mk_val_cols, ncols - n0);
-          prefetch_next();
-          (bf ? ks.bf16 : ks.f32)[nc - 1](
-              mk_val_args{Ws, Ad + g.panel_index(nb0 + n0, bf ? k0 / 2 : k0), g.cb, steps, C + n0 * 64});
-        }
-      }
+      dq_gemm_chunk(src, A, ks, s, C, t, nb0, nbw, k0, k1, w.next_chunk(g, k1));
     }
     const std::size_t ma = std::max(r0, t * 64), mb = std::min({r1, M, t * 64 + 64});
     const std::size_t n1 = std::min(g.N, nb0 + nbw);
@@ -142,11 +148,63 @@ void dq_gemm_tiles(const Src& src, const dq_activations& A, const dq_kernel_set&
   } while (w.advance());
 }
 
+// Decode (one column pass) of a blob in K bands (tiling spec): tiles [ta, tb) on the calling
+// thread, band after band, each band tile after tile, so the weights are read as one stream
+// (tile after tile over the whole K, each band's panel a jump: W4 g64 at 1 thread, 0.50-0.58 of
+// a plain read against 0.57-0.75). The tiles' accumulators persist across the bands.
+template <class Src>
+void dq_decode_bands(const Src& src, const dq_activations& A, const dq_kernel_set& ks, std::size_t ta,
+                     std::size_t tb, std::size_t M, std::size_t r0, std::size_t r1, float* y, std::size_t ldy) {
+  const dq_geometry& g = A.geo;
+  const packed_layout& L = *src.L;
+  dq_scratch s;
+  s.init(g);
+  const std::size_t NP = g.NP, nbw = std::min(g.n_block(), NP);
+  const std::size_t cols = std::min(nbw, round_up(g.N, g.cb));
+  const aligned_bytes acc = alloc_aligned((tb - ta) * 64 * cols * 4);
+  float* C0 = reinterpret_cast<float*>(acc.get());
+  std::memset(C0, 0, (tb - ta) * 64 * cols * 4);
+  const std::size_t bk = std::size_t(L.spec.block_k);
+  // chunks end at band ends and at multiples of kc (the activation panel's chunks: a band end is
+  // a multiple of the flush group, not always of kc)
+  auto end_of = [&](std::size_t k0, std::size_t khi) { return std::min(khi, (k0 / g.kc + 1) * g.kc); };
+  for (std::size_t b = 0; b < L.bands; ++b) {
+    const std::size_t klo = L.band_first_block(b) * bk, khi = L.band_end_block(b) * bk;
+    for (std::size_t t = ta; t < tb; ++t)
+      for (std::size_t k0 = klo, k1; k0 < khi; k0 = k1) {
+        k1 = end_of(k0, khi);
+        // the next chunk: this panel's, the next tile's first of the band, the next band's first
+        dq_geometry::chunk nc{dq_geometry::no_tile, 0, 0};
+        if (k1 < khi) nc = {t, k1, end_of(k1, khi)};
+        else if (t + 1 < tb) nc = {t + 1, klo, end_of(klo, khi)};
+        else if (b + 1 < L.bands) nc = {ta, khi, end_of(khi, L.band_end_block(b + 1) * bk)};
+        dq_gemm_chunk(src, A, ks, s, C0 + (t - ta) * 64 * cols, t, 0, nbw, k0, k1, nc);
+      }
+  }
+  for (std::size_t t = ta; t < tb; ++t) {
+    const std::size_t ma = std::max(r0, t * 64), mb = std::min({r1, M, t * 64 + 64});
+    ks.write_tile(A, C0 + (t - ta) * 64 * cols - t * 64, 0, std::min(g.N, nbw), ma, mb, y, ldy);
+  }
+}
+
 // The tiles covering rows [r0, r1), on the pool's threads through one work queue.
 template <class Src>
 void run_dq_gemm(const Src& src, const dq_activations& A, const dq_kernel_set& ks, std::size_t M, std::size_t r0,
                  std::size_t r1, float* y, std::size_t ldy, thread_pool* pool) {
   if (r0 == r1) return;
+  // decode (N <= 16) of a blob in K bands: a fixed split of the tiles, each thread band after band
+  if constexpr (requires { src.L->bands; }) {
+    if (dq_passes(A.geo) == 1 && A.geo.N <= 16 && src.L->bands > 1) {
+      const std::size_t t0 = r0 / 64, t1 = (r1 + 63) / 64;
+      const std::size_t parts = pool ? std::min(t1 - t0, pool->size()) : 1;
+      auto part = [&](std::size_t i) {
+        dq_decode_bands(src, A, ks, t0 + (t1 - t0) * i / parts, t0 + (t1 - t0) * (i + 1) / parts, M, r0, r1, y, ldy);
+      };
+      if (parts <= 1) part(0);
+      else pool->run(parts, part);
+      return;
+    }
+  }
   dq_work_queue q(r0 / 64, (r1 + 63) / 64, dq_passes(A.geo));
   const std::size_t parts = pool ? std::min(q.size(), pool->size()) : 1;
   if (parts <= 1) {

@@ -87,7 +87,7 @@ inline dq_geometry make_dq_geometry_k(std::size_t K, std::size_t K_pad, std::siz
   g.kcs = g.kc / per_step;
   return g;
 }
-// The flush group: the scale group (whole-K scales: 256 k rounded to blocks). With decode set
+// The flush group: the scale group (whole-K scales: whole_k_flush_blocks, ~256 k). With decode set
 // (decode_gemv's int8 method), int8_group activations take at most 32 k per scale: llama.cpp's
 // q8_0 granularity however wide the weight groups (g64: 1.55e-02 -> 1.14e-02 relative error,
 // docs/llama_formats.md "Accuracy"; a weight group then spans several flushes with the same
@@ -96,7 +96,7 @@ inline constexpr std::size_t int8_decode_act_group = 32;
 template <class P>
 dq_geometry make_dq_geometry(const packed_layout& L, std::size_t N, act_type act, bool decode = false) {
   constexpr auto& S = P::spec;
-  std::size_t flush = S.group_k > 0 ? std::size_t(S.group_k) : round_up(256, std::size_t(S.block_k));
+  std::size_t flush = std::size_t(S.group_k > 0 ? S.group_k : S.whole_k_flush_blocks() * S.block_k);
   if (decode && act == act_type::int8_group && S.group_k > 0 && flush > int8_decode_act_group &&
       flush % int8_decode_act_group == 0)
     flush = int8_decode_act_group;

@@ -86,20 +86,36 @@ struct lut_weight_source {
   void run_int8_fused(int8_fused_fn f, std::size_t t, std::size_t k0, const mk_int8_args& a) const { f(data, *L, t, k0, a); }
   // Prefetch interface of a weight source (optional; the GEMM uses it when present): chunk
   // [k0, k1) of tile t reads plan.lines cache lines of packed bytes (its blocks and the scales
-  // and zeros of the groups starting in it, one contiguous range here:
-  // packed_layout::k_range_bytes); prefetch_lines<To>(plan, l0, l1) requests lines [l0, l1) of them.
-  // The plan is made once per chunk, so the calls that spread the requests do no shape arithmetic.
+  // and zeros of the groups starting in it: one contiguous range per K band it touches,
+  // packed_layout::k_range_bytes); prefetch_lines<To>(plan, l0, l1) requests lines [l0, l1) of
+  // them. The plan is made once per chunk, so the calls that spread the requests do no shape
+  // arithmetic.
   struct prefetch_plan_t {
-    const uint8_t* p;
+    static constexpr int max_ranges = 4;
+    const uint8_t* p[max_ranges];
+    std::size_t end[max_ranges];  // lines of ranges 0..i
+    int ranges;
     std::size_t lines;
   };
   prefetch_plan_t prefetch_plan(std::size_t t, std::size_t k0, std::size_t k1) const {
-    const auto [lo, hi] = L->k_range_bytes(t, k0, k1);
-    return {data + lo, (hi - lo + 63) / 64};
+    prefetch_plan_t plan{{}, {}, 0, 0};
+    for (std::size_t k = k0; k < k1 && plan.ranges < prefetch_plan_t::max_ranges;) {
+      const std::size_t ke = std::min(k1, L->band_end_k(k));
+      const auto [lo, hi] = L->k_range_bytes(t, k, ke);
+      plan.p[plan.ranges] = data + lo;
+      plan.lines += (hi - lo + 63) / 64;
+      plan.end[plan.ranges++] = plan.lines;
+      k = ke;
+    }
+    return plan;
   }
   template <prefetch_to To>
   void prefetch_lines(const prefetch_plan_t& plan, std::size_t l0, std::size_t l1) const {
-    for (std::size_t l = l0; l < l1; ++l) prefetch_line<To>(plan.p + 64 * l);
+    int r = 0;
+    for (std::size_t l = l0; l < l1; ++l) {
+      while (l >= plan.end[r]) ++r;
+      prefetch_line<To>(plan.p[r] + 64 * (l - (r > 0 ? plan.end[r - 1] : 0)));
+    }
   }
   // level 1 into the row-major code buffer (SIMD where the backend has it)
   void codes_rows(std::size_t t, std::size_t k0, std::size_t k1, dq_scratch& s) const {

@@ -444,39 +444,47 @@ static void lut_gemv_rows(const detail::gemv_args& a) {
   constexpr int NBMAX = regs_per_n <= 2 ? 8 : (regs_per_n <= 4 ? 4 : 2);
   const packed_layout& L = *a.layout;
   constexpr std::size_t R = 64;
-  // K chunk: blocks per pass so one tile's chunk of weights stays in L1 across the n passes
-  // (one pass over the n: the whole K at once)
+  // Band after band (tiling spec: a K band's panels, one per tile, lie in order, so the walk reads
+  // the weights as one stream while the band's tables stay in L1), each band tile after tile; a
+  // tile's outputs accumulate across the bands. Within a panel, K chunks of blocks per pass so
+  // the chunk of weights stays in L1 across the n passes (one pass over the n: the whole panel).
   const bool one_pass = a.N == 1 || a.N == 2 || (a.N == 4 && NBMAX >= 4) || (a.N == 8 && NBMAX >= 8);
   const std::size_t chunk_blocks =
-      one_pass ? L.blocks() : std::max<std::size_t>(1, std::size_t(16384) / std::size_t(S.block_bytes()));
-  std::vector<float> acc(a.N * R);
+      one_pass ? L.band_blocks : std::max<std::size_t>(1, std::size_t(16384) / std::size_t(S.block_bytes()));
   const std::size_t t0 = a.row_begin / R, t1 = (a.row_end + R - 1) / R;
-  for (std::size_t t = t0; t < t1; ++t) {
-    std::fill(acc.begin(), acc.end(), 0.f);
-    for (std::size_t b0 = 0; b0 < L.blocks(); b0 += chunk_blocks) {
-      const std::size_t b1 = std::min(L.blocks(), b0 + chunk_blocks);
-      std::size_t n0 = 0;
-      auto run = [&](auto nb_tag) {
-        constexpr int NB = decltype(nb_tag)::value;
-        const int8_t* E[NB];
-        const float* TS[NB];
-        const float* XS[NB];
-        for (int i = 0; i < NB; ++i) {
-          E[i] = a.entries + (n0 + std::size_t(i)) * a.entries_stride;
-          TS[i] = a.tscale + (n0 + std::size_t(i)) * a.blocks;
-          XS[i] = a.xsum + (n0 + std::size_t(i)) * a.blocks;
-        }
-        lut_gemv_tile<Ops, P, NB>(a, E, TS, XS, t, b0, b1, acc.data() + n0 * R);
-        n0 += NB;
-      };
-      while (a.N - n0 >= 8 && NBMAX >= 8) run(std::integral_constant<int, (NBMAX >= 8 ? 8 : 1)>{});
-      while (a.N - n0 >= 4 && NBMAX >= 4) run(std::integral_constant<int, (NBMAX >= 4 ? 4 : 1)>{});
-      while (a.N - n0 >= 2) run(std::integral_constant<int, 2>{});
-      while (a.N - n0 >= 1) run(std::integral_constant<int, 1>{});
+  std::vector<float> acc((t1 - t0) * a.N * R, 0.f);  // [tile][n][row]
+  for (std::size_t band = 0; band < L.bands; ++band) {
+    const std::size_t bb0 = L.band_first_block(band), bb1 = L.band_end_block(band);
+    for (std::size_t t = t0; t < t1; ++t) {
+      float* at = acc.data() + (t - t0) * a.N * R;
+      for (std::size_t b0 = bb0; b0 < bb1; b0 += chunk_blocks) {
+        const std::size_t b1 = std::min(bb1, b0 + chunk_blocks);
+        std::size_t n0 = 0;
+        auto run = [&](auto nb_tag) {
+          constexpr int NB = decltype(nb_tag)::value;
+          const int8_t* E[NB];
+          const float* TS[NB];
+          const float* XS[NB];
+          for (int i = 0; i < NB; ++i) {
+            E[i] = a.entries + (n0 + std::size_t(i)) * a.entries_stride;
+            TS[i] = a.tscale + (n0 + std::size_t(i)) * a.blocks;
+            XS[i] = a.xsum + (n0 + std::size_t(i)) * a.blocks;
+          }
+          lut_gemv_tile<Ops, P, NB>(a, E, TS, XS, t, b0, b1, at + n0 * R);
+          n0 += NB;
+        };
+        while (a.N - n0 >= 8 && NBMAX >= 8) run(std::integral_constant<int, (NBMAX >= 8 ? 8 : 1)>{});
+        while (a.N - n0 >= 4 && NBMAX >= 4) run(std::integral_constant<int, (NBMAX >= 4 ? 4 : 1)>{});
+        while (a.N - n0 >= 2) run(std::integral_constant<int, 2>{});
+        while (a.N - n0 >= 1) run(std::integral_constant<int, 1>{});
+      }
     }
+  }
+  for (std::size_t t = t0; t < t1; ++t) {
+    const float* at = acc.data() + (t - t0) * a.N * R;
     const std::size_t r_lo = std::max(a.row_begin, t * R), r_hi = std::min(a.row_end, (t + 1) * R);
     for (std::size_t n = 0; n < a.N; ++n)
-      for (std::size_t m = r_lo; m < r_hi; ++m) a.y[n * a.ldy + m] = acc[n * R + (m - t * R)];
+      for (std::size_t m = r_lo; m < r_hi; ++m) a.y[n * a.ldy + m] = at[n * R + (m - t * R)];
   }
 }
 #if defined(__GNUC__) && !defined(__clang__)

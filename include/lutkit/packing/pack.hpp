@@ -389,7 +389,7 @@ void pack_source_into(packed_weights<P>& out, const Src& src, thread_pool* pool)
   auto tiles = [&](std::size_t t0, std::size_t t1) {
     for (std::size_t t = t0; t < t1; ++t)
       if (!(pack_writes_whole_bytes<P>() && whole_k && (t + 1) * R <= src.M()))
-        std::memset(d + L.tile_offset(t), 0, L.tile_bytes);
+        for (std::size_t b = 0; b < L.bands; ++b) std::memset(d + L.panel_offset(t, b), 0, L.panel_bytes(b));
     if constexpr (P::spec.ternary) pack_ternary_tiles(src.q, d, L, t0, t1);
     else pack_tiles<P>(src, d, L, t0, t1);
   };

@@ -175,16 +175,15 @@ LUTKIT_SME_FN void slice_body(const gemv_args& a, std::size_t t, int x, std::siz
   const int8_t* En = a.entries + n * a.entries_stride;
   const float* TS = a.tscale + n * a.blocks;
   const float* XS = a.xsum + n * a.blocks;
-  // the block's place in its group, advanced per block (no division in the loop)
+  // the block's place in its group, advanced per block
   std::size_t g = L.group_of_block(b0), in_group = b0 % L.blocks_per_group;
   group_rows<P>(a.data, L, t, g, s32, z32);
-  const uint8_t* bp = a.data + L.block_offset(t, b0) + x;
-  for (std::size_t blk = b0; blk < b1; ++blk, ++in_group, bp += S.block_bytes()) {
+  for (std::size_t blk = b0; blk < b1; ++blk, ++in_group) {
     if (in_group == L.blocks_per_group) {
       in_group = 0;
       group_rows<P>(a.data, L, t, ++g, s32, z32);
-      bp = a.data + L.block_offset(t, blk) + x;
     }
+    const uint8_t* bp = a.data + L.block_offset(t, blk) + x;  // (K bands: blocks are not one run)
     svint16_t he = svdup_n_s16(0), ho = svdup_n_s16(0);  // signed (int8 entries, or their high bytes)
     svuint16_t le = svdup_n_u16(0), lo = svdup_n_u16(0);  // int16 entries: the unsigned low bytes
     const std::size_t j0 = blk * std::size_t(S.steps_per_block);
