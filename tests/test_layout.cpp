@@ -71,11 +71,24 @@ void check_layout_properties() {
         }
         CHECK(first == nblk);
         CHECK(at == L.total_bytes);
-        // about band_k_target activations per band (at least a group) for the LUT formats; one
-        // band for the formats the LUT-GEMV never runs
+        // the LUT formats: as many whole units (groups, or int8 flush groups) as the limits allow,
+        // at least one; the formats the LUT-GEMV never runs: one band
         CHECK((S.lut || S.ternary ? S.band_blocks > 0 : S.band_blocks == 0));
-        CHECK(S.band_blocks * S.block_k <= std::max(band_k_target, S.group_k));
-        CHECK((S.band_blocks == 0 || 2 * S.band_blocks * S.block_k > band_k_target || S.band_blocks == S.whole_k_flush_blocks()));
+        if (S.band_blocks > 0) {
+          const int unit = S.group_k > 0 ? S.group_k / S.block_k : S.whole_k_flush_blocks();
+          CHECK(S.band_blocks % unit == 0);
+          auto fits = [&](long nb) {
+            const long k = nb * S.block_k;
+            return k <= band_k_max && k / S.k_per_step * S.table_bytes_per_step() <= band_table_bytes &&
+                   nb * S.block_bytes() + (S.group_k > 0 ? nb / unit * S.scale_bytes() : 0) <= band_panel_bytes;
+          };
+          CHECK((S.band_blocks == unit || fits(S.band_blocks)));
+          CHECK_FALSE(fits(S.band_blocks + unit));
+          // every panel within the limit (the first band's also holds whole-K parameters)
+          if (S.band_blocks > unit)
+            for (std::size_t b = 0; b < L.bands; ++b)
+              CHECK(L.panel_bytes(b) - (b == 0 && S.group_k == 0 ? std::size_t(S.scale_bytes()) : 0) <= std::size_t(band_panel_bytes));
+        }
       }
       // k_range_bytes (what the GEMM prefetches per chunk) of each single block: its size, its
       // group's parameters when the group starts there, and every weight bit of the block inside it
@@ -159,13 +172,29 @@ void check_layout_properties() {
       CHECK(in_block);
       // every bit of the blob belongs to some element: the layout has no holes
       CHECK(n_used == L.total_bytes * 8);
-      // block offsets tile each group exactly
+      // block offsets tile each panel exactly, and a panel cursor walks them by additions
       for (std::size_t t = 0; t < L.tiles; ++t)
         for (std::size_t blk = 0; blk + 1 < L.blocks(); ++blk) {
           const std::size_t a = L.block_offset(t, blk), b = L.block_offset(t, blk + 1);
-          if (L.group_of_block(blk) == L.group_of_block(blk + 1)) CHECK(b - a == std::size_t(S.block_bytes()));
-          else CHECK(b - a == std::size_t(S.block_bytes() + S.scale_bytes()));
+          const bool starts = L.group_of_block(blk) != L.group_of_block(blk + 1);
+          const std::size_t band = L.band_of_block(blk + 1);
+          if (band != L.band_of_block(blk))
+            CHECK(b == L.panel_offset(t, band) + (starts ? std::size_t(S.scale_bytes()) : 0));
+          else if (!starts)
+            CHECK(b - a == std::size_t(S.block_bytes()));
+          else
+            CHECK(b - a == std::size_t(S.block_bytes() + S.scale_bytes()));
         }
+      for (std::size_t t = 0; t < L.tiles; ++t)
+        for (std::size_t band = 0; band < L.bands; ++band)
+          for (std::size_t b0 : {L.band_first_block(band), (L.band_first_block(band) + L.band_end_block(band)) / 2}) {
+            bool same = true;
+            for (auto c = L.cursor(t, b0); c.blk < L.band_end_block(band); c.next())
+              same = same && c.block == L.block_offset(t, c.blk) && c.group == L.group_of_block(c.blk) &&
+                     c.params == L.scale_offset(t, c.group) && c.in_group == c.blk % L.blocks_per_group &&
+                     (!S.asymmetric || c.zeros() == L.zero_offset(t, c.group));
+            CHECK(same);
+          }
     }
 }
 }  // namespace

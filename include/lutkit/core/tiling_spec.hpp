@@ -38,8 +38,9 @@
 //               interval; its length is bounded at compile time so int16 sums cannot overflow.
 //   group       group_k activations sharing a scale (and zero): [fp16 scale x rows]
 //               [fp16 zero x rows, asymmetric only] [blocks ...].
-//   band        band_blocks consecutive blocks of K (about band_k_target activations, whole
-//               groups); a tile's part of a band is its panel: the band's groups (or, where a group
+//   band        band_blocks consecutive blocks of K (whole groups, or whole int8 flush groups
+//               without groups; at most band_k_max activations, band_table_bytes of tables and
+//               band_panel_bytes per panel, at least one group); a tile's part of a band is its panel: the band's groups (or, where a group
 //               spans several bands, its blocks; the group's parameters in the panel of its first
 //               block), in k order.
 //   packed      [band 0: tile 0's panel, tile 1's panel, ...][band 1: ...] ... ; per_channel /
@@ -110,6 +111,16 @@ struct tiling_spec {
   constexpr int sign_chunks_per_block() const { return ternary && plane_chunks() ? step_pairs_per_block() / 4 : 0; }
   constexpr int block_bytes() const {
     return step_pairs_per_block() * step_pair_bytes() + sign_chunks_per_block() * chunk_bytes;
+  }
+  // inside a panel (from its first byte; layout_geometry): block j of the band, and the
+  // parameters of the band's group gj (with groups: a band holds whole groups, each its
+  // parameters first; without: `lead`, band 0, whose panels begin with the whole-K parameters)
+  constexpr std::size_t block_in_panel(std::size_t j, bool lead) const {
+    const std::size_t bb = std::size_t(block_bytes()), sb = std::size_t(scale_bytes());
+    return j * bb + (group_k > 0 ? (j / std::size_t(group_k / block_k) + 1) * sb : (lead ? sb : 0));
+  }
+  constexpr std::size_t params_in_panel(std::size_t gj) const {
+    return gj * (std::size_t(group_k / block_k) * std::size_t(block_bytes()) + std::size_t(scale_bytes()));
   }
   // whole-K scales (per channel, per tensor): the int8 paradigm quantizes activations in flush
   // groups of about 256 k, whole blocks (gemm/geometry.hpp)
@@ -204,12 +215,14 @@ constexpr int tiling_spec::sign_bit_in_block(int r, int spi, int s) const {
   return sign_in_block(spi) * 8 + 64 * nibble_of_row(r) + 32 * s + lone_byte_of_row(r);
 }
 
-// K band length of the LUT formats (bit planes, ternary), in activations: a kernel that walks
-// band after band, every tile's panel of it, reads the weights as one stream while the band's
-// tables stay in L1 (1024 k: 4 KiB of int8 tables per activation row). 1 thread, 4096 x 14336,
-// cold, medians of 3 interleaved rounds, against tile after tile over the whole K: W1 0.93-0.99
-// of a plain read against 0.77-0.78, W2 0.91-0.99 against 0.80-0.82 (docs/tiling.md, "K bands").
-inline constexpr int band_k_target = 1024;
+// K bands of the LUT formats (bit planes, ternary). A kernel that walks band after band, every
+// tile's panel of it, reads the weights as one stream while the band's tables stay in L1. At 1
+// thread, 4096 x 14336, cold, against the plain read of the same bytes (docs/tiling.md, "K
+// bands"): at most 1024 k and 6 KiB of tables per activation row (W1 at 2048 k, 8 KiB: 0.80-0.85
+// against 0.94-0.97 at 1024 k; ternary at 864 k, 4.5 KiB: 0.86-0.92 against 0.80-0.84 at 576 k),
+// a panel at most 20 KiB (W4 g64 at 1024 k, 36 KiB panels: 0.85-0.96; at 512 k, 18 KiB:
+// 0.97-1.04; W3 0.77-0.90 against 0.91-0.95).
+inline constexpr long band_k_max = 1024, band_table_bytes = 6144, band_panel_bytes = 20480;
 
 namespace detail {
 constexpr int largest_pow2_le(long v) {
@@ -255,18 +268,22 @@ constexpr tiling_spec make_tiling_spec() {
     s.steps_per_block = detail::largest_pow2_le(cap);
   }
   s.block_k = s.steps_per_block * s.k_per_step;
-  // K bands (LUT formats; the whole-code formats' kernels keep all of K's activations in L1):
-  // whole groups of about band_k_target activations, at least one group; without groups, about
-  // band_k_target activations of whole blocks
-  // (a multiple of whole_k_flush_blocks, so int8 activation groups do not straddle two bands)
-  if (FT::lut_gemv_capable || FT::is_ternary) {
-    const int bpg = Group::group_k > 0 ? Group::group_k / s.block_k : 0;
-    const int fb = s.whole_k_flush_blocks(), flushes = band_k_target / (fb * s.block_k);
-    s.band_blocks = bpg > 0 ? bpg * (band_k_target / Group::group_k > 0 ? band_k_target / Group::group_k : 1)
-                            : fb * (flushes > 0 ? flushes : 1);
-  }
   s.rows_per_tile = s.chunk_bytes = Target::desc.tile_rows;
   s.order = Target::desc.order;
+  // K bands (LUT formats; the whole-code formats' kernels keep all of K's activations in L1): as
+  // many units (whole groups; without groups, whole int8 flush groups, so those do not straddle
+  // two bands) as band_k_max, band_table_bytes and band_panel_bytes allow, at least one
+  if (FT::lut_gemv_capable || FT::is_ternary) {
+    const int unit_blocks = Group::group_k > 0 ? Group::group_k / s.block_k : s.whole_k_flush_blocks();
+    const long unit_k = long(unit_blocks) * s.block_k;
+    const long unit_tables = unit_k / s.k_per_step * s.table_bytes_per_step();
+    const long unit_panel = long(unit_blocks) * s.block_bytes() + (Group::group_k > 0 ? s.scale_bytes() : 0);
+    long n = 1;
+    while ((n + 1) * unit_k <= band_k_max && (n + 1) * unit_tables <= band_table_bytes &&
+           (n + 1) * unit_panel <= band_panel_bytes)
+      ++n;
+    s.band_blocks = int(n) * unit_blocks;
+  }
   return s;
 }
 
@@ -296,6 +313,17 @@ struct layout_geometry {
     if (band_blocks == 0) band_blocks = 1;  // (K = 0: no blocks, one empty band)
     bands = (blocks() + band_blocks - 1) / band_blocks;
     total_bytes = tiles * groups * group_bytes;
+    const std::size_t bb = std::size_t(s.block_bytes()), sb = std::size_t(s.scale_bytes());
+    const std::size_t last_blocks = blocks() - (bands > 0 ? (bands - 1) * band_blocks : 0);
+    if (s.group_k > 0) {  // (a band holds whole groups)
+      band_groups = band_blocks / blocks_per_group;
+      band_bytes = band_blocks * bb + band_groups * sb;
+      last_band_bytes = last_blocks * bb + last_blocks / blocks_per_group * sb;
+    } else {
+      band_bytes = band_blocks * bb;
+      last_band_bytes = last_blocks * bb;
+      lead_bytes = sb;
+    }
   }
 
   constexpr std::size_t steps() const { return K_pad / spec.k_per_step; }
@@ -308,32 +336,69 @@ struct layout_geometry {
   // same size) follow every panel of bands 0..b-1; in a panel, blocks in k order, each group's
   // parameters before its first block.
   std::size_t band_blocks = 0, bands = 0;  // (band_blocks: spec.band_blocks, or every block)
-  // bytes of one tile's blocks [0, x) with the parameters of every group starting before x
-  constexpr std::size_t prefix_bytes(std::size_t x) const {
-    return x * std::size_t(spec.block_bytes()) + (x + blocks_per_group - 1) / blocks_per_group * std::size_t(spec.scale_bytes());
-  }
-  constexpr std::size_t band_of_block(std::size_t blk) const { return blk / band_blocks; }
+  // a full band's panel bytes, the last band's, and the whole-K parameters in band 0's panels
+  // (without groups); groups per full band (with groups)
+  std::size_t band_bytes = 0, last_band_bytes = 0, lead_bytes = 0, band_groups = 0;
+  constexpr std::size_t band_of_block(std::size_t blk) const { return bands > 1 ? blk / band_blocks : 0; }
   constexpr std::size_t band_first_block(std::size_t b) const { return b * band_blocks; }
   constexpr std::size_t band_end_block(std::size_t b) const {
     return (b + 1) * band_blocks < blocks() ? (b + 1) * band_blocks : blocks();
   }
   constexpr std::size_t panel_bytes(std::size_t b) const {
-    return prefix_bytes(band_end_block(b)) - prefix_bytes(band_first_block(b));
+    return (b + 1 == bands ? last_band_bytes : band_bytes) + (b == 0 ? lead_bytes : 0);
   }
   constexpr std::size_t panel_offset(std::size_t t, std::size_t b) const {
-    return tiles * prefix_bytes(band_first_block(b)) + t * panel_bytes(b);
+    return tiles * (b * band_bytes + (b > 0 ? lead_bytes : 0)) + t * panel_bytes(b);
   }
-  constexpr std::size_t group_offset(std::size_t t, std::size_t g) const {
-    const std::size_t blk = g * blocks_per_group, b = band_of_block(blk);
-    return panel_offset(t, b) + prefix_bytes(blk) - prefix_bytes(band_first_block(b));
+  // Each offset also takes the spec as an argument: a kernel passes its policy's constexpr spec
+  // (P::spec), and once inlined the divisions by the spec's quantities become multiplications
+  // (the int8 decode asks per 32-k flush group: Q8_0 at 1 thread fell from 0.87-0.93 of a plain
+  // read to 0.69-0.74 with this member's spec). Only the band of a banded blob divides at run time.
+  constexpr std::size_t group_offset(std::size_t t, std::size_t g, const tiling_spec& S) const {
+    if (S.group_k == 0) return panel_offset(t, 0);
+    const std::size_t b = bands > 1 ? g / std::size_t(S.band_blocks / (S.group_k / S.block_k)) : 0;
+    return panel_offset(t, b) + S.params_in_panel(g - b * band_groups);
   }
-  constexpr std::size_t scale_offset(std::size_t t, std::size_t g) const { return group_offset(t, g); }
-  constexpr std::size_t zero_offset(std::size_t t, std::size_t g) const {
-    return group_offset(t, g) + std::size_t(spec.rows_per_tile) * 2;
+  constexpr std::size_t scale_offset(std::size_t t, std::size_t g, const tiling_spec& S) const { return group_offset(t, g, S); }
+  constexpr std::size_t zero_offset(std::size_t t, std::size_t g, const tiling_spec& S) const {
+    return group_offset(t, g, S) + std::size_t(S.rows_per_tile) * 2;
   }
-  constexpr std::size_t block_offset(std::size_t t, std::size_t blk) const {
-    const std::size_t b = band_of_block(blk);
-    return panel_offset(t, b) + prefix_bytes(blk + 1) - prefix_bytes(band_first_block(b)) - std::size_t(spec.block_bytes());
+  constexpr std::size_t block_offset(std::size_t t, std::size_t blk, const tiling_spec& S) const {
+    // (bands > 1: band_blocks is the spec's)
+    const std::size_t b = bands > 1 ? blk / std::size_t(S.band_blocks) : 0;
+    return panel_offset(t, b) + S.block_in_panel(blk - b * band_blocks, b == 0);
+  }
+  constexpr std::size_t group_of_block(std::size_t blk, const tiling_spec& S) const {
+    return S.group_k > 0 ? blk / std::size_t(S.group_k / S.block_k) : 0;
+  }
+  constexpr std::size_t group_of_k(std::size_t k, const tiling_spec& S) const {
+    return S.group_k > 0 ? k / std::size_t(S.group_k) : 0;
+  }
+  constexpr std::size_t group_offset(std::size_t t, std::size_t g) const { return group_offset(t, g, spec); }
+  constexpr std::size_t scale_offset(std::size_t t, std::size_t g) const { return group_offset(t, g, spec); }
+  constexpr std::size_t zero_offset(std::size_t t, std::size_t g) const { return zero_offset(t, g, spec); }
+  constexpr std::size_t block_offset(std::size_t t, std::size_t blk) const { return block_offset(t, blk, spec); }
+  // Blocks of one band of tile t in order, as a kernel walks them: the block's offset and its
+  // group's parameters' offset, advanced by additions (block_offset divides)
+  struct panel_cursor {
+    std::size_t blk, group, block, params;  // block index, its group, their offsets (params: scales)
+    std::size_t in_group, per_group, block_bytes, scale_bytes, zero_shift;
+    constexpr std::size_t zeros() const { return params + zero_shift; }  // (asymmetric formats)
+    constexpr void next() {
+      ++blk;
+      block += block_bytes;
+      if (++in_group == per_group) {  // a group's parameters, then its first block
+        in_group = 0;
+        ++group;
+        params = block;
+        block += scale_bytes;
+      }
+    }
+  };
+  constexpr panel_cursor cursor(std::size_t t, std::size_t blk) const {
+    return {blk, group_of_block(blk), block_offset(t, blk), scale_offset(t, group_of_block(blk)), blk % blocks_per_group,
+            blocks_per_group, std::size_t(spec.block_bytes()), std::size_t(spec.scale_bytes()),
+            zero_offset(0, 0) - scale_offset(0, 0)};
   }
   // paired chunk of plane pair p for step 2*sp + s
   constexpr std::size_t paired_chunk_offset(std::size_t t, std::size_t sp, int s, int p) const {

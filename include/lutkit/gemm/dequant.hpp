@@ -80,7 +80,7 @@ void unpack_codes(const uint8_t* data, const packed_layout& L, std::size_t t, st
   // the dequant driver's tiles are 64 rows; a policy of a 128-row target is refused before this
   if constexpr (S.rows_per_tile != 64) throw error("dequant: 64-row tiles only, policy " + P::name());
   for (std::size_t blk = k0 / S.block_k; blk < k1 / S.block_k; ++blk) {
-    const uint8_t* base = data + L.block_offset(t, blk);
+    const uint8_t* base = data + L.block_offset(t, blk, S);
     for (int spi = 0; spi < spb; ++spi) {
       for (int s = 0; s < 2; ++s) {
         const std::size_t step = blk * std::size_t(S.steps_per_block) + std::size_t(2 * spi + s);

@@ -136,10 +136,10 @@ struct lut_weight_source {
         ks->halves(h, 64, out);
       }
     };
-    std::memcpy(h, data + L->scale_offset(t, g), 128);
+    std::memcpy(h, data + L->scale_offset(t, g, P::spec), 128);
     decode(sc);
     if constexpr (P::spec.asymmetric) {
-      std::memcpy(h, data + L->zero_offset(t, g), 128);
+      std::memcpy(h, data + L->zero_offset(t, g, P::spec), 128);
       decode(zz);
     } else {
       for (int r = 0; r < 64; ++r) zz[r] = P::spec.sym_zero;
@@ -149,7 +149,7 @@ struct lut_weight_source {
   // group's activation sum it subtracts: scale * zero (w = s * (level - z)), or -min for
   // min-form formats (w = s * level + m)
   void group_scales(std::size_t t, std::size_t k, float* sw, float* swz) const {
-    scale_zero_rows(t, L->group_of_k(k), sw, swz);
+    scale_zero_rows(t, L->group_of_k(k, P::spec), sw, swz);
     for (int r = 0; r < 64; ++r) swz[r] = P::spec.min_form ? -swz[r] : swz[r] * sw[r];
   }
   // the same in the step-major layout of the micro-kernels

@@ -177,22 +177,23 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
   constexpr float z_sym = S.ternary ? 0.f : c_mirror - S.sym_zero;
 
   const std::size_t pf_bytes = std::size_t(detail::gemv_prefetch_bytes(S.prefetch_bytes));
-  for (std::size_t blk = blk0; blk < blk1; ++blk) {
-    const std::size_t g = L.group_of_block(blk);
+  // (blocks [blk0, blk1) lie in one band: the cursor walks them by additions)
+  for (auto cur = L.cursor(t, blk0); cur.blk < blk1; cur.next()) {
+    const std::size_t blk = cur.blk;
     if constexpr (F16_AT_USE) {
       // at the block's start, as the buffered form: converted where the epilogue uses them, the
       // loads' latency was exposed there (W4 g64 1 thread: 0.60 of a plain read against 0.83)
-      const uint16_t* s16 = reinterpret_cast<const uint16_t*>(a.data + L.scale_offset(t, g));
+      const uint16_t* s16 = reinterpret_cast<const uint16_t*>(a.data + cur.params);
       for (int q = 0; q < 4; ++q) sreg[q] = Ops::loadf16(s16 + 16 * q);
       if constexpr (S.asymmetric) {
         // c_mirror - z in one rounding, as the buffered form's subtraction
-        const uint16_t* z16 = reinterpret_cast<const uint16_t*>(a.data + L.zero_offset(t, g));
+        const uint16_t* z16 = reinterpret_cast<const uint16_t*>(a.data + cur.zeros());
         for (int q = 0; q < 4; ++q) zreg[q] = Ops::fmaf(Ops::loadf16(z16 + 16 * q), Ops::setf(-1.f), Ops::setf(c_mirror));
       }
-    } else if (blk == blk0 || blk % L.blocks_per_group == 0) {
-      Ops::f16_to_f32(reinterpret_cast<const uint16_t*>(a.data + L.scale_offset(t, g)), s32, R);
+    } else if (blk == blk0 || cur.in_group == 0) {
+      Ops::f16_to_f32(reinterpret_cast<const uint16_t*>(a.data + cur.params), s32, R);
       if constexpr (S.asymmetric) {
-        Ops::f16_to_f32(reinterpret_cast<const uint16_t*>(a.data + L.zero_offset(t, g)), z32, R);
+        Ops::f16_to_f32(reinterpret_cast<const uint16_t*>(a.data + cur.zeros()), z32, R);
         for (int r = 0; r < R; ++r) z32[r] = c_mirror - z32[r];
       }
     }
@@ -214,7 +215,7 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
         for (int i = 0; i < 2; ++i) accP[n][s][i] = Ops::zero16();
         for (int i = 0; i < (STEPS ? 2 : 4); ++i) accL[n][s][i] = Ops::zero16();
       }
-    const uint8_t* bp = a.data + L.block_offset(t, blk);
+    const uint8_t* bp = a.data + cur.block;
     const std::size_t sp0 = blk * std::size_t(S.step_pairs_per_block());
     // the quad path (lone chunks only) works on odd step pairs, each with the one before it
 #if defined(LUTKIT_GEMV_STEP_PAIR_UNROLL)

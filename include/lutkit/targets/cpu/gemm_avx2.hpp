@@ -239,7 +239,7 @@ class level1_walk {
     const std::size_t blk = step / spb, in = step % spb;
     if (blk != blk_) {
       blk_ = blk;
-      base_ = data_ + L_.block_offset(t_, blk);
+      base_ = data_ + L_.block_offset(t_, blk, P::spec);
     }
     return {base_, int(in / 2), int(in % 2)};
   }
@@ -498,13 +498,13 @@ template <class P>
 LUTKIT_AVX2_DQ inline void fused_group_scales(const uint8_t* data, const packed_layout& L, std::size_t t,
                                               std::size_t gi, float* sw, float* swz) {
   constexpr auto& S = P::spec;
-  const uint8_t* ps = data + L.scale_offset(t, gi);
+  const uint8_t* ps = data + L.scale_offset(t, gi, S);
 #pragma GCC unroll 8
   for (int v = 0; v < 8; ++v) {
     __m256 sc = fused_param8<S.bf16_params>(ps + 16 * v);
     __m256 zc;
     if constexpr (S.asymmetric) {
-      const __m256 zz = fused_param8<S.bf16_params>(data + L.zero_offset(t, gi) + 16 * v);
+      const __m256 zz = fused_param8<S.bf16_params>(data + L.zero_offset(t, gi, S) + 16 * v);
       zc = S.min_form ? _mm256_xor_ps(zz, _mm256_set1_ps(-0.f)) : _mm256_mul_ps(zz, sc);
     } else {
       zc = _mm256_mul_ps(_mm256_set1_ps(S.sym_zero), sc);
@@ -530,7 +530,7 @@ LUTKIT_AVX2_DQ void mk_int8_fused(const uint8_t* data, const packed_layout& L, s
   const int8_t* A = a.A;
   for (std::size_t g = 0; g < a.groups; ++g, step0 += a.steps, A += a.steps * a.lda) {
     alignas(32) float sw[64], swz[64];
-    fused_group_scales<P>(data, L, t, L.group_of_k(step0 * 4), sw, swz);
+    fused_group_scales<P>(data, L, t, L.group_of_k(step0 * 4, P::spec), sw, swz);
     const float* sx = a.sumx + g * a.ldsum;
     const float* sa = a.sa ? a.sa + g * a.ldsum : nullptr;
     // pass q: quarters 2 q, 2 q + 1 (a half, 4 registers)
@@ -621,11 +621,11 @@ LUTKIT_AVX2_DQ void mk_int8_whole(const uint8_t* data, const packed_layout& L, s
   const std::size_t pairs = a.steps / 2;
   for (std::size_t g = 0; g < a.groups; ++g, step0 += a.steps, A += a.steps * a.lda) {
     alignas(32) float sw[64], swz[64];
-    fused_group_scales<P>(data, L, t, L.group_of_k(step0 * 4), sw, swz);
+    fused_group_scales<P>(data, L, t, L.group_of_k(step0 * 4, P::spec), sw, swz);
     const float* sx = a.sumx + g * a.ldsum;
     const float* sa = a.sa ? a.sa + g * a.ldsum : nullptr;
     // the flush group's first step pair (its steps are whole step pairs of one scale group)
-    const uint8_t* p0 = data + L.block_offset(t, step0 / spb) + (step0 % spb) / 2 * SPB;
+    const uint8_t* p0 = data + L.block_offset(t, step0 / spb, P::spec) + (step0 % spb) / 2 * SPB;
     // SIGNED: the activation sums of the steps, per dword
     __m256i xsum[NC];
 #pragma GCC unroll 2

@@ -330,7 +330,7 @@ class level1_walk {
     const std::size_t blk = step / spb, in = step % spb;
     if (blk != blk_) {
       blk_ = blk;
-      base_ = data_ + L_.block_offset(t_, blk);
+      base_ = data_ + L_.block_offset(t_, blk, P::spec);
     }
     return {base_, int(in / 2), int(in % 2), out_ ? out_ + (step - k0_ / 4) * 256 : nullptr};  // (fused kernels: no buffer)
   }
@@ -494,13 +494,13 @@ template <class P>
 LUTKIT_AVX512_GFNI inline void fused_group_scales(const uint8_t* data, const packed_layout& L, std::size_t t,
                                                   std::size_t gi, __m512 sw[4], __m512 swz[4]) {
   constexpr auto& S = P::spec;
-  const uint8_t* ps = data + L.scale_offset(t, gi);
+  const uint8_t* ps = data + L.scale_offset(t, gi, S);
 #pragma GCC unroll 4
   for (int T = 0; T < 4; ++T) {
     __m512 sc = fused_param16<S.bf16_params>(ps, T);
     __m512 zc;
     if constexpr (S.asymmetric) {
-      const __m512 zz = fused_param16<S.bf16_params>(data + L.zero_offset(t, gi), T);
+      const __m512 zz = fused_param16<S.bf16_params>(data + L.zero_offset(t, gi, S), T);
       zc = S.min_form ? _mm512_xor_ps(zz, _mm512_set1_ps(-0.f)) : _mm512_mul_ps(zz, sc);
     } else {
       zc = _mm512_mul_ps(_mm512_set1_ps(S.sym_zero), sc);
@@ -573,7 +573,7 @@ LUTKIT_AVX512_GFNI void mk_int8_fused(const uint8_t* data, const packed_layout& 
     A += a.steps * a.lda;
     // the group's scales and zeros straight from the blob
     __m512 vw[4], vz[4];
-    fused_group_scales<P>(data, L, t, L.group_of_k((step - a.steps) * 4), vw, vz);
+    fused_group_scales<P>(data, L, t, L.group_of_k((step - a.steps) * 4, P::spec), vw, vz);
     const float* sx = a.sumx + g * a.ldsum;
     const float* sa = a.sa ? a.sa + g * a.ldsum : nullptr;
 #pragma GCC unroll 2
@@ -642,18 +642,18 @@ LUTKIT_AVX512_DQ void mk_int8_whole(const uint8_t* data, const packed_layout& L,
   for (std::size_t g = 0; g < a.groups; ++g, step0 += a.steps, A += a.steps * a.lda) {
     // the flush group's first step pair (its steps are whole step pairs of one scale group, whose
     // blocks are contiguous)
-    const uint8_t* p = data + L.block_offset(t, step0 / spb) + (step0 % spb) / 2 * SPB;
+    const uint8_t* p = data + L.block_offset(t, step0 / spb, S) + (step0 % spb) / 2 * SPB;
     // the group's scales and zeros from the blob (lut_weight_source::group_scales' arithmetic),
     // first: their lines' misses overlap the codes' (loaded after the dots, the epilogue waited on
     // them)
-    const std::size_t gi = L.group_of_k(step0 * 4);
-    const uint8_t* ps = data + L.scale_offset(t, gi);
+    const std::size_t gi = L.group_of_k(step0 * 4, S);
+    const uint8_t* ps = data + L.scale_offset(t, gi, S);
     alignas(64) float sw[64], swz[64];
 #pragma GCC unroll 4
     for (int T = 0; T < 4; ++T) {
       __m512 sc = param16<S.bf16_params>(ps + 32 * T), zc;
       if constexpr (S.asymmetric) {
-        const __m512 zz = param16<S.bf16_params>(data + L.zero_offset(t, gi) + 32 * T);
+        const __m512 zz = param16<S.bf16_params>(data + L.zero_offset(t, gi, S) + 32 * T);
         zc = S.min_form ? _mm512_xor_ps(zz, _mm512_set1_ps(-0.f)) : _mm512_mul_ps(zz, sc);
       } else {
         zc = _mm512_mul_ps(_mm512_set1_ps(S.sym_zero), sc);
