@@ -326,13 +326,26 @@ class level1_walk {
   level1_walk(const uint8_t* data, const packed_layout& L, std::size_t t, std::size_t k0, uint8_t* out)
       : data_(data), L_(L), t_(t), k0_(k0), out_(out) {}
   level1_step at(std::size_t step) {
-    constexpr std::size_t spb = std::size_t(P::spec.steps_per_block);
+    constexpr auto& S = P::spec;
+    constexpr std::size_t spb = std::size_t(S.steps_per_block);
     const std::size_t blk = step / spb, in = step % spb;
     if (blk != blk_) {
       blk_ = blk;
-      base_ = data_ + L_.block_offset(t_, blk, P::spec);
+      if (blk >= band_end_) {  // (steps only increase: a new band)
+        const std::size_t b = L_.bands > 1 ? blk / std::size_t(S.band_blocks) : 0;
+        panel_ = data_ + L_.panel_offset(t_, b);
+        band_first_ = L_.band_first_block(b);
+        band_end_ = L_.band_end_block(b);
+      }
+      base_ = panel_ + S.block_in_panel(blk - band_first_, band_first_ == 0);
     }
     return {base_, int(in / 2), int(in % 2), out_ ? out_ + (step - k0_ / 4) * 256 : nullptr};  // (fused kernels: no buffer)
+  }
+  // the parameters of group gi, in the band of the last step asked for (with groups)
+  const uint8_t* params(std::size_t gi) const {
+    constexpr auto& S = P::spec;
+    static_assert(S.group_k > 0);
+    return panel_ + S.params_in_panel(gi - band_first_ / std::size_t(S.group_k / S.block_k));
   }
 
  private:
@@ -340,7 +353,8 @@ class level1_walk {
   const packed_layout& L_;
   std::size_t t_, k0_;
   uint8_t* out_;
-  std::size_t blk_ = std::size_t(-1);
+  std::size_t blk_ = std::size_t(-1), band_first_ = 0, band_end_ = 0;
+  const uint8_t* panel_ = nullptr;
   const uint8_t* base_ = nullptr;
 };
 
@@ -491,16 +505,14 @@ LUTKIT_AVX512_GFNI inline __m512 fused_param16(const uint8_t* p, int T) {
 // lut_weight_source::group_scales computes them: exact fp16 / bf16 decode, then zero * scale or
 // -min in fp32)
 template <class P>
-LUTKIT_AVX512_GFNI inline void fused_group_scales(const uint8_t* data, const packed_layout& L, std::size_t t,
-                                                  std::size_t gi, __m512 sw[4], __m512 swz[4]) {
+LUTKIT_AVX512_GFNI inline void fused_group_scales(const uint8_t* ps, __m512 sw[4], __m512 swz[4]) {
   constexpr auto& S = P::spec;
-  const uint8_t* ps = data + L.scale_offset(t, gi, S);
 #pragma GCC unroll 4
   for (int T = 0; T < 4; ++T) {
     __m512 sc = fused_param16<S.bf16_params>(ps, T);
     __m512 zc;
     if constexpr (S.asymmetric) {
-      const __m512 zz = fused_param16<S.bf16_params>(data + L.zero_offset(t, gi, S), T);
+      const __m512 zz = fused_param16<S.bf16_params>(ps + 2 * S.rows_per_tile, T);
       zc = S.min_form ? _mm512_xor_ps(zz, _mm512_set1_ps(-0.f)) : _mm512_mul_ps(zz, sc);
     } else {
       zc = _mm512_mul_ps(_mm512_set1_ps(S.sym_zero), sc);
@@ -545,6 +557,8 @@ LUTKIT_AVX512_GFNI void mk_int8_fused(const uint8_t* data, const packed_layout& 
     f[0][T] = to_pair_order(a.C, T);
     f[1][T] = NC == 2 ? to_pair_order(a.C + 64, T) : _mm512_setzero_ps();
   }
+  __m512 vw[4], vz[4];
+  std::size_t gw = std::size_t(-1);
   for (std::size_t g = 0; g < a.groups; ++g) {
     __m512i c[2][4];
 #pragma GCC unroll 4
@@ -571,9 +585,14 @@ LUTKIT_AVX512_GFNI void mk_int8_fused(const uint8_t* data, const packed_layout& 
         for (int n = 0; n < NC; ++n) c[n][T] = _mm512_dpbusd_epi32(c[n][T], w[T], x[n]);
     }
     A += a.steps * a.lda;
-    // the group's scales and zeros straight from the blob
-    __m512 vw[4], vz[4];
-    fused_group_scales<P>(data, L, t, L.group_of_k((step - a.steps) * 4, P::spec), vw, vz);
+    // the group's scales and zeros straight from the blob, once per weight group (a flush
+    // group of int8_group activations can be a part of it)
+    const std::size_t gi = L.group_of_k((step - a.steps) * 4, S);
+    if (gi != gw) {
+      gw = gi;
+      if constexpr (S.group_k > 0) fused_group_scales<P>(walk.params(gi), vw, vz);
+      else fused_group_scales<P>(data + L.scale_offset(t, gi, S), vw, vz);
+    }
     const float* sx = a.sumx + g * a.ldsum;
     const float* sa = a.sa ? a.sa + g * a.ldsum : nullptr;
 #pragma GCC unroll 2
