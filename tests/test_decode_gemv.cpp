@@ -102,10 +102,11 @@ void fuzz_decode_policy(uint64_t seed_base) {
       const bool int8_first = detail::dq_kernels_for_policy<P>(dq_backend::best).int8_decode_first;
       CHECK((bm == best_decode_method<P>() ||
              (detail::split_levels<P>() && N <= 2 && bm == decode_method::int8) ||
-             (best_decode_method<P>() == decode_method::int8 && P::lut_gemv_capable && !int8_first &&
-              bm == decode_method::lut_gemv)));
+             (best_decode_method<P>() == decode_method::int8 && P::lut_gemv_capable &&
+              (!int8_first || (N == 1 && lut_gemv_as_accurate_as_int8<P>())) && bm == decode_method::lut_gemv)));
       if constexpr (P::lut_gemv_capable && best_decode_method<P>() == decode_method::int8)
-        CHECK(bm == (int8_first ? decode_method::int8 : decode_method::lut_gemv));
+        CHECK(bm == (int8_first && !(N == 1 && lut_gemv_as_accurate_as_int8<P>()) ? decode_method::int8
+                                                                                   : decode_method::lut_gemv));
       std::vector<float> yb(N * M, -7.f), ym(N * M, -8.f);
       decode_gemv<P>(wp, x.data(), N, K, yb.data(), decode_method::best, 0, 0, &pool);
       decode_gemv<P>(wp, x.data(), N, K, ym.data(), bm, 0, 0, nullptr);
@@ -155,6 +156,14 @@ TEST_CASE("decode_gemv: best picks int8 for 4- and 8-plane integer levels, else 
   STATIC_REQUIRE(best_decode_method<policy<fmt::uint_asym<4>, group<64>, i8>>() == decode_method::int8);
   STATIC_REQUIRE(best_decode_method<policy<fmt::uint_asym<2>, group<64>, i8>>() == decode_method::lut_gemv);
   STATIC_REQUIRE(best_decode_method<policy<fmt::ternary, per_tensor, i8>>() == decode_method::lut_gemv);
+  // N = 1 on AVX-512: the LUT-GEMV where it is as accurate as the int8 decode (mirrored int8
+  // tables, a table scale per <= 32 activations)
+  using i8m = table::lut4<int8_t, true>;
+  STATIC_REQUIRE(lut_gemv_as_accurate_as_int8<policy<fmt::uint_sym<4>, group<32>, i8m>>());
+  STATIC_REQUIRE(!lut_gemv_as_accurate_as_int8<policy<fmt::uint_sym<4>, group<32>, i8>>());
+  STATIC_REQUIRE(!lut_gemv_as_accurate_as_int8<policy<fmt::uint_asym<4>, group<64>, i8m>>());
+  STATIC_REQUIRE(!lut_gemv_as_accurate_as_int8<policy<fmt::codebook4<book::iq4_nl>, group<32>, i8m>>());
+  STATIC_REQUIRE(!lut_gemv_as_accurate_as_int8<policy<fmt::uint_sym<4>, group<32>, table::lut4<int16_t, true>>>());
 }
 
 namespace {

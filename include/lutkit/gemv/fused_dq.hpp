@@ -139,19 +139,35 @@ constexpr decode_method best_decode_method() {
     return decode_method::bf16;
 }
 
+// The 4-bit linear formats whose LUT-GEMV is at least as accurate as the int8 decode (activations
+// on llama.cpp's q8_0 grid): mirrored int8 tables with one table scale per 32 activations or fewer
+// (Q4_0: 7.57e-03 against 1.13e-02, docs/llama_formats.md "Accuracy"). With 64 (W4 g64: 1.33e-02
+// against 1.14e-02) or plain int8 tables (2.03e-02) the int8 decode stays the default.
+template <class P>
+constexpr bool lut_gemv_as_accurate_as_int8() {
+  constexpr auto& S = P::spec;
+  return format_traits<typename P::format>::lut_gemv_capable && S.entry_bits == 8 && S.mirror && S.block_k <= 32;
+}
+
 // The method decode_method::best runs for N activation rows on this CPU: best_decode_method<P>(),
 // except that float codebooks with split levels (NF4) take the int8 decode for N <= 2 where the
 // CPU has its fused kernel (AVX-512 VNNI + GFNI, AVX2; docs/llama_formats.md, "Decode"), and that the
 // formats the LUT-GEMV also serves take it where the CPU's int8 decode is the slower of the two
-// (dq_kernel_set::int8_decode_first false: every kernel set but AVX-512's).
+// (dq_kernel_set::int8_decode_first false: every kernel set but AVX-512's), and on AVX-512 for one
+// activation row where it is as accurate (lut_gemv_as_accurate_as_int8): Q4_0 at 1 / 2 threads,
+// 0.90-1.03 / 0.99-1.10 of the plain read against 0.70-0.79 / 0.90-0.95 (N = 2: the same; N = 16:
+// 0.09-0.12 against 0.13-0.20).
 template <class P>
 decode_method best_decode_method(std::size_t N) {
   if constexpr (detail::split_levels<P>())
     if (detail::split_int8_decode_available<P>(N, detail::dq_kernels_for_policy<P>(dq_backend::best)))
       return decode_method::int8;
   constexpr decode_method m = best_decode_method<P>();
-  if constexpr (m == decode_method::int8 && format_traits<typename P::format>::lut_gemv_capable)
+  if constexpr (m == decode_method::int8 && format_traits<typename P::format>::lut_gemv_capable) {
     if (!detail::dq_kernels_for_policy<P>(dq_backend::best).int8_decode_first) return decode_method::lut_gemv;
+    if constexpr (lut_gemv_as_accurate_as_int8<P>())
+      if (N == 1) return decode_method::lut_gemv;
+  }
   return m;
 }
 
