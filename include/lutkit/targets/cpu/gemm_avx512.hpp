@@ -425,14 +425,16 @@ LUTKIT_AVX512_GFNI void unpack_levels_steps_gfni(const uint8_t* data, const pack
 // 64 x 4 levels come out of the GFNI transpose above in four registers (rows 0-15, 16-31, 32-47,
 // 48-63: the step-major layout mk_int8 reads) and go straight into vpdpbusd, so the packed
 // bytes are read once and no level buffer is written or re-read. Integer sums and the fp32
-// epilogue are those of mk_int8<NC>: the same bits. It serves the 4-bit formats the LUT-GEMV also
-// runs (Q4_0, W4: bit planes); 8-bit formats and codebooks are stored as whole codes and take the
+// epilogue are those of mk_int8<NC>: the same bits. It serves the 1- to 4-bit formats the LUT-GEMV
+// also runs (Q4_0, W4, W3, W2, W1: bit planes, the planes a format lacks masked to zero before the
+// transpose); 8-bit formats and codebooks are stored as whole codes and take the
 // AVX2 set's fused kernel, a load per register (gemm/targets.hpp, targets/cpu/gemm_avx2.hpp).
 template <class P>
 constexpr bool has_int8_fused() {
   constexpr auto& S = P::spec;
   using FT = format_traits<typename P::format>;
-  return !S.ternary && !S.whole_codes() && FT::integer_levels && S.planes == 4 && levels_are_codes<P>();
+  return !S.ternary && !S.whole_codes() && !S.plane_chunks() && FT::integer_levels && S.planes >= 1 &&
+         S.planes <= 4 && levels_are_codes<P>();
 }
 // The fused kernel's level 1 works per row pair: register T of a step holds row pairs 8 T .. 8 T + 7
 // (rows r and r + 32), qword m the codes of r = 8 T + m, dword 0 row r's 4 codes, dword 1 row
@@ -443,32 +445,51 @@ constexpr bool has_int8_fused() {
 // 1 permute + 1 affine op per register where the step-major order above took
 // 8; the accumulators are in this row-pair order, and the epilogue's scale vectors and the
 // output tile are permuted to it and back (pair_order below).
+// PLANES (1 to 4) bit planes: the paired chunks (planes 0-1, 2-3) hold a step's row r in the low
+// nibble and r + 32 in the high one of one byte; a lone chunk (the last plane of 1 or 3) holds both
+// steps of the pair, step s in its bytes 32 s .. 32 s + 31, with the same row pairing. Sources:
+// chunk 0 (bytes 0-63) is the first paired chunk (the lone one for 1 plane), chunk 1 (64-127) the
+// second paired chunk (4 planes) or the lone one (3 planes).
 struct level1_row_pair_indices {
-  alignas(64) uint8_t gather[4][64];  // [register T]: byte -> byte of (chunk 0, 1)
+  alignas(64) uint8_t gather[2][4][64];  // [step s of the pair][register T]: byte -> byte of (chunk 0, 1)
 };
-inline const level1_row_pair_indices& level1_row_pair_tables() {
+template <int PLANES>
+const level1_row_pair_indices& level1_row_pair_tables() {
+  static_assert(PLANES >= 1 && PLANES <= 4);
   static const level1_row_pair_indices t = [] {
     level1_row_pair_indices x{};
-    for (int T = 0; T < 4; ++T)
-      for (int m = 0; m < 8; ++m)
-        for (int q = 0; q < 4; ++q) {
-          const int r = 8 * T + m;
-          if (nibble_of_row(r) != 0 || nibble_of_row(r + 32) != 1 ||
-              paired_byte_of_row(r, q % 2) != paired_byte_of_row(r + 32, q % 2))
-            throw std::logic_error("level1_row_pair_tables: the tiling spec no longer pairs rows r, r + 32");
-          x.gather[T][8 * m + 7 - q] = uint8_t(64 * (q / 2) + paired_byte_of_row(r, q % 2));
-        }
+    constexpr int paired = PLANES / 2 * 2;
+    for (int s = 0; s < 2; ++s)
+      for (int T = 0; T < 4; ++T)
+        for (int m = 0; m < 8; ++m)
+          for (int q = 0; q < PLANES; ++q) {
+            const int r = 8 * T + m;
+            const bool lone = q >= paired;
+            if (nibble_of_row(r) != 0 || nibble_of_row(r + 32) != 1 ||
+                (lone ? lone_byte_of_row(r) != lone_byte_of_row(r + 32)
+                      : paired_byte_of_row(r, q % 2) != paired_byte_of_row(r + 32, q % 2)))
+              throw std::logic_error("level1_row_pair_tables: the tiling spec no longer pairs rows r, r + 32");
+            x.gather[s][T][8 * m + 7 - q] = uint8_t(lone ? 64 * (paired / 2) + 32 * s + lone_byte_of_row(r)
+                                                         : 64 * (q / 2) + paired_byte_of_row(r, q % 2));
+          }
     return x;
   }();
   return t;
 }
-// the 4 code registers of one step (row-pair order) from its two paired chunks c[0], c[1]
-LUTKIT_AVX512_GFNI inline void gfni_row_pairs(const uint8_t* const* c, const level1_row_pair_indices& ix, __m512i w[4]) {
+// the 4 code registers of step s of a pair (row-pair order) from its chunks c[0], c[1] (above):
+// the bytes of the planes a format lacks are masked to zero, so the transposed byte holds the code
+template <int PLANES>
+LUTKIT_AVX512_GFNI inline void gfni_row_pairs(const uint8_t* const* c, const level1_row_pair_indices& ix, int s,
+                                              __m512i w[4]) {
+  static_assert(PLANES >= 1 && PLANES <= 4);
+  constexpr uint64_t keep = 0x0101010101010101ull * uint64_t((0xFF00u >> PLANES) & 0xFFu);
   const __m512i unit = _mm512_set1_epi64(0x8040201008040201ll);
-  const __m512i c0 = _mm512_loadu_si512(c[0]), c1 = _mm512_loadu_si512(c[1]);
+  const __m512i c0 = _mm512_loadu_si512(c[0]);
 #pragma GCC unroll 4
   for (int T = 0; T < 4; ++T) {
-    const __m512i X = _mm512_maskz_permutex2var_epi8(0xF0F0F0F0F0F0F0F0ull, c0, _mm512_load_si512(ix.gather[T]), c1);
+    const __m512i idx = _mm512_load_si512(ix.gather[s][T]);
+    const __m512i X = PLANES >= 3 ? _mm512_maskz_permutex2var_epi8(keep, c0, idx, _mm512_loadu_si512(c[1]))
+                                  : _mm512_maskz_permutexvar_epi8(keep, idx, c0);
     w[T] = _mm512_gf2p8affine_epi64_epi8(unit, X, 0);
   }
 }
@@ -542,7 +563,7 @@ LUTKIT_AVX512_GFNI void mk_int8_fused(const uint8_t* data, const packed_layout& 
   static_assert(NC == 1 || NC == 2);
   static_assert(has_int8_fused<P>());
   constexpr auto& S = P::spec;
-  const level1_row_pair_indices& ix = level1_row_pair_tables();
+  const level1_row_pair_indices& ix = level1_row_pair_tables<S.planes>();
   level1_walk<P> walk(data, L, t, k0, nullptr);
   // software prefetch of the packed stream 8 KiB ahead (a tile's bytes are contiguous). Measured
   // W4 g64 / W8 g32, 4096 x 14336, N = 1, cold, vs the plain read: none 0.58 / 0.41 at 1 thread,
@@ -565,14 +586,16 @@ LUTKIT_AVX512_GFNI void mk_int8_fused(const uint8_t* data, const packed_layout& 
     for (int T = 0; T < 4; ++T) c[0][T] = c[1][T] = _mm512_setzero_si512();
     for (std::size_t s = 0; s < a.steps; ++s) {
       const level1_step st = walk.at(step++);
-      const uint8_t* ch[S.planes / 2];
-#pragma GCC unroll 4
-      for (int p = 0; p < S.planes / 2; ++p) {
-        ch[p] = st.base + S.paired_chunk_in_block(st.spi, st.s, p);
-        _mm_prefetch(reinterpret_cast<const char*>(ch[p]) + PFD, _MM_HINT_T0);
-      }
+      // chunk 0, 1 of gfni_row_pairs: the paired chunks, then the lone one
+      const uint8_t* ch[2] = {nullptr, nullptr};
+      int nch = 0;
+#pragma GCC unroll 2
+      for (int p = 0; p < S.planes / 2; ++p) ch[nch++] = st.base + S.paired_chunk_in_block(st.spi, st.s, p);
+      if constexpr (S.planes % 2 == 1) ch[nch++] = st.base + S.lone_chunk_in_block(st.spi);
+#pragma GCC unroll 2
+      for (int p = 0; p < nch; ++p) _mm_prefetch(reinterpret_cast<const char*>(ch[p]) + PFD, _MM_HINT_T0);
       __m512i w[4];
-      gfni_row_pairs(ch, ix, w);
+      gfni_row_pairs<S.planes>(ch, ix, st.s, w);
       const int8_t* as = A + s * a.lda;
       __m512i x[2];
 #pragma GCC unroll 2
