@@ -487,7 +487,9 @@ LUTKIT_AVX512_GFNI inline void gfni_row_pairs(const uint8_t* const* c, const lev
   const __m512i c0 = _mm512_loadu_si512(c[0]);
 #pragma GCC unroll 4
   for (int T = 0; T < 4; ++T) {
-    const __m512i idx = _mm512_load_si512(ix.gather[s][T]);
+    // (an even number of planes: one index set for both steps, loop-invariant: with the step's
+    // set W4 g64 fell from 0.74-0.76 to 0.63-0.69 of the plain read at 1 thread)
+    const __m512i idx = _mm512_load_si512(ix.gather[PLANES % 2 ? s : 0][T]);
     const __m512i X = PLANES >= 3 ? _mm512_maskz_permutex2var_epi8(keep, c0, idx, _mm512_loadu_si512(c[1]))
                                   : _mm512_maskz_permutexvar_epi8(keep, idx, c0);
     w[T] = _mm512_gf2p8affine_epi64_epi8(unit, X, 0);
