@@ -567,10 +567,13 @@ LUTKIT_AVX512_GFNI void mk_int8_fused(const uint8_t* data, const packed_layout& 
   constexpr auto& S = P::spec;
   const level1_row_pair_indices& ix = level1_row_pair_tables<S.planes>();
   level1_walk<P> walk(data, L, t, k0, nullptr);
-  // software prefetch of the packed stream 8 KiB ahead (a tile's bytes are contiguous). Measured
-  // W4 g64 / W8 g32, 4096 x 14336, N = 1, cold, vs the plain read: none 0.58 / 0.41 at 1 thread,
-  // 2 KiB 0.70, 4 KiB 0.76-0.83 / 0.87, 8 KiB 0.82 / 0.93 (docs/llama_formats.md, "Decode").
-  constexpr long PFD = 8192;
+  // software prefetch of the packed stream 4 KiB ahead (a band's panels are contiguous, and the
+  // bands follow each other). W4 g64 / W8 g32, 4096 x 14336, N = 1, cold, vs the plain read, tile
+  // after tile (layout version 2): none 0.58 / 0.41 at 1 thread, 2 KiB 0.70, 4 KiB 0.76-0.83 /
+  // 0.87, 8 KiB 0.82 / 0.93. On bands (two runs of 3 interleaved rounds per build, 1 thread):
+  // W4 g64 4 KiB 0.75-0.83 against 0.68-0.76 at 8 KiB and 0.52-0.68 at 16 KiB, Q4_0 0.81-0.86
+  // against 0.76-0.80 (docs/llama_formats.md, "Decode").
+  constexpr long PFD = 4096;
   std::size_t step = k0 / 4;
   const int8_t* A = a.A;
   // the outputs in row-pair order (gfni_row_pairs), column n at f[n]
