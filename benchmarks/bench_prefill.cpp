@@ -199,15 +199,15 @@ prefill_case<P>& prefill_data(std::size_t M, std::size_t K, bool need_full) {
       c.full_f32_steps.resize(M * K);
       c.full_bf16_steps.resize(M * K / 2);
       for (std::size_t t = 0; t < M / 64; ++t) {
-        detail::generic::rows_to_steps(reinterpret_cast<const uint32_t*>(f32.data()) + t * 64 * K, K, K,
+        detail::portable::rows_to_steps(reinterpret_cast<const uint32_t*>(f32.data()) + t * 64 * K, K, K,
                                        c.full_f32_steps.data() + t * 64 * K);
-        detail::generic::rows_to_steps(reinterpret_cast<const uint32_t*>(bf.data()) + t * 32 * K, K / 2, K / 2,
+        detail::portable::rows_to_steps(reinterpret_cast<const uint32_t*>(bf.data()) + t * 32 * K, K / 2, K / 2,
                                        c.full_bf16_steps.data() + t * 32 * K);
       }
     }
     c.full_steps.resize(M * K);
     for (std::size_t t = 0; t < M / 64; ++t)
-      detail::generic::levels_to_step_major(c.q.codes.data() + t * 64 * K, K, K, c.full_steps.data() + t * 64 * K);
+      detail::portable::levels_to_step_major(c.q.codes.data() + t * 64 * K, K, K, c.full_steps.data() + t * 64 * K);
   }
   return *cache;
 }

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include <lutkit/lutkit.hpp>
-#include <lutkit/targets/xsimd/lut_gemv.hpp>
+#include <lutkit/targets/xsimd/lut_gemv_xsimd.hpp>
 
 #include "bench_xsimd.hpp"
 

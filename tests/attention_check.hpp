@@ -49,7 +49,7 @@ inline attention_backend simd_backend(int it) {
 }
 // Every backend this CPU runs: the portable one, the best, and the AVX2 step.
 inline std::vector<attention_backend> all_backends() {
-  std::vector<attention_backend> b{attention_backend::generic, attention_backend::best};
+  std::vector<attention_backend> b{attention_backend::portable, attention_backend::best};
   if (avx2_available()) b.push_back(attention_backend::avx2);
   return b;
 }

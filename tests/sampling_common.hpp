@@ -31,7 +31,7 @@ inline const char* backend_name(sampling_backend b) { return detail::sampling_ke
 
 // A target whose chunk is `n` values (n a multiple of 256): exercises the merging of chunks.
 inline target_descriptor chunk_target(std::size_t n) {
-  target_descriptor t = target::portable::desc;
+  target_descriptor t = target::host::desc;
   t.l1_bytes = n * 2 * sizeof(float);
   return t;
 }

@@ -147,7 +147,7 @@ TEST_CASE("attention prefill: random shapes, both backends, against the referenc
   std::mt19937_64 rng(20261123);
   double worst = 0;
   for (int it = 0; it < lutkit_test::scaled_cases(120); ++it) {
-    const attention_backend be = it % 3 == 0 ? attention_backend::generic : simd_backend(it / 3);
+    const attention_backend be = it % 3 == 0 ? attention_backend::portable : simd_backend(it / 3);
     const prefill_case c = random_case(rng, be);
     worst = std::max(worst, run_prefill_case(c, 1000 + uint64_t(it)));
   }
@@ -225,7 +225,7 @@ TEST_CASE("attention: large logits (|q.k| ~ 1e4 before scale)", "[attention]") {
   double worst = 0;
   for (int it = 0; it < lutkit_test::scaled_cases(12); ++it) {
     prefill_case c{8, 2, it % 2 ? 128u : 64u, 17, 300, 250, kv_type(it % 3), mask_kind(it % 3), 100, it % 2 == 0, 0.f,
-                   false, exp_kind(it / 6), it % 4 == 3 ? attention_backend::generic : simd_backend(it)};
+                   false, exp_kind(it / 6), it % 4 == 3 ? attention_backend::portable : simd_backend(it)};
     c.len = c.mask == mask_kind::none ? 300 : 267;
     worst = std::max(worst, run_prefill_case(c, 77 + uint64_t(it), nullptr, nullptr, 900.f, true));
   }
@@ -314,13 +314,13 @@ TEST_CASE("attention decode: split-KV merge against the reference and the unspli
       o.mask = mask_kind::window;
       o.window = 1 + len / 3;
     }
-    o.backend = it % 4 == 2 ? attention_backend::generic : simd_backend(it);
+    o.backend = it % 4 == 2 ? attention_backend::portable : simd_backend(it);
     const auto q = randn(rng, hq * d);
     std::vector<float> out(hq * d), lse(hq);
     attention_decode(o, q.data(), kv.view, out.data(), lse.data());
     // unsplit: the portable prefill (one query at position len - 1, one sweep over the keys)
     attention_options og = o;
-    og.backend = attention_backend::generic;
+    og.backend = attention_backend::portable;
     std::vector<float> out1(hq * d), lse1(hq);
     attention_prefill(og, q.data(), 1, int64_t(len) - 1, kv.view, out1.data(), lse1.data());
     bound_in b;
@@ -385,7 +385,7 @@ TEST_CASE("attention decode: batched sequences sharing a prefix", "[attention]")
       o.mask = mask_kind::window;
       o.window = 300;
     }
-    o.backend = it % 5 == 4 ? attention_backend::generic : simd_backend(it);
+    o.backend = it % 5 == 4 ? attention_backend::portable : simd_backend(it);
     for (std::size_t b = 0; b < n_seq; ++b) {
       make_kv(own[b], rng, t, (b * 7) % 40, hkv, d, b % 2 == 0);
       q[b] = randn(rng, hq * d);

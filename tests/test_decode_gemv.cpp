@@ -1,9 +1,9 @@
 // decode_gemv: every method on every policy of the dequant list, N = 1..16, ragged shapes,
-// against the double reference (the int8 paradigm's bound of fuzz_dequant_gemm.hpp, with the
+// against the double reference (the int8 paradigm's bound of randomized_dequant_gemm.hpp, with the
 // activations quantized per scale group, at most 32 k, exactly as the kernel quantizes them), 1 and 2 threads
 // bit-identical, and the int8 decode of 1 or 2 rows (level 1 fused into the micro-kernel where
 // the CPU has GFNI) bit-identical to the buffered route: the same rows inside a 3-row call.
-#include "fuzz_dequant_gemm.hpp"
+#include "randomized_dequant_gemm.hpp"
 
 namespace lutkit_test {
 namespace {

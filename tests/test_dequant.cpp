@@ -9,7 +9,7 @@
 #include <lutkit/gemv/fused_dq.hpp>
 
 #include "common.hpp"
-#include "fuzz_dequant_gemm.hpp"
+#include "randomized_dequant_gemm.hpp"
 #include "policy_list.hpp"
 
 using namespace lutkit;
@@ -270,7 +270,7 @@ inline std::size_t fused_call_k0(const detail::mk_int8_args& a, std::size_t K_pa
 }  // namespace
 
 // The fused level 1 + int8 micro-kernels (decode, 1 and 2 columns; AVX2, and AVX-512 VNNI for whole codes) against the buffered
-// route (the portable unpacker's levels, lut_weight_source::group_scales, generic::mk_int8), bit
+// route (the portable unpacker's levels, lut_weight_source::group_scales, portable::mk_int8), bit
 // for bit: every policy it serves (levels up to 127 unsigned, larger ones signed), partial tiles,
 // whole K and a later start k0, per-row and per-group activation scales.
 TEST_CASE("fused int8 decode kernels (AVX2, AVX-512 VNNI) equal the buffered route", "[dequant_gemm][int8_kernel]") {
@@ -297,7 +297,7 @@ TEST_CASE("fused int8 decode kernels (AVX2, AVX-512 VNNI) equal the buffered rou
         b.sw = sw.data();
         b.swz = swz.data();
         b.C = c;
-        detail::generic::mk_int8<NC>(b);
+        detail::portable::mk_int8<NC>(b);
       };
       for (const auto& f : fused_sets<P>()) {
         calls += check_fused_case<P, 1>(rng, 0, f, [&](auto&&... v) { buffered.template operator()<1>(v...); });
@@ -360,19 +360,19 @@ TEST_CASE("AVX2 halves_to_float equals the portable conversion for every half", 
   for (std::size_t i = 0; i < h.size(); ++i) h[i] = uint16_t(i);
   std::vector<float> a(h.size()), b(h.size());
   for (std::size_t off = 0; off < 4; ++off) {
-    detail::generic::halves_to_float(h.data() + off, h.size() - off, a.data());
+    detail::portable::halves_to_float(h.data() + off, h.size() - off, a.data());
     detail::avx2::kernels().halves(h.data() + off, h.size() - off, b.data());
     CHECK(std::memcmp(a.data(), b.data(), (h.size() - off) * sizeof(float)) == 0);
   }
   const uint16_t mixed[16] = {0x7C01, 0x3C00, 0xFC01, 0x7E00, 0x7D00, 0x0001, 0x8001, 0x7C00,
                               0x3555, 0x7DFF, 0x0400, 0xFE01, 0x8000, 0x7BFF, 0xFDFF, 0x03FF};
   float x[16], y[16];
-  detail::generic::halves_to_float(mixed, 16, x);
+  detail::portable::halves_to_float(mixed, 16, x);
   detail::avx2::kernels().halves(mixed, 16, y);
   CHECK(std::memcmp(x, y, sizeof(x)) == 0);
 }
 
-// The AVX2 int8 micro-kernel against generic::mk_int8, bit for bit: random and extreme operands
+// The AVX2 int8 micro-kernel against portable::mk_int8, bit for bit: random and extreme operands
 // (levels 255 with activations -128, where vpmaddubsw would saturate), per-row and per-group
 // activation scales, several flush groups per call, column blocks wider than the call.
 TEST_CASE("AVX2 int8 micro-kernel equals the portable one bit for bit", "[dequant_gemm][int8_kernel]") {
@@ -394,7 +394,7 @@ TEST_CASE("AVX2 int8 micro-kernel equals the portable one bit for bit", "[dequan
       std::vector<float> c1 = c0;
       detail::mk_int8_args args{W.data(), A.data(), lda, steps, groups, c0.data(), sw.data(), swz.data(),
                                 sumx.data(), it % 2 ? sa.data() : nullptr, cols};
-      detail::generic::mk_int8<NC>(args);
+      detail::portable::mk_int8<NC>(args);
       args.C = c1.data();
       detail::avx2::kernels().int8[NC - 1](args);
       INFO("NC=" << NC << " steps=" << steps << " groups=" << groups << " extreme=" << extreme);
@@ -406,7 +406,7 @@ TEST_CASE("AVX2 int8 micro-kernel equals the portable one bit for bit", "[dequan
   run.template operator()<3>();
 }
 
-// The AVX2 bf16 and fp32 micro-kernels against generic::mk_val, bit for bit, for every column
+// The AVX2 bf16 and fp32 micro-kernels against portable::mk_val, bit for bit, for every column
 // count: random values (bf16 pairs and fp32 bits with normal magnitudes), values spanning 2^-30 ..
 // 2^30 (cancellation and rounding differ with any other order), infinities and NaNs.
 TEST_CASE("AVX2 bf16 and fp32 micro-kernels equal the portable ones bit for bit", "[dequant_gemm][val_kernel]") {
@@ -435,7 +435,7 @@ TEST_CASE("AVX2 bf16 and fp32 micro-kernels equal the portable ones bit for bit"
       for (auto& e : c0) e = value(kind);
       std::vector<float> c1 = c0;
       detail::mk_val_args args{W.data(), A.data(), cols, steps, c0.data()};
-      detail::generic::mk_val<BF, NC>(args);
+      detail::portable::mk_val<BF, NC>(args);
       args.C = c1.data();
       (BF ? detail::avx2::kernels().bf16 : detail::avx2::kernels().f32)[NC - 1](args);
       INFO("bf16=" << BF << " NC=" << NC << " steps=" << steps << " kind=" << kind);
@@ -454,7 +454,7 @@ TEST_CASE("AVX2 bf16 and fp32 micro-kernels equal the portable ones bit for bit"
 
 #endif
 
-// generic::group_codes (level 2 of the 8-bit formats) is format_traits::value of each code, as
+// portable::group_codes (level 2 of the 8-bit formats) is format_traits::value of each code, as
 // the level-2 table would hold it (level2_value), in fp32 and bf16.
 TEST_CASE("level 2 of 8-bit codes without a table equals the format's values", "[dequant][level2]") {
   using P = policy<fmt::uint_sym<8>, group<32>>;
@@ -469,8 +469,8 @@ TEST_CASE("level 2 of 8-bit codes without a table equals the format's values", "
   }
   std::vector<float> f(64 * 256);
   std::vector<uint16_t> h(64 * 256);
-  detail::generic::group_codes<float>(codes.data(), 256, nullptr, sc, zz, false, 256, f.data(), 256);
-  detail::generic::group_codes<uint16_t>(codes.data(), 256, nullptr, sc, zz, false, 256, h.data(), 256);
+  detail::portable::group_codes<float>(codes.data(), 256, nullptr, sc, zz, false, 256, f.data(), 256);
+  detail::portable::group_codes<uint16_t>(codes.data(), 256, nullptr, sc, zz, false, 256, h.data(), 256);
   bool same = true;
   for (int r = 0; r < 64; ++r)
     for (int i = 0; i < 256; ++i) {
@@ -541,16 +541,16 @@ TEST_CASE("AVX2 level 2, tile groups, rows_to_steps and FusedDQP dot equal the p
       CHECK(sh);
       return f1;
     };
-    const std::vector<float> f1 = check_level2(codes, lv, &detail::generic::group16<float>, ks.group16_f32,
-                                               &detail::generic::group16<uint16_t>, ks.group16_bf16);
+    const std::vector<float> f1 = check_level2(codes, lv, &detail::portable::group16<float>, ks.group16_f32,
+                                               &detail::portable::group16<uint16_t>, ks.group16_bf16);
     // 8-bit codes (levels = codes): group_codes, the same lengths and strides
     std::vector<uint8_t> codes8(64 * ldc);
     for (auto& c : codes8) c = uint8_t(rng());
-    check_level2(codes8, nullptr, &detail::generic::group_codes<float>, ks.group_codes_f32,
-                 &detail::generic::group_codes<uint16_t>, ks.group_codes_bf16);
+    check_level2(codes8, nullptr, &detail::portable::group_codes<float>, ks.group_codes_f32,
+                 &detail::portable::group_codes<uint16_t>, ks.group_codes_bf16);
     // rows_to_steps of the fp32 values written above (stride ldo)
     std::vector<uint32_t> s0(64 * len, 7u), s1 = s0;
-    detail::generic::rows_to_steps(reinterpret_cast<const uint32_t*>(f1.data()), ldo, len, s0.data());
+    detail::portable::rows_to_steps(reinterpret_cast<const uint32_t*>(f1.data()), ldo, len, s0.data());
     ks.rows_to_steps(reinterpret_cast<const uint32_t*>(f1.data()), ldo, len, s1.data());
     CHECK(s0 == s1);
     // tile groups: 1 .. 24 groups of 2 .. 8-bit codes at every shift that fits in the byte
@@ -572,8 +572,8 @@ TEST_CASE("AVX2 level 2, tile groups, rows_to_steps and FusedDQP dot equal the p
       std::vector<uint16_t> tb0(outn, 0x1234), tb1 = tb0;
       std::vector<float> tf0(outn, -2.f), tf1 = tf0;
       detail::tg_groups_args ta{cp.data(), shift.data(), ts.data(), tz.data(), n, bits, tb0.data()};
-      detail::generic::tg_groups_bf16(ta);
-      detail::generic::tg_groups_f32(ta, tf0.data());
+      detail::portable::tg_groups_bf16(ta);
+      detail::portable::tg_groups_f32(ta, tf0.data());
       ta.out = tb1.data();
       ks.tg_groups_bf16(ta);
       ks.tg_groups_f32(ta, tf1.data());
@@ -589,7 +589,7 @@ TEST_CASE("AVX2 level 2, tile groups, rows_to_steps and FusedDQP dot equal the p
     for (auto* v : {&W, &x, &p0})
       for (auto& e : *v) e = value(kind);
     std::vector<float> p1 = p0;
-    detail::generic::fdq_dot({W.data(), ldw, rows, flen, x.data(), ldx, N, p0.data()});
+    detail::portable::fdq_dot({W.data(), ldw, rows, flen, x.data(), ldx, N, p0.data()});
     ks.fdq({W.data(), ldw, rows, flen, x.data(), ldx, N, p1.data()});
     bool sd = true;
     for (std::size_t i = 0; i < p0.size(); ++i) sd = sd && same_f(p0[i], p1[i]);
@@ -664,7 +664,7 @@ TEST_CASE("AVX-512 activation preparation writes the baseline's bytes", "[dequan
         A[simd].act = act;
         A[simd].geo = detail::make_dq_geometry_k(K, K, 64, N, act);
         detail::prepare_activations(A[simd], x.data(), ldx, nullptr,
-                                      simd == 1 ? detail::avx512::kernels() : detail::generic_kernels());
+                                      simd == 1 ? detail::avx512::kernels() : detail::portable_dq_kernels());
       }
       const detail::dq_geometry& g = A[0].geo;
       auto same = [](const std::vector<float>& a, const std::vector<float>& b) {  // bitwise: NaN == NaN

@@ -1,5 +1,5 @@
 // Differential fuzz of the dequant-GEMM, first half of the dequant policy list.
-#include "fuzz_dequant_gemm.hpp"
+#include "randomized_dequant_gemm.hpp"
 
 TEST_CASE("dequant_gemm matches the reference within the bound (a)", "[dequant_gemm][fuzz]") {
   lutkit_test::fuzz_dq_slice<0, lutkit_test::dq_policy_count / 2>();

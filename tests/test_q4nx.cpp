@@ -242,7 +242,7 @@ TEST_CASE("Q4NX blob: pack/unpack identity, dequantize bit-exact, kernels, polic
   CHECK(export_q4nx(to_q4nx(u)) == h.bytes);
   // level-1 + level-2 dequantization reproduces Q4NX's fp32 value bit for bit, on every backend
   const std::vector<float> ref = q.dequantize();
-  std::vector<dq_backend> backends{dq_backend::generic};
+  std::vector<dq_backend> backends{dq_backend::portable};
 #if defined(LUTKIT_HAVE_AVX512_DQ)
   if (detail::avx512::cpu_supported()) backends.push_back(dq_backend::avx512);
 #endif

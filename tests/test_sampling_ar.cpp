@@ -64,7 +64,7 @@ TEST_CASE("ar_sample matches the reference: chains, penalties, formats, chunks, 
   for (int it = 0; it < 60; ++it) {
     const std::size_t rows = 1 + rng() % 5;
     const std::size_t V = 1 + rng() % (it % 4 == 0 ? 6000 : 900);
-    const std::size_t chunk = it % 3 == 0 ? 256 : it % 3 == 1 ? 1024 : sampling_chunk(target::portable::desc);
+    const std::size_t chunk = it % 3 == 0 ? 256 : it % 3 == 1 ? 1024 : sampling_chunk(target::host::desc);
     const auto d = random_logits(rng, types[it % 4], rows, V);
     std::vector<std::vector<int32_t>> hist(rows);
     std::vector<ar_params> ps(rows);
@@ -149,7 +149,7 @@ TEST_CASE("ar: k = 0 / 1 / V, p = 0 / 1, all-equal rows, -inf and NaN entries", 
     auto run = [&](const ar_params& p) {
       int32_t t = -1;
       detail::ar_trace tr;
-      detail::ar_sample_impl(lv, &p, &t, nullptr, be, target::portable::desc, &tr);
+      detail::ar_sample_impl(lv, &p, &t, nullptr, be, target::host::desc, &tr);
       return std::make_pair(t, tr);
     };
     ar_params p;
@@ -179,7 +179,7 @@ TEST_CASE("ar: k = 0 / 1 / V, p = 0 / 1, all-equal rows, -inf and NaN entries", 
     p.top_k = 7;
     int32_t t;
     detail::ar_trace tr;
-    detail::ar_sample_impl(le, &p, &t, nullptr, be, target::portable::desc, &tr);
+    detail::ar_sample_impl(le, &p, &t, nullptr, be, target::host::desc, &tr);
     CHECK(tr.kept == std::vector<uint32_t>{0, 1, 2, 3, 4, 5, 6});
     p.temperature = 0.f;
     ar_sample(le, &p, &t, nullptr, be);

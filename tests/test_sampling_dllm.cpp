@@ -229,7 +229,7 @@ TEST_CASE("dllm_sample matches the reference: formats, confidences, temperatures
     c.L = 1 + rng() % 7;
     c.V = 1 + rng() % (it % 4 == 0 ? 5000 : 700);
     c.type = types[it % 4];
-    c.chunk = (it % 3 == 0) ? 256 : (it % 3 == 1) ? 1024 : sampling_chunk(target::portable::desc);
+    c.chunk = (it % 3 == 0) ? 256 : (it % 3 == 1) ? 1024 : sampling_chunk(target::host::desc);
     c.p.mask_id = int32_t(rng() % c.V);
     c.p.confidence = dllm_confidence(rng() % 3);
     const float temps[] = {0.f, 0.6f, 1.7f, 0.15f};  // 0.15: most vectors skip the Gumbel noise

@@ -6,7 +6,7 @@
 //   - the LUT-GEMV's SME kernels (streaming-SVE table build, TBL lookups) against the double
 //     reference and, to the bit, against the host's Highway kernels on the same weights: every
 //     policy of tests/policy_list.hpp, ragged M and K, N = 1..16, row ranges, the thread pool.
-#include "fuzz_dequant_gemm.hpp"
+#include "randomized_dequant_gemm.hpp"
 
 #include <arm_sme.h>
 
@@ -19,7 +19,7 @@ using on_sme = policy<typename P::format, typename P::group_shape, typename P::t
 // the same format and group on the host (int16 tables: outside the suites' extern instance list, so
 // this suite compiles its own host instances; the table layout does not change dequantized values)
 template <class P>
-using on_host = policy<typename P::format, typename P::group_shape, i16, target::portable>;
+using on_host = policy<typename P::format, typename P::group_shape, i16, target::host>;
 
 using sme_policies = std::tuple<
     on_sme<policy<fmt::uint_asym<1>, group<32>, i8>>, on_sme<policy<fmt::uint_asym<2>, group<64>, i8>>,
@@ -60,11 +60,11 @@ void sme_policy_cases(int& cases_fp32, int& cases_bf16) {
       const auto wh = pack<H>(quantized<H>{q.M, q.K, q.groups, q.codes, q.scales, q.zeros});
       std::vector<float> ds(M * K), dh(M * K);
       dequantize<P>(wp, ds.data(), dq_type::f32);
-      dequantize<H>(wh, dh.data(), dq_type::f32, 0, nullptr, dq_backend::generic);
+      dequantize<H>(wh, dh.data(), dq_type::f32, 0, nullptr, dq_backend::portable);
       CHECK(std::memcmp(ds.data(), dh.data(), ds.size() * 4) == 0);
       std::vector<uint16_t> bs(M * K), bh(M * K);
       dequantize<P>(wp, bs.data(), dq_type::bf16);
-      dequantize<H>(wh, bh.data(), dq_type::bf16, 0, nullptr, dq_backend::generic);
+      dequantize<H>(wh, bh.data(), dq_type::bf16, 0, nullptr, dq_backend::portable);
       CHECK(bs == bh);
     }
   }
@@ -98,7 +98,7 @@ bool same_floats(const float* a, const float* b, std::size_t n) {
 
 template <class P>
 void sme_gemv_cases(int& cases) {
-  using H = policy<typename P::format, typename P::group_shape, typename P::table_layout, target::portable>;
+  using H = policy<typename P::format, typename P::group_shape, typename P::table_layout, target::host>;
   static thread_pool pool(2);
   for (int c = 0; c < 6; ++c) {  // 6 per policy x 18 policies: >= 100 per SVL
     const uint64_t seed = P::hash() % 100003 * 1013 + uint64_t(c);
@@ -174,6 +174,6 @@ TEST_CASE("SME policies refuse what the SME kernels do not provide, by name", "[
   CHECK_THROWS_WITH(fused_dq_gemv<P>(wp, x.data(), 1, 128, y.data()), Catch::Contains("sme kernels have no FusedDQP"));
   CHECK_THROWS_WITH(lut_gemv<P>(wp, build_tables<P>(x.data(), 1, 128), y.data(), 0, nullptr, 1),
                     Catch::Contains("a host target cannot be named"));
-  CHECK_THROWS_WITH(dequant_gemm<P>(wp, x.data(), 1, 128, y.data(), act_type::fp32, 0, 0, nullptr, dq_backend::generic),
+  CHECK_THROWS_WITH(dequant_gemm<P>(wp, x.data(), 1, 128, y.data(), act_type::fp32, 0, 0, nullptr, dq_backend::portable),
                     Catch::Contains("a host backend cannot be named"));
 }

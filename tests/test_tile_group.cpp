@@ -291,7 +291,7 @@ void tile_group_kernel_case(std::mt19937_64& rng, std::size_t M, std::size_t K, 
   std::vector<float> x(N * K);
   std::normal_distribution<float> nd(0.f, 1.f);
   for (auto& v : x) v = nd(rng);
-  std::vector<dq_backend> backends{dq_backend::generic};
+  std::vector<dq_backend> backends{dq_backend::portable};
 #if defined(LUTKIT_HAVE_AVX512_DQ)
   if (detail::avx512::cpu_supported()) backends.push_back(dq_backend::avx512);
 #endif
@@ -368,7 +368,7 @@ void tile_group_int8_case(std::mt19937_64& rng, std::size_t M, std::size_t K, st
       bound[n * M + m] = (double(K) + 16.0) * 0x1p-24 * mag;
     }
   }
-  std::vector<dq_backend> backends{dq_backend::generic};
+  std::vector<dq_backend> backends{dq_backend::portable};
 #if defined(LUTKIT_HAVE_AVX512_DQ)
   if (detail::avx512::cpu_supported()) backends.push_back(dq_backend::avx512);
 #endif

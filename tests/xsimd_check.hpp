@@ -3,7 +3,7 @@
 // the Highway backend, for every policy and the avx512bw (lutkit_xsimd_avx512_tests) or the avx2
 // and ssse3 arch tags (lutkit_xsimd_tests).
 #pragma once
-#include <lutkit/targets/xsimd/lut_gemv.hpp>
+#include <lutkit/targets/xsimd/lut_gemv_xsimd.hpp>
 
 #include "common.hpp"
 #include "policy_list.hpp"

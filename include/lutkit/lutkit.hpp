@@ -2,7 +2,7 @@
 // packing, and the kernel families on the portable target with run-time dispatch: LUT-GEMV and
 // FusedDQP (decode), the LUT dequant-GEMM (prefill), attention (prefill and decode), sampling
 // (autoregressive and diffusion-LLM), their references. The xsimd backend is
-// opt-in: lutkit/targets/xsimd/lut_gemv.hpp.
+// opt-in: lutkit/targets/xsimd/lut_gemv_xsimd.hpp.
 #pragma once
 #include "lutkit/core/concepts.hpp"
 #include "lutkit/core/error.hpp"
@@ -11,7 +11,7 @@
 #include "lutkit/core/target.hpp"
 #include "lutkit/core/thread_pool.hpp"
 #include "lutkit/core/tiling.hpp"
-#include "lutkit/quant/pack.hpp"
+#include "lutkit/quant/packed_weights.hpp"
 #include "lutkit/packing/pack.hpp"
 #include "lutkit/quant/q4nx.hpp"
 #include "lutkit/quant/q4_0_supergroup.hpp"

@@ -11,7 +11,7 @@
 
 #include <lutkit/lutkit.hpp>
 #ifdef LUTKIT_CONSUMER_XSIMD
-#include <lutkit/targets/xsimd/lut_gemv.hpp>
+#include <lutkit/targets/xsimd/lut_gemv_xsimd.hpp>
 #endif
 
 using P = lutkit::policy<lutkit::fmt::uint_asym<4>, lutkit::group<64>, lutkit::table::lut4<int8_t, false>>;

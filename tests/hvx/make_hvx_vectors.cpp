@@ -42,7 +42,7 @@ struct writer {
   int sections = 0;
 };
 
-// Bound on |hvx::lut_gemv - ref::gemv| for output (n, m) (targets/hvx/lut_gemv.hpp): per table
+// Bound on |hvx::lut_gemv - ref::gemv| for output (n, m) (targets/hvx/lut_gemv_hvx.hpp): per table
 // entry 0.5625 table steps (rounding to the step, plus the int16 fixed point of the activations);
 // float rounding of the scalar epilogue; the float sum of a granule's activations; the reference
 // stored as float.

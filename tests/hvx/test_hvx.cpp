@@ -7,7 +7,7 @@
 // "N passed, M failed" (with the Catch2-style total the CI summary counts).
 #include <lutkit/targets/hvx/dequant.hpp>
 #include <lutkit/targets/hvx/exp.hpp>
-#include <lutkit/targets/hvx/lut_gemv.hpp>
+#include <lutkit/targets/hvx/lut_gemv_hvx.hpp>
 
 #include "hvx_cases.hpp"
 #include "runtime.hpp"

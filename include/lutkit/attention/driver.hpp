@@ -54,13 +54,13 @@ enum class att_slot { rows, scratch, panels, decode_rows, partials, decode_qb, t
 //           16 in [16, 256];
 //   prefill: the bf16 K and V chunks of the tile (2 * 2 * d bytes per key) in half of L1, a
 //           multiple of 64 in [64, 128].
-inline std::size_t decode_chunk(std::size_t d, kv_type t, const target_descriptor& td = target::portable::desc) {
+inline std::size_t decode_chunk(std::size_t d, kv_type t, const target_descriptor& td = target::host::desc) {
   const std::size_t l1 = td.l1_bytes ? td.l1_bytes : (std::size_t(32) << 10);
   std::size_t c = (l1 / 4) / (d * kv_type_bytes(t));
   c = c / 16 * 16;
   return std::clamp<std::size_t>(c, 16, 256);
 }
-inline std::size_t prefill_chunk(std::size_t d, const target_descriptor& td = target::portable::desc) {
+inline std::size_t prefill_chunk(std::size_t d, const target_descriptor& td = target::host::desc) {
   const std::size_t l1 = td.l1_bytes ? td.l1_bytes : (std::size_t(32) << 10);
   std::size_t c = (l1 / 2) / (4 * d);
   c = c / 64 * 64;
@@ -109,7 +109,7 @@ inline void run_prefill(const attention_options& o, const float* q, std::size_t 
   const std::size_t d = o.head_dim, hq = o.heads_q, hkv = o.heads_kv, G = hq / hkv;
   const bool packed = ks.tile_supports && ks.tile_supports(d) && kv.len > 0;
   const bool use_step = ks.step_supports(d);
-  const att_kernel_set& sk = use_step ? ks : generic_att_kernels();
+  const att_kernel_set& sk = use_step ? ks : portable_att_kernels();
   const std::size_t Bq = std::max<std::size_t>(1, 64 / G);  // queries per block: ~64 rows
   const std::size_t nblk = (n_q + Bq - 1) / Bq;
   const att_logit_args lg = logit_args(o);
@@ -281,7 +281,7 @@ inline void run_decode(const attention_options& o, const kv_cache_view& prefix, 
                        std::size_t n_seq, thread_pool* pool) {
   const att_kernel_set& ks0 = att_kernels_for(o.backend);
   const std::size_t d = o.head_dim, hq = o.heads_q, hkv = o.heads_kv, G = hq / hkv;
-  const att_kernel_set& ks = ks0.step_supports(d) ? ks0 : generic_att_kernels();
+  const att_kernel_set& ks = ks0.step_supports(d) ? ks0 : portable_att_kernels();
   const att_logit_args lg = logit_args(o);
   const std::size_t chunk = decode_chunk(d, prefix.type);
   // prefix splits: a function of the length only (same bits for any thread count)

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "driver.hpp"
-#include "generic_kernels.hpp"
+#include "portable_kernels.hpp"
 
 namespace lutkit::ref {
 

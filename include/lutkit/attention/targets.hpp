@@ -3,12 +3,12 @@
 // per call. A new target adds its include and its branch here.
 #pragma once
 #include "../core/error.hpp"
-#include "generic_kernels.hpp"
+#include "portable_kernels.hpp"
 #include "microkernel.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include "../targets/cpu/attention_avx2.hpp"
-#include "../targets/cpu/attention_avx512.hpp"
+#include "../targets/host/attention/attention_avx2.hpp"
+#include "../targets/host/attention/attention_avx512.hpp"
 #endif
 
 namespace lutkit {
@@ -16,7 +16,7 @@ namespace lutkit {
 // Which kernels run: the best the CPU has (AVX-512, else AVX2, else the portable C++ ones), the
 // portable ones, AVX-512 (an error if the CPU lacks AVX-512 F/BW/BF16 or F16C) or AVX2 (the
 // decode step; an error if the CPU lacks AVX2 / FMA / F16C).
-enum class attention_backend { best, generic, avx512, avx2 };
+enum class attention_backend { best, portable, avx512, avx2 };
 
 namespace detail {
 inline const att_kernel_set& att_kernels_for(attention_backend b) {
@@ -38,7 +38,7 @@ inline const att_kernel_set& att_kernels_for(attention_backend b) {
 #else
   require(b != attention_backend::avx2, "attention: AVX2 kernels are not compiled for this target");
 #endif
-  return generic_att_kernels();
+  return portable_att_kernels();
 }
 }  // namespace detail
 }  // namespace lutkit

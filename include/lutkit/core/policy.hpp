@@ -88,7 +88,7 @@ inline uint64_t policy_hash(const std::string& name) {
 // Table: the LUT-GEMV's activation tables. The default, mirrored int8 tables, is the one at least
 // as accurate as llama.cpp at the same speed (docs/llama_formats.md, "Accuracy"); formats the
 // LUT-GEMV cannot run (8 bits, codebooks, Q4NX) ignore it, and their blobs do not record it.
-template <class Fmt, class Group, class Table = table::lut4<int8_t, true>, class Target = target::portable>
+template <class Fmt, class Group, class Table = table::lut4<int8_t, true>, class Target = target::host>
 struct policy {
   using format = Fmt;
   using group_shape = Group;

@@ -36,8 +36,8 @@ namespace target {
 // Portable: Highway with dynamic dispatch (x86 SSE4/AVX2/AVX-512, Arm NEON/SVE, RVV) or the
 // xsimd backend. The packed layout is defined on a 64-byte register tile so that every vector
 // width reads the same blob (narrower targets process a register tile in 2 or 4 pieces).
-struct portable {
-  static constexpr target_descriptor desc{"portable", 64, 32, 16, 8, 64, 0, 0, 0,
+struct host {
+  static constexpr target_descriptor desc{"host", 64, 32, 16, 8, 64, 0, 0, 0,
                                           std::size_t(1) << 20, std::size_t(32) << 20, 46.0, 0.0,
                                           std::size_t(48) << 10};
 };

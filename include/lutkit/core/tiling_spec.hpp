@@ -232,7 +232,7 @@ constexpr int largest_pow2_le(long v) {
 }
 }  // namespace detail
 
-template <class Fmt, class Group, class Table, class Target = target::portable>
+template <class Fmt, class Group, class Table, class Target = target::host>
 constexpr tiling_spec make_tiling_spec() {
   using FT = format_traits<Fmt>;
   tiling_spec s{};

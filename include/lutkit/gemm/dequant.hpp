@@ -18,7 +18,7 @@
 #include "../core/half.hpp"
 #include "../core/policy.hpp"
 #include "../core/tiling.hpp"
-#include "../quant/pack.hpp"
+#include "../quant/packed_weights.hpp"
 
 namespace lutkit {
 

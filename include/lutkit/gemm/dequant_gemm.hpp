@@ -28,7 +28,7 @@
 
 #include "../core/error.hpp"
 #include "../core/thread_pool.hpp"
-#include "../quant/pack.hpp"
+#include "../quant/packed_weights.hpp"
 #include "activations.hpp"
 #include "dequant.hpp"
 #include "geometry.hpp"

@@ -1,7 +1,7 @@
 // lutkit — the dequant-GEMM's micro-kernel interface: the argument blocks and the kernel set a
 // target provides (the rule for every target: the family's driver calls a target only through
 // this set, chosen in gemm/targets.hpp). The portable C++ implementation of every entry is in
-// gemm/generic_kernels.hpp; targets/cpu/gemm_avx512.hpp implements the same contracts with
+// gemm/portable_kernels.hpp; targets/host/gemm/gemm_avx512.hpp implements the same contracts with
 // intrinsics.
 //
 // Register tile ("rows in lanes"): the 64 weight rows of the tile in 4 vectors x NC activation

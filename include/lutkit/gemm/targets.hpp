@@ -8,12 +8,12 @@
 #include "../core/error.hpp"
 #include "../core/target.hpp"
 #include "dequant.hpp"
-#include "generic_kernels.hpp"
+#include "portable_kernels.hpp"
 #include "microkernel.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include "../targets/cpu/gemm_avx2.hpp"
-#include "../targets/cpu/gemm_avx512.hpp"
+#include "../targets/host/gemm/gemm_avx2.hpp"
+#include "../targets/host/gemm/gemm_avx512.hpp"
 #endif
 #if defined(__aarch64__) && defined(__clang__) && defined(LUTKIT_ENABLE_SME)
 #include "../targets/sme/gemm_sme.hpp"
@@ -24,7 +24,7 @@ namespace lutkit {
 // Which micro-kernels run: the best the CPU has (AVX-512, else AVX2, else the portable ones), the
 // portable C++ ones, AVX-512 (an error if the CPU lacks VNNI / BF16) or AVX2 (an error if it
 // lacks AVX2 / FMA / F16C).
-enum class dq_backend { best, generic, avx512, avx2 };
+enum class dq_backend { best, portable, avx512, avx2 };
 
 namespace detail {
 
@@ -47,7 +47,7 @@ inline const dq_kernel_set& dq_kernels_for(dq_backend b) {
 #else
   require(b != dq_backend::avx2, "dequant-GEMM: AVX2 kernels are not compiled for this target");
 #endif
-  return generic_kernels();
+  return portable_dq_kernels();
 }
 
 // The kernel set of policy P: a portable policy takes the host's (dq_kernels_for); a policy for
@@ -56,7 +56,7 @@ inline const dq_kernel_set& dq_kernels_for(dq_backend b) {
 template <class P>
 const dq_kernel_set& dq_kernels_for_policy(dq_backend b) {
   using T = typename P::target_type;
-  if constexpr (std::is_same_v<T, lutkit::target::portable>) {
+  if constexpr (std::is_same_v<T, lutkit::target::host>) {
     return dq_kernels_for(b);
   } else {
     require(b == dq_backend::best, "dequant-GEMM: policy ", P::name(), " targets ", T::desc.name,

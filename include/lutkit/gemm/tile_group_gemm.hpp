@@ -255,7 +255,7 @@ void run_tg_int8(const tile_group_weights<Fmt>& w, const float* x, std::size_t N
           a.xa = xa.data() + n0 * (K / KA) + 8 * s0 / KA;
           a.xp = xp.data() + n0 * (K / 2) + 4 * s0;
           a.acc = acc.data() + n0 * 32;
-          const tg_int8_fn fn = ks.tg_int8[nc - 1] ? ks.tg_int8[nc - 1] : generic_kernels().tg_int8[nc - 1];
+          const tg_int8_fn fn = ks.tg_int8[nc - 1] ? ks.tg_int8[nc - 1] : portable_dq_kernels().tg_int8[nc - 1];
           fn(a);
         }
       }

@@ -13,7 +13,7 @@
 
 #include "../core/memory.hpp"
 #include "../core/prefetch.hpp"
-#include "../quant/pack.hpp"
+#include "../quant/packed_weights.hpp"
 #include "dequant.hpp"
 #include "geometry.hpp"
 #include "microkernel.hpp"
@@ -78,7 +78,7 @@ struct lut_weight_source {
       for (int r = 0; r < 64; ++r)
         for (std::size_t k = 0; k < k1 - k0; ++k) s.codes[r * s.ldc + k] = map[s.codes[r * s.ldc + k]];
     }
-    generic::levels_to_step_major(s.codes.get(), s.ldc, k1 - k0, s.values.get());
+    portable::levels_to_step_major(s.codes.get(), s.ldc, k1 - k0, s.values.get());
     return s.values.get();
   }
   // int8, 1 or 2 columns: level 1 fused into the micro-kernel, or null (then levels() above)
@@ -208,10 +208,10 @@ struct lut_weight_source {
           ks->group16_bf16(c, s.ldc, lv, sc, zz, P::spec.min_form, g1 - g0, o, s.ldv);
       } else if constexpr (levels_are_codes<P>()) {
         if constexpr (std::is_same_v<T, float>)
-          (ks->group_codes_f32 ? ks->group_codes_f32 : &generic::group_codes<float>)(
+          (ks->group_codes_f32 ? ks->group_codes_f32 : &portable::group_codes<float>)(
               c, s.ldc, lv, sc, zz, P::spec.min_form, g1 - g0, o, s.ldv);
         else
-          (ks->group_codes_bf16 ? ks->group_codes_bf16 : &generic::group_codes<uint16_t>)(
+          (ks->group_codes_bf16 ? ks->group_codes_bf16 : &portable::group_codes<uint16_t>)(
               c, s.ldc, lv, sc, zz, P::spec.min_form, g1 - g0, o, s.ldv);
       } else if (g1 - g0 < std::size_t(code_count<P>())) {
         // a group shorter than its table (8-bit codes, groups of 32 or 64): each value on its own,

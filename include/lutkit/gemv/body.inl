@@ -1,7 +1,7 @@
 // lutkit — the LUT-GEMV lookup kernel, written ONCE against a small "register tile" interface
-// and compiled per target. No include guard: targets/cpu/lut_gemv-inl.h includes it once per
+// and compiled per target. No include guard: targets/host/gemv/lut_gemv_hwy-inl.h includes it once per
 // Highway target (inside HWY_NAMESPACE, so it compiles with that target's attributes);
-// targets/cpu/lut_gemv_vbmi.hpp and targets/xsimd/lut_gemv.hpp include it once each. The
+// targets/host/gemv/lut_gemv_vbmi.hpp and targets/xsimd/lut_gemv_xsimd.hpp include it once each. The
 // target passes its `Ops` as a template argument.
 //
 // Ops works on virtual 64-byte vectors (one chunk of the tiling spec), whatever the native
@@ -176,7 +176,9 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
   // symmetric formats: one bias for every row (ternary: none)
   constexpr float z_sym = S.ternary ? 0.f : c_mirror - S.sym_zero;
 
-  const std::size_t pf_bytes = std::size_t(detail::gemv_prefetch_bytes(S.prefetch_bytes));
+  // the Ops may tune the prefetch distance to the CPU (targets/host/features.hpp)
+  std::size_t pf_bytes = std::size_t(S.prefetch_bytes);
+  if constexpr (requires { Ops::prefetch_bytes(0); }) pf_bytes = Ops::prefetch_bytes(S.prefetch_bytes);
   // (blocks [blk0, blk1) lie in one band: the cursor walks them by additions)
   for (auto cur = L.cursor(t, blk0); cur.blk < blk1; cur.next()) {
     const std::size_t blk = cur.blk;

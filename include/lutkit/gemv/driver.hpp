@@ -5,7 +5,7 @@
 #include <string>
 
 #include "../core/error.hpp"
-#include "../quant/pack.hpp"
+#include "../quant/packed_weights.hpp"
 #include "tables.hpp"
 #include "../core/thread_pool.hpp"
 #include "microkernel.hpp"

@@ -8,7 +8,7 @@
 
 #include "../core/error.hpp"
 #include "../core/thread_pool.hpp"
-#include "../quant/pack.hpp"
+#include "../quant/packed_weights.hpp"
 #include "driver.hpp"
 #include "tables.hpp"
 #include "targets.hpp"

@@ -16,7 +16,7 @@
 #include "../core/error.hpp"
 #include "../core/policy.hpp"
 #include "../core/tiling.hpp"
-#include "../quant/pack.hpp"
+#include "../quant/packed_weights.hpp"
 
 namespace lutkit {
 

@@ -1,7 +1,7 @@
 // lutkit — the LUT-GEMV's registration point: the ONE place the family reaches a target folder.
 // A target provides gemv_entry functions (gemv/microkernel.hpp) per policy; this header picks
 // the entry for a call: the best one the CPU runs, or the one the caller names.
-// (The xsimd backend is opt-in and has its own public entry: targets/xsimd/lut_gemv.hpp.)
+// (The xsimd backend is opt-in and has its own public entry: targets/xsimd/lut_gemv_xsimd.hpp.)
 #pragma once
 #include <cstdint>
 #include <type_traits>
@@ -9,7 +9,7 @@
 #include "../core/error.hpp"
 #include "../core/target.hpp"
 #include "microkernel.hpp"
-#include "../targets/cpu/lut_gemv_hwy.hpp"
+#include "../targets/host/gemv/lut_gemv_hwy.hpp"
 #if defined(__aarch64__) && defined(__clang__) && defined(LUTKIT_ENABLE_SME)
 #include "../targets/sme/lut_gemv_sme.hpp"
 #endif
@@ -20,7 +20,7 @@ namespace lutkit::detail {
 template <class P>
 void require_gemv_target() {
   using T = typename P::target_type;
-  if constexpr (std::is_same_v<T, lutkit::target::portable>) return;
+  if constexpr (std::is_same_v<T, lutkit::target::host>) return;
 #if defined(LUTKIT_HAVE_SME_GEMV)
   if constexpr (std::is_same_v<T, lutkit::target::sme>) {
     require(sme_gemv::cpu_supported(), "lut_gemv: policy ", P::name(), " targets SME, which this CPU lacks");
@@ -37,7 +37,7 @@ template <class P>
 gemv_entry gemv_entry_for(int64_t target) {
   require_gemv_target<P>();
   using T = typename P::target_type;
-  if constexpr (std::is_same_v<T, lutkit::target::portable>) {
+  if constexpr (std::is_same_v<T, lutkit::target::host>) {
     return target ? portable::entry_for<P>(target) : portable::best_entry<P>();
   } else {
     require(target == 0, "lut_gemv: policy ", P::name(), " targets ", T::desc.name,
@@ -54,7 +54,7 @@ template <class P>
 tables_entry best_tables_entry() {
   require_gemv_target<P>();
   using T = typename P::target_type;
-  if constexpr (std::is_same_v<T, lutkit::target::portable>) {
+  if constexpr (std::is_same_v<T, lutkit::target::host>) {
     return portable::best_tables_entry<P>();
   } else {
 #if defined(LUTKIT_HAVE_SME_GEMV)

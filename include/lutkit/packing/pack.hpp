@@ -1,7 +1,7 @@
 // lutkit — the packing family: quantized tensors and llama.cpp block tensors to packed blobs
-// (quant/pack.hpp: the blob), through the tiling spec. A code source (a quantized<P>, or blocks
+// (quant/packed_weights.hpp: the blob), through the tiling spec. A code source (a quantized<P>, or blocks
 // read in place) is walked tile by tile over a thread pool; a row pair's bit planes come from the
-// family's micro-kernel (targets.hpp). The reference: detail::pack_by_element_map (quant/pack.hpp).
+// family's micro-kernel (targets.hpp). The reference: detail::pack_by_element_map (quant/packed_weights.hpp).
 #pragma once
 #include <algorithm>
 #include <array>
@@ -16,7 +16,7 @@
 #include "../core/prefetch.hpp"
 #include "../core/thread_pool.hpp"
 #include "../core/tiling.hpp"
-#include "../quant/pack.hpp"
+#include "../quant/packed_weights.hpp"
 #include "../quant/quant.hpp"
 #include "targets.hpp"
 

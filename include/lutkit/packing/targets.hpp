@@ -7,11 +7,11 @@
 #include <cstdint>
 
 #include "../quant/quant.hpp"
-#include "portable_kernel.hpp"
+#include "portable_kernels.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include "../targets/cpu/pack_avx2.hpp"
-#include "../targets/cpu/pack_avx512.hpp"
+#include "../targets/host/packing/pack_avx2.hpp"
+#include "../targets/host/packing/pack_avx512.hpp"
 #endif
 
 namespace lutkit::detail {

@@ -457,7 +457,7 @@ inline void ar_sample_impl(const logits_view& lv, const ar_params* params, int32
 // the pool's size.
 inline void ar_sample(const logits_view& logits, const ar_params* params, int32_t* tokens, thread_pool* pool = nullptr,
                       sampling_backend be = sampling_backend::best,
-                      const target_descriptor& tgt = target::portable::desc) {
+                      const target_descriptor& tgt = target::host::desc) {
   detail::ar_sample_impl(logits, params, tokens, pool, be, tgt, nullptr);
 }
 

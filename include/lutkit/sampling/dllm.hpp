@@ -162,7 +162,7 @@ inline dllm_pos_out dllm_position(const logits_view& lv, const sampling_kernel_s
 inline void dllm_sample(const logits_view& logits, std::size_t B, std::size_t L, const int32_t* x,
                         const dllm_params& p, int32_t* x0, float* conf, thread_pool* pool = nullptr,
                         sampling_backend be = sampling_backend::best,
-                        const target_descriptor& tgt = target::portable::desc) {
+                        const target_descriptor& tgt = target::host::desc) {
   detail::check_dllm(logits, B, L, p, "dllm_sample");
   detail::require(x && x0 && conf, "dllm_sample: x, x0 and conf must not be null");
   const auto& ks = detail::sampling_kernels_for(be);

@@ -6,8 +6,8 @@
 #include "portable_kernels.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include "../targets/cpu/sampling_avx2.hpp"
-#include "../targets/cpu/sampling_avx512.hpp"
+#include "../targets/host/sampling/sampling_avx2.hpp"
+#include "../targets/host/sampling/sampling_avx512.hpp"
 #endif
 
 namespace lutkit {

@@ -23,7 +23,7 @@
 #include <cstdint>
 
 #include "../../core/bf16.hpp"
-#include "../../gemm/generic_kernels.hpp"
+#include "../../gemm/portable_kernels.hpp"
 #include "../../gemm/microkernel.hpp"
 
 #define LUTKIT_HAVE_SME_DQ 1
@@ -169,13 +169,13 @@ inline const dq_kernel_set& kernels() {
                                 &mk_val<true, 5>, &mk_val<true, 6>},
                                {&mk_val<false, 1>, &mk_val<false, 2>, &mk_val<false, 3>, &mk_val<false, 4>,
                                 &mk_val<false, 5>, &mk_val<false, 6>},
-                               &generic::rows_to_steps,
+                               &portable::rows_to_steps,
                                nullptr,
-                               &generic::halves_to_float,
+                               &portable::halves_to_float,
                                &group16<float>,
                                &group16<uint16_t>,
-                               &generic::tg_groups_bf16,
-                               &generic::tg_groups_f32,
+                               &portable::tg_groups_bf16,
+                               &portable::tg_groups_f32,
                                {},
                                {},
                                &prepare_rows_baseline,

@@ -49,7 +49,7 @@ inline bool softmax_update(float* s, std::size_t n, float& m, float& l, float& a
   return true;
 }
 
-inline void generic_step(const att_step_args& a) {
+inline void portable_step(const att_step_args& a) {
   const std::size_t d = a.d;
   float* s = a.scratch;
   for (std::size_t r = 0; r < a.rows.R; ++r) {
@@ -80,10 +80,10 @@ inline void generic_step(const att_step_args& a) {
   }
 }
 
-inline bool generic_supports(std::size_t) { return true; }
+inline bool portable_supports(std::size_t) { return true; }
 
-inline const att_kernel_set& generic_att_kernels() {
-  static const att_kernel_set ks{"generic", &generic_supports, &generic_step, nullptr, nullptr, nullptr};
+inline const att_kernel_set& portable_att_kernels() {
+  static const att_kernel_set ks{"portable", &portable_supports, &portable_step, nullptr, nullptr, nullptr};
   return ks;
 }
 

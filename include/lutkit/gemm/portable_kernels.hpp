@@ -14,7 +14,7 @@
 
 namespace lutkit::detail {
 
-namespace generic {
+namespace portable {
 template <int NC>
 void mk_int8(const mk_int8_args& a) {
   const uint8_t* W = a.W;
@@ -199,27 +199,27 @@ void tg_int8(const tg_int8_args& a) {
   }
 }
 
-}  // namespace generic
+}  // namespace portable
 
-inline const dq_kernel_set& generic_kernels() {
-  static const dq_kernel_set k{"generic",
-                               {&generic::mk_int8<1>, &generic::mk_int8<2>, &generic::mk_int8<3>},
-                               {&generic::mk_val<true, 1>, &generic::mk_val<true, 2>, &generic::mk_val<true, 3>,
-                                &generic::mk_val<true, 4>, &generic::mk_val<true, 5>, &generic::mk_val<true, 6>},
-                               {&generic::mk_val<false, 1>, &generic::mk_val<false, 2>, &generic::mk_val<false, 3>,
-                                &generic::mk_val<false, 4>, &generic::mk_val<false, 5>, &generic::mk_val<false, 6>},
-                               &generic::rows_to_steps,
-                               &generic::fdq_dot,
-                               &generic::halves_to_float,
-                               &generic::group16<float>,
-                               &generic::group16<uint16_t>,
-                               &generic::tg_groups_bf16,
-                               &generic::tg_groups_f32,
+inline const dq_kernel_set& portable_dq_kernels() {
+  static const dq_kernel_set k{"portable",
+                               {&portable::mk_int8<1>, &portable::mk_int8<2>, &portable::mk_int8<3>},
+                               {&portable::mk_val<true, 1>, &portable::mk_val<true, 2>, &portable::mk_val<true, 3>,
+                                &portable::mk_val<true, 4>, &portable::mk_val<true, 5>, &portable::mk_val<true, 6>},
+                               {&portable::mk_val<false, 1>, &portable::mk_val<false, 2>, &portable::mk_val<false, 3>,
+                                &portable::mk_val<false, 4>, &portable::mk_val<false, 5>, &portable::mk_val<false, 6>},
+                               &portable::rows_to_steps,
+                               &portable::fdq_dot,
+                               &portable::halves_to_float,
+                               &portable::group16<float>,
+                               &portable::group16<uint16_t>,
+                               &portable::tg_groups_bf16,
+                               &portable::tg_groups_f32,
                                {},
                                {},
                                &prepare_rows_baseline,
                                &write_tile,
-                               {&generic::tg_int8<1>, &generic::tg_int8<2>, &generic::tg_int8<3>, &generic::tg_int8<4>}};
+                               {&portable::tg_int8<1>, &portable::tg_int8<2>, &portable::tg_int8<3>, &portable::tg_int8<4>}};
   return k;
 }
 

@@ -8,14 +8,15 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "../../core/compiler.hpp"
-#include "../../core/tiling.hpp"
-#include "../../gemm/activations.hpp"
-#include "../../gemm/dequant.hpp"
-#include "../../gemm/microkernel.hpp"
+#include "../../../core/compiler.hpp"
+#include "../../../core/tiling.hpp"
+#include "../../../gemm/activations.hpp"
+#include "../../../gemm/dequant.hpp"
+#include "../../../gemm/microkernel.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include "intrinsics_begin.hpp"
+#include "../features.hpp"
+#include "../intrinsics_begin.hpp"
 #define LUTKIT_HAVE_AVX512_DQ 1
 #define LUTKIT_AVX512_DQ \
   __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx512bf16,avx512vbmi,fma,f16c")))
@@ -389,10 +390,7 @@ inline const level1_gfni_indices& level1_gfni_tables() {
   }();
   return t;
 }
-inline bool cpu_has_gfni() {
-  static const bool ok = __builtin_cpu_supports("gfni");
-  return ok;
-}
+inline bool cpu_has_gfni() { return host_features::gfni(); }
 template <class P>
 LUTKIT_AVX512_GFNI void unpack_levels_steps_gfni(const uint8_t* data, const packed_layout& L, std::size_t t,
                                                  std::size_t k0, std::size_t k1, uint8_t* out) {
@@ -428,7 +426,7 @@ LUTKIT_AVX512_GFNI void unpack_levels_steps_gfni(const uint8_t* data, const pack
 // epilogue are those of mk_int8<NC>: the same bits. It serves the 1- to 4-bit formats the LUT-GEMV
 // also runs (Q4_0, W4, W3, W2, W1: bit planes, the planes a format lacks masked to zero before the
 // transpose); 8-bit formats and codebooks are stored as whole codes and take the
-// AVX2 set's fused kernel, a load per register (gemm/targets.hpp, targets/cpu/gemm_avx2.hpp).
+// AVX2 set's fused kernel, a load per register (gemm/targets.hpp, targets/host/gemm/gemm_avx2.hpp).
 template <class P>
 constexpr bool has_int8_fused() {
   constexpr auto& S = P::spec;
@@ -636,7 +634,7 @@ LUTKIT_AVX512_GFNI void mk_int8_fused(const uint8_t* data, const packed_layout& 
 // of the u8 levels with the s8 activations: every level of 0..255 goes in as it is (no sign trick,
 // no activation-sum correction), split levels (NF4) as two dots into two accumulators joined per
 // flush group as 128 hi + lo (sum(Q x), exact). The integer sums are mk_int8's; the epilogue is
-// generic::mk_int8's in its order (c = fma(float(sum) [* sa], sw, c); c = fma(-sumx, swz, c)) with
+// portable::mk_int8's in its order (c = fma(float(sum) [* sa], sw, c); c = fma(-sumx, swz, c)) with
 // the group's scales and zeros decoded from the blob as lut_weight_source::group_scales does
 // (the same bits as the buffered route). The outputs stay in registers for the call. The group's
 // scales are decoded before its dots: decoded after them, the epilogue waited on their lines
@@ -904,7 +902,7 @@ LUTKIT_AVX512_DQ inline void rows_to_steps(const uint32_t* in, std::size_t ld, s
 
 // level 2 of one scale group, 64 rows: the 16-entry table of a row lives in one register
 // (vcvtneps2bf16 rounds to nearest even like f32_to_bf16; the values are never fp32-subnormal)
-// (the row's table: sc * (lv - zz), or sc * lv + zz for min-form formats, as generic::group16)
+// (the row's table: sc * (lv - zz), or sc * lv + zz for min-form formats, as portable::group16)
 LUTKIT_AVX512_DQ inline __m512 group16_table(__m512 l, __m512 s, __m512 z, bool min_form) {
   return min_form ? _mm512_add_ps(_mm512_mul_ps(s, l), z) : _mm512_mul_ps(s, _mm512_sub_ps(l, z));
 }
@@ -1029,16 +1027,10 @@ LUTKIT_AVX512_DQ inline void halves_to_float(const uint16_t* h, std::size_t n, f
   for (; i < n; ++i) f[i] = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h[i])));
 }
 
-inline bool cpu_supported() {
-  static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
-                         __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bf16") &&
-                         __builtin_cpu_supports("avx512vbmi");
-  return ok;
-}
+inline bool cpu_supported() { return host_features::avx512_vnni_bf16_vbmi(); }
 
 // tile groups: group i's 32 codes (one 256-bit load, shift, mask) -> (c - z) * s as two vectors
-// of 16 floats, read-order elements 0..15 and 16..31 (the arithmetic of generic::tg_value)
+// of 16 floats, read-order elements 0..15 and 16..31 (the arithmetic of portable::tg_value)
 LUTKIT_AVX512_DQ inline void tg_group_floats(const tg_groups_args& a, std::size_t i, __m256i mask, __m512& lo,
                                              __m512& hi) {
   const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.codes[i]));
@@ -1080,7 +1072,7 @@ LUTKIT_AVX512_DQ inline void tg_groups_f32(const tg_groups_args& a, float* out) 
 // loaded and stored through that permutation. The zero terms are summed per group (one FMA of 8
 // lanes per super-group) and subtracted at the end. Even and odd k pairs accumulate in two chains
 // (r, o; added at the end of the call), and the stream is prefetched tg_prefetch_ahead bytes ahead.
-// generic::tg_int8 is the same arithmetic in the same order (fma(float(dot), s * xa, acc): the
+// portable::tg_int8 is the same arithmetic in the same order (fma(float(dot), s * xa, acc): the
 // same bits). Accumulators are named variables (see above).
 // Against the vpmaddubsw form it replaced (one int16 dot per row, widened by two unpacks with zero
 // to 2^16 dot and multiplied by s * xa * 2^-16 while that stayed normal, else by sign extension),
@@ -1258,5 +1250,5 @@ inline const dq_kernel_set& kernels() {
 }
 
 }  // namespace lutkit::detail::avx512
-#include "intrinsics_end.hpp"
+#include "../intrinsics_end.hpp"
 #endif

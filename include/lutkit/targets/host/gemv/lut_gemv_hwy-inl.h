@@ -23,7 +23,8 @@
 #include "lutkit/core/policy.hpp"
 #include "lutkit/core/tiling.hpp"
 #include "lutkit/gemv/microkernel.hpp"
-#include "lutkit/gemv/scalar_ops.hpp"
+#include "lutkit/gemv/portable_kernels.hpp"
+#include "lutkit/targets/host/features.hpp"
 
 HWY_BEFORE_NAMESPACE();
 namespace lutkit {
@@ -32,7 +33,7 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 #if HWY_TARGET == HWY_SCALAR
 // One-lane vectors cannot express byte lookups: HWY_SCALAR runs the plain C++ Ops.
-using Ops = detail::ScalarOps;
+using Ops = detail::PortableOps;
 #else
 
 struct HwyOps {
@@ -50,6 +51,7 @@ struct HwyOps {
   static constexpr std::size_t kPartBytes = HWY_MAX_BYTES >= 64 ? 64 : HWY_MAX_BYTES;
 #endif
   static constexpr int kParts = int(64 / kPartBytes);
+  static std::size_t prefetch_bytes(int spec) { return detail::host_features::gemv_prefetch_bytes(spec); }
   using D = hn::CappedTag<uint8_t, kPartBytes>;
   using DW = hn::Repartition<int16_t, D>;
   using VP = hn::Vec<D>;

@@ -1,5 +1,5 @@
 // lutkit — AVX2 micro-kernels of the sampling family (sampling/microkernel.hpp), for CPUs without
-// AVX-512: the same algorithms as targets/cpu/sampling_avx512.hpp in 8 lanes — fused max / argmax
+// AVX-512: the same algorithms as targets/host/sampling/sampling_avx512.hpp in 8 lanes — fused max / argmax
 // / second max, exp sums (range reduction + degree-6 polynomial, 2^k as two exact exponent
 // factors), Gumbel-max with the counter-based hash in vector lanes, selection by lane masks and
 // the bf16 / fp16 / MXFP8 decoders. Tails are read by masked loads (vmaskmovps) with the
@@ -10,14 +10,15 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "../../core/bf16.hpp"
-#include "../../core/half.hpp"
-#include "../../sampling/logits.hpp"
-#include "../../sampling/microkernel.hpp"
-#include "avx2_reduce.hpp"
+#include "../../../core/bf16.hpp"
+#include "../../../core/half.hpp"
+#include "../../../sampling/logits.hpp"
+#include "../../../sampling/microkernel.hpp"
+#include "../avx2_reduce.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include "intrinsics_begin.hpp"
+#include "../features.hpp"
+#include "../intrinsics_begin.hpp"
 #define LUTKIT_HAVE_AVX2_SAMPLING 1
 #define LUTKIT_AVX2_SMP __attribute__((target("avx2,fma,f16c")))
 
@@ -28,10 +29,7 @@ using avx2::hmin_u32;
 using avx2::hsum8;
 using avx2::hsum_i32;
 
-inline bool cpu_supported() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-}
+inline bool cpu_supported() { return host_features::avx2(); }
 
 // lanes [0, left) set (left >= 8: all)
 LUTKIT_AVX2_SMP inline __m256i tail_mask(std::size_t left) {
@@ -451,5 +449,5 @@ inline const sampling_kernel_set& kernels() {
 
 }  // namespace lutkit::detail::avx2_sampling
 
-#include "intrinsics_end.hpp"
+#include "../intrinsics_end.hpp"
 #endif

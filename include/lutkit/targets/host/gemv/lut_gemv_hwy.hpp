@@ -1,16 +1,16 @@
 // lutkit — the portable target's LUT-GEMV glue: Highway dynamic dispatch of the policy-templated
-// kernel (targets/cpu/lut_gemv-inl.h, compiled once per Highway target) plus lutkit's own
-// AVX-512 VBMI instance (targets/cpu/lut_gemv_vbmi.hpp), as gemv_entry pointers.
+// kernel (targets/host/gemv/lut_gemv_hwy-inl.h, compiled once per Highway target) plus lutkit's own
+// AVX-512 VBMI instance (targets/host/gemv/lut_gemv_vbmi.hpp), as gemv_entry pointers.
 // Highway 1.0.3 has no HWY_EXPORT_T for templates, so each policy gets a table of per-target
 // instantiations laid out like Highway's own dispatch table and indexed by its chosen target.
 #pragma once
 
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "lutkit/targets/cpu/lut_gemv-inl.h"
+#define HWY_TARGET_INCLUDE "lutkit/targets/host/gemv/lut_gemv_hwy-inl.h"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
-#include "lutkit/targets/cpu/lut_gemv-inl.h"
+#include "lutkit/targets/host/gemv/lut_gemv_hwy-inl.h"
 
 #if HWY_ONCE
 #ifndef LUTKIT_TARGETS_CPU_LUT_GEMV_HWY_HPP_
@@ -22,7 +22,7 @@
 #include "lutkit/core/error.hpp"
 #include "lutkit/core/prefetch.hpp"
 #include "lutkit/gemv/microkernel.hpp"
-#include "lutkit/targets/cpu/lut_gemv_vbmi.hpp"
+#include "lutkit/targets/host/gemv/lut_gemv_vbmi.hpp"
 
 namespace lutkit {
 namespace portable {
@@ -58,7 +58,7 @@ inline const char* target_name(int64_t target) {
   return hwy::TargetName(target);
 }
 // the VBMI form best_entry runs on this host
-inline int64_t best_vbmi_target() { return detail::host_is_zen4() ? target_avx512_vbmi_permb : target_avx512_vbmi; }
+inline int64_t best_vbmi_target() { return detail::host_features::zen4() ? target_avx512_vbmi_permb : target_avx512_vbmi; }
 
 // The targets this translation unit compiled that the CPU supports, best first.
 inline std::vector<int64_t> available_targets() {

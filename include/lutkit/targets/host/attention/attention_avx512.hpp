@@ -4,7 +4,7 @@
 //   pack + tile: the prefill over packed bf16 panels, QK^T and P.V by vdpbf16ps with fp32
 //         accumulation (6 rows x 64 keys score tiles, 3 rows x 128 channels value tiles),
 //         head dims 64, 128, 256.
-// Both compute the same softmax update as attention/generic_kernels.hpp with the exp policies of
+// Both compute the same softmax update as attention/portable_kernels.hpp with the exp policies of
 // attention/exp.hpp evaluated lane-wise (the same operations: same bits per element).
 // Compiled with function target attributes, chosen at run time; registered in attention/targets.hpp.
 #pragma once
@@ -14,24 +14,19 @@
 #include <cstring>
 #include <limits>
 
-#include "../../attention/exp.hpp"
-#include "../../attention/generic_kernels.hpp"
-#include "../../attention/microkernel.hpp"
+#include "../../../attention/exp.hpp"
+#include "../../../attention/portable_kernels.hpp"
+#include "../../../attention/microkernel.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include "intrinsics_begin.hpp"
+#include "../features.hpp"
+#include "../intrinsics_begin.hpp"
 #define LUTKIT_HAVE_AVX512_ATT 1
 #define LUTKIT_AVX512_ATT __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,fma,f16c")))
 
 namespace lutkit::detail::avx512_att {
 
-inline bool cpu_supported() {
-  static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
-                         __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("f16c") &&
-                         __builtin_cpu_supports("fma");
-  return ok;
-}
+inline bool cpu_supported() { return host_features::avx512_bf16(); }
 
 // ------------------------------------------------------------------ exp, softcap (lane-wise)
 LUTKIT_AVX512_ATT inline __m512 exp_poly16(__m512 x) {
@@ -478,5 +473,5 @@ inline const att_kernel_set& kernels() {
 
 }  // namespace lutkit::detail::avx512_att
 
-#include "intrinsics_end.hpp"
+#include "../intrinsics_end.hpp"
 #endif

@@ -3,27 +3,25 @@
 // each qword holds the 4 codes of one step of row r (bytes 0..3) and of row r + 32 (bytes 4..7);
 // an 8 x 8 bit transpose of that qword (three shift / xor / mask rounds, 4 qwords per vector)
 // is then the 8 plane bytes of the step, already in the layout's nibble order. Chosen at run time
-// by packing/targets.hpp; the portable kernel (packing/portable_kernel.hpp) gives the same bytes.
+// by packing/targets.hpp; the portable kernel (packing/portable_kernels.hpp) gives the same bytes.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 
-#include "../../core/half.hpp"
-#include "../../packing/portable_kernel.hpp"
-#include "../../quant/quant.hpp"
+#include "../../../core/half.hpp"
+#include "../../../packing/portable_kernels.hpp"
+#include "../../../quant/quant.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include "intrinsics_begin.hpp"
+#include "../features.hpp"
+#include "../intrinsics_begin.hpp"
 #define LUTKIT_HAVE_PACK_AVX2 1
 #define LUTKIT_PACK_AVX2 __attribute__((target("avx2,f16c")))
 
 namespace lutkit::detail::avx2_pack {
 
-inline bool cpu_has_pack_kernel() {
-  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
-  return ok;
-}
+inline bool cpu_has_pack_kernel() { return host_features::avx2(); }
 
 // 64 codes (byte i of c0: code i, of c1: code 32 + i) stored at p in form F (quant.hpp, code_form)
 template <code_form F>
@@ -174,5 +172,5 @@ LUTKIT_PACK_AVX2 inline void f16_strided(const float* s, std::size_t stride, std
 }
 
 }  // namespace lutkit::detail::avx2_pack
-#include "intrinsics_end.hpp"
+#include "../intrinsics_end.hpp"
 #endif

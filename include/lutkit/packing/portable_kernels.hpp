@@ -1,11 +1,11 @@
 // lutkit — the packing family's portable micro-kernel: a row pair's bit planes, one plane_byte
-// multiply per plane and step pair (targets/cpu/pack_avx512.hpp gives the same bytes with GFNI).
+// multiply per plane and step pair (targets/host/packing/pack_avx512.hpp gives the same bytes with GFNI).
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 
-#include "../quant/pack.hpp"
+#include "../quant/packed_weights.hpp"
 #include "../quant/quant.hpp"
 
 namespace lutkit::detail {
@@ -49,7 +49,7 @@ void row_pairs_step_pairs8_by_rows(const uint8_t* const* p0, const uint8_t* cons
         for (int q = 0; q < PL / 2; ++q) std::memcpy(dst[j] + off[2 * q + s] + 2 * r, &planes[s][8 * j + 2 * q], 2);
   }
 }
-// the portable twin of the AVX-512 kernel (targets/cpu/pack_avx512.hpp)
+// the portable twin of the AVX-512 kernel (targets/host/packing/pack_avx512.hpp)
 template <code_form F, int PL>
 void row_pairs_step_pairs8_scalar(const uint8_t* const* p0, const uint8_t* const* p1, std::size_t stride,
                                   uint8_t* const* dst, const int* off) {

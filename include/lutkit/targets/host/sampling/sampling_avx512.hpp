@@ -8,21 +8,18 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "../../sampling/logits.hpp"
-#include "../../sampling/microkernel.hpp"
+#include "../../../sampling/logits.hpp"
+#include "../../../sampling/microkernel.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include "intrinsics_begin.hpp"
+#include "../features.hpp"
+#include "../intrinsics_begin.hpp"
 #define LUTKIT_HAVE_AVX512_SAMPLING 1
 #define LUTKIT_AVX512_SMP __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma,f16c")))
 
 namespace lutkit::detail::avx512_sampling {
 
-inline bool cpu_supported() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
-}
+inline bool cpu_supported() { return host_features::avx512(); }
 
 LUTKIT_AVX512_SMP inline __mmask16 tail_mask(std::size_t left) {
   return left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1u);
@@ -432,5 +429,5 @@ inline const sampling_kernel_set& kernels() {
 
 }  // namespace lutkit::detail::avx512_sampling
 
-#include "intrinsics_end.hpp"
+#include "../intrinsics_end.hpp"
 #endif

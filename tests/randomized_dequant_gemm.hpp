@@ -11,7 +11,7 @@
 namespace lutkit_test {
 
 inline std::vector<lutkit::dq_backend> dq_backends() {
-  std::vector<lutkit::dq_backend> b{lutkit::dq_backend::generic};
+  std::vector<lutkit::dq_backend> b{lutkit::dq_backend::portable};
 #if defined(LUTKIT_HAVE_AVX512_DQ)
   if (lutkit::detail::avx512::cpu_supported()) b.push_back(lutkit::dq_backend::avx512);
 #endif

@@ -11,7 +11,7 @@
 //   On Zen 4 vpermb and vpshufb have the same throughput; in L3 (4096 x 4096, warm, 1 thread)
 //   W2 took 135-139 against 160-169 us, W3 192-203 against 203-221, W4 213-243 against 245-247.
 // Highway 1.0.3 compiles AVX3_DL only on request, so this path is compiled with GCC's target
-// pragma and chosen at run time (targets/cpu/lut_gemv_hwy.hpp).
+// pragma and chosen at run time (targets/host/gemv/lut_gemv_hwy.hpp).
 #pragma once
 #include <algorithm>
 #include <cstddef>
@@ -19,9 +19,10 @@
 #include <cstring>
 #include <vector>
 
-#include "../../core/policy.hpp"
-#include "../../core/tiling.hpp"
-#include "../../gemv/microkernel.hpp"
+#include "../../../core/policy.hpp"
+#include "../../../core/tiling.hpp"
+#include "../../../gemv/microkernel.hpp"
+#include "../features.hpp"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define LUTKIT_HAVE_VBMI_GEMV 1
@@ -39,6 +40,7 @@ struct Ops {
     __m512i t;
   };
   static V load(const uint8_t* p) { return _mm512_loadu_si512(p); }
+  static std::size_t prefetch_bytes(int spec) { return detail::host_features::gemv_prefetch_bytes(spec); }
   static V lo_nibbles(V v) { return _mm512_and_si512(v, _mm512_set1_epi8(0x0F)); }
   static V hi_nibbles(V v) { return _mm512_and_si512(_mm512_srli_epi16(v, 4), _mm512_set1_epi8(0x0F)); }
   static V shr4(V v) { return _mm512_srli_epi16(v, 4); }
@@ -121,7 +123,7 @@ struct OpsPermb : Ops {
 // step pairs' int16 adds into trees whose partial sums spilled to the stack (W1 g64, 4096 x 14336,
 // 1 thread, in L3: 275 against 320-339 us)
 #define LUTKIT_GEMV_STEP_PAIR_UNROLL 2
-#include "../../gemv/body.inl"
+#include "../../../gemv/body.inl"
 #undef LUTKIT_GEMV_STEP_PAIR_UNROLL
 
 template <class P>
@@ -137,12 +139,6 @@ void entry_permb(const detail::gemv_args& a) {
 #pragma GCC pop_options
 
 namespace lutkit::vbmi_backend {
-inline bool cpu_supported() {
-  static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
-                         __builtin_cpu_supports("avx512vbmi") &&
-                         __builtin_cpu_supports("avx512vnni");
-  return ok;
-}
+inline bool cpu_supported() { return host_features::avx512_vbmi_vnni(); }
 }  // namespace lutkit::vbmi_backend
 #endif

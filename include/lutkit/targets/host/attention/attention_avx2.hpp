@@ -2,7 +2,7 @@
 // online-softmax step (K/V rows converted exactly to fp32 with F16C / shifts, FMA dots, 4 rows x
 // 16 channels value tiles), head dims 64, 128, 256. It serves decode, and prefill on CPUs
 // without the AVX-512 packed tile (the driver runs the step over chunks). Same softmax update as
-// attention/generic_kernels.hpp with the exp policies of attention/exp.hpp evaluated lane-wise
+// attention/portable_kernels.hpp with the exp policies of attention/exp.hpp evaluated lane-wise
 // (same bits per element; the dot products and sums are ordered by lanes). Compiled with
 // function target attributes, chosen at run time; registered in attention/targets.hpp.
 #pragma once
@@ -12,13 +12,14 @@
 #include <cstring>
 #include <limits>
 
-#include "../../attention/exp.hpp"
-#include "../../attention/generic_kernels.hpp"
-#include "../../attention/microkernel.hpp"
-#include "avx2_reduce.hpp"
+#include "../../../attention/exp.hpp"
+#include "../../../attention/portable_kernels.hpp"
+#include "../../../attention/microkernel.hpp"
+#include "../avx2_reduce.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include "intrinsics_begin.hpp"
+#include "../features.hpp"
+#include "../intrinsics_begin.hpp"
 #define LUTKIT_HAVE_AVX2_ATT 1
 #define LUTKIT_AVX2_ATT __attribute__((target("avx2,fma,f16c")))
 
@@ -27,11 +28,7 @@ namespace lutkit::detail::avx2_att {
 using avx2::hmax8;
 using avx2::hsum8;
 
-inline bool cpu_supported() {
-  static const bool ok =
-      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-  return ok;
-}
+inline bool cpu_supported() { return host_features::avx2(); }
 
 // ------------------------------------------------------------------ exp, softcap (lane-wise)
 // 2^n p as std::ldexp: p 2^(n + 64) is exact (n >= -150 after the clamp, so the exponent stays
@@ -294,5 +291,5 @@ inline const att_kernel_set& kernels() {
 
 }  // namespace lutkit::detail::avx2_att
 
-#include "intrinsics_end.hpp"
+#include "../intrinsics_end.hpp"
 #endif

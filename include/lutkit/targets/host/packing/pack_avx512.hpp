@@ -1,26 +1,23 @@
 // lutkit — the packer's micro-kernel on AVX-512 + GFNI: the bit planes of a row pair's 64 codes.
 // One GF2P8AFFINEQB per row turns 8 codes (a qword) into their 8 plane bytes, an 8 x 8 bit
-// transpose, instead of a multiply per plane and step pair (packing/portable_kernel.hpp). Chosen
+// transpose, instead of a multiply per plane and step pair (packing/portable_kernels.hpp). Chosen
 // at run time by packing/targets.hpp (row_pair_planes); the portable kernel gives the same bytes.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 
-#include "../../packing/portable_kernel.hpp"
-#include "../../quant/quant.hpp"
+#include "../../../packing/portable_kernels.hpp"
+#include "../../../quant/quant.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include "intrinsics_begin.hpp"
+#include "../features.hpp"
+#include "../intrinsics_begin.hpp"
 #define LUTKIT_HAVE_PACK_AVX512 1
 #define LUTKIT_PACK_AVX512 __attribute__((target("avx512f,avx512bw,gfni")))
 
 namespace lutkit::detail::avx512 {
 
-inline bool cpu_has_pack_kernel() {
-  static const bool ok =
-      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("gfni");
-  return ok;
-}
+inline bool cpu_has_pack_kernel() { return host_features::avx512_gfni_pack(); }
 
 // 64 codes (byte i: the code of k0 + i) stored at p in form F (quant.hpp, code_form)
 template <code_form F>
@@ -166,5 +163,5 @@ LUTKIT_PACK_AVX512 inline void f16_strided(const float* s, std::size_t stride, s
 }
 
 }  // namespace lutkit::detail::avx512
-#include "intrinsics_end.hpp"
+#include "../intrinsics_end.hpp"
 #endif

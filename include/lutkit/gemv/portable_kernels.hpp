@@ -9,7 +9,7 @@
 
 namespace lutkit::detail {
 
-struct ScalarOps {
+struct PortableOps {
   struct V {
     uint8_t b[64];
   };

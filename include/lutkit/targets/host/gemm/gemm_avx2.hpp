@@ -4,7 +4,7 @@
 // into the int8 decode), the tile groups' int8 decode and values, level 2 (16-code tables, 8-bit
 // codes without a table), rows_to_steps, the FusedDQP dot and the F16C conversion of the group parameters.
 // Compiled with function target attributes and chosen at run time, like the AVX-512 set; the
-// entries it does not vectorise are the portable kernels (gemm/generic_kernels.hpp). The kernel
+// entries it does not vectorise are the portable kernels (gemm/portable_kernels.hpp). The kernel
 // set of gemm/microkernel.hpp, registered in gemm/targets.hpp.
 #pragma once
 #include <algorithm>
@@ -14,26 +14,23 @@
 #include <stdexcept>
 #include <utility>
 
-#include "../../core/half.hpp"
-#include "../../core/tiling.hpp"
-#include "../../gemm/dequant.hpp"
-#include "../../gemm/generic_kernels.hpp"
-#include "../../gemm/microkernel.hpp"
+#include "../../../core/half.hpp"
+#include "../../../core/tiling.hpp"
+#include "../../../gemm/dequant.hpp"
+#include "../../../gemm/portable_kernels.hpp"
+#include "../../../gemm/microkernel.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include "intrinsics_begin.hpp"
+#include "../features.hpp"
+#include "../intrinsics_begin.hpp"
 #define LUTKIT_HAVE_AVX2_DQ 1
 #define LUTKIT_AVX2_DQ __attribute__((target("avx2,fma,f16c")))
 
 namespace lutkit::detail::avx2 {
 
-inline bool cpu_supported() {
-  static const bool ok =
-      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-  return ok;
-}
+inline bool cpu_supported() { return host_features::avx2(); }
 
-// generic::mk_int8's epilogue for 8 rows of one activation column, in its order:
+// portable::mk_int8's epilogue for 8 rows of one activation column, in its order:
 // c = fma(float(sum) [* sa], sw, c); c = fma(-sumx, swz, c)
 LUTKIT_AVX2_DQ inline void int8_epilogue8(__m256i sum, bool use_sa, __m256 sa, __m256 sumx, const float* sw,
                                           const float* swz, float* c) {
@@ -49,8 +46,8 @@ LUTKIT_AVX2_DQ inline void int8_epilogue8(__m256i sum, bool use_sa, __m256 sa, _
 // activations to int16 quads (sign extended, broadcast), and vpmaddwd gives each row's two pair
 // sums of a k4 step in adjacent int32 lanes: 2 accumulators of 8 lanes per 8 rows and column.
 // Per flush group one vphaddd + vpermq puts the 8 rows' sums in row order (the int32 sum of the
-// 4 products of every step, as generic::mk_int8 forms it: integer sums are exact, any order),
-// then the fp32 epilogue of generic::mk_int8 with the same operations in the same order:
+// 4 products of every step, as portable::mk_int8 forms it: integer sums are exact, any order),
+// then the fp32 epilogue of portable::mk_int8 with the same operations in the same order:
 // c = fma(float(acc) [* sa], sw, c); c = fma(-sumx, swz, c). The 16 ymm registers hold RB row
 // blocks of 8 rows at a time (RB = 4 / 2 / 1 for NC = 1 / 2 / 3: 8, 8, 6 accumulators), each
 // pass over the group's steps re-reading the step-major levels from the buffer (L1 / L2).
@@ -106,7 +103,7 @@ LUTKIT_AVX2_DQ void mk_int8(const mk_int8_args& a) {
   }
 }
 
-// bf16 / fp32: 64 rows x NC columns, generic::mk_val's operations in its order (bf16: per step
+// bf16 / fp32: 64 rows x NC columns, portable::mk_val's operations in its order (bf16: per step
 // the FMA of the low halves of the pair, then the high ones; a bf16 is widened exactly by a shift
 // or a mask), so the same bits. The 16 ymm registers hold RB vectors of 8 rows x NC columns (RB = 8
 // / 4 / 2 for NC = 1 / 2-3 / 4-6), each pass over the steps re-reading W from L1 / L2.
@@ -152,7 +149,7 @@ LUTKIT_AVX2_DQ void mk_val(const mk_val_args& a) {
 }
 
 // fp16 -> fp32 of n halves (the group scales and zeros of every chunk): vcvtph2ps, 8 at a time.
-// It quiets signaling NaNs, which generic::halves_to_float (f16_to_f32) keeps: a block of 8 with
+// It quiets signaling NaNs, which portable::halves_to_float (f16_to_f32) keeps: a block of 8 with
 // one of them converts by f16_to_f32, so the floats are the portable ones for all 65536 halves.
 // (The portable conversion was 19% of the Q8_0 int8 decode's kernel samples at one thread.)
 LUTKIT_AVX2_DQ inline void halves_to_float(const uint16_t* h, std::size_t n, float* f) {
@@ -474,7 +471,7 @@ LUTKIT_AVX2_DQ void codes_rows(const uint8_t* data, const packed_layout& L, std:
 // int32, then the same epilogue with scale s 2^-13 and zero coefficient s (the AVX-512 kernel's
 // arithmetic; no buffered route). The scales and zeros come from the blob (the exact fp16 / bf16
 // decode of lut_weight_source::group_scales, then zero * scale or -min), and the epilogue is
-// generic::mk_int8's in the same order: the same bits as the buffered route.
+// portable::mk_int8's in the same order: the same bits as the buffered route.
 // Bit planes (W4, Q4_0: mk_int8_fused): codes up to 15, one pass over the flush group's steps per
 // half (4 x NC accumulators); the passes read disjoint parts of every chunk, the first one
 // prefetches 8 KiB ahead. Measured at one thread (4096 x 14336, thread CPU time, Zen 3): W4 g32
@@ -720,7 +717,7 @@ LUTKIT_AVX2_DQ void mk_int8_whole(const uint8_t* data, const packed_layout& L, s
 // r's pair dot, exact for codes of at most 4 bits), widened to fp32 in four 8-row parts and four
 // FMAs with the group's s * xa (the two halves are two groups). Even and odd k pairs accumulate in
 // two chains, the zero terms per group in one 8-lane FMA per super-group, subtracted at the end:
-// generic::tg_int8's arithmetic in its order, the same bits. One column at a time (8 accumulators;
+// portable::tg_int8's arithmetic in its order, the same bits. One column at a time (8 accumulators;
 // the call's chunk of super-groups stays in L1 for the next column), the first column prefetching
 // the stream 8 KiB ahead. B: the code bits, whose k pairs sit where super_group_map puts them
 // (checked by tg_int8 below). WIDE: each int16 dot d widens by one unpack with zero to the int32
@@ -838,14 +835,14 @@ void tg_int8(const tg_int8_args& a) {
   const bool wide = tg_int8_wide_exact(a, NC);
   if (tg_int8_layout_is(a, 4)) wide ? tg_int8_b<NC, 4, true>(a) : tg_int8_b<NC, 4, false>(a);
   else if (tg_int8_layout_is(a, 2)) wide ? tg_int8_b<NC, 2, true>(a) : tg_int8_b<NC, 2, false>(a);
-  else generic::tg_int8<NC>(a);
+  else portable::tg_int8<NC>(a);
 }
 
 // ---------------------------------------------------------------- level 2, FusedDQP
 // The kernels of the bf16 / fp32 routes after level 1, each the portable kernel's arithmetic in
 // its order: the same bits.
 
-// FusedDQP dot (fdq_dot_args): generic::fdq_dot's 16 per-lane FMA chains as two 8-lane halves,
+// FusedDQP dot (fdq_dot_args): portable::fdq_dot's 16 per-lane FMA chains as two 8-lane halves,
 // 4 rows at a time sharing each activation load (8 chains: two FMAs per cycle at a latency of 4).
 LUTKIT_AVX2_DQ inline void fdq_dot(const fdq_dot_args& a) {
   std::size_t r = 0;
@@ -892,7 +889,7 @@ LUTKIT_AVX2_DQ inline void fdq_dot(const fdq_dot_args& a) {
 }
 
 // A row's 16 level-2 entries in two halves: sc * (lv - zz), or sc * lv + zz for min-form formats,
-// as generic::group16 rounds them (the empty asm keeps the product rounded: GCC would otherwise
+// as portable::group16 rounds them (the empty asm keeps the product rounded: GCC would otherwise
 // contract the multiply and add into an FMA under FMA's target attribute)
 LUTKIT_AVX2_DQ inline void group16_table(const __m256 l[2], float sc, float zz, bool min_form, __m256 t[2]) {
   const __m256 s = _mm256_set1_ps(sc), z = _mm256_set1_ps(zz);
@@ -990,7 +987,7 @@ LUTKIT_AVX2_DQ inline void group16_bf16(const uint8_t* codes, std::size_t ldc, c
 }
 
 // level 2 of formats whose levels are their codes (8-bit; group_codes_f32 / group_codes_bf16 of
-// dq_kernel_set): 8 codes widened to fp32 at a time, generic::group_codes's arithmetic (the
+// dq_kernel_set): 8 codes widened to fp32 at a time, portable::group_codes's arithmetic (the
 // product kept rounded before the min form's add, as group16_table)
 LUTKIT_AVX2_DQ inline __m256 codes_value(__m256 c, __m256 s, __m256 z, bool min_form) {
   if (!min_form) return _mm256_mul_ps(s, _mm256_sub_ps(c, z));
@@ -1035,7 +1032,7 @@ LUTKIT_AVX2_DQ void group_codes(const uint8_t* codes, std::size_t ldc, const flo
 }
 
 // Tile groups to values (tg_groups_args): a group's 32 codes by one load, shift and mask, widened
-// 8 at a time to fp32, s * (code - z) as generic::tg_value. bf16: the 32 values in order; fp32:
+// 8 at a time to fp32, s * (code - z) as portable::tg_value. bf16: the 32 values in order; fp32:
 // the even codes (column k) and the odd ones (k + 1), separated by one vpshufb + vpermq.
 LUTKIT_AVX2_DQ inline __m256i tg_group_codes(const tg_groups_args& a, std::size_t i, __m256i mask) {
   const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.codes[i]));
@@ -1113,7 +1110,7 @@ dq_level1_fns<P> level1_fns() {
 
 inline const dq_kernel_set& kernels() {
   static const dq_kernel_set k = [] {
-    dq_kernel_set s = generic_kernels();
+    dq_kernel_set s = portable_dq_kernels();
     s.name = "avx2";
     s.int8[0] = &mk_int8<1>;
     s.int8[1] = &mk_int8<2>;
@@ -1140,5 +1137,5 @@ inline const dq_kernel_set& kernels() {
 }
 
 }  // namespace lutkit::detail::avx2
-#include "intrinsics_end.hpp"
+#include "../intrinsics_end.hpp"
 #endif

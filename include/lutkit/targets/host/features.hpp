@@ -1,0 +1,76 @@
+// lutkit — every run-time CPU check of the host target, and its micro-architecture switches, in
+// one place. Each kernel set of targets/host/ names the feature set it needs here; the
+// registration points (<family>/targets.hpp) ask these functions, never __builtin_cpu_supports.
+// On a non-x86 host every x86 set is absent (the Highway LUT-GEMV dispatches by its own table).
+#pragma once
+#include <cstddef>
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#define LUTKIT_HOST_X86 1
+#endif
+
+namespace lutkit::detail::host_features {
+
+#if defined(LUTKIT_HOST_X86)
+// one answer per process: the checks run once, at the first call
+#define LUTKIT_CPU_SET(...)                \
+  static const bool ok = [] {              \
+    __builtin_cpu_init();                  \
+    return __VA_ARGS__;                    \
+  }();                                     \
+  return ok
+#define LUTKIT_CPU(f) __builtin_cpu_supports(f)
+
+// AVX2 with FMA and F16C: every AVX2 kernel set (dequant-GEMM, attention step, sampling, packer)
+inline bool avx2() { LUTKIT_CPU_SET(LUTKIT_CPU("avx2") && LUTKIT_CPU("fma") && LUTKIT_CPU("f16c")); }
+// AVX-512 F/BW/DQ/VL (FMA and F16C with them): the sampling kernels
+inline bool avx512() {
+  LUTKIT_CPU_SET(avx2() && LUTKIT_CPU("avx512f") && LUTKIT_CPU("avx512bw") && LUTKIT_CPU("avx512dq") &&
+                 LUTKIT_CPU("avx512vl"));
+}
+// and BF16 dot products: the attention kernels
+inline bool avx512_bf16() { LUTKIT_CPU_SET(avx512() && LUTKIT_CPU("avx512bf16")); }
+// and VBMI byte permutes with VNNI dots: the LUT-GEMV's own AVX-512 Ops
+inline bool avx512_vbmi_vnni() { LUTKIT_CPU_SET(avx512() && LUTKIT_CPU("avx512vbmi") && LUTKIT_CPU("avx512vnni")); }
+// both: the dequant-GEMM's AVX-512 kernel set
+inline bool avx512_vnni_bf16_vbmi() { LUTKIT_CPU_SET(avx512_vbmi_vnni() && LUTKIT_CPU("avx512bf16")); }
+// GF(2) affine transforms: the bit transposes of level 1 and of the packer
+inline bool gfni() { LUTKIT_CPU_SET(LUTKIT_CPU("gfni")); }
+// AVX-512 F/BW with GFNI: the packer's AVX-512 kernels
+inline bool avx512_gfni_pack() { LUTKIT_CPU_SET(LUTKIT_CPU("avx512f") && LUTKIT_CPU("avx512bw") && gfni()); }
+
+// Zen 4: AMD family 19h with AVX-512F (Zen 3, the same family, has none). A tuning switch, not a
+// capability: there the LUT-GEMV skips its software prefetch and looks up paired chunks by
+// vpermb (docs/benchmarks.md, "LUT-GEMV at one thread").
+inline bool zen4() {
+  static const bool z4 = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (!__get_cpuid(0, &a, &b, &c, &d)) return false;
+    const bool amd = b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u;  // "AuthenticAMD"
+    if (!amd || !__get_cpuid(1, &a, &b, &c, &d)) return false;
+    const unsigned family = ((a >> 8) & 0xF) == 0xF ? 0xF + ((a >> 20) & 0xFF) : (a >> 8) & 0xF;
+    if (family != 0x19) return false;
+    unsigned eax7 = 0, ebx7 = 0, ecx7 = 0, edx7 = 0;
+    if (!__get_cpuid_count(7, 0, &eax7, &ebx7, &ecx7, &edx7)) return false;
+    return ((ebx7 >> 16) & 1u) != 0;  // AVX-512F
+  }();
+  return z4;
+}
+#undef LUTKIT_CPU
+#undef LUTKIT_CPU_SET
+#else
+inline bool avx2() { return false; }
+inline bool avx512() { return false; }
+inline bool avx512_bf16() { return false; }
+inline bool avx512_vbmi_vnni() { return false; }
+inline bool avx512_vnni_bf16_vbmi() { return false; }
+inline bool gfni() { return false; }
+inline bool avx512_gfni_pack() { return false; }
+inline bool zen4() { return false; }
+#endif
+
+// The distance (bytes) the LUT-GEMV prefetches its weight stream ahead: the tiling spec's, or 0
+// where the prefetch costs more than it saves (Zen 4).
+inline std::size_t gemv_prefetch_bytes(int spec_bytes) { return zen4() ? 0 : std::size_t(spec_bytes); }
+
+}  // namespace lutkit::detail::host_features
