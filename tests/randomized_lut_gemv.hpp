@@ -13,7 +13,7 @@ inline constexpr int cases_per_policy = 60;
 template <class P>
 void fuzz_policy(uint64_t seed_base) {
   using namespace lutkit;
-  const auto targets = portable::available_targets();
+  const auto targets = hwy_backend::available_targets();
   REQUIRE(!targets.empty());
   static thread_pool pool(2);
   for (int c = 0; c < scaled_cases(cases_per_policy); ++c) {
@@ -40,14 +40,14 @@ void fuzz_policy(uint64_t seed_base) {
                    << " case " << c);
     std::vector<float> first, vbmi[2];
     for (const int64_t tg : targets) {
-      INFO("target " << portable::target_name(tg));
+      INFO("target " << hwy_backend::target_name(tg));
       std::vector<float> y(N * M, -12345.f);
       lut_gemv<P>(wp, t, y.data(), 0, nullptr, tg);
       const std::string msg = compare_to_ref<P>(q, t, x, yref, y.data(), M, 0, M);
       CHECK(msg == "");
       if (first.empty()) first = y;
-      if (tg == portable::target_avx512_vbmi) vbmi[0] = y;
-      if (tg == portable::target_avx512_vbmi_permb) vbmi[1] = y;
+      if (tg == hwy_backend::target_avx512_vbmi) vbmi[0] = y;
+      if (tg == hwy_backend::target_avx512_vbmi_permb) vbmi[1] = y;
     }
     // the VBMI kernel's two lookup forms: the same integer sums in the same order, the same bits
     if (!vbmi[0].empty() && !vbmi[1].empty())

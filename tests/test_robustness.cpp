@@ -181,7 +181,7 @@ TEST_CASE("a policy for another target never runs host code", "[robustness][targ
   if (detail::sme_gemv::cpu_supported()) {
     const auto ts = build_tables<S>(x.data(), 1, K);
     CHECK_NOTHROW(lut_gemv<S>(ws, ts, y.data()));
-    CHECK_THROWS_WITH(lut_gemv<S>(ws, ts, y.data(), 0, nullptr, portable::available_targets().front()),
+    CHECK_THROWS_WITH(lut_gemv<S>(ws, ts, y.data(), 0, nullptr, hwy_backend::available_targets().front()),
                       Catch::Contains("cannot be named"));
   } else {
     CHECK_THROWS_WITH(build_tables<S>(x.data(), 1, K), Catch::Contains("lacks"));

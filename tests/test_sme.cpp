@@ -85,7 +85,7 @@ namespace {
 template <class H>
 lut_tables<H> host_tables(const std::vector<float>& x, std::size_t N, std::size_t K) {
   lut_tables<H> t(N, K);
-  const auto fn = portable::best_tables_entry<H>();
+  const auto fn = hwy_backend::best_tables_entry<H>();
   for (std::size_t n = 0; n < N; ++n) fn(x.data() + n * K, K, t.entries(n), t.tscale(n), t.xsum(n), t.layout().blocks());
   return t;
 }
@@ -128,7 +128,7 @@ void sme_gemv_cases(int& cases) {
     CHECK(same_tables);
     std::vector<float> yh(N * M, -1.f);
     const auto ah = detail::make_gemv_args(wh, th, yh.data(), M, 0, M);
-    portable::best_entry<H>()(ah);
+    hwy_backend::best_entry<H>()(ah);
     CHECK(same_floats(y.data(), yh.data(), y.size()));
     // rows [r0, r1) with a padded stride (other rows untouched), and over the pool: the same bits
     const std::size_t r0 = std::uniform_int_distribution<std::size_t>(0, M)(rng);

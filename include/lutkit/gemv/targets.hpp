@@ -31,14 +31,14 @@ void require_gemv_target() {
               ", whose LUT-GEMV kernels this build does not contain (a policy never runs another target's code)");
 }
 
-// target 0: the best compiled target the CPU supports; else a target of portable::available_targets()
+// target 0: the best compiled target the CPU supports; else a target of hwy_backend::available_targets()
 // (a policy for another target takes that target's kernels, and names no host target)
 template <class P>
 gemv_entry gemv_entry_for(int64_t target) {
   require_gemv_target<P>();
   using T = typename P::target_type;
   if constexpr (std::is_same_v<T, lutkit::target::host>) {
-    return target ? portable::entry_for<P>(target) : portable::best_entry<P>();
+    return target ? hwy_backend::entry_for<P>(target) : hwy_backend::best_entry<P>();
   } else {
     require(target == 0, "lut_gemv: policy ", P::name(), " targets ", T::desc.name,
             ": a host target cannot be named for it");
@@ -55,7 +55,7 @@ tables_entry best_tables_entry() {
   require_gemv_target<P>();
   using T = typename P::target_type;
   if constexpr (std::is_same_v<T, lutkit::target::host>) {
-    return portable::best_tables_entry<P>();
+    return hwy_backend::best_tables_entry<P>();
   } else {
 #if defined(LUTKIT_HAVE_SME_GEMV)
     if constexpr (std::is_same_v<T, lutkit::target::sme>) return &sme_gemv::build_tables<P>;

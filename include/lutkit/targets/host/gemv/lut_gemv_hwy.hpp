@@ -25,7 +25,7 @@
 #include "lutkit/targets/host/gemv/lut_gemv_vbmi.hpp"
 
 namespace lutkit {
-namespace portable {
+namespace hwy_backend {
 
 template <class P>
 const detail::gemv_entry* dispatch_table() {
@@ -109,7 +109,7 @@ detail::gemv_entry best_entry() {
   return dispatch_table<P>()[index];
 }
 
-}  // namespace portable
+}  // namespace hwy_backend
 
 }  // namespace lutkit
 #endif  // LUTKIT_TARGETS_CPU_LUT_GEMV_HWY_HPP_

@@ -139,6 +139,6 @@ void entry_permb(const detail::gemv_args& a) {
 #pragma GCC pop_options
 
 namespace lutkit::vbmi_backend {
-inline bool cpu_supported() { return host_features::avx512_vbmi_vnni(); }
+inline bool cpu_supported() { return detail::host_features::avx512_vbmi_vnni(); }
 }  // namespace lutkit::vbmi_backend
 #endif
