@@ -121,7 +121,7 @@ TEST_CASE("dequant_gemm rejects bad input with a clear error", "[dequant_gemm][b
 }
 
 #if defined(LUTKIT_HAVE_AVX512_DQ)
-// (bit planes only: whole codes take the AVX2 set's level 1, a load; gemm/targets.hpp)
+// (bit planes only: whole codes take level1_whole_codes.hpp's level 1, a load, tested below)
 TEST_CASE("SIMD level 1 (VBMI fields, GFNI transpose) equals the scalar bit-repack lookups", "[dequant][level1]") {
   if (!detail::avx512::cpu_supported()) return;
   for_dq_policies<0, dq_policy_count>([]<class P>() {
@@ -136,10 +136,10 @@ TEST_CASE("SIMD level 1 (VBMI fields, GFNI transpose) equals the scalar bit-repa
       std::size_t bad = 0;
       for (std::size_t t = 0; t < L.tiles; ++t) {
         detail::unpack_codes<P>(wp.data(), L, t, 0, L.K_pad, a.data(), ld);
-        detail::avx512::unpack_codes_rows<P>(wp.data(), L, t, 0, L.K_pad, b.data(), ld);
-        detail::avx512::unpack_levels_steps<P>(wp.data(), L, t, 0, L.K_pad, st.data());
+        detail::avx512::codes_rows<P>(wp.data(), L, t, 0, L.K_pad, b.data(), ld);
+        detail::avx512::codes_steps<P>(wp.data(), L, t, 0, L.K_pad, st.data());
         // and the VBMI field extraction where GFNI would be chosen (4 planes)
-        detail::avx512::unpack_levels_steps<P>(wp.data(), L, t, 0, L.K_pad, sv.data(), false);
+        detail::avx512::codes_steps_vbmi<P>(wp.data(), L, t, 0, L.K_pad, sv.data());
         for (std::size_t r = 0; r < 64; ++r)
           for (std::size_t k = 0; k < L.K_pad; ++k) {
             bad += a[r * ld + k] != b[r * ld + k];

@@ -1,8 +1,8 @@
 // lutkit — the dequant-GEMM's micro-kernel interface: the argument blocks and the kernel set a
 // target provides (the rule for every target: the family's driver calls a target only through
 // this set, chosen in gemm/targets.hpp). The portable C++ implementation of every entry is in
-// gemm/portable_kernels.hpp; targets/host/gemm/gemm_avx512.hpp implements the same contracts with
-// intrinsics.
+// gemm/portable_kernels.hpp; targets/host/gemm/kernel_set_avx512.hpp and kernel_set_avx2.hpp
+// assemble the same contracts implemented with intrinsics.
 //
 // Register tile ("rows in lanes"): the 64 weight rows of the tile in 4 vectors x NC activation
 // columns (broadcast), so the step-major weights are read with 4 full-width loads per step and

@@ -12,8 +12,8 @@
 #include "microkernel.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include "../targets/host/gemm/gemm_avx2.hpp"
-#include "../targets/host/gemm/gemm_avx512.hpp"
+#include "../targets/host/gemm/kernel_set_avx2.hpp"
+#include "../targets/host/gemm/kernel_set_avx512.hpp"
 #endif
 #if defined(__aarch64__) && defined(__clang__) && defined(LUTKIT_ENABLE_SME)
 #include "../targets/sme/gemm_sme.hpp"
@@ -76,21 +76,7 @@ const dq_kernel_set& dq_kernels_for_policy(dq_backend b) {
 template <class P>
 dq_level1_fns<P> dq_level1_for([[maybe_unused]] const dq_kernel_set& ks) {
 #if defined(LUTKIT_HAVE_AVX512_DQ)
-  if (&ks == &avx512::kernels()) {
-#if defined(LUTKIT_HAVE_AVX2_DQ)
-    // whole codes (8 bits, codebooks, Q4NX): level 1 is a load, the AVX2 set's unpackers serve
-    // them; the fused int8 decode is the VNNI one
-    if constexpr (P::spec.whole_codes()) {
-      dq_level1_fns<P> f = avx2::level1_fns<P>();
-      if constexpr (avx512::whole_codes_in_registers<P>()) {
-        f.int8_fused[0] = &avx512::mk_int8_whole<P, 1>;
-        f.int8_fused[1] = &avx512::mk_int8_whole<P, 2>;
-      }
-      return f;
-    }
-#endif
-    return avx512::level1_fns<P>();
-  }
+  if (&ks == &avx512::kernels()) return avx512::level1_fns<P>();
 #endif
 #if defined(LUTKIT_HAVE_AVX2_DQ)
   if (&ks == &avx2::kernels()) return avx2::level1_fns<P>();

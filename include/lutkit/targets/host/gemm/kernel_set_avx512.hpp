@@ -1,0 +1,81 @@
+// lutkit — the AVX-512 dequant-GEMM kernel set (gemm/microkernel.hpp), for x86 CPUs with AVX-512
+// VNNI, BF16 and VBMI (Zen 4, Sapphire Rapids): assembled here from the micro-kernels, level 1 and
+// 2, the fused int8 decode and the tile-group kernels of targets/host/gemm/*_avx512.hpp (whole
+// codes: level1_whole_codes.hpp), with AVX-512 instances of the driver's activation packing and
+// tile write. Registered in gemm/targets.hpp.
+#pragma once
+#include "../../../core/compiler.hpp"
+#include "../../../gemm/activations.hpp"
+#include "../../../gemm/dequant.hpp"
+#include "../../../gemm/microkernel.hpp"
+#include "../features.hpp"
+#include "decode_int8_avx512.hpp"
+#include "isa_avx512.hpp"
+#include "level1_avx512.hpp"
+#include "level1_whole_codes.hpp"
+#include "level2_avx512.hpp"
+#include "microkernels_avx512.hpp"
+#include "tile_group_avx512.hpp"
+
+#if defined(LUTKIT_HOST_X86)
+#define LUTKIT_HAVE_AVX512_DQ 1
+
+namespace lutkit::detail::avx512 {
+
+inline bool cpu_supported() { return host_features::avx512_vnni_bf16_vbmi(); }
+
+// gemm/activations.hpp's activation packing and tile write, compiled for AVX-512 instead of the
+// SSE2 baseline (docs/benchmarks.md, "Activation panel and prep")
+LUTKIT_AVX512_DQ LUTKIT_VECTORIZE inline void prepare_rows(dq_activations& A, const float* x, std::size_t ldx,
+                                                          std::size_t b0, std::size_t b1) {
+  detail::prepare_rows(A, x, ldx, b0, b1);
+}
+LUTKIT_AVX512_DQ LUTKIT_VECTORIZE inline void write_tile(const dq_activations& A, const float* C, std::size_t n0,
+                                                        std::size_t n1, std::size_t ma, std::size_t mb, float* y,
+                                                        std::size_t ldy) {
+  detail::write_tile(A, C, n0, n1, ma, mb, y, ldy);
+}
+
+// level 1 for policy P: whole codes' loads with the VNNI fused int8 decode, or this set's
+// unpackers of the bit planes (ternary steps are 3 activations: the portable unpacker serves
+// them) with the GFNI fused int8 decode where the CPU has GFNI
+template <class P>
+dq_level1_fns<P> level1_fns() {
+  if constexpr (P::spec.whole_codes()) {
+    return whole_codes::level1_fns<P>(int8_fused_kernel<P, 1>(), int8_fused_kernel<P, 2>());
+  } else if constexpr (!P::spec.ternary) {
+    // (the bit-plane formats' levels are their codes: the int8 route's levels are codes_steps')
+    static_assert(levels_are_codes<P>());
+    return {&codes_steps<P>, &codes_rows<P>, &codes_steps<P>, {int8_fused_kernel<P, 1>(), int8_fused_kernel<P, 2>()}};
+  } else {
+    return {};
+  }
+}
+
+inline const dq_kernel_set& kernels() {
+  static const dq_kernel_set k{"avx512_vnni_bf16",
+                               {&mk_int8<1>, &mk_int8<2>, &mk_int8_3},
+                               {&mk_val<true, 1>, &mk_val<true, 2>, &mk_val<true, 3>, &mk_val<true, 4>,
+                                &mk_val<true, 5>, &mk_val<true, 6>},
+                               {&mk_val<false, 1>, &mk_val<false, 2>, &mk_val<false, 3>, &mk_val<false, 4>,
+                                &mk_val<false, 5>, &mk_val<false, 6>},
+                               &rows_to_steps,
+                               &fdq_dot,
+                               &halves_to_float,
+                               &group16_f32,
+                               &group16_bf16,
+                               &tg_groups_bf16,
+                               &tg_groups_f32,
+                               {&group_tables_bf16<2>, &group_tables_bf16<4>, &group_tables_bf16<8>,
+                                &group_tables_bf16<16>},
+                               {&level2_steps_bf16<2>, &level2_steps_bf16<4>, &level2_steps_bf16<8>,
+                                &level2_steps_bf16<16>},
+                               &avx512::prepare_rows,
+                               &avx512::write_tile,
+                               {&tg_int8<1>, &tg_int8<2>, &tg_int8<3>, &tg_int8<4>},
+                               /*int8_decode_first=*/true};
+  return k;
+}
+
+}  // namespace lutkit::detail::avx512
+#endif

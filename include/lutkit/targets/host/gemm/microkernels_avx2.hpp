@@ -1,0 +1,182 @@
+// lutkit — the AVX2 set's GEMM micro-kernels (gemm/microkernel.hpp): the int8 paradigm's (u8 levels
+// x s8 activations, exact in int32) with its epilogue, which the fused int8 decode shares; the bf16
+// and fp32 ones (FMA); the FusedDQP dot. Each is the portable kernel's arithmetic in its order.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "../../../gemm/microkernel.hpp"
+#include "isa_avx2.hpp"
+
+#if defined(LUTKIT_HOST_X86)
+#include "../intrinsics_begin.hpp"
+
+namespace lutkit::detail::avx2 {
+
+// portable::mk_int8's epilogue for 8 rows of one activation column, in its order:
+// c = fma(float(sum) [* sa], sw, c); c = fma(-sumx, swz, c)
+LUTKIT_AVX2_DQ inline void int8_epilogue8(__m256i sum, bool use_sa, __m256 sa, __m256 sumx, const float* sw,
+                                          const float* swz, float* c) {
+  __m256 f = _mm256_cvtepi32_ps(sum);
+  if (use_sa) f = _mm256_mul_ps(f, sa);
+  __m256 cv = _mm256_fmadd_ps(f, _mm256_loadu_ps(sw), _mm256_loadu_ps(c));
+  cv = _mm256_fnmadd_ps(_mm256_loadu_ps(swz), sumx, cv);
+  _mm256_storeu_ps(c, cv);
+}
+
+// int8: 64 rows x NC columns, exact. vpmaddubsw would saturate (two u8 levels up to 255 times
+// s8 activations exceed int16), so the levels are widened to int16 (vpmovzxbw) and the
+// activations to int16 quads (sign extended, broadcast), and vpmaddwd gives each row's two pair
+// sums of a k4 step in adjacent int32 lanes: 2 accumulators of 8 lanes per 8 rows and column.
+// Per flush group one vphaddd + vpermq puts the 8 rows' sums in row order (the int32 sum of the
+// 4 products of every step, as portable::mk_int8 forms it: integer sums are exact, any order),
+// then the fp32 epilogue of portable::mk_int8 with the same operations in the same order:
+// c = fma(float(acc) [* sa], sw, c); c = fma(-sumx, swz, c). The 16 ymm registers hold RB row
+// blocks of 8 rows at a time (RB = 4 / 2 / 1 for NC = 1 / 2 / 3: 8, 8, 6 accumulators), each
+// pass over the group's steps re-reading the step-major levels from the buffer (L1 / L2).
+template <int NC>
+LUTKIT_AVX2_DQ void mk_int8(const mk_int8_args& a) {
+  static_assert(NC >= 1 && NC <= 3);
+  constexpr int RB = NC == 1 ? 4 : NC == 2 ? 2 : 1;
+  for (std::size_t g = 0; g < a.groups; ++g) {
+    const uint8_t* W = a.W + 256 * a.steps * g;
+    const int8_t* A = a.A + a.lda * a.steps * g;
+    const float* sw = a.sw + g * 64;
+    const float* swz = a.swz + g * 64;
+    const float* sx = a.sumx + g * a.ldsum;
+    const float* sa = a.sa ? a.sa + g * a.ldsum : nullptr;
+    for (int o0 = 0; o0 < 8; o0 += RB) {
+      __m256i acc[NC][RB][2];
+#pragma GCC unroll 4
+      for (int n = 0; n < NC; ++n)
+#pragma GCC unroll 4
+        for (int b = 0; b < RB; ++b) acc[n][b][0] = acc[n][b][1] = _mm256_setzero_si256();
+      for (std::size_t s = 0; s < a.steps; ++s) {
+        const uint8_t* ws = W + s * 256 + 32 * o0;
+        const int8_t* as = A + s * a.lda;
+        __m256i x[NC];
+#pragma GCC unroll 4
+        for (int n = 0; n < NC; ++n) {
+          x[n] = _mm256_broadcastq_epi64(_mm_cvtepi8_epi16(_mm_cvtsi32_si128(panel_quad(as, n))));
+        }
+#pragma GCC unroll 4
+        for (int b = 0; b < RB; ++b) {
+          const __m256i w0 = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(ws + 32 * b)));
+          const __m256i w1 = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(ws + 32 * b + 16)));
+#pragma GCC unroll 4
+          for (int n = 0; n < NC; ++n) {
+            acc[n][b][0] = _mm256_add_epi32(acc[n][b][0], _mm256_madd_epi16(w0, x[n]));
+            acc[n][b][1] = _mm256_add_epi32(acc[n][b][1], _mm256_madd_epi16(w1, x[n]));
+          }
+        }
+      }
+#pragma GCC unroll 4
+      for (int n = 0; n < NC; ++n) {
+        const __m256 bx = _mm256_set1_ps(sx[n]);
+        const __m256 ba = _mm256_set1_ps(sa ? sa[n] : 1.f);
+#pragma GCC unroll 4
+        for (int b = 0; b < RB; ++b) {
+          const int r = 8 * (o0 + b);
+          // lanes [r0 r1 r4 r5 | r2 r3 r6 r7] -> [r0 .. r7]
+          const __m256i sum = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[n][b][0], acc[n][b][1]), 0xD8);
+          int8_epilogue8(sum, sa != nullptr, ba, bx, sw + r, swz + r, a.C + 64 * n + r);
+        }
+      }
+    }
+  }
+}
+
+// bf16 / fp32: 64 rows x NC columns, portable::mk_val's operations in its order (bf16: per step
+// the FMA of the low halves of the pair, then the high ones; a bf16 is widened exactly by a shift
+// or a mask), so the same bits. The 16 ymm registers hold RB vectors of 8 rows x NC columns (RB = 8
+// / 4 / 2 for NC = 1 / 2-3 / 4-6), each pass over the steps re-reading W from L1 / L2.
+template <bool BF, int NC>
+LUTKIT_AVX2_DQ void mk_val(const mk_val_args& a) {
+  static_assert(NC >= 1 && NC <= mk_val_cols);
+  constexpr int RB = NC == 1 ? 8 : NC <= 3 ? 4 : 2;
+  const __m256i hi_mask = _mm256_set1_epi32(int(0xFFFF0000u));
+  for (int o0 = 0; o0 < 8; o0 += RB) {
+    __m256 acc[NC][RB];
+#pragma GCC unroll 6
+    for (int n = 0; n < NC; ++n)
+#pragma GCC unroll 8
+      for (int b = 0; b < RB; ++b) acc[n][b] = _mm256_loadu_ps(a.C + 64 * n + 8 * (o0 + b));
+    for (std::size_t s = 0; s < a.steps; ++s) {
+      const uint32_t* ws = a.W + s * 64 + 8 * o0;
+      const uint32_t* as = a.A + s * a.lda;
+#pragma GCC unroll 8
+      for (int b = 0; b < RB; ++b) {
+        const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ws + 8 * b));
+        if constexpr (BF) {
+          const __m256 wl = _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+          const __m256 wh = _mm256_castsi256_ps(_mm256_and_si256(w, hi_mask));
+#pragma GCC unroll 6
+          for (int n = 0; n < NC; ++n) {
+            const __m256i x = _mm256_set1_epi32(int(as[n]));
+            acc[n][b] = _mm256_fmadd_ps(wl, _mm256_castsi256_ps(_mm256_slli_epi32(x, 16)), acc[n][b]);
+            acc[n][b] = _mm256_fmadd_ps(wh, _mm256_castsi256_ps(_mm256_and_si256(x, hi_mask)), acc[n][b]);
+          }
+        } else {
+          const __m256 wf = _mm256_castsi256_ps(w);
+#pragma GCC unroll 6
+          for (int n = 0; n < NC; ++n)
+            acc[n][b] = _mm256_fmadd_ps(wf, _mm256_castsi256_ps(_mm256_set1_epi32(int(as[n]))), acc[n][b]);
+        }
+      }
+    }
+#pragma GCC unroll 6
+    for (int n = 0; n < NC; ++n)
+#pragma GCC unroll 8
+      for (int b = 0; b < RB; ++b) _mm256_storeu_ps(a.C + 64 * n + 8 * (o0 + b), acc[n][b]);
+  }
+}
+
+// FusedDQP dot (fdq_dot_args): portable::fdq_dot's 16 per-lane FMA chains as two 8-lane halves,
+// 4 rows at a time sharing each activation load (8 chains: two FMAs per cycle at a latency of 4).
+LUTKIT_AVX2_DQ inline void fdq_dot(const fdq_dot_args& a) {
+  std::size_t r = 0;
+  for (; r + 4 <= a.rows; r += 4)
+    for (std::size_t n = 0; n < a.N; ++n) {
+      __m256 acc[4][2];
+      const float* w[4];
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) {
+        const float* p = a.part + ((r + std::size_t(i)) * a.N + n) * 16;
+        acc[i][0] = _mm256_loadu_ps(p);
+        acc[i][1] = _mm256_loadu_ps(p + 8);
+        w[i] = a.W + (r + std::size_t(i)) * a.ldw;
+      }
+      const float* x = a.x + n * a.ldx;
+      for (std::size_t k = 0; k < a.len; k += 16) {
+        const __m256 x0 = _mm256_loadu_ps(x + k), x1 = _mm256_loadu_ps(x + k + 8);
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; ++i) {
+          acc[i][0] = _mm256_fmadd_ps(_mm256_loadu_ps(w[i] + k), x0, acc[i][0]);
+          acc[i][1] = _mm256_fmadd_ps(_mm256_loadu_ps(w[i] + k + 8), x1, acc[i][1]);
+        }
+      }
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) {
+        float* p = a.part + ((r + std::size_t(i)) * a.N + n) * 16;
+        _mm256_storeu_ps(p, acc[i][0]);
+        _mm256_storeu_ps(p + 8, acc[i][1]);
+      }
+    }
+  for (; r < a.rows; ++r)
+    for (std::size_t n = 0; n < a.N; ++n) {
+      float* p = a.part + (r * a.N + n) * 16;
+      __m256 c0 = _mm256_loadu_ps(p), c1 = _mm256_loadu_ps(p + 8);
+      const float* w = a.W + r * a.ldw;
+      const float* x = a.x + n * a.ldx;
+      for (std::size_t k = 0; k < a.len; k += 16) {
+        c0 = _mm256_fmadd_ps(_mm256_loadu_ps(w + k), _mm256_loadu_ps(x + k), c0);
+        c1 = _mm256_fmadd_ps(_mm256_loadu_ps(w + k + 8), _mm256_loadu_ps(x + k + 8), c1);
+      }
+      _mm256_storeu_ps(p, c0);
+      _mm256_storeu_ps(p + 8, c1);
+    }
+}
+
+}  // namespace lutkit::detail::avx2
+#include "../intrinsics_end.hpp"
+#endif
