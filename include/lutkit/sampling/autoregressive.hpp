@@ -384,8 +384,8 @@ inline void ar_sample_impl(const logits_view& lv, const ar_params* params, int32
   const std::size_t threads = pool ? pool->size() : 1;
   // a row is split over several threads when there are fewer rows than threads
   // A row is split over threads only when there are fewer rows than threads and a row is large
-  // (>= 2 MiB of logits): one row of 152k fp32 logits takes ~10 us warm, less than what a
-  // second thread's hand-over costs on a busy machine (docs/sampling.md, "design decisions").
+  // (>= 2 MiB of logits): a smaller row takes less than a second thread's hand-over costs on a
+  // busy machine (docs/sampling.md, "design decisions").
   // (Two tasks per thread: a thread the OS holds back leaves its share to the others.)
   const bool split = rows < threads && V * lv.element_bytes() >= (std::size_t(2) << 20);
   const std::size_t parts = split ? std::min(nchunks, 2 * ((threads + rows - 1) / rows)) : std::size_t(1);
