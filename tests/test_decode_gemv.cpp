@@ -286,7 +286,7 @@ TEST_CASE("formats without LUT tables: the table layout is not part of the blob"
   using A = policy<fmt::uint_sym<8>, group<32>, table::lut4<int8_t, false>>;
   using B = policy<fmt::uint_sym<8>, group<32>, table::lut4<int16_t, true>>;
   using C = policy<fmt::uint_sym<8>, group<32>>;
-  CHECK(A::name() == "w8_g32_sym_notab_portable_b32");
+  CHECK(A::name() == "w8_g32_sym_notab_host_b32");
   CHECK(A::hash() == B::hash());
   CHECK(B::hash() == C::hash());
   std::vector<float> w(64 * 64, 0.5f);
