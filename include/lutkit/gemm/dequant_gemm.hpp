@@ -154,7 +154,7 @@ void dq_gemm_tiles(const Src& src, const dq_activations& A, const dq_kernel_set&
 // The tiles' accumulators persist across the bands.
 template <class Src>
 void dq_gemm_bands(const Src& src, const dq_activations& A, const dq_kernel_set& ks, std::size_t ta,
-                     std::size_t tb, std::size_t M, std::size_t r0, std::size_t r1, float* y, std::size_t ldy) {
+                   std::size_t tb, std::size_t M, std::size_t r0, std::size_t r1, float* y, std::size_t ldy) {
   const dq_geometry& g = A.geo;
   const packed_layout& L = *src.L;
   dq_scratch s;
