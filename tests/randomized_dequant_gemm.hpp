@@ -3,7 +3,7 @@
 // dequant policy list.
 #pragma once
 #include <lutkit/gemm/dequant_gemm.hpp>
-#include <lutkit/gemv/fused_dq.hpp>
+#include <lutkit/decode/fused_dq.hpp>
 
 #include "common.hpp"
 #include "policy_list.hpp"

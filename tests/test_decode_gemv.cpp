@@ -2,7 +2,10 @@
 // against the double reference (the int8 paradigm's bound of randomized_dequant_gemm.hpp, with the
 // activations quantized per scale group, at most 32 k, exactly as the kernel quantizes them), 1 and 2 threads
 // bit-identical, and the int8 decode of 1 or 2 rows (level 1 fused into the micro-kernel where
-// the CPU has GFNI) bit-identical to the buffered route: the same rows inside a 3-row call.
+// the CPU has GFNI) bit-identical to the buffered route: the same rows inside a 3-row call;
+// decode_gemv_rows gives those rows of decode_gemv by every method.
+#include <lutkit/decode/decode_gemv.hpp>
+
 #include "randomized_dequant_gemm.hpp"
 
 namespace lutkit_test {
@@ -113,6 +116,29 @@ void fuzz_decode_policy(uint64_t seed_base) {
       bool same = true;
       for (std::size_t i = 0; i < yb.size(); ++i) same = same && (yb[i] == ym[i] || (std::isnan(yb[i]) && std::isnan(ym[i])));
       CHECK(same);
+    }
+    // decode_gemv_rows: rows [r0, r1) by each method the policy has are those rows of decode_gemv,
+    // bit for bit, and no other row is written
+    {
+      std::vector<decode_method> methods{decode_method::best, decode_method::bf16, decode_method::fused_dq};
+      if constexpr (P::lut_gemv_capable) methods.push_back(decode_method::lut_gemv);
+      if (int_ok || detail::split_int8_decode_available<P>(N, detail::dq_kernels_for_policy<P>(dq_backend::best)))
+        methods.push_back(decode_method::int8);
+      const std::size_t r0 = std::uniform_int_distribution<std::size_t>(0, M)(rng);
+      const std::size_t r1 = std::uniform_int_distribution<std::size_t>(r0, M)(rng);
+      for (const decode_method m : methods) {
+        INFO("decode_gemv_rows, method " << int(m) << ", rows [" << r0 << ", " << r1 << ")");
+        std::vector<float> yf(N * ldy, -3.f), yr(N * ldy, -4.f);
+        decode_gemv<P>(wp, x.data(), N, K, yf.data(), m, 0, ldy, &pool);
+        decode_gemv_rows<P>(wp, x.data(), N, K, yr.data(), r0, r1, m, 0, ldy);
+        bool same = true;
+        for (std::size_t n = 0; n < N; ++n)
+          for (std::size_t r = 0; r < ldy; ++r) {
+            const float a = yr[n * ldy + r], b = r >= r0 && r < r1 ? yf[n * ldy + r] : -4.f;
+            same = same && (a == b || (std::isnan(a) && std::isnan(b)));
+          }
+        CHECK(same);
+      }
     }
   }
 }
@@ -260,7 +286,7 @@ TEST_CASE("formats without LUT tables: the table layout is not part of the blob"
   using A = policy<fmt::uint_sym<8>, group<32>, table::lut4<int8_t, false>>;
   using B = policy<fmt::uint_sym<8>, group<32>, table::lut4<int16_t, true>>;
   using C = policy<fmt::uint_sym<8>, group<32>>;
-  CHECK(A::name() == "w8_g32_sym_notab_portable_b32");
+  CHECK(A::name() == "w8_g32_sym_notab_host_b32");
   CHECK(A::hash() == B::hash());
   CHECK(B::hash() == C::hash());
   std::vector<float> w(64 * 64, 0.5f);

@@ -6,7 +6,8 @@
 #include <thread>
 
 #include <lutkit/gemm/dequant_gemm.hpp>
-#include <lutkit/gemv/fused_dq.hpp>
+#include <lutkit/decode/decode_gemv.hpp>
+#include <lutkit/decode/fused_dq.hpp>
 
 #include "common.hpp"
 #include "randomized_dequant_gemm.hpp"

@@ -111,7 +111,7 @@ TEST_CASE("canonical names of the new formats", "[formats]") {
   CHECK(q8_0_p::name().rfind("w8_g32_sym_", 0) == 0);
   CHECK(policy<fmt::uint_asym<8>, per_channel, i16>::name().rfind("w8_gch_asym_", 0) == 0);
   // unchanged for the existing formats (blob hashes stay valid)
-  CHECK(q4_0_p::name() == "w4_g32_sym_lut4i8_portable_b32");
+  CHECK(q4_0_p::name() == "w4_g32_sym_lut4i8_host_b32");
   // every policy of the dequant list has its own name
   std::set<std::string> names;
   for_each_policy_in<dq_policy_list>([&]<class P>() { names.insert(P::name()); });

@@ -299,8 +299,8 @@ TEST_CASE("tiling spec constants", "[layout]") {
   STATIC_REQUIRE(W4i16::spec.block_k == 32);
   STATIC_REQUIRE(W4i16::spec.max_abs_acc16() <= 32767);
   // canonical names carry bits, group and symmetry
-  CHECK(W2::name() == "w2_g64_asym_lut4i8_portable_b64");
-  CHECK(T::name() == "tern_gten_sym_lut4i8_portable_b96");
+  CHECK(W2::name() == "w2_g64_asym_lut4i8_host_b64");
+  CHECK(T::name() == "tern_gten_sym_lut4i8_host_b96");
   CHECK(W2::hash() != T::hash());
 }
 

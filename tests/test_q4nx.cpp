@@ -11,7 +11,7 @@
 #include <lutkit/quant/q4nx.hpp>
 #include <lutkit/packing/pack.hpp>
 #include <lutkit/gemm/dequant_gemm.hpp>
-#include <lutkit/gemv/fused_dq.hpp>
+#include <lutkit/decode/fused_dq.hpp>
 
 using namespace lutkit;
 

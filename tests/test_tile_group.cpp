@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include <lutkit/decode/tile_group_gemv.hpp>
 #include <lutkit/gemm/tile_group_gemm.hpp>
 
 #include "scaled_cases.hpp"

@@ -3,7 +3,7 @@
 // calls it from several translation units otherwise compiles it (all its targets' instances)
 // in each of them. In a header every translation unit includes:
 //     LUTKIT_EXTERN_LUT(MyPolicy)     // LUT-GEMV: build_tables, lut_gemv, lut_gemv_rows
-//     LUTKIT_EXTERN_DQ(MyPolicy)      // dequant-GEMM, dequantize, FusedDQP, decode_gemv
+//     LUTKIT_EXTERN_DQ(MyPolicy)      // dequant-GEMM, dequantize, FusedDQP, decode_gemv(_rows)
 // and in ONE translation unit (split a long policy list over several, to build in parallel):
 //     LUTKIT_INSTANTIATE_LUT(MyPolicy)
 //     LUTKIT_INSTANTIATE_DQ(MyPolicy)
@@ -15,8 +15,9 @@
 #include <cstdint>
 
 #include "core/thread_pool.hpp"
+#include "decode/decode_gemv.hpp"
+#include "decode/fused_dq.hpp"
 #include "gemm/dequant_gemm.hpp"
-#include "gemv/fused_dq.hpp"
 #include "gemv/lut_gemv.hpp"
 
 #define LUTKIT_LUT_ENTRY_POINTS_(EXT, ...)                                                                 \
@@ -50,7 +51,11 @@
                                                             lutkit::dq_backend);                                \
   EXT template void lutkit::decode_gemv<__VA_ARGS__>(const lutkit::packed_weights<__VA_ARGS__>&, const float*,   \
                                                      std::size_t, std::size_t, float*, lutkit::decode_method,    \
-                                                     std::size_t, std::size_t, lutkit::thread_pool*);
+                                                     std::size_t, std::size_t, lutkit::thread_pool*);     \
+  EXT template void lutkit::decode_gemv_rows<__VA_ARGS__>(const lutkit::packed_weights<__VA_ARGS__>&,           \
+                                                          const float*, std::size_t, std::size_t, float*,       \
+                                                          std::size_t, std::size_t, lutkit::decode_method,      \
+                                                          std::size_t, std::size_t);
 
 #define LUTKIT_EXTERN_LUT(...) LUTKIT_LUT_ENTRY_POINTS_(extern, __VA_ARGS__)
 #define LUTKIT_INSTANTIATE_LUT(...) LUTKIT_LUT_ENTRY_POINTS_(, __VA_ARGS__)

@@ -1,7 +1,7 @@
 // lutkit — umbrella header: the core (policies, tiling spec, thread pool), quantization and
-// packing, and the kernel families on the portable target with run-time dispatch: LUT-GEMV and
-// FusedDQP (decode), the LUT dequant-GEMM (prefill), attention (prefill and decode), sampling
-// (autoregressive and diffusion-LLM), their references. The xsimd backend is
+// packing, and the kernel families on the host target with run-time dispatch: LUT-GEMV, the
+// LUT dequant-GEMM (prefill), decode (decode_gemv over both, FusedDQP), attention (prefill and
+// decode), sampling (autoregressive and diffusion-LLM), their references. The xsimd backend is
 // opt-in: lutkit/targets/xsimd/lut_gemv_xsimd.hpp.
 #pragma once
 #include "lutkit/core/concepts.hpp"
@@ -18,7 +18,6 @@
 #include "lutkit/quant/quant.hpp"
 #include "lutkit/quant/reference.hpp"
 #include "lutkit/quant/tile_group.hpp"
-#include "lutkit/gemv/fused_dq.hpp"
 #include "lutkit/gemv/lut_gemv.hpp"
 #include "lutkit/gemv/reference.hpp"
 #include "lutkit/gemv/tables.hpp"
@@ -26,6 +25,8 @@
 #include "lutkit/gemm/dequant_gemm.hpp"
 #include "lutkit/gemm/reference.hpp"
 #include "lutkit/gemm/tile_group_gemm.hpp"
+#include "lutkit/decode/decode_gemv.hpp"
+#include "lutkit/decode/tile_group_gemv.hpp"
 #include "lutkit/attention/attention.hpp"
 #include "lutkit/attention/reference.hpp"
 #include "lutkit/sampling/autoregressive.hpp"

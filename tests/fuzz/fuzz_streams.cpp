@@ -5,6 +5,7 @@
 #include <lutkit/lutkit.hpp>
 #include <lutkit/quant/q4nx.hpp>
 #include <lutkit/quant/tile_group.hpp>
+#include <lutkit/decode/tile_group_gemv.hpp>
 #include <lutkit/gemm/tile_group_gemm.hpp>
 
 #include "fuzz_support.hpp"

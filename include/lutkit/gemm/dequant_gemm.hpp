@@ -148,13 +148,13 @@ void dq_gemm_tiles(const Src& src, const dq_activations& A, const dq_kernel_set&
   } while (w.advance());
 }
 
-// Decode (one column pass) of a blob in K bands (tiling spec): tiles [ta, tb) on the calling
-// thread, band after band, each band tile after tile, so the weights are read as one stream
-// (tile after tile over the whole K, each band's panel a jump: W4 g64 at 1 thread, 0.50-0.58 of
-// a plain read against 0.57-0.75). The tiles' accumulators persist across the bands.
+// Small N (one column pass, N <= 16: decode and small batches) on a blob in K bands (tiling
+// spec): tiles [ta, tb) on the calling thread, band after band, each band tile after tile, so the
+// weights are read as one stream rather than a jump per band's panel (docs/tiling.md, "K bands").
+// The tiles' accumulators persist across the bands.
 template <class Src>
-void dq_decode_bands(const Src& src, const dq_activations& A, const dq_kernel_set& ks, std::size_t ta,
-                     std::size_t tb, std::size_t M, std::size_t r0, std::size_t r1, float* y, std::size_t ldy) {
+void dq_gemm_bands(const Src& src, const dq_activations& A, const dq_kernel_set& ks, std::size_t ta,
+                   std::size_t tb, std::size_t M, std::size_t r0, std::size_t r1, float* y, std::size_t ldy) {
   const dq_geometry& g = A.geo;
   const packed_layout& L = *src.L;
   dq_scratch s;
@@ -192,13 +192,13 @@ template <class Src>
 void run_dq_gemm(const Src& src, const dq_activations& A, const dq_kernel_set& ks, std::size_t M, std::size_t r0,
                  std::size_t r1, float* y, std::size_t ldy, thread_pool* pool) {
   if (r0 == r1) return;
-  // decode (N <= 16) of a blob in K bands: a fixed split of the tiles, each thread band after band
+  // N <= 16 on a blob in K bands: a fixed split of the tiles, each thread band after band
   if constexpr (requires { src.L->bands; }) {
     if (dq_passes(A.geo) == 1 && A.geo.N <= 16 && src.L->bands > 1) {
       const std::size_t t0 = r0 / 64, t1 = (r1 + 63) / 64;
       const std::size_t parts = pool ? std::min(t1 - t0, pool->size()) : 1;
       auto part = [&](std::size_t i) {
-        dq_decode_bands(src, A, ks, t0 + (t1 - t0) * i / parts, t0 + (t1 - t0) * (i + 1) / parts, M, r0, r1, y, ldy);
+        dq_gemm_bands(src, A, ks, t0 + (t1 - t0) * i / parts, t0 + (t1 - t0) * (i + 1) / parts, M, r0, r1, y, ldy);
       };
       if (parts <= 1) part(0);
       else pool->run(parts, part);
@@ -228,44 +228,37 @@ void check_dq_args(const packed_weights<P>& w, const float* x, std::size_t N, st
   check_strided(N, w.M(), ldy, "dequant_gemm", "ldy");
 }
 
-// Float codebooks with split levels (gemm/dequant.hpp) run the int8 decode for N = 1, 2 where
-// the kernel set fuses level 1 into the int8 micro-kernel (AVX-512 VNNI + GFNI, AVX2); they have no
-// buffered int8 route.
+// Rows [r0, r1) of a checked call: the activation panel (geometry geo), the blob's weight source,
+// the driver. Shared by dequant_gemm and the decode family's int8 route (decode/int8_decode.hpp).
 template <class P>
-bool split_int8_decode_available(std::size_t N, const dq_kernel_set& ks) {
-  if constexpr (!split_levels<P>()) {
-    return false;
-  } else {
-    const dq_level1_fns<P> l1 = dq_level1_for<P>(ks);
-    return N >= 1 && N <= 2 && l1.int8_fused[N - 1] != nullptr;
-  }
+void run_dq_gemm_blob(const packed_weights<P>& w, const float* x, std::size_t ldx, act_type act,
+                      const dq_geometry& geo, const dq_kernel_set& ks, std::size_t r0, std::size_t r1, float* y,
+                      std::size_t ldy, thread_pool* pool) {
+  dq_activations A;
+  A.act = act;
+  A.geo = geo;
+  prepare_activations(A, x, ldx, pool, ks);
+  const lut_weight_source<P> src{w.data(), &w.layout(), &ks};
+  static_assert(prefetching_source<lut_weight_source<P>>, "the LUT weight source prefetches its next chunk");
+  run_dq_gemm(src, A, ks, w.M(), r0, r1, y, ldy, pool);
 }
 
 // checks, activation packing and the tile split shared by dequant_gemm and dequant_gemm_rows
 template <class P>
 void dequant_gemm_impl(const packed_weights<P>& w, const float* x, std::size_t N, std::size_t K, float* y,
                        std::size_t r0, std::size_t r1, act_type act, std::size_t ldx, std::size_t ldy,
-                       thread_pool* pool, dq_backend backend, bool decode = false) {
+                       thread_pool* pool, dq_backend backend) {
   if (ldx == 0) ldx = K;
   if (ldy == 0) ldy = w.M();
   check_dq_args(w, x, N, K, ldx, y, ldy, r0, r1);
   const auto& ks = dq_kernels_for_policy<P>(backend);
-  if (act == act_type::int8 || act == act_type::int8_group) {
-    // float codebooks: the decode kernel with split levels (decode_gemv, N <= 2) only
-    const bool split_ok = decode && act == act_type::int8_group && split_int8_decode_available<P>(N, ks);
-    require(format_traits<typename P::format>::integer_levels || split_ok,
-            "dequant_gemm: the int8 paradigm needs integer levels; policy ", P::name(),
-            " has a float codebook (use act_type::bf16 or fp32)");
-  }
-  require(ks.int8[0] != nullptr || (act != act_type::int8 && act != act_type::int8_group), "dequant_gemm: the ",
-          ks.name, " kernels have no int8 paradigm (use act_type::fp32 or bf16)");
-  dq_activations A;
-  A.act = act;
-  A.geo = make_dq_geometry<P>(w.layout(), N, act, decode);
-  prepare_activations(A, x, ldx, pool, ks);
-  const lut_weight_source<P> src{w.data(), &w.layout(), &ks};
-  static_assert(prefetching_source<lut_weight_source<P>>, "the LUT weight source prefetches its next chunk");
-  run_dq_gemm(src, A, ks, w.M(), r0, r1, y, ldy, pool);
+  const bool int8 = act == act_type::int8 || act == act_type::int8_group;
+  require(format_traits<typename P::format>::integer_levels || !int8,
+          "dequant_gemm: the int8 paradigm needs integer levels; policy ", P::name(),
+          " has a float codebook (use act_type::bf16 or fp32)");
+  require(ks.int8[0] != nullptr || !int8, "dequant_gemm: the ", ks.name,
+          " kernels have no int8 paradigm (use act_type::fp32 or bf16)");
+  run_dq_gemm_blob<P>(w, x, ldx, act, make_dq_geometry<P>(w.layout(), N, act), ks, r0, r1, y, ldy, pool);
 }
 }  // namespace detail
 
