@@ -6,7 +6,9 @@
 // 4 rows x (VT W) channels value tiles. Head dims 64, 128, 256.
 // No include guard: a target includes it once per instruction set, inside that set's namespace,
 // after attention/exp.hpp and attention/microkernel.hpp, with
-//   using Ops = ...;        the vector-width primitives listed in sampling/body.inl, plus
+//   using Ops = ...;        the vector-width primitives listed in sampling/body.inl, and
+//     U f16_bits(F x)                the fp16 codes of x (nearest even), zero-extended
+//     F gather(const float* t, U i)  t[i] in each lane
 //     KP                    keys per pass of the score tile (its accumulators: 4 KP vectors)
 //     VT                    vectors per row of the value tile
 //     Fold fold_key(const F x[4])    four rows' dot vectors of one key, summed as far as one key

@@ -23,7 +23,8 @@
 //   void mant_exp(F x, F& m, F& e)     x = 2^e m, m in [0.75, 1.5) (x normal, > 0)
 //   F load_f16(p) (exact); U load_u16(p), load_u8(p) (zero-extended)   W elements
 //   optional: size_t compress(M, F v, U ix, float* val, uint32_t* idx)  the lanes of M, in order
-// Each kernel gives the same bits as the others for a given W and the same reductions.
+// (attention/body.inl uses these and a few more). Only sums depend on the Ops (their order: W
+// lanes, then its horizontal reduction); maxima, indices, selections and decoded values do not.
 
 using F = Ops::F;
 using U = Ops::U;
