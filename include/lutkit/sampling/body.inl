@@ -1,0 +1,426 @@
+// lutkit — the sampling micro-kernels (sampling/microkernel.hpp), written ONCE against a vector of
+// W float lanes and compiled per instruction set: fused max / argmax / second max, exp sums
+// (range reduction + degree-6 polynomial + 2^k), Gumbel-max with the counter-based hash in vector
+// lanes, threshold masses and selection, the bf16 / fp16 / MXFP8 decoders. No include guard: a
+// target includes it once per instruction set, inside that set's namespace, after including
+// sampling/logits.hpp and sampling/microkernel.hpp, with
+//   using Ops = ...;        the vector-width primitives (below)
+//   #define LUTKIT_OPS_FN   the function attributes of that set (e.g. its target attribute)
+// (targets/host/sampling/sampling_avx2.hpp and sampling_avx512.hpp).
+//
+// Ops (all static; F: W floats, U: W uint32 lanes, both GCC/clang vector types, so + - * / and, on
+// U, ^ & | << >> and casts between F and U are written as operators; M: a lane mask):
+//   W; F set1(float), zero(), load(const float*); void store(float*, F); U set1u(uint32_t), iota()
+//   M tail(size_t left)                lanes [0, left); F loadz(p, M), load_or(p, M, F fill):
+//                                      masked loads that touch no lane outside the mask
+//   F fma(a, b, c) = a b + c (one rounding), max(a, b), min(a, b) (b where either is NaN),
+//     round(x) (nearest even), to_float(U) (as int32)
+//   M gt(F, F), ge(F, F), eq(F, F) (ordered: false on NaN), ordered(F), eq(U, U), less(U, U)
+//     (as int32), both(M, M); unsigned bits(M) (lane i at bit i); F select(M, F no, F yes),
+//     U select(M, U no, U yes); F add_if(M, F acc, F x), U inc_if(M, U c)
+//   float hmax(F), hsum(F); int64_t hsum(U); uint32_t hmin(M, U) (unsigned, over the lanes of M)
+//   F scale2(F p, F k)                 p 2^k rounded once (k integral, -150 <= k <= 127)
+//   void mant_exp(F x, F& m, F& e)     x = 2^e m, m in [0.75, 1.5) (x normal, > 0)
+//   F load_f16(p) (exact); U load_u16(p), load_u8(p) (zero-extended)   W elements
+//   optional: size_t compress(M, F v, U ix, float* val, uint32_t* idx)  the lanes of M, in order
+// (attention/body.inl uses these and a few more). Only sums depend on the Ops (their order: W
+// lanes, then its horizontal reduction); maxima, indices, selections and decoded values do not.
+
+using F = Ops::F;
+using U = Ops::U;
+using M = Ops::M;
+constexpr int W = Ops::W;
+constexpr float kLog2e = 1.44269504088896341f;
+constexpr float kLn2 = 0.693147180559945309f;
+
+LUTKIT_OPS_FN inline F ninf() { return Ops::set1(-__builtin_inff()); }
+LUTKIT_OPS_FN inline U lane_index(uint32_t base) { return Ops::set1u(base) + Ops::iota(); }
+
+// 2^y for y <= 127 (the caller clamps y >= -150: NaN and -inf give 0): y = k + f, |f| <= 1/2,
+// 2^f by its Taylor series to degree 6 (truncation < 1.2e-7 relative, Horner rounding < 2u)
+LUTKIT_OPS_FN inline F exp2_poly(F y) {
+  const F k = Ops::round(y);
+  const F f = y - k;
+  F p = Ops::set1(1.5403530393381606e-4f);                   // ln2^6 / 6!
+  p = Ops::fma(p, f, Ops::set1(1.3333558146428443e-3f));     // ln2^5 / 5!
+  p = Ops::fma(p, f, Ops::set1(9.6181291076284772e-3f));     // ln2^4 / 4!
+  p = Ops::fma(p, f, Ops::set1(5.5504108664821580e-2f));     // ln2^3 / 3!
+  p = Ops::fma(p, f, Ops::set1(2.4022650695910071e-1f));     // ln2^2 / 2
+  p = Ops::fma(p, f, Ops::set1(6.9314718055994531e-1f));     // ln2
+  p = Ops::fma(p, f, Ops::set1(1.f));
+  return Ops::scale2(p, k);
+}
+
+// y = (x - m) c in log2 units, clamped at -150 (NaN, first operand of max, also -> -150)
+LUTKIT_OPS_FN inline F log2_units(F x, F vm, F vc) { return Ops::max((x - vm) * vc, Ops::set1(-150.f)); }
+
+// log(x) for normal x > 0: x = 2^e m, m in [0.75, 1.5), log(m) = 2 atanh(f / (2 + f)), f = m - 1
+LUTKIT_OPS_FN inline F log_pos(F x) {
+  F m, e;
+  Ops::mant_exp(x, m, e);
+  const F f = m - Ops::set1(1.f);
+  const F s = f / (f + Ops::set1(2.f));
+  const F s2 = s * s;
+  F p = Ops::set1(2.f / 11.f);
+  p = Ops::fma(p, s2, Ops::set1(2.f / 9.f));
+  p = Ops::fma(p, s2, Ops::set1(2.f / 7.f));
+  p = Ops::fma(p, s2, Ops::set1(2.f / 5.f));
+  p = Ops::fma(p, s2, Ops::set1(2.f / 3.f));
+  p = Ops::fma(p, s2, Ops::set1(2.f));
+  return Ops::fma(e, Ops::set1(0.693147180559945309f), p * s);
+}
+
+LUTKIT_OPS_FN inline U hash32(U x) {
+  x ^= x >> 16;
+  x *= 0x7FEB352Du;
+  x ^= x >> 15;
+  x *= 0x846CA68Bu;
+  x ^= x >> 16;
+  return x;
+}
+
+// horizontal: the largest value, lowest index among the lanes holding it
+LUTKIT_OPS_FN inline void reduce_argmax(F vm, U vi, float& m, uint32_t& i) {
+  const float best = Ops::hmax(vm);
+  const M at = Ops::eq(vm, Ops::set1(best));
+  m = best;
+  i = Ops::bits(at) ? Ops::hmin(at, vi) : no_index;
+}
+// the second largest: the best of every lane's second, and of the lanes' maxima but the winner's
+LUTKIT_OPS_FN inline float reduce_second(F vm, U vi, F v2, uint32_t winner) {
+  return Ops::hmax(Ops::max(v2, Ops::select(Ops::eq(vi, Ops::set1u(winner)), vm, ninf())));
+}
+
+// the prefetch of [pc, pc + bytes) spread over a loop: at most `step` bytes per iteration
+struct prefetcher {
+  const char* pc;
+  std::size_t done = 0, bytes, step;
+  prefetcher(const void* pf, std::size_t pf_bytes, std::size_t n, std::size_t per_iter)
+      : pc(static_cast<const char*>(pf)), bytes(pf ? pf_bytes : 0), step(n ? (pf_bytes * per_iter + n - 1) / n : 0) {}
+  void run() {
+    for (const std::size_t e = std::min(done + step, bytes); done < e; done += 64) __builtin_prefetch(pc + done, 0, 3);
+  }
+};
+
+// one vector of the running max / argmax / second max (v: -inf in lanes past the end)
+template <bool Top2>
+LUTKIT_OPS_FN inline void max_lanes(F v, U idx, F& vm, U& vi, F& v2) {
+  const M gt = Ops::gt(v, vm);
+  if constexpr (Top2) v2 = Ops::max(v2, Ops::min(Ops::select(Ops::ordered(v), ninf(), v), vm));
+  vm = Ops::max(v, vm);  // NaN in v: vm kept
+  vi = Ops::select(gt, vi, idx);
+}
+
+template <bool Top2>
+LUTKIT_OPS_FN inline void max_block(const float* x, std::size_t n, uint32_t base, F& vm, U& vi, F& v2, F& bm,
+                                    prefetcher& pf) {
+  U idx = lane_index(base);
+  std::size_t i = 0;
+  for (; i + W <= n; i += W) {
+    if ((i & 31) == 0) pf.run();
+    const F v = Ops::load(x + i);
+    max_lanes<Top2>(v, idx, vm, vi, v2);
+    bm = Ops::max(v, bm);
+    idx += W;
+  }
+  if (i < n) {
+    const F v = Ops::load_or(x + i, Ops::tail(n - i), ninf());
+    max_lanes<Top2>(v, idx, vm, vi, v2);
+    bm = Ops::max(v, bm);
+  }
+}
+
+// the index of the first x[j] == m (m a value of x)
+LUTKIT_OPS_FN inline uint32_t find_first(const float* x, std::size_t n, float m) {
+  const F vb = Ops::set1(m);
+  for (std::size_t j = 0; j < n; j += W) {
+    const M k = Ops::tail(n - j);
+    const unsigned eq = Ops::bits(Ops::both(k, Ops::eq(Ops::loadz(x + j, k), vb)));
+    if (eq) return uint32_t(j) + uint32_t(__builtin_ctz(eq));
+  }
+  return no_index;
+}
+
+// the maximum of N accumulators, in adjacent pairs: max(max(m0, m1), max(m2, m3)) for 4
+template <int N>
+LUTKIT_OPS_FN inline F max_tree(const F* m) {
+  if constexpr (N == 1)
+    return m[0];
+  else
+    return Ops::max(max_tree<N / 2>(m), max_tree<N / 2>(m + N / 2));
+}
+
+LUTKIT_OPS_FN inline void max_argmax(const float* x, std::size_t n, uint32_t base, bool top2, max_state& st,
+                                     float* bmax, const void* pf, std::size_t pf_bytes) {
+  if (bmax && !top2 && !pf) {
+    // block maxima only (one max per vector); the index is searched in the block holding a new
+    // running maximum, which is rare after the first blocks
+    constexpr int NA = 32 / W;
+    float run = st.m1;
+    bool found = false;
+    std::size_t at_b = 0;
+    for (std::size_t b0 = 0; b0 < n; b0 += ar_block) {
+      const std::size_t len = b0 + ar_block < n ? ar_block : n - b0;
+      F m[NA];
+#pragma GCC unroll 4
+      for (int u = 0; u < NA; ++u) m[u] = ninf();
+      std::size_t i = 0;
+      for (; i + 32 <= len; i += 32)
+#pragma GCC unroll 4
+        for (int u = 0; u < NA; ++u) m[u] = Ops::max(Ops::load(x + b0 + i + std::size_t(u * W)), m[u]);
+      for (; i < len; i += W) m[0] = Ops::max(Ops::load_or(x + b0 + i, Ops::tail(len - i), ninf()), m[0]);
+      const float bm = Ops::hmax(max_tree<NA>(m));
+      bmax[b0 / ar_block] = bm;
+      if (bm > run) {
+        run = bm;
+        found = true;
+        at_b = b0;
+      }
+    }
+    if (found) {
+      const std::size_t len = at_b + ar_block < n ? ar_block : n - at_b;
+      st.m1 = run;
+      st.i1 = base + uint32_t(at_b) + find_first(x + at_b, len, run);
+    }
+    return;
+  }
+  prefetcher p(pf, pf_bytes, n, 32);
+  F vm = ninf(), v2 = ninf();
+  U vi = Ops::set1u(no_index);
+  const std::size_t blk = bmax ? ar_block : n;
+  for (std::size_t b0 = 0; b0 < n; b0 += blk) {
+    const std::size_t len = b0 + blk < n ? blk : n - b0;
+    F bm = ninf();
+    if (top2)
+      max_block<true>(x + b0, len, base + uint32_t(b0), vm, vi, v2, bm, p);
+    else
+      max_block<false>(x + b0, len, base + uint32_t(b0), vm, vi, v2, bm, p);
+    if (bmax) bmax[b0 / ar_block] = Ops::hmax(bm);
+  }
+  max_state c;
+  reduce_argmax(vm, vi, c.m1, c.i1);
+  if (c.i1 == no_index) c.m1 = -__builtin_inff();
+  if (top2) c.m2 = reduce_second(vm, vi, v2, c.i1);
+  merge_max(st, c);
+}
+
+// Fused pass over a chunk: the running maximum (as max_argmax) and the sum of exp(beta (x - ref))
+// for a reference ref (the caller's running maximum: values above it give terms > 1, which the
+// caller rescales; it recomputes the chunk if the maximum exceeds ref by more than 64 / beta).
+template <bool Top2, bool Ent>
+LUTKIT_OPS_FN inline float max_sum_body(const float* x, std::size_t n, uint32_t base, max_state& st, float ref,
+                                        float beta, float* ent, prefetcher& pf) {
+  F vm = ninf(), v2 = ninf();
+  U vi = Ops::set1u(no_index);
+  U idx = lane_index(base);
+  const F vr = Ops::set1(ref), vc = Ops::set1(beta * kLog2e);
+  F s0 = Ops::zero(), s1 = s0, t0 = s0, t1 = s0;
+  // Without Top2 only the lanes' maxima are tracked; the index is found afterwards, in the rare
+  // chunk whose maximum beats the running one (a scan of the chunk in L1).
+  auto one = [&](F v, F& s, F& t) LUTKIT_OPS_FN {
+    if constexpr (Top2) {
+      max_lanes<true>(v, idx, vm, vi, v2);
+      idx += W;
+    } else {
+      vm = Ops::max(v, vm);
+    }
+    const F y = log2_units(v, vr, vc);
+    const F e = exp2_poly(y);
+    s = s + e;
+    if constexpr (Ent) t = Ops::fma(e, y, t);
+  };
+  std::size_t i = 0;
+  for (; i + 2 * W <= n; i += 2 * W) {
+    pf.run();
+    one(Ops::load(x + i), s0, t0);
+    one(Ops::load(x + i + W), s1, t1);
+  }
+  for (; i < n; i += W) one(Ops::load_or(x + i, Ops::tail(n - i), ninf()), s0, t0);
+  max_state c;
+  if constexpr (!Top2) {
+    c.m1 = Ops::hmax(vm);
+    if (c.m1 > st.m1) c.i1 = base + find_first(x, n, c.m1);  // a new maximum (NaN never; ties keep the earlier index)
+    if (c.i1 == no_index) c.m1 = -__builtin_inff();
+  } else {
+    reduce_argmax(vm, vi, c.m1, c.i1);
+    if (c.i1 == no_index) c.m1 = -__builtin_inff();
+    c.m2 = reduce_second(vm, vi, v2, c.i1);
+  }
+  merge_max(st, c);
+  if constexpr (Ent) *ent += kLn2 * Ops::hsum(t0 + t1);
+  return Ops::hsum(s0 + s1);
+}
+
+LUTKIT_OPS_FN inline float max_sum_exp(const float* x, std::size_t n, uint32_t base, bool top2, max_state& st,
+                                       float ref, float beta, float* ent, const void* pf, std::size_t pf_bytes) {
+  prefetcher p(pf, pf_bytes, n, 2 * W);
+  if (top2) return ent ? max_sum_body<true, true>(x, n, base, st, ref, beta, ent, p)
+                       : max_sum_body<true, false>(x, n, base, st, ref, beta, ent, p);
+  return ent ? max_sum_body<false, true>(x, n, base, st, ref, beta, ent, p)
+             : max_sum_body<false, false>(x, n, base, st, ref, beta, ent, p);
+}
+
+LUTKIT_OPS_FN inline float sum_exp(const float* x, std::size_t n, float m, float beta, float* ent, const void* pf,
+                                   std::size_t pf_bytes) {
+  const F vm = Ops::set1(m), vc = Ops::set1(beta * kLog2e);
+  F s0 = Ops::zero(), s1 = s0, t0 = s0, t1 = s0;
+  prefetcher p(pf, pf_bytes, n, 2 * W);
+  std::size_t i = 0;
+  for (; i + 2 * W <= n; i += 2 * W) {
+    p.run();
+    const F y0 = log2_units(Ops::load(x + i), vm, vc);
+    const F y1 = log2_units(Ops::load(x + i + W), vm, vc);
+    const F e0 = exp2_poly(y0), e1 = exp2_poly(y1);
+    s0 = s0 + e0;
+    s1 = s1 + e1;
+    if (ent) {
+      t0 = Ops::fma(e0, y0, t0);
+      t1 = Ops::fma(e1, y1, t1);
+    }
+  }
+  for (; i < n; i += W) {
+    const F y = log2_units(Ops::load_or(x + i, Ops::tail(n - i), ninf()), vm, vc);
+    const F e = exp2_poly(y);
+    s0 = s0 + e;
+    t0 = Ops::fma(e, y, t0);
+  }
+  if (ent) *ent += kLn2 * Ops::hsum(t0 + t1);
+  return Ops::hsum(s0 + s1);
+}
+
+// Gumbel-max. The lanes start at the best (y, index) of the previous chunks; g <= 16.64 for every
+// u <= 1 - 2^-24 (and the computed g stays below 17), so a vector whose every lane has
+// beta x + 17 <= that lane's running maximum cannot change anything: its hash and logs are
+// skipped (exact; most of the vocabulary at low temperatures).
+LUTKIT_OPS_FN inline void gumbel_argmax(const float* x, std::size_t n, uint32_t base, rng_key key, float beta,
+                                        float& best_y, uint32_t& best_i) {
+  F vm = Ops::set1(best_y);
+  U vi = Ops::set1u(best_i);
+  U idx = lane_index(base);
+  const U klo = Ops::set1u(key.lo), khi = Ops::set1u(key.hi);
+  const F vb = Ops::set1(beta), gmax = Ops::set1(17.f);
+  for (std::size_t i = 0; i < n; i += W) {
+    const F v = i + W <= n ? Ops::load(x + i) : Ops::load_or(x + i, Ops::tail(n - i), ninf());
+    if (Ops::bits(Ops::gt(Ops::fma(v, vb, gmax), vm)) == 0) {
+      idx += W;
+      continue;
+    }
+    const U h = hash32(hash32((idx * 0x9E3779B9u) ^ klo) + khi);
+    const F u = (Ops::to_float(h >> 9) + Ops::set1(0.5f)) * Ops::set1(0x1p-23f);
+    const F w = Ops::zero() - log_pos(u);  // -log(u) in (0, 16.7]
+    const F g = Ops::zero() - log_pos(w);
+    const F y = Ops::fma(v, vb, g);
+    const M gt = Ops::gt(y, vm);
+    vm = Ops::max(y, vm);
+    vi = Ops::select(gt, vi, idx);
+    idx += W;
+  }
+  float m;
+  uint32_t bi;
+  reduce_argmax(vm, vi, m, bi);
+  if (bi != no_index && m > best_y) {
+    best_y = m;
+    best_i = bi;
+  }
+}
+
+LUTKIT_OPS_FN inline void mass_ge(const float* x, std::size_t n, float m, float beta, const float* t, double* mass,
+                                  uint64_t* count) {
+  constexpr int J = mass_thresholds;
+  F vt[J], ms[J];
+  U cs[J];
+  for (int j = 0; j < J; ++j) {
+    vt[j] = Ops::set1(t[j]);
+    ms[j] = Ops::zero();
+    cs[j] = Ops::set1u(0);
+  }
+  const F vm = Ops::set1(m), vc = Ops::set1(beta * kLog2e);
+  for (std::size_t i = 0; i < n; i += W) {
+    const M k = Ops::tail(n - i);
+    const F v = Ops::loadz(x + i, k);
+    if (!Ops::bits(Ops::both(k, Ops::ge(v, vt[0])))) continue;
+    const F e = exp2_poly(log2_units(v, vm, vc));
+    for (int j = 0; j < J; ++j) {
+      const M g = Ops::both(k, Ops::ge(v, vt[j]));
+      ms[j] = Ops::add_if(g, ms[j], e);
+      cs[j] = Ops::inc_if(g, cs[j]);
+    }
+  }
+  for (int j = 0; j < J; ++j) {
+    mass[j] += double(Ops::hsum(ms[j]));
+    count[j] += uint64_t(Ops::hsum(cs[j]));
+  }
+}
+
+template <class O = Ops>  // (a template: the branch of an Ops without compress is discarded)
+LUTKIT_OPS_FN inline std::size_t collect_ge(const float* x, std::size_t n, uint32_t base, float t, uint32_t* idx,
+                                            float* val) {
+  const F vt = Ops::set1(t);
+  U ix = lane_index(base);
+  std::size_t c = 0;
+  for (std::size_t i = 0; i < n; i += W) {
+    const M k = Ops::tail(n - i);
+    const F v = Ops::loadz(x + i, k);
+    const M ge = Ops::both(k, Ops::ge(v, vt));
+    if constexpr (requires { O::compress(ge, v, ix, val, idx); }) {
+      if (Ops::bits(ge)) c += O::compress(ge, v, ix, val + c, idx + c);
+      ix += W;
+    } else {
+      // few lanes pass (the selection's threshold keeps a top-k's worth): stored one by one
+      for (unsigned b = Ops::bits(ge); b; b &= b - 1) {
+        const unsigned l = unsigned(__builtin_ctz(b));
+        idx[c] = base + uint32_t(i) + l;
+        val[c++] = x[i + l];
+      }
+    }
+  }
+  return c;
+}
+
+// n elements of a row converted by `conv` (W at a time; the tail through a zero-padded copy)
+template <class T, class Conv>
+LUTKIT_OPS_FN inline void decode_row(const T* s, std::size_t n, float* out, Conv conv) {
+  std::size_t i = 0;
+  for (; i + W <= n; i += W) Ops::store(out + i, conv(s + i, i));
+  if (i < n) {
+    T in[W] = {};
+    float o[W];
+    __builtin_memcpy(in, s + i, (n - i) * sizeof(T));
+    Ops::store(o, conv(in, i));
+    __builtin_memcpy(out + i, o, (n - i) * sizeof(float));
+  }
+}
+LUTKIT_OPS_FN inline void decode_bf16(const uint16_t* s, std::size_t n, float* out) {
+  decode_row(s, n, out, [&](const uint16_t* p, std::size_t) LUTKIT_OPS_FN { return F(Ops::load_u16(p) << 16); });
+}
+LUTKIT_OPS_FN inline void decode_f16(const uint16_t* s, std::size_t n, float* out) {
+  decode_row(s, n, out, [&](const uint16_t* p, std::size_t) LUTKIT_OPS_FN { return Ops::load_f16(p); });
+}
+// E4M3 -> float by bit arithmetic: normal codes rebias the exponent (7 -> 127) and shift the
+// mantissa, subnormals are m * 2^-9, S.1111.111 is NaN; then the exact product with 2^(e - 127)
+LUTKIT_OPS_FN inline void decode_mxfp8(const uint8_t* codes, const uint8_t* scales, std::size_t n, float* out) {
+  decode_row(codes, n, out, [scales](const uint8_t* p, std::size_t i) LUTKIT_OPS_FN {
+    const U c = Ops::load_u8(p);
+    const U mag = c & 0x7Fu;
+    const U sign = (c & 0x80u) << 24;
+    const F normal = F((mag << 20) + (120u << 23));
+    const F sub = Ops::to_float(mag) * Ops::set1(0x1p-9f);
+    F v = Ops::select(Ops::less(mag, Ops::set1u(8)), normal, sub);
+    v = F(U(v) | sign);
+    v = Ops::select(Ops::eq(mag, Ops::set1u(0x7F)), v, Ops::set1(__builtin_nanf("")));
+    // the W values lie in one MX block (i is a multiple of W, blocks are 32)
+    const uint8_t e = scales[i / mx_block];
+    float sc;
+    if (e == 0xFF) {
+      sc = __builtin_nanf("");
+    } else {
+      const uint32_t b = e == 0 ? 0x00400000u : uint32_t(e) << 23;
+      __builtin_memcpy(&sc, &b, 4);
+    }
+    return v * Ops::set1(sc);
+  });
+}
+
+inline sampling_kernel_set kernel_set(const char* name) {
+  return {name, max_argmax, sum_exp, max_sum_exp, gumbel_argmax, mass_ge, collect_ge<>, decode_bf16, decode_f16, decode_mxfp8};
+}
