@@ -43,7 +43,7 @@ struct host {
 };
 // Qualcomm Hexagon HVX (v73-class): 128-byte vectors (HVX loads bypass the L1D), vlut16
 // (16 entries x 16 bit,
-// 64 lookups/instr), HMX 32x32 fp16 tiles, 8 MiB VTCM (T-MAN §2, paper 001 §5); DDR -> TCM
+// 64 lookups/instr), HMX 32x32 fp16 tiles, 8 MiB VTCM ([T-MAN] §2, [TTS-NPU] §5; docs/references.md); DDR -> TCM
 // by DMA 59 GB/s (T-MAN Table 2); 45 TOPS NPU peak (T-MAN §1).
 // Its packed layout: 128-row tiles, 128-byte chunks in vlut16 order (docs/tiling.md).
 struct hvx {

@@ -1,4 +1,4 @@
-// lutkit — kernels for tile-group quantized weights (quant_tile_group.hpp, paper 001 §5.1):
+// lutkit — kernels for tile-group quantized weights (quant/tile_group.hpp; [TTS-NPU] §5.1, docs/references.md):
 // the prefill dequant-GEMM (fp32 and bf16 activation paradigms) and the decode GEMV (int8
 // activations, or FusedDQP), reading the super-group byte stream of pack_super_groups directly.
 //
