@@ -61,7 +61,7 @@ inline aligned_bytes alloc_aligned(std::size_t n) {
 // `max_cached` bytes, gets buffers of its own). The contents are whatever the last owner left.
 // Slot: an enum class of the family's buffers, ending in `count` (each enum has its own cache).
 // Why: fresh pages on every call cost the prefill GEMM ~2% of a 4096 x 14336, N = 128 call in
-// page clearing (docs/benchmarks.md, "reusable working buffers").
+// page clearing (docs/design_measurements.md, "reusable working buffers").
 template <class Slot>
 class reusable_bytes {
  public:

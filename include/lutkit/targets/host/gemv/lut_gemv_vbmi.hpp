@@ -3,7 +3,7 @@
 // a row side by side (tiling spec, lone_pair_source) and one vpermb of the two steps' tables
 // (index: nibble | 16 in odd bytes, one vpternlogd) looks both up. Paired chunks, two forms:
 // - Ops: the lane-local vpshufb on masked nibbles. On Zen 5 a vpermb beside vpmaddubsw costs
-//   more than vpshufb + and (W2 in L2: 20.7 against 23.6 us; docs/benchmarks.md, "LUT-GEMV at
+//   more than vpshufb + and (W2 in L2: 20.7 against 23.6 us; docs/design_measurements.md, "LUT-GEMV at
 //   one thread").
 // - OpsPermb (Zen 4, host_is_zen4): vpermb on the unmasked byte and on the byte shifted right by
 //   4 within its 16-bit lane. The 16-byte table is broadcast to all four lanes, so index bits 4
@@ -97,7 +97,7 @@ struct Ops {
 };
 
 // Zen 4's paired-chunk lookup (see the top of this file) and the body's quad lone path (W1,
-// ternary; docs/benchmarks.md, "LUT-GEMV at one thread: Zen 4"): two lone
+// ternary; docs/design_measurements.md, "LUT-GEMV at one thread: Zen 4"): two lone
 // chunks permuted (vpermi2b) into row quads, the four steps' 64 bytes of tables looked up by one
 // vpermb (index: nibble | 16 * step, one vpternlogd), summed by vpdpbusd. Everything else is Ops'.
 struct OpsPermb : Ops {
