@@ -480,6 +480,46 @@ TEST_CASE("attention: bad input gives a clear error", "[attention]") {
   REQUIRE_THROWS_AS(attention_decode(o, kv, std::span<const decode_sequence>(s, 2)), lutkit::error);
   s[1].out = nullptr;
   REQUIRE_THROWS_AS(attention_decode(o, kv, std::span<const decode_sequence>(s, 2)), lutkit::error);
+  // shapes whose byte counts would wrap, or whose scratch no machine holds (refused before any
+  // allocation; before these checks prefill wrapped its overlap check to 0 and asked for 22 TB)
+  {
+    auto big = o;
+    big.heads_q = std::size_t(1) << 31;
+    big.heads_kv = 1;
+    big.head_dim = 1024;
+    CHECK_THROWS_WITH(attention_prefill(big, q.data(), std::size_t(1) << 31, 0, kv, out.data()), Catch::Contains("heads_q"));
+    CHECK_THROWS_WITH(attention_decode(big, q.data(), kv, out.data()), Catch::Contains("heads_q"));
+    big.heads_q = 4096;
+    CHECK_THROWS_WITH(attention_prefill(big, q.data(), std::size_t(1) << 31, 0, kv, out.data()),
+                      Catch::Contains("n_q x heads_q x head_dim"));
+    kv_cache_view longkv = kv;
+    longkv.len = std::size_t(1) << 31;
+    longkv.row_stride = std::ptrdiff_t(1) << 31;
+    CHECK_THROWS_WITH(attention_prefill(o, q.data(), 2, 0, longkv, out.data()), Catch::Contains("spans"));
+    decode_sequence many[64];
+    for (auto& s : many) s.q = q.data();
+    std::vector<float> outs(64 * 8);
+    for (int b = 0; b < 64; ++b) many[b].out = outs.data() + b * 8;
+    big.heads_q = 4096;
+    big.heads_kv = 4096;
+    CHECK_THROWS_WITH(attention_decode(big, kv, std::span<const decode_sequence>(many, 64)), Catch::Contains("2^36"));
+  }
+  // enum values outside their lists
+  {
+    auto oe = o;
+    oe.backend = attention_backend(9);
+    CHECK_THROWS_WITH(attention_prefill(oe, q.data(), 2, 3, kv, out.data()), Catch::Contains("attention_backend"));
+    CHECK_THROWS_WITH(attention_decode(oe, q.data(), kv, out.data()), Catch::Contains("attention_backend"));
+    oe = o;
+    oe.mask = mask_kind(7);
+    CHECK_THROWS_AS(attention_prefill(oe, q.data(), 2, 3, kv, out.data()), lutkit::error);
+    oe = o;
+    oe.exp = exp_kind(7);
+    CHECK_THROWS_AS(attention_prefill(oe, q.data(), 2, 3, kv, out.data()), lutkit::error);
+    kv_cache_view bt = kv;
+    bt.type = kv_type(9);
+    CHECK_THROWS_AS(attention_prefill(o, q.data(), 2, 3, bt, out.data()), lutkit::error);
+  }
   if (!avx512_available()) {
     auto o6 = o;
     o6.backend = attention_backend::avx512;

@@ -136,6 +136,67 @@ TEST_CASE("ar_sample matches the reference: chains, penalties, formats, chunks, 
   CHECK(same_set * 10 >= compared * 9);  // boundary cases are rare
 }
 
+TEST_CASE("ar_sample_choices: log-probs and candidates against the double reference", "[sampling][ar]") {
+  std::mt19937_64 rng(777);
+  thread_pool pool(2);
+  const logit_type types[] = {logit_type::f32, logit_type::bf16, logit_type::f16, logit_type::mxfp8};
+  std::size_t compared = 0;
+  for (int it = 0; it < 40; ++it) {
+    const std::size_t rows = 1 + rng() % 4;
+    const std::size_t V = 1 + rng() % (it % 4 == 0 ? 5000 : 700);
+    const auto d = random_logits(rng, types[it % 4], rows, V);
+    std::vector<std::vector<int32_t>> hist(rows);
+    std::vector<ar_params> ps(rows);
+    for (std::size_t r = 0; r < rows; ++r) ps[r] = random_params(rng, V, hist[r]);
+    const std::size_t maxc = 1 + rng() % 30;
+    for (const auto be : backends()) {
+      std::vector<ar_choice> ch(rows);
+      std::vector<int32_t> tok(rows);
+      ar_sample(d.view(), ps.data(), tok.data(), nullptr, be);
+      ar_sample_choices(d.view(), ps.data(), ch.data(), maxc, it % 2 ? &pool : nullptr, be);
+      for (std::size_t r = 0; r < rows; ++r) {
+        INFO("backend " << backend_name(be) << " type " << logit_type_name(d.type) << " V=" << V << " row " << r
+                        << " T=" << ps[r].temperature << " k=" << ps[r].top_k << " p=" << ps[r].top_p);
+        const auto& c = ch[r];
+        REQUIRE(c.token == tok[r]);  // the same draw as ar_sample
+        // log-softmax of the unprocessed row, in double
+        const auto row = reference::logits_row(d.view(), r);
+        double M = -INFINITY, S = 0;
+        for (double z : row)
+          if (z > -INFINITY) M = std::max(M, z);
+        for (double z : row)
+          if (z > -INFINITY) S += std::exp(z - M);
+        REQUIRE(c.raw_logprob == Approx(row[std::size_t(c.token)] - M - std::log(S)).margin(1e-9));
+        // candidates: most probable first, probabilities of the draw's distribution, summing to <= 1
+        REQUIRE(!c.candidates.empty());
+        REQUIRE(c.candidates.size() == std::min(maxc, c.support));
+        for (std::size_t j = 1; j < c.candidates.size(); ++j) REQUIRE(c.candidates[j - 1].prob >= c.candidates[j].prob);
+        const auto ref = reference::ar_row(d.view(), r, ps[r]);
+        if (detail::greedy(ps[r])) {
+          REQUIRE(c.logprob == 0.0);
+          REQUIRE(c.support == 1);
+          REQUIRE(c.candidates[0].token == c.token);
+          continue;
+        }
+        std::size_t ref_support = 0;  // the reference keeps -inf entries (probability 0) where nothing cut them
+        for (uint32_t t : ref.kept) ref_support += row[t] > -INFINITY;
+        if (c.support != ref_support) continue;  // a top-p boundary case (the ar_sample test bounds it)
+        ++compared;
+        for (const auto& e : c.candidates) {
+          const auto at = std::lower_bound(ref.kept.begin(), ref.kept.end(), uint32_t(e.token));
+          REQUIRE(at != ref.kept.end());
+          REQUIRE(*at == uint32_t(e.token));
+          const double pr = ref.prob[std::size_t(at - ref.kept.begin())];
+          REQUIRE(e.prob == Approx(pr).epsilon(1e-9).margin(1e-300));
+        }
+        const auto at = std::lower_bound(ref.kept.begin(), ref.kept.end(), uint32_t(c.token));
+        REQUIRE(c.logprob == Approx(std::log(ref.prob[std::size_t(at - ref.kept.begin())])).margin(1e-9));
+      }
+    }
+  }
+  CHECK(compared > 20);
+}
+
 TEST_CASE("ar: k = 0 / 1 / V, p = 0 / 1, all-equal rows, -inf and NaN entries", "[sampling][ar]") {
   const std::size_t V = 1000;
   std::mt19937_64 rng(3);
@@ -289,6 +350,17 @@ TEST_CASE("ar: bad parameters are clear errors", "[sampling][ar]") {
   ps.assign(2, ar_params{});
   CHECK_THROWS_WITH(ar_sample(lv, ps.data(), nullptr), Catch::Contains("null"));
   CHECK_THROWS_WITH(ar_sample(logits_view::f32(lg.data(), 0, 10), ps.data(), t.data()), Catch::Contains("no rows"));
+  // an unknown logit type (before: token 0 for every row, from an unfilled scratch buffer) or backend
+  logits_view bt = lv;
+  bt.type = logit_type(7);
+  CHECK_THROWS_WITH(ar_sample(bt, ps.data(), t.data()), Catch::Contains("logit_type"));
+  CHECK_THROWS_WITH(ar_sample(lv, ps.data(), t.data(), nullptr, sampling_backend(9)), Catch::Contains("sampling_backend"));
+  // tokens over the logits (row 1) or over the params: refused, not computed into
+  CHECK_THROWS_WITH(ar_sample(lv, ps.data(), reinterpret_cast<int32_t*>(lg.data()) + 10), Catch::Contains("overlap"));
+  CHECK_THROWS_WITH(ar_sample(lv, ps.data(), reinterpret_cast<int32_t*>(ps.data())), Catch::Contains("overlap"));
+  // rows x vocabulary that wraps
+  CHECK_THROWS_AS(ar_sample(logits_view::f32(lg.data(), std::size_t(1) << 40, std::size_t(1) << 30), ps.data(), t.data()),
+                  lutkit::error);
 }
 
 TEST_CASE("sampling kernels: every SIMD set against the portable one, ragged lengths, NaN / -inf / ties", "[sampling]") {

@@ -446,6 +446,36 @@ TEST_CASE("dllm: bad parameters are clear errors", "[sampling][dllm]") {
   CHECK_THROWS_WITH(run(p, 1, 4, logits_view::mxfp8(codes.data(), nullptr, 4, 10)), Catch::Contains("scales"));
   CHECK_THROWS_WITH(run(p, 1, 4, logits_view::f32(lg.data(), 4, 0)), Catch::Contains("vocabulary"));
   CHECK_THROWS_AS(dllm_select(cf.data(), 1, 4, nullptr, p, nullptr), lutkit::error);
+  // enum values outside their lists (before: confidence 7 left conf uninitialized, eos 9 ran as none)
+  q = p;
+  q.confidence = dllm_confidence(7);
+  CHECK_THROWS_WITH(run(q, 1, 4, lv), Catch::Contains("dllm_confidence"));
+  q = p;
+  q.eos = dllm_eos(9);
+  q.eos_id = 1;
+  CHECK_THROWS_WITH(run(q, 1, 4, lv), Catch::Contains("dllm_eos"));
+  logits_view bad_type = lv;
+  bad_type.type = logit_type(7);
+  CHECK_THROWS_WITH(run(p, 1, 4, bad_type), Catch::Contains("logit_type"));
+  CHECK_THROWS_WITH(dllm_sample(lv, 1, 4, x.data(), p, x0.data(), cf.data(), nullptr, sampling_backend(9)),
+                    Catch::Contains("sampling_backend"));
+  // B x L that wraps: before, B = L = 2^32 passed the row check as 0 and overran the buffers
+  const std::size_t big = std::size_t(1) << 32;
+  CHECK_THROWS_AS(dllm_sample(logits_view::f32(lg.data(), 0, 10), big, big, x.data(), p, x0.data(), cf.data()),
+                  lutkit::error);
+  std::vector<uint8_t> tr(4);
+  std::size_t kk[1] = {1};
+  CHECK_THROWS_AS(dllm_select(cf.data(), big, big, kk, p, tr.data()), lutkit::error);
+  CHECK_THROWS_AS(dllm_update(x.data(), x0.data(), tr.data(), big, big, p), lutkit::error);
+  // outputs that alias an input or each other
+  CHECK_THROWS_WITH(dllm_sample(lv, 1, 4, x.data(), p, x0.data(), lg.data() + 8), Catch::Contains("overlaps the logits"));
+  CHECK_THROWS_WITH(dllm_sample(lv, 1, 4, x.data(), p, reinterpret_cast<int32_t*>(lg.data()) + 12, cf.data()),
+                    Catch::Contains("overlaps the logits"));
+  CHECK_THROWS_WITH(dllm_sample(lv, 1, 4, x.data(), p, x.data(), cf.data()), Catch::Contains("separate"));
+  CHECK_THROWS_WITH(dllm_sample(lv, 1, 4, x.data(), p, x0.data(), reinterpret_cast<float*>(x0.data()) + 2),
+                    Catch::Contains("separate"));
+  CHECK_THROWS_AS(dllm_select(cf.data(), 1, 4, kk, p, reinterpret_cast<uint8_t*>(cf.data())), lutkit::error);
+  CHECK_THROWS_AS(dllm_update(x.data(), x.data(), tr.data(), 1, 4, p), lutkit::error);
 }
 
 TEST_CASE("dllm: a later chunk's maximum far above the running one (the chunk is summed again)", "[sampling][dllm]") {

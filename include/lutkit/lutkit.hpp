@@ -1,5 +1,5 @@
 // lutkit — umbrella header: the core (policies, tiling spec, thread pool), quantization and
-// packing, and the kernel families on the portable target with run-time dispatch: LUT-GEMV and
+// packing, and the kernel families on the host target with run-time dispatch: LUT-GEMV and
 // FusedDQP (decode), the LUT dequant-GEMM (prefill), attention (prefill and decode), sampling
 // (autoregressive and diffusion-LLM), their references. The xsimd backend is
 // opt-in: lutkit/targets/xsimd/lut_gemv_xsimd.hpp.

@@ -20,15 +20,11 @@
 namespace lutkit {
 
 namespace detail {
-struct byte_range {
-  const void* p;
-  std::size_t n;
-};
-inline bool overlaps(byte_range a, byte_range b) {
-  if (!a.p || !b.p || a.n == 0 || b.n == 0) return false;
-  const auto x = reinterpret_cast<uintptr_t>(a.p), y = reinterpret_cast<uintptr_t>(b.p);
-  return x < y + b.n && y < x + a.n;
-}
+// query heads: no model has more than a few hundred; the bound keeps every scratch size of the
+// drivers (rows x head_dim x splits) far from wrapping and within what a machine can allocate
+inline constexpr std::size_t max_heads = 4096;
+// a call's scratch (decode partials, prefill panels): refused above 2^36 bytes (64 GiB)
+inline constexpr std::size_t max_att_scratch_bytes = std::size_t(1) << 36;
 inline void check_options(const attention_options& o) {
   require(o.heads_kv > 0 && o.heads_q > 0, "attention: heads_q and heads_kv must be > 0 (got ", o.heads_q, ", ",
           o.heads_kv, ")");
@@ -43,10 +39,14 @@ inline void check_options(const attention_options& o) {
   require(o.mask != mask_kind::window || o.window > 0, "attention: mask_kind::window needs window > 0");
   // positions and windows are dimensions (core/limits.hpp): at most 2^31, so p - window cannot wrap
   check_dim(o.window, "attention", "window");
-  check_dim(o.heads_q, "attention", "heads_q");
+  require(o.heads_q <= max_heads, "attention: heads_q = ", o.heads_q, " exceeds ", max_heads);
+  require(o.backend == attention_backend::best || o.backend == attention_backend::portable ||
+              o.backend == attention_backend::avx512 || o.backend == attention_backend::avx2,
+          "attention: unknown attention_backend ", int(o.backend));
   require(o.mask == mask_kind::window || o.window == 0, "attention: window given without mask_kind::window");
 }
 // the bytes a view's K (or V) spans
+// (after check_view: every factor a checked dimension, the sum within 2^63)
 inline byte_range kv_extent(const attention_options& o, const kv_cache_view& kv, const void* base) {
   if (kv.len == 0) return {base, 0};
   const std::size_t last = (kv.len - 1) * std::size_t(kv.row_stride) + (o.heads_kv - 1) * std::size_t(kv.head_stride) + o.head_dim;
@@ -61,6 +61,11 @@ inline void check_view(const attention_options& o, const kv_cache_view& kv, cons
   require(kv.row_stride > 0 && kv.head_stride >= 0, "attention: ", what, " strides must be row_stride > 0, head_stride >= 0");
   require(o.heads_kv == 1 || kv.head_stride > 0, "attention: ", what, " head_stride must be > 0 with several KV heads");
   require(kv.type == kv_type::f16 || kv.type == kv_type::bf16 || kv.type == kv_type::f32, "attention: bad kv_type of ", what);
+  // the elements K (or V) spans: each term a product of checked dimensions (< 2^63 in all)
+  const std::size_t last = (kv.len - 1) * std::size_t(kv.row_stride) + (o.heads_kv - 1) * std::size_t(kv.head_stride) +
+                           o.head_dim;
+  require(last <= max_elements, "attention: ", what, " spans ", last,
+          " elements (kv.len x row_stride), more than the largest tensor lutkit accepts (2^40)");
 }
 }  // namespace detail
 
@@ -82,7 +87,10 @@ inline void attention_prefill(const attention_options& o, const float* q, std::s
   require(q && out, "attention_prefill: null q or out");
   check_view(o, kv, "the KV cache");
   require(!add_mask || mask_stride >= kv.len, "attention_prefill: mask_stride ", mask_stride, " < kv.len ", kv.len);
-  const std::size_t qn = n_q * o.heads_q * o.head_dim * 4;
+  const std::size_t qn = checked_elements(n_q, o.heads_q * o.head_dim, "attention_prefill", "n_q x heads_q x head_dim") * 4;
+  // the driver's bf16 panels of every KV head's keys and values
+  require(o.heads_kv * kv.len * o.head_dim * 4 <= max_att_scratch_bytes, "attention_prefill: kv.len = ", kv.len,
+          " x heads_kv = ", o.heads_kv, " x head_dim = ", o.head_dim, " needs more than 2^36 bytes of panels");
   const byte_range ro{out, qn}, rl{lse, lse ? n_q * o.heads_q * 4 : 0};
   require(!overlaps(ro, {q, qn}) && !overlaps(ro, kv_extent(o, kv, kv.k)) && !overlaps(ro, kv_extent(o, kv, kv.v)) &&
               !overlaps(rl, ro) && !overlaps(rl, {q, qn}) && !overlaps(rl, kv_extent(o, kv, kv.k)) &&
@@ -104,6 +112,10 @@ inline void attention_decode(const attention_options& o, const kv_cache_view& pr
   require(!seqs.empty() && seqs.size() <= 64, "attention_decode: 1 .. 64 sequences (got ", seqs.size(), ")");
   check_view(o, prefix, "the shared prefix");
   const std::size_t qn = o.heads_q * o.head_dim * 4;
+  // the driver's partial results: (splits of the prefix + sequences) x rows x (head_dim + 2) floats
+  const std::size_t rows_all = seqs.size() * o.heads_q, splits = 32 + seqs.size();
+  require(splits * rows_all * (o.head_dim + 2) * 4 <= max_att_scratch_bytes, "attention_decode: heads_q = ", o.heads_q,
+          " x ", seqs.size(), " sequences x head_dim = ", o.head_dim, " needs more than 2^36 bytes of partial results");
   for (std::size_t b = 0; b < seqs.size(); ++b) {
     const decode_sequence& s = seqs[b];
     require(s.q && s.out, "attention_decode: null q or out of sequence ", b);

@@ -20,6 +20,9 @@ enum class attention_backend { best, portable, avx512, avx2 };
 
 namespace detail {
 inline const att_kernel_set& att_kernels_for(attention_backend b) {
+  require(b == attention_backend::best || b == attention_backend::portable || b == attention_backend::avx512 ||
+              b == attention_backend::avx2,
+          "attention: unknown attention_backend ", int(b));
 #if defined(LUTKIT_HAVE_AVX512_ATT)
   if (b == attention_backend::avx512) {
     require(avx512_att::cpu_supported(), "attention: this CPU lacks AVX-512 BF16 / F16C");

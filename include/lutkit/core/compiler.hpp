@@ -7,8 +7,8 @@
 #define LUTKIT_ALWAYS_INLINE
 #endif
 // The AVX-512 instance of prepare_rows relies on the loop vectorizer, which GCC 12 runs at -O2
-// only with its very-cheap cost model: an engine built at -O2 (RelWithDebInfo) got scalar loops,
-// 7.2 ms instead of 1.0 ms for N = 128, K = 14336 int8 activations, 15% of that GEMM.
+// only with its very-cheap cost model: without this, an -O2 engine gets scalar loops
+// (docs/design_measurements.md, "Vectorizer at -O2").
 #if defined(__GNUC__) && !defined(__clang__)
 #define LUTKIT_VECTORIZE __attribute__((optimize("tree-vectorize")))
 #else

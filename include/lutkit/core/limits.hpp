@@ -51,5 +51,16 @@ inline void check_strided(std::size_t rows, std::size_t cols, std::size_t ld, co
   require(span <= max_elements, who, ": ", rows, " rows ", ld_name, " = ", ld, " apart span ", span,
           " elements, more than the largest tensor lutkit accepts (2^40 elements)");
 }
+// Bytes [p, p + n) of a caller's buffer, for the aliasing checks: an output that overlaps an input
+// (or another output) is refused, never computed into.
+struct byte_range {
+  const void* p;
+  std::size_t n;
+};
+inline bool overlaps(byte_range a, byte_range b) {
+  if (!a.p || !b.p || a.n == 0 || b.n == 0) return false;
+  const auto x = reinterpret_cast<uintptr_t>(a.p), y = reinterpret_cast<uintptr_t>(b.p);
+  return x < y + b.n && y < x + a.n;
+}
 }  // namespace detail
 }  // namespace lutkit

@@ -19,8 +19,7 @@ struct aligned_free {
 using aligned_bytes = std::unique_ptr<uint8_t[], aligned_free>;
 inline constexpr std::size_t huge_page_bytes = std::size_t(2) << 20;
 // Asks for huge pages under the whole 2 MiB extents of [p, p + n) (Linux; elsewhere nothing).
-// Fewer, larger page faults: a 59 MB buffer's first touch took 157 ms in 4 KiB faults on the
-// CI machines and 10 ms advised (docs/llama_formats.md, "Load").
+// Fewer, larger page faults on the first touch (docs/llama_formats.md, "Load").
 inline void advise_huge_pages([[maybe_unused]] void* p, [[maybe_unused]] std::size_t n) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
   const auto a = (reinterpret_cast<std::uintptr_t>(p) + huge_page_bytes - 1) & ~(huge_page_bytes - 1);
@@ -42,7 +41,7 @@ void assign_bulk(std::vector<T>& v, std::size_t n, const T& x) {
 // be backed by huge pages, which cuts TLB misses of the weight stream and the cost of the
 // first touch. The last, partial 2 MiB extent is allocated whole (and so advised) when that
 // adds at most an eighth to the buffer: left in 4 KiB pages, its faults cost more than all the
-// rest (a 31 MB buffer's first touch: 4.8 ms, 1.7 ms with its last 1 MB in a huge page).
+// rest (docs/design_measurements.md, "Huge pages").
 inline aligned_bytes alloc_aligned(std::size_t n) {
   constexpr std::size_t huge = huge_page_bytes;
   if (n >= 2 * huge) {
@@ -60,8 +59,8 @@ inline aligned_bytes alloc_aligned(std::size_t n) {
 // lends it to one owner at a time (a second owner on the same thread, or a request above
 // `max_cached` bytes, gets buffers of its own). The contents are whatever the last owner left.
 // Slot: an enum class of the family's buffers, ending in `count` (each enum has its own cache).
-// Why: fresh pages on every call cost the prefill GEMM ~2% of a 4096 x 14336, N = 128 call in
-// page clearing (docs/design_measurements.md, "reusable working buffers").
+// Why: fresh pages on every call cost the prefill GEMM their clearing (docs/design_measurements.md,
+// "Reusable working buffers").
 template <class Slot>
 class reusable_bytes {
  public:

@@ -9,10 +9,9 @@
 namespace lutkit::detail {
 
 // Request the cache line holding p (a hint: never faults, may be dropped), into L1 and L2
-// (prefetcht0) or into L2 (prefetcht1). Which one, on the Zen 4 host (docs/design_measurements.md,
-// "prefetch"): the GEMM's chunk prefetch, a few lines per micro-kernel call, needs T0 (level 1
-// then took 2.4% of the int8 micro-kernel's time with T0, 5.7% with T1); a whole chunk requested
-// at once (dequantize()) needs T1 (T0 lost a third of its throughput).
+// (prefetcht0) or into L2 (prefetcht1). The GEMM's chunk prefetch, a few lines per micro-kernel
+// call, wants T0; a whole chunk requested at once (dequantize()) wants T1, which does not evict
+// what L1 is working on (docs/design_measurements.md, "Prefetch").
 enum class prefetch_to { l1, l2 };
 template <prefetch_to To = prefetch_to::l1>
 inline void prefetch_line(const void* p) {

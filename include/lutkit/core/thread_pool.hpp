@@ -135,8 +135,7 @@ class thread_pool {
       }
       // A job this worker has finished, still running on other threads: yield the core. On a
       // machine with more runnable threads than cores (two pools, other processes) the threads
-      // with tasks left need it: spinning on, this worker held its core for whole time slices
-      // and a 2-thread test beside another ran 5-8x slower than alone.
+      // with tasks left need it; spinning on, this worker would hold its core for whole time slices.
       if (in_flight) {
         std::this_thread::yield();
         yielded = true;

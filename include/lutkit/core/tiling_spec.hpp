@@ -216,12 +216,9 @@ constexpr int tiling_spec::sign_bit_in_block(int r, int spi, int s) const {
 }
 
 // K bands of the LUT formats (bit planes, ternary). A kernel that walks band after band, every
-// tile's panel of it, reads the weights as one stream while the band's tables stay in L1. At 1
-// thread, 4096 x 14336, cold, against the plain read of the same bytes (docs/tiling.md, "K
-// bands"): at most 1024 k and 6 KiB of tables per activation row (W1 at 2048 k, 8 KiB: 0.80-0.85
-// against 0.94-0.97 at 1024 k; ternary at 864 k, 4.5 KiB: 0.86-0.92 against 0.80-0.84 at 576 k),
-// a panel at most 20 KiB (W4 g64 at 1024 k, 36 KiB panels: 0.85-0.96; at 512 k, 18 KiB:
-// 0.97-1.04; W3 0.77-0.90 against 0.91-0.95).
+// tile's panel of it, reads the weights as one stream while the band's tables stay in L1. The
+// limits (k, table bytes per activation row, panel bytes) are the measured best (docs/tiling.md,
+// "K bands").
 inline constexpr long band_k_max = 1024, band_table_bytes = 6144, band_panel_bytes = 20480;
 
 namespace detail {
@@ -352,8 +349,8 @@ struct layout_geometry {
   }
   // Each offset also takes the spec as an argument: a kernel passes its policy's constexpr spec
   // (P::spec), and once inlined the divisions by the spec's quantities become multiplications
-  // (the int8 decode asks per 32-k flush group: Q8_0 at 1 thread fell from 0.87-0.93 of a plain
-  // read to 0.69-0.74 with this member's spec). Only the band of a banded blob divides at run time.
+  // (the int8 decode asks once per 32-k flush group, where run-time divisions cost it a fifth).
+  // Only the band of a banded blob divides at run time.
   constexpr std::size_t group_offset(std::size_t t, std::size_t g, const tiling_spec& S) const {
     if (S.group_k == 0) return panel_offset(t, 0);
     const std::size_t b = bands > 1 ? g / std::size_t(S.band_blocks / (S.group_k / S.block_k)) : 0;

@@ -104,7 +104,7 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
   // Ternary looks up and negates in the chunks' own order (the signs' order) and permutes the
   // signed values into row quads: no scalar sign swizzle. Lone-only policies (W1, ternary): W3,
   // whose lone plane is a third of its chunks, gained nothing in L3 and measured lower cold
-  // (docs/design_measurements.md, "LUT-GEMV at one thread: Zen 4").
+  // (docs/benchmarks.md, "LUT-GEMV at one thread: Zen 4").
   constexpr bool QUAD = LONE && PP == 0 && !I16 && TB == 16 && S.step_pairs_per_block() % 2 == 0 &&
                         requires(V v, const int8_t* e) { Ops::widen32(Ops::dot4(Ops::zero32(), v, Ops::lookup_steps(Ops::table_quad(e), Ops::shr4(Ops::permute2(v, v, v)), v))); };
   constexpr bool GATHER = LONE && !QUAD && requires(V v, const int8_t* e) { Ops::negate_mask(Ops::lookup_pair(Ops::table_pair(e, e), Ops::shr4(Ops::permute(v, v))), 0); };
@@ -184,7 +184,7 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
     const std::size_t blk = cur.blk;
     if constexpr (F16_AT_USE) {
       // at the block's start, as the buffered form: converted where the epilogue uses them, the
-      // loads' latency was exposed there (W4 g64 1 thread: 0.60 of a plain read against 0.83)
+      // loads' latency would be exposed there
       const uint16_t* s16 = reinterpret_cast<const uint16_t*>(a.data + cur.params);
       for (int q = 0; q < 4; ++q) sreg[q] = Ops::loadf16(s16 + 16 * q);
       if constexpr (S.asymmetric) {
@@ -374,11 +374,9 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
     // planes, is within max_abs_acc16 <= 32767).
     constexpr bool HAS_P = PP > 0 || GATHER;
     // One half (h: lo-nibble rows 0..31, hi-nibble rows 32..63) at a time, in named locals: arrays
-    // of multi-part F made GCC copy AVX2 halves through general registers (W2 in L1: 42% of the
-    // kernel in this epilogue).
+    // of multi-part F made GCC copy AVX2 halves through general registers.
     // The half is a template argument (not a loop variable): with a variable index into accP / accL
-    // GCC kept W1's lone accumulators on the stack, a store-to-load chain per step pair (29% of the
-    // kernel's samples on one vpaddw from a stack slot; docs/design_measurements.md).
+    // GCC kept W1's lone accumulators on the stack, a store-to-load chain per step pair.
     for (int n = 0; n < NB; ++n) {
       const F ts = Ops::setf(TS[n][blk]), sx = Ops::setf(XS[n][blk]);
       float* an = acc + n * R;

@@ -58,8 +58,7 @@ void row_pairs_step_pairs8_scalar(const uint8_t* const* p0, const uint8_t* const
 
 // The codes of a tile kernel's 32 row pairs two calls ahead (the same rows' next 64 codes but
 // one), for the SIMD tile kernels: 64 rows read 36-68 bytes each per call are more streams than
-// the hardware prefetcher follows (a Q4_0 tile walk took 8.2 ms without, 5.0 ms with, 4096 x
-// 14336 at 1 thread, AVX-512; 4 or 8 calls ahead: no better).
+// the hardware prefetcher follows (docs/design_measurements.md, "Packer prefetch").
 template <code_form F>
 inline void prefetch_tile_codes(const uint8_t* const* p0, const uint8_t* const* p1, std::size_t stride) {
   const std::size_t span = F == code_form::bytes ? 64 : 2 * stride, ahead = 2 * span;

@@ -375,6 +375,8 @@ inline void ar_sample_impl(const logits_view& lv, const ar_params* params, int32
   check_logits(lv, "ar_sample");
   require(lv.rows > 0, "ar_sample: no rows");
   require(params && tokens, "ar_sample: params and tokens must not be null");
+  require(!overlaps_logits(tokens, lv.rows * 4, lv) && !overlaps({tokens, lv.rows * 4}, {params, lv.rows * sizeof(ar_params)}),
+          "ar_sample: tokens overlap the logits or the params");
   for (std::size_t r = 0; r < lv.rows; ++r) check_ar(lv, params[r], r);
   const auto& ks = sampling_kernels_for(be);
   const std::size_t V = lv.vocab, rows = lv.rows;
@@ -384,8 +386,8 @@ inline void ar_sample_impl(const logits_view& lv, const ar_params* params, int32
   const std::size_t threads = pool ? pool->size() : 1;
   // a row is split over several threads when there are fewer rows than threads
   // A row is split over threads only when there are fewer rows than threads and a row is large
-  // (>= 2 MiB of logits): one row of 152k fp32 logits takes ~10 us warm, less than what a
-  // second thread's hand-over costs on a busy machine (docs/sampling.md, "design decisions").
+  // (>= 2 MiB of logits): a smaller row takes less than a second thread's hand-over costs on a
+  // busy machine (docs/sampling.md, "design decisions").
   // (Two tasks per thread: a thread the OS holds back leaves its share to the others.)
   const bool split = rows < threads && V * lv.element_bytes() >= (std::size_t(2) << 20);
   const std::size_t parts = split ? std::min(nchunks, 2 * ((threads + rows - 1) / rows)) : std::size_t(1);
@@ -459,6 +461,101 @@ inline void ar_sample(const logits_view& logits, const ar_params* params, int32_
                       sampling_backend be = sampling_backend::best,
                       const target_descriptor& tgt = target::host::desc) {
   detail::ar_sample_impl(logits, params, tokens, pool, be, tgt, nullptr);
+}
+
+// A candidate of a row's draw: its token, its logit after the penalties (the value the chain
+// ranked), and its probability in the distribution the token was drawn from.
+struct ar_candidate {
+  int32_t token;
+  float logit;
+  double prob;
+};
+// What an engine reports beside a sampled token: its log-probability in the distribution it was
+// drawn from (after penalties, temperature and the filters; 0 for a greedy pick), its
+// log-probability under the unprocessed logits (log-softmax at temperature 1, no penalty, no
+// filter: vLLM's raw logprobs), and the most probable candidates of that distribution, most
+// probable first (ties: lower token), at most max_candidates of its `support` tokens.
+struct ar_choice {
+  int32_t token = -1;
+  double logprob = 0.0;
+  double raw_logprob = 0.0;
+  std::size_t support = 0;
+  std::vector<ar_candidate> candidates;
+};
+
+// ar_sample, and per row the choice above (the same tokens as ar_sample for the same arguments).
+// Costs two more streaming reads of each row than ar_sample (the unprocessed log-sum-exp, and
+// the distribution's normalizer where no filter cut the vocabulary), in double precision.
+inline void ar_sample_choices(const logits_view& logits, const ar_params* params, ar_choice* choices,
+                              std::size_t max_candidates = 20, thread_pool* pool = nullptr,
+                              sampling_backend be = sampling_backend::best,
+                              const target_descriptor& tgt = target::host::desc) {
+  using namespace detail;
+  require(choices != nullptr, "ar_sample_choices: choices must not be null");
+  check_logits(logits, "ar_sample_choices");
+  const std::size_t rows = logits.rows, V = logits.vocab;
+  std::vector<int32_t> tokens(rows);
+  std::vector<ar_trace> traces(rows);
+  ar_sample_impl(logits, params, tokens.data(), pool, be, tgt, traces.data());
+  const auto& ks = sampling_kernels_for(be);
+  constexpr std::size_t chunk = 4096;
+  auto row = [&](std::size_t r) {
+    const ar_params& p = params[r];
+    const ar_trace& tr = traces[r];
+    ar_choice& c = choices[r];
+    const auto patches = ar_patches(logits, r, p);
+    const patch_list pl{patches.data(), patches.size()};
+    std::vector<float> buf(chunk);
+    // the distribution's support and its (penalized) logits
+    std::vector<ar_cand> sup;
+    if (tr.all)
+      for (std::size_t b = 0; b < V; b += chunk) {
+        const std::size_t n = std::min(chunk, V - b);
+        const float* x = read_chunk(logits, ks, r, b, n, buf.data(), pl);
+        for (std::size_t i = 0; i < n; ++i)
+          if (x[i] == x[i] && x[i] > -std::numeric_limits<float>::infinity()) sup.push_back({uint32_t(b + i), x[i]});
+      }
+    else
+      for (uint32_t t : tr.kept) sup.push_back({t, read_value(logits, r, t, pl)});
+    double M = -std::numeric_limits<double>::infinity();
+    for (const auto& e : sup) M = std::max(M, double(e.z));
+    const bool point = greedy(p) || sup.size() == 1;
+    double total = 0.0;
+    for (const auto& e : sup) total += point ? (e.i == uint32_t(tokens[r]) ? 1.0 : 0.0) : std::exp(tr.beta * (double(e.z) - M));
+    auto prob = [&](const ar_cand& e) {
+      return point ? (e.i == uint32_t(tokens[r]) ? 1.0 : 0.0) : std::exp(tr.beta * (double(e.z) - M)) / total;
+    };
+    c.token = tokens[r];
+    c.support = point ? 1 : sup.size();
+    c.logprob = 0.0;
+    for (const auto& e : sup)
+      if (e.i == uint32_t(c.token)) c.logprob = std::log(prob(e));
+    const std::size_t k = std::min(max_candidates, c.support);
+    if (point) sup.erase(std::remove_if(sup.begin(), sup.end(), [&](const ar_cand& e) { return e.i != uint32_t(c.token); }), sup.end());
+    std::partial_sort(sup.begin(), sup.begin() + std::ptrdiff_t(k), sup.end(), ar_better);
+    c.candidates.clear();
+    for (std::size_t j = 0; j < k; ++j) c.candidates.push_back({int32_t(sup[j].i), sup[j].z, prob(sup[j])});
+    // log-softmax of the unprocessed row (NaN never counts)
+    double Mr = -std::numeric_limits<double>::infinity(), Sr = 0.0;
+    for (std::size_t b = 0; b < V; b += chunk) {
+      const std::size_t n = std::min(chunk, V - b);
+      const float* x = read_chunk(logits, ks, r, b, n, buf.data(), patch_list{});
+      for (std::size_t i = 0; i < n; ++i) {
+        if (!(x[i] > -std::numeric_limits<float>::infinity())) continue;  // NaN, -inf: no mass
+        if (double(x[i]) > Mr) {
+          Sr = Sr * std::exp(Mr - double(x[i])) + 1.0;
+          Mr = double(x[i]);
+        } else {
+          Sr += std::exp(double(x[i]) - Mr);
+        }
+      }
+    }
+    c.raw_logprob = double(read_value(logits, r, uint32_t(c.token), patch_list{})) - Mr - std::log(Sr);
+  };
+  if (pool && rows > 1)
+    pool->run(rows, row);
+  else
+    for (std::size_t r = 0; r < rows; ++r) row(r);
 }
 
 }  // namespace lutkit

@@ -66,7 +66,13 @@ namespace detail {
 inline void check_dllm(const logits_view& lv, std::size_t B, std::size_t L, const dllm_params& p, const char* who) {
   check_logits(lv, who);
   require(B > 0 && L > 0, who, ": B and L must be > 0 (got B=", B, ", L=", L, ")");
+  checked_elements(B, L, who, "B x L");
   require(lv.rows == B * L, who, ": logits have ", lv.rows, " rows, expected B*L = ", B * L);
+  require(p.confidence == dllm_confidence::probability || p.confidence == dllm_confidence::margin ||
+              p.confidence == dllm_confidence::neg_entropy,
+          who, ": unknown dllm_confidence ", int(p.confidence));
+  require(p.eos == dllm_eos::none || p.eos == dllm_eos::suppress || p.eos == dllm_eos::stop, who,
+          ": unknown dllm_eos ", int(p.eos));
   require(std::isfinite(p.temperature) && p.temperature >= 0.f, who, ": temperature must be finite and >= 0 (got ",
           p.temperature, ")");
   require(p.temperature == 0.f || std::isfinite(1.f / p.temperature), who, ": temperature ", p.temperature,
@@ -165,6 +171,14 @@ inline void dllm_sample(const logits_view& logits, std::size_t B, std::size_t L,
                         const target_descriptor& tgt = target::host::desc) {
   detail::check_dllm(logits, B, L, p, "dllm_sample");
   detail::require(x && x0 && conf, "dllm_sample: x, x0 and conf must not be null");
+  {
+    using detail::overlaps;
+    const std::size_t n = B * L * 4;
+    detail::require(!detail::overlaps_logits(x0, n, logits) && !detail::overlaps_logits(conf, n, logits),
+                    "dllm_sample: x0 or conf overlaps the logits");
+    detail::require(!overlaps({x0, n}, {x, n}) && !overlaps({conf, n}, {x, n}) && !overlaps({x0, n}, {conf, n}),
+                    "dllm_sample: x0, conf and x must be three separate buffers");
+  }
   const auto& ks = detail::sampling_kernels_for(be);
   const std::size_t end = std::min(p.block_end, L);
   std::vector<uint32_t> act;
@@ -210,6 +224,10 @@ inline void dllm_sample(const logits_view& logits, std::size_t B, std::size_t L,
 inline std::size_t dllm_select(const float* conf, std::size_t B, std::size_t L, const std::size_t* k,
                                const dllm_params& p, uint8_t* transfer) {
   detail::require(conf && transfer, "dllm_select: conf and transfer must not be null");
+  detail::checked_elements(B, L, "dllm_select", "B x L");
+  detail::require(!detail::overlaps({conf, B * L * 4}, {transfer, B * L}), "dllm_select: transfer overlaps conf");
+  detail::require(p.threshold_mode || !detail::overlaps({k, B * sizeof(std::size_t)}, {transfer, B * L}),
+                  "dllm_select: transfer overlaps k");
   detail::require(p.threshold_mode || k, "dllm_select: top-k mode needs k per batch row");
   detail::require(!std::isnan(p.threshold), "dllm_select: threshold is NaN");
   std::size_t total = 0;
@@ -243,6 +261,9 @@ inline std::size_t dllm_select(const float* conf, std::size_t B, std::size_t L, 
 inline void dllm_update(int32_t* x, const int32_t* x0, const uint8_t* transfer, std::size_t B, std::size_t L,
                         const dllm_params& p) {
   detail::require(x && x0 && transfer, "dllm_update: x, x0 and transfer must not be null");
+  detail::checked_elements(B, L, "dllm_update", "B x L");
+  detail::require(!detail::overlaps({x, B * L * 4}, {x0, B * L * 4}) && !detail::overlaps({x, B * L * 4}, {transfer, B * L}),
+                  "dllm_update: x overlaps x0 or transfer");
   for (std::size_t i = 0; i < B * L; ++i)
     if (transfer[i]) x[i] = x0[i];
   if (p.eos == dllm_eos::stop)

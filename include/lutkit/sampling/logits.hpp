@@ -10,6 +10,7 @@
 
 #include "../core/bf16.hpp"
 #include "../core/error.hpp"
+#include "../core/limits.hpp"
 #include "../core/half.hpp"
 
 namespace lutkit {
@@ -60,11 +61,24 @@ struct logits_view {
 
 namespace detail {
 inline void check_logits(const logits_view& lv, const char* who) {
+  require(lv.type == logit_type::f32 || lv.type == logit_type::bf16 || lv.type == logit_type::f16 ||
+              lv.type == logit_type::mxfp8,
+          who, ": unknown logit_type ", int(lv.type));
   require(lv.data != nullptr, who, ": logits data is null");
   require(lv.vocab > 0, who, ": vocabulary size is 0");
   require(lv.vocab <= std::size_t(std::numeric_limits<int32_t>::max()), who, ": vocabulary size ", lv.vocab,
           " exceeds the int32 token range");
   require(lv.type != logit_type::mxfp8 || lv.scales != nullptr, who, ": MXFP8 logits without their scales");
+  checked_elements(lv.rows, lv.vocab, who, "logit rows x vocabulary");  // bytes() cannot wrap after this
+}
+// the caller's bytes the logits occupy (elements, and MXFP8's exponents)
+inline byte_range logits_data(const logits_view& lv) { return {lv.data, lv.rows * lv.vocab * lv.element_bytes()}; }
+inline byte_range logits_scales(const logits_view& lv) {
+  return {lv.type == logit_type::mxfp8 ? lv.scales : nullptr, lv.rows * lv.blocks_per_row()};
+}
+// an output of n bytes at p overlaps the logits
+inline bool overlaps_logits(const void* p, std::size_t n, const logits_view& lv) {
+  return overlaps({p, n}, logits_data(lv)) || overlaps({p, n}, logits_scales(lv));
 }
 }  // namespace detail
 

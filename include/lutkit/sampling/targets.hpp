@@ -18,6 +18,9 @@ enum class sampling_backend { best, portable, avx512, avx2 };
 
 namespace detail {
 inline const sampling_kernel_set& sampling_kernels_for(sampling_backend b) {
+  require(b == sampling_backend::best || b == sampling_backend::portable || b == sampling_backend::avx512 ||
+              b == sampling_backend::avx2,
+          "sampling: unknown sampling_backend ", int(b));
 #if defined(LUTKIT_HAVE_AVX512_SAMPLING)
   if (b == sampling_backend::avx512) {
     require(avx512_sampling::cpu_supported(), "sampling: this CPU lacks AVX-512 F/BW/DQ/VL");

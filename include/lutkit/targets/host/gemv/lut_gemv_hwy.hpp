@@ -1,9 +1,19 @@
-// lutkit — the portable target's LUT-GEMV glue: Highway dynamic dispatch of the policy-templated
+// lutkit — the host target's LUT-GEMV glue: Highway dynamic dispatch of the policy-templated
 // kernel (targets/host/gemv/lut_gemv_hwy-inl.h, compiled once per Highway target) plus lutkit's own
 // AVX-512 VBMI instance (targets/host/gemv/lut_gemv_vbmi.hpp), as gemv_entry pointers.
 // Highway 1.0.3 has no HWY_EXPORT_T for templates, so each policy gets a table of per-target
 // instantiations laid out like Highway's own dispatch table and indexed by its chosen target.
 #pragma once
+
+// Highway 1.0.3 tests whether AVX3_DL is in the baseline before it has computed the baseline, so
+// a build whose baseline is AVX3_DL (-march=native on Zen 4/5 or Ice Lake server and later) stops
+// in detect_targets.h unless AVX3_DL is opted in. Opt in exactly then (no extra target otherwise).
+// An engine that includes Highway before lutkit defines HWY_WANT_AVX3_DL itself.
+#if !defined(HWY_WANT_AVX3_DL) && defined(__AVX512F__) && defined(__AVX512VBMI__) && defined(__AVX512VBMI2__) && \
+    defined(__AVX512VPOPCNTDQ__) && defined(__AVX512BITALG__) && defined(__VAES__) && defined(__VPCLMULQDQ__) && \
+    defined(__AVXVNNI__)
+#define HWY_WANT_AVX3_DL 1
+#endif
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "lutkit/targets/host/gemv/lut_gemv_hwy-inl.h"

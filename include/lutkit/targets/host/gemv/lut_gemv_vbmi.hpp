@@ -1,15 +1,13 @@
-// lutkit — the portable target's AVX-512 VBMI LUT-GEMV: the shared kernel body (gemv/body.inl)
+// lutkit — the host target's AVX-512 VBMI LUT-GEMV: the shared kernel body (gemv/body.inl)
 // with Ops that take the body's gathered lone path: one vpermb puts a lone chunk's two steps of
 // a row side by side (tiling spec, lone_pair_source) and one vpermb of the two steps' tables
 // (index: nibble | 16 in odd bytes, one vpternlogd) looks both up. Paired chunks, two forms:
 // - Ops: the lane-local vpshufb on masked nibbles. On Zen 5 a vpermb beside vpmaddubsw costs
-//   more than vpshufb + and (W2 in L2: 20.7 against 23.6 us; docs/design_measurements.md, "LUT-GEMV at
-//   one thread").
-// - OpsPermb (Zen 4, host_is_zen4): vpermb on the unmasked byte and on the byte shifted right by
-//   4 within its 16-bit lane. The 16-byte table is broadcast to all four lanes, so index bits 4
-//   and 5 select a copy of the same entry and bits 6 and 7 are ignored: two ands fewer per chunk.
-//   On Zen 4 vpermb and vpshufb have the same throughput; in L3 (4096 x 4096, warm, 1 thread)
-//   W2 took 135-139 against 160-169 us, W3 192-203 against 203-221, W4 213-243 against 245-247.
+//   more than vpshufb + and (docs/design_measurements.md, "LUT-GEMV at one thread").
+// - OpsPermb (Zen 4, host_features::zen4): vpermb on the unmasked byte and on the byte shifted
+//   right by 4 within its 16-bit lane. The 16-byte table is broadcast to all four lanes, so index
+//   bits 4 and 5 select a copy of the same entry and bits 6 and 7 are ignored: two ands fewer per
+//   chunk, where vpermb and vpshufb have the same throughput (Zen 4).
 // Highway 1.0.3 compiles AVX3_DL only on request, so this path is compiled with GCC's target
 // pragma and chosen at run time (targets/host/gemv/lut_gemv_hwy.hpp).
 #pragma once
@@ -97,7 +95,7 @@ struct Ops {
 };
 
 // Zen 4's paired-chunk lookup (see the top of this file) and the body's quad lone path (W1,
-// ternary; docs/design_measurements.md, "LUT-GEMV at one thread: Zen 4"): two lone
+// ternary; docs/benchmarks.md, "LUT-GEMV at one thread: Zen 4"): two lone
 // chunks permuted (vpermi2b) into row quads, the four steps' 64 bytes of tables looked up by one
 // vpermb (index: nibble | 16 * step, one vpternlogd), summed by vpdpbusd. Everything else is Ops'.
 struct OpsPermb : Ops {
@@ -120,8 +118,7 @@ struct OpsPermb : Ops {
 };
 
 // the block's step-pair loop unrolled by 2, not fully: fully unrolled, GCC re-associated the
-// step pairs' int16 adds into trees whose partial sums spilled to the stack (W1 g64, 4096 x 14336,
-// 1 thread, in L3: 275 against 320-339 us)
+// step pairs' int16 adds into trees whose partial sums spilled to the stack
 #define LUTKIT_GEMV_STEP_PAIR_UNROLL 2
 #include "../../../gemv/body.inl"
 #undef LUTKIT_GEMV_STEP_PAIR_UNROLL
