@@ -1,4 +1,4 @@
-// Tile-group quantization (test-time scaling on mobile NPUs §5.1): layout permutation properties,
+// Tile-group quantization ([TTS-NPU] §5.1, docs/references.md): layout permutation properties,
 // quantizer properties, super-group storage, and the reconstruction-MSE comparison with the
 // conventional grouping (the analogue of that paper's Table 4, measured as weight MSE).
 #include <catch2/catch.hpp>

@@ -5,7 +5,7 @@
 //   poly:  exp(x) = 2^n * P(r), n = round(x / ln 2), r = x - n ln 2 in [-ln2/2, ln2/2], P a
 //          degree-7 polynomial (Taylor terms to r^7/5040, Horner, FMA); x clamped to -104
 //          (exp(-104) < the smallest fp32 subnormal), so exp(-inf) = 0.
-//   table: paper 001's fp16 table: x is rounded to fp16 and its 15 magnitude bits index a
+//   table: [TTS-NPU] §5.2.1's fp16 table (docs/references.md): x is rounded to fp16 and its 15 magnitude bits index a
 //          32768-entry table of exp(-|h|) (fp32 entries here: a gather of 32-bit lanes; the
 //          table is 128 KiB, L2-resident). -inf and values below -65504 map to 0.
 // Errors against std::exp: docs/attention.md, "exp" (measured by the test "attention exp").

@@ -15,7 +15,7 @@ enum class kv_type { f16, bf16, f32 };
 // window: causal and the last `window` positions only (p - window < k <= p); none: every key.
 enum class mask_kind { causal, window, none };
 // exp of the online softmax (its arguments are always <= 0): a polynomial (a few ulp) or the
-// 32768-entry table of fp16 inputs (paper 001; error in docs/attention.md, "exp").
+// 32768-entry table of fp16 inputs ([TTS-NPU] §5.2.1, docs/references.md; error in docs/attention.md, "exp").
 enum class exp_kind { poly, table };
 
 inline std::size_t kv_type_bytes(kv_type t) { return t == kv_type::f32 ? 4 : 2; }

@@ -79,7 +79,7 @@ struct tiling_spec {
   int band_blocks = 0;  // blocks per K band (0: one band spanning the padded K)
   // software prefetch distance of the LUT-GEMV's weight stream, in bytes, into L1 (0: off).
   // 8 KiB, as the AVX2 int8 decode's; off on Zen 4 (gemv_prefetch_bytes in core/prefetch.hpp):
-  // docs/benchmarks.md, "LUT-GEMV at one thread".
+  // docs/design_measurements.md, "LUT-GEMV at one thread".
   int prefetch_bytes = 8192;
 
   // ------------------------------------------------------------------ derived sizes
@@ -441,7 +441,7 @@ struct layout_geometry {
   }
 };
 
-// Q4_0 super-groups (paper 001 §5.1.2), the HVX dequantizer's layout: 8 consecutive 32-weight
+// Q4_0 super-groups ([TTS-NPU] §5.1.2, docs/references.md), the HVX dequantizer's layout: 8 consecutive 32-weight
 // groups of one row (256 weights) in one record, [128 code bytes][8 fp16 scales]; a row is
 // ceil(K / 256) records (a ragged tail: its missing groups have code 0 and scale 0). Codes sit so
 // that vlut16 returns them in order: weight w's 4-bit code is nibble w / 128 of byte

@@ -1,4 +1,4 @@
-// lutkit — tile-group quantized weights (quant/tile_group.hpp, paper 001 §5.1) as the kernels
+// lutkit — tile-group quantized weights (quant/tile_group.hpp, [TTS-NPU] §5.1, docs/references.md) as the kernels
 // read them, their weight source, and the prefill dequant-GEMM (fp32 and bf16 activation
 // paradigms), reading the super-group byte stream of pack_super_groups directly. The decode GEMV
 // on these weights is the decode family's (decode/tile_group_gemv.hpp).

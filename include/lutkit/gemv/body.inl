@@ -104,7 +104,7 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
   // Ternary looks up and negates in the chunks' own order (the signs' order) and permutes the
   // signed values into row quads: no scalar sign swizzle. Lone-only policies (W1, ternary): W3,
   // whose lone plane is a third of its chunks, gained nothing in L3 and measured lower cold
-  // (docs/benchmarks.md, "LUT-GEMV at one thread: Zen 4").
+  // (docs/design_measurements.md, "LUT-GEMV at one thread: Zen 4").
   constexpr bool QUAD = LONE && PP == 0 && !I16 && TB == 16 && S.step_pairs_per_block() % 2 == 0 &&
                         requires(V v, const int8_t* e) { Ops::widen32(Ops::dot4(Ops::zero32(), v, Ops::lookup_steps(Ops::table_quad(e), Ops::shr4(Ops::permute2(v, v, v)), v))); };
   constexpr bool GATHER = LONE && !QUAD && requires(V v, const int8_t* e) { Ops::negate_mask(Ops::lookup_pair(Ops::table_pair(e, e), Ops::shr4(Ops::permute(v, v))), 0); };

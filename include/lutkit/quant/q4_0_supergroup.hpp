@@ -1,5 +1,5 @@
 // lutkit — llama.cpp Q4_0 blocks -> the Q4_0 super-group layout the HVX dequantizer reads
-// (tiling_spec.hpp: q4_0_supergroup; paper 001 §5.1.2). Scales are copied bit for bit; the
+// (tiling_spec.hpp: q4_0_supergroup; [TTS-NPU] §5.1.2 in docs/references.md). Scales are copied bit for bit; the
 // dequantized weights are those of import_q4_0 (w = d * (q - 8)).
 #pragma once
 #include <cstddef>

@@ -1,7 +1,7 @@
-// lutkit — tile-group quantization (test-time scaling on mobile NPUs, §5.1.1-5.1.2).
+// lutkit — tile-group quantization ([TTS-NPU] §5.1.1-5.1.2, docs/references.md).
 //
 // Round-to-nearest quantization whose groups are `group` consecutive weights of the order a
-// matrix-unit kernel reads (core/tile_group_layout.hpp): with the HMX geometry a group is 2 k x
+// matrix-unit kernel reads (quant/tile_group_layout.hpp): with the HMX geometry a group is 2 k x
 // 16 output rows, a super-group 8 groups = 256 weights. The pipeline of the paper: permute W
 // into the read order, quantize group by group in that order, then lay the groups out as
 // super-groups (codes of 256 weights in one 128-byte vector, then the 8 scales).

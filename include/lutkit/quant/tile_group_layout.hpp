@@ -1,7 +1,7 @@
 // lutkit — tile-group layout: the order in which a matrix-unit kernel reads an M x K weight
 // matrix, and the quantization groups / super-groups defined on that order.
 //
-// Source: test-time scaling on mobile NPUs, §5.1 (Fig. 4, 6, 7). The Hexagon HMX fp16 unit works
+// Source: [TTS-NPU] §5.1, Fig. 4, 6, 7 (docs/references.md). The Hexagon HMX fp16 unit works
 // on 32 x 32 tiles; a weight tile is a [32 k] x [32 output rows] slice of W^T, stored so that
 // every 2 consecutive k-rows are interleaved (the 2 x 32 sub-matrix is stored transposed, i.e.
 // the 2 k values of one output row are adjacent). Weight tiles are stored "column-major" over
@@ -13,7 +13,7 @@
 // (8 x 32 = 256 weights: 8 k x 32 rows; 4-bit codes = 128 bytes = one HVX register).
 //
 // lutkit's matrix is row-major M x K, row m = output channel. This header is the single source
-// of the (m, k) <-> read-position arithmetic; the tile-group quantizer (quant_tile_group.hpp)
+// of the (m, k) <-> read-position arithmetic; the tile-group quantizer (quant/tile_group.hpp)
 // and its tests take every index from here. docs/tile_group.md describes it in prose and
 // explains why it is NOT a row/column permutation of the existing group<G> packing.
 #pragma once

@@ -41,7 +41,7 @@ inline bool avx512_gfni_pack() { LUTKIT_CPU_SET(LUTKIT_CPU("avx512f") && LUTKIT_
 
 // Zen 4: AMD family 19h with AVX-512F (Zen 3, the same family, has none). A tuning switch, not a
 // capability: there the LUT-GEMV skips its software prefetch and looks up paired chunks by
-// vpermb (docs/benchmarks.md, "LUT-GEMV at one thread").
+// vpermb (docs/design_measurements.md, "LUT-GEMV at one thread").
 inline bool zen4() {
   static const bool z4 = [] {
     unsigned a = 0, b = 0, c = 0, d = 0;

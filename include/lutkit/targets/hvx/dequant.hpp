@@ -1,4 +1,4 @@
-// lutkit — INT4 -> fp16 dequantization on Hexagon HVX by vlut16 (paper 001 §5.2.2), on the Q4_0
+// lutkit — INT4 -> fp16 dequantization on Hexagon HVX by vlut16 ([TTS-NPU] §5.2.2, docs/references.md), on the Q4_0
 // super-group layout (tiling_spec.hpp: q4_0_supergroup). The scale is baked into each group's
 // 16-entry table (entry c = fp16(d * (c - 8)), rounded once, as the host's dequantization rounds
 // to fp16), so the lookup's output IS the fp16 weight: no unpack, convert or multiply, and no
@@ -74,7 +74,7 @@ inline HVX_Vector scaled_codes_f16(HVX_Vector d, HVX_Vector kabs, HVX_Vector kne
 }
 
 // The per-group tables of one super-group, built by HVX: its 8 scales broadcast to their table
-// lanes by one match-mode vlut16 pair (paper 001 §5.2.2's scale broadcast), then fp16(d (c - 8))
+// lanes by one match-mode vlut16 pair ([TTS-NPU] §5.2.2's scale broadcast), then fp16(d (c - 8))
 // per lane; groups 0..3 in `lo`, 4..7 in `hi`.
 __attribute__((noinline)) inline void supergroup_tables(const std::uint8_t* rec, HVX_Vector* lo, HVX_Vector* hi) {
   const HVX_Vector sc = vloadu(rec + q4_0_supergroup::scale_offset(0) - 112);  // scales in halfwords 56..63

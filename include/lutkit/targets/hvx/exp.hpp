@@ -1,4 +1,4 @@
-// lutkit — the fp16 exp table of paper 001 §5.2.1 on Hexagon HVX: exp of a non-positive fp16 input
+// lutkit — the fp16 exp table of [TTS-NPU] §5.2.1 on Hexagon HVX: exp of a non-positive fp16 input
 // (safe softmax: inputs are x - max <= 0) is entry (code & 0x7FFF) of a 32768-entry fp16 table
 // (64 KiB, in VTCM on a device), read by vgather — 64 halfword lookups per instruction, the
 // sign bit dropped and the code doubled into a byte offset. The table is the host's table exp

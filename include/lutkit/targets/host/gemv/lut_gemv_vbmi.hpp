@@ -95,7 +95,7 @@ struct Ops {
 };
 
 // Zen 4's paired-chunk lookup (see the top of this file) and the body's quad lone path (W1,
-// ternary; docs/benchmarks.md, "LUT-GEMV at one thread: Zen 4"): two lone
+// ternary; docs/design_measurements.md, "LUT-GEMV at one thread: Zen 4"): two lone
 // chunks permuted (vpermi2b) into row quads, the four steps' 64 bytes of tables looked up by one
 // vpermb (index: nibble | 16 * step, one vpternlogd), summed by vpdpbusd. Everything else is Ops'.
 struct OpsPermb : Ops {
