@@ -11,7 +11,7 @@ namespace lutkit::detail {
 // Request the cache line holding p (a hint: never faults, may be dropped), into L1 and L2
 // (prefetcht0) or into L2 (prefetcht1). The GEMM's chunk prefetch, a few lines per micro-kernel
 // call, wants T0; a whole chunk requested at once (dequantize()) wants T1, which does not evict
-// what L1 is working on (docs/design_measurements.md, "Prefetch").
+// what L1 is working on (docs/design_measurements.md, "Prefetch of the next chunk").
 enum class prefetch_to { l1, l2 };
 template <prefetch_to To = prefetch_to::l1>
 inline void prefetch_line(const void* p) {
