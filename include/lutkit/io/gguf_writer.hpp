@@ -306,9 +306,9 @@ class writer {
   uint64_t padded(uint64_t n) const { return (n + alignment_ - 1) / alignment_ * alignment_; }
   void begin(std::string_view key, value_type t) {
     lutkit::detail::require(!key.empty(), "gguf::writer: empty key");
-    lutkit::detail::require(keys_.insert(std::string(key)).second, "gguf::writer: duplicate key '", key, "'");
     lutkit::detail::require(key != "general.alignment" || t == value_type::u32,
                             "gguf::writer: general.alignment must be a u32");
+    lutkit::detail::require(keys_.insert(std::string(key)).second, "gguf::writer: duplicate key '", key, "'");
     detail::put_string(meta_, key);
     detail::put_le<uint32_t>(meta_, uint32_t(t));
     ++n_kv_;
