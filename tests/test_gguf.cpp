@@ -456,10 +456,12 @@ TEST_CASE("gguf: the tiny llama model carries the keys and tensors llama.cpp loa
       CHECK(x.type == type);
       // every row dequantizes to finite weights
       std::vector<float> row(x.row_elems());
+      std::size_t non_finite = 0;
       for (uint64_t r = 0; r < x.n_rows(); ++r) {
         ggml::dequantize_row(x.type, x.row(r), row);
-        for (float v : row) REQUIRE(std::isfinite(v));
+        for (float v : row) non_finite += !std::isfinite(v);
       }
+      CHECK(non_finite == 0);
     };
     shape("token_embd.weight", o.n_embd, o.n_vocab, ggml_type::q8_0);
     shape("output_norm.weight", o.n_embd, 1, ggml_type::f32);

@@ -533,7 +533,17 @@ class file {
   // ---- parsing: a cursor over the bytes; every read is checked against the end of the file
   [[noreturn]] void fail(std::string_view field, uint64_t at, const std::string& problem) const {
     std::ostringstream os;
-    os << "gguf: " << name_ << ": " << ctx_ << field << " at offset " << at << ": " << problem;
+    os << "gguf: " << name_ << ": ";
+    switch (ctx_.kind) {  // what was being read
+      case context::header: os << "header "; break;
+      case context::kv: os << "key/value " << ctx_.index << " "; break;
+      case context::key: os << "key " << quoted(ctx_.name) << " "; break;
+      case context::tensor: os << "tensor " << ctx_.index << " "; break;
+      case context::tensor_named: os << "tensor " << ctx_.index << " " << quoted(ctx_.name) << " "; break;
+      case context::tensor_data: os << "tensor " << quoted(ctx_.name) << " "; break;
+      case context::none: break;
+    }
+    os << field << " at offset " << at << ": " << problem;
     throw lutkit::error(os.str());
   }
   uint64_t left() const { return size_ - pos_; }
@@ -650,7 +660,7 @@ class file {
     base_ = bytes_.data();
     size_ = bytes_.size();
     pos_ = 0;
-    ctx_ = "header ";
+    ctx_ = {context::header};
     // header: magic, version, tensor count, key/value count
     const uint32_t m = read<uint32_t>("magic");
     if (m != magic) {
@@ -688,10 +698,10 @@ class file {
     for (uint64_t i = 0; i < n_kv; ++i) {
       key_value e;
       e.offset = pos_;
-      ctx_ = "key/value " + std::to_string(i) + " ";
+      ctx_ = {context::kv, i};
       e.key = read_string("key");
       if (e.key.empty()) fail("key", e.offset, "the key is empty");
-      ctx_ = "key " + quoted(e.key) + " ";
+      ctx_ = {context::key, i, e.key};
       if (const auto it = key_index_.find(e.key); it != key_index_.end())
         fail("key", e.offset, "duplicate key (first at offset " + std::to_string(kv_[it->second].offset) + ")");
       const uint64_t type_at = pos_;
@@ -706,7 +716,7 @@ class file {
     for (auto& e : kv_) e.value.table_ = table_.data();
 
     // general.alignment: a u32, a power of two
-    ctx_.clear();
+    ctx_ = {};
     alignment_ = default_alignment;
     if (const auto it = key_index_.find("general.alignment"); it != key_index_.end()) {
       const value& a = kv_[it->second].value;
@@ -724,7 +734,7 @@ class file {
       std::ostringstream os;
       os << "n_tensors = " << n_tensors << " tensor infos cannot fit in the " << left()
          << " bytes after the metadata";
-      ctx_ = "header ";
+      ctx_ = {context::header};
       fail("n_tensors", 8, os.str());
     }
     tensors_.reserve(std::size_t(n_tensors));
@@ -732,7 +742,7 @@ class file {
     for (uint64_t i = 0; i < n_tensors; ++i) read_tensor_info(i);
 
     // the data section starts at the next multiple of the alignment
-    ctx_.clear();
+    ctx_ = {};
     data_offset_ = (pos_ + alignment_ - 1) / alignment_ * alignment_;
     if (n_tensors > 0 && data_offset_ > size_) {
       std::ostringstream os;
@@ -742,7 +752,7 @@ class file {
     }
     const uint64_t data_bytes = n_tensors > 0 ? size_ - data_offset_ : 0;
     for (auto& t : tensors_) {
-      ctx_ = "tensor " + quoted(t.name) + " ";
+      ctx_ = {context::tensor_data, 0, t.name};
       if (t.offset > data_bytes || t.n_bytes > data_bytes - t.offset) {
         std::ostringstream os;
         os << "data [" << t.offset << ", " << t.offset << " + " << t.n_bytes
@@ -764,7 +774,7 @@ class file {
       const tensor& t = tensors_[i];
       if (t.n_bytes == 0) continue;
       if (prev && prev->offset + prev->n_bytes > t.offset) {
-        ctx_ = "tensor " + quoted(t.name) + " ";
+        ctx_ = {context::tensor_data, 0, t.name};
         std::ostringstream os;
         os << "data [" << t.offset << ", " << t.offset + t.n_bytes << ") overlaps tensor " << quoted(prev->name) << " ["
            << prev->offset << ", " << prev->offset + prev->n_bytes << ")";
@@ -772,15 +782,15 @@ class file {
       }
       prev = &t;
     }
-    ctx_.clear();
+    ctx_ = {};
   }
 
   void read_tensor_info(uint64_t i) {
     tensor t{};
     t.info_offset = pos_;
-    ctx_ = "tensor " + std::to_string(i) + " ";
+    ctx_ = {context::tensor, i};
     t.name = read_string("name");
-    ctx_ = "tensor " + std::to_string(i) + " " + quoted(t.name) + " ";
+    ctx_ = {context::tensor_named, i, t.name};
     if (const auto it = tensor_index_.find(t.name); it != tensor_index_.end())
       fail("name", t.info_offset,
            "duplicate tensor name (first at offset " + std::to_string(tensors_[it->second].info_offset) + ")");
@@ -846,7 +856,13 @@ class file {
   const uint8_t* base_ = nullptr;
   uint64_t size_ = 0;
   uint64_t pos_ = 0;
-  std::string ctx_;  // parsing: what is being read ("key 'general.name' "), for messages
+  // parsing: what is being read, for messages (formatted only when one is thrown)
+  struct context {
+    enum kind_t { none, header, kv, key, tensor, tensor_named, tensor_data } kind = none;
+    uint64_t index = 0;
+    std::string_view name;
+  };
+  context ctx_;
   uint32_t version_ = 0;
   uint64_t alignment_ = default_alignment;
   uint64_t data_offset_ = 0;
