@@ -860,7 +860,7 @@ class file {
   struct context {
     enum kind_t { none, header, kv, key, tensor, tensor_named, tensor_data } kind = none;
     uint64_t index = 0;
-    std::string_view name;
+    std::string_view name = {};
   };
   context ctx_;
   uint32_t version_ = 0;
