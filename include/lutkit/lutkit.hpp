@@ -1,7 +1,8 @@
 // lutkit — umbrella header: the core (policies, tiling spec, thread pool), quantization and
 // packing, and the kernel families on the portable target with run-time dispatch: LUT-GEMV and
 // FusedDQP (decode), the LUT dequant-GEMM (prefill), attention (prefill and decode), sampling
-// (autoregressive and diffusion-LLM), their references. The xsimd backend is
+// (autoregressive and diffusion-LLM), their references; GGUF model files (io/: reader, writer,
+// llama.cpp block dequantizers). The xsimd backend is
 // opt-in: lutkit/targets/xsimd/lut_gemv.hpp.
 #pragma once
 #include "lutkit/core/concepts.hpp"
@@ -32,3 +33,6 @@
 #include "lutkit/sampling/dllm.hpp"
 #include "lutkit/sampling/logits.hpp"
 #include "lutkit/sampling/reference.hpp"
+#include "lutkit/io/ggml_blocks.hpp"
+#include "lutkit/io/gguf.hpp"
+#include "lutkit/io/gguf_writer.hpp"
