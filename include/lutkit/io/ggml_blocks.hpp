@@ -629,7 +629,7 @@ inline std::vector<uint8_t> random_blocks(ggml_type t, std::size_t n, uint64_t s
       // 5 digits per byte, 4 (and a zero digit) per qh byte
       for (int b = 0; b < 52; ++b) {
         unsigned v = 0;
-        for (int n = 0; n < 5; ++n) v = v * 3 + (n == 4 && b >= 48 ? 0u : unsigned(rng() % 3));
+        for (int digit = 0; digit < 5; ++digit) v = v * 3 + (digit == 4 && b >= 48 ? 0u : unsigned(rng() % 3));
         out[at + b] = uint8_t((v * 256 + 242) / 243);
       }
     }
