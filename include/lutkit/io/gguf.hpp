@@ -693,8 +693,10 @@ class file {
     }
 
     // metadata
-    kv_.reserve(std::size_t(n_kv));
-    key_index_.reserve(std::size_t(n_kv));
+    // (the counts are bounded by the file; reserving more than a typical file holds is left to
+    // growth as entries are actually read)
+    kv_.reserve(std::size_t(std::min<uint64_t>(n_kv, 256)));
+    key_index_.reserve(std::size_t(std::min<uint64_t>(n_kv, 256)));
     for (uint64_t i = 0; i < n_kv; ++i) {
       key_value e;
       e.offset = pos_;
@@ -737,8 +739,8 @@ class file {
       ctx_ = {context::header};
       fail("n_tensors", 8, os.str());
     }
-    tensors_.reserve(std::size_t(n_tensors));
-    tensor_index_.reserve(std::size_t(n_tensors));
+    tensors_.reserve(std::size_t(std::min<uint64_t>(n_tensors, 4096)));
+    tensor_index_.reserve(std::size_t(std::min<uint64_t>(n_tensors, 4096)));
     for (uint64_t i = 0; i < n_tensors; ++i) read_tensor_info(i);
 
     // the data section starts at the next multiple of the alignment
