@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh fuzz
 seconds="${LUTKIT_FUZZ_SECONDS:-60}"
-targets=(blob import streams attention sampling)
+targets=(blob import streams attention sampling gguf)
 extra=()
 if [ $# -gt 0 ]; then targets=("$1"); shift; extra=("$@"); fi
 

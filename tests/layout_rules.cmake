@@ -19,6 +19,7 @@ endif()
 set(family_edges
   "core:"
   "quant: core"
+  "io: core"
   "packing: core quant"
   "gemv: core quant"
   "gemm: core quant"

@@ -1,8 +1,9 @@
 // lutkit — umbrella header: the core (policies, tiling spec, thread pool), quantization and
 // packing, and the kernel families on the host target with run-time dispatch: LUT-GEMV, the
 // LUT dequant-GEMM (prefill), decode (decode_gemv over both, FusedDQP), attention (prefill and
-// decode), sampling (autoregressive and diffusion-LLM), their references. The xsimd backend is
-// opt-in: lutkit/targets/xsimd/lut_gemv_xsimd.hpp.
+// decode), sampling (autoregressive and diffusion-LLM), their references; GGUF model files (io/:
+// reader, writer, llama.cpp block dequantizers). The xsimd backend is opt-in:
+// lutkit/targets/xsimd/lut_gemv_xsimd.hpp.
 #pragma once
 #include "lutkit/core/concepts.hpp"
 #include "lutkit/core/error.hpp"
@@ -33,3 +34,6 @@
 #include "lutkit/sampling/dllm.hpp"
 #include "lutkit/sampling/logits.hpp"
 #include "lutkit/sampling/reference.hpp"
+#include "lutkit/io/ggml_blocks.hpp"
+#include "lutkit/io/gguf.hpp"
+#include "lutkit/io/gguf_writer.hpp"

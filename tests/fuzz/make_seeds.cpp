@@ -1,5 +1,5 @@
 // Writes each fuzz target's seed corpus, made by lutkit's own packers and quantizers:
-//   make_seeds <dir>   ->  <dir>/blob/*, <dir>/import/*, <dir>/streams/*
+//   make_seeds <dir>   ->  <dir>/blob/*, <dir>/import/*, <dir>/streams/*, <dir>/gguf/* ...
 // Every seed is a valid input of its target (the fuzzers mutate from there); the same files are
 // committed in tests/fuzz/corpus/ and replayed by the normal test suite.
 #include <cstdint>
@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include <lutkit/io/gguf_writer.hpp>
 #include <lutkit/lutkit.hpp>
 #include <lutkit/quant/q4nx.hpp>
 #include <lutkit/quant/tile_group.hpp>
@@ -151,6 +152,48 @@ int main(int argc, char** argv) {
       for (int j = 0; j < 4000; ++j) b.push_back(uint8_t(rng() % (j < 40 ? 4 : 256)));
       write(root / "sampling", "seed_" + std::to_string(i), b);
     }
+  }
+  // gguf: files written by lutkit's GGUF writer
+  {
+    // every value type, nested arrays, and a small tensor of each type lutkit dequantizes
+    for (uint32_t version : {2u, 3u}) {
+      gguf::writer w(version);
+      if (version == 2) w.set_alignment(64);
+      w.add_u8("t.u8", 200).add_i8("t.i8", -100).add_u16("t.u16", 65535).add_i16("t.i16", -32768);
+      w.add_u32("t.u32", 7).add_i32("t.i32", -7).add_u64("t.u64", ~uint64_t(0)).add_i64("t.i64", INT64_MIN);
+      w.add_f32("t.f32", 1e-5f).add_f64("t.f64", -2.5).add_bool("t.bool", true).add_string("t.str", "llama");
+      w.add_array("t.scores", std::vector<float>{0.f, -1.f, 2.5f});
+      w.add_array("t.tokens", std::vector<std::string>{"<unk>", "<s>", "</s>", "<0x0A>"});
+      w.add_array("t.types", std::vector<int32_t>{2, 3, 3, 6});
+      w.add_array("t.flags", gguf::array_builder(gguf::value_type::boolean).push(true).push(false));
+      gguf::array_builder inner(gguf::value_type::array);
+      inner.push(gguf::array_builder(gguf::value_type::u16).push(uint16_t(1)).push(uint16_t(2)));
+      inner.push(gguf::array_builder(gguf::value_type::string).push("x"));
+      w.add_array("t.nested", gguf::array_builder(gguf::value_type::array).push(inner).push(gguf::array_builder(gguf::value_type::array)));
+      const ggml_type types[] = {ggml_type::q4_0, ggml_type::q4_1, ggml_type::q5_0, ggml_type::q5_1, ggml_type::q8_0,
+                                 ggml_type::iq4_nl, ggml_type::q2_k, ggml_type::q3_k, ggml_type::q4_k, ggml_type::q5_k,
+                                 ggml_type::q6_k, ggml_type::tq1_0, ggml_type::tq2_0, ggml_type::f16, ggml_type::bf16,
+                                 ggml_type::f32};
+      uint64_t seed = version;
+      for (ggml_type t : types) {
+        const uint64_t ne0 = ggml_info(t).block_elems == 1 ? 16 : ggml_info(t).block_elems;
+        const uint64_t rows = 1 + seed % 2;
+        w.add_tensor("w." + std::string(ggml_type_name(t)), t, {ne0, rows},
+                     ggml::random_blocks(t, std::size_t(ne0 * rows), seed++));
+      }
+      w.add_tensor("w.empty", ggml_type::f32, {4, 0}, std::vector<uint8_t>{});
+      write(root / "gguf", "seed_values_v" + std::to_string(version), w.to_bytes());
+    }
+    // a tiny llama model (every key and tensor llama.cpp loads)
+    gguf::tiny_llama_options o;
+    o.n_vocab = 259;
+    o.n_embd = 32;
+    o.n_ff = 64;
+    o.n_layer = 1;
+    o.n_head = 2;
+    o.n_head_kv = 1;
+    o.embedding_type = ggml_type::q8_0;
+    write(root / "gguf", "seed_tiny_llama_q4_0", gguf::tiny_llama(o).to_bytes());
   }
   std::printf("seeds written to %s\n", root.c_str());
   return 0;
