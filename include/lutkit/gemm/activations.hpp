@@ -144,8 +144,8 @@ LUTKIT_ALWAYS_INLINE inline void prepare_rows(dq_activations& A, const float* x,
   }
 }
 
-// The rows in the caller's instruction set, with the loop vectorizer on at -O2 as well (GCC 12 at
-// -O2: 7.9 ms for int8 N = 128, K = 14336; at -O3 and with this, 2.2 ms).
+// The rows in the caller's instruction set, with the loop vectorizer on at -O2 as well
+// (docs/design_measurements.md, "Vectorizer at -O2").
 LUTKIT_VECTORIZE inline void prepare_rows_baseline(dq_activations& A, const float* x, std::size_t ldx, std::size_t b0,
                                                    std::size_t b1) {
   prepare_rows(A, x, ldx, b0, b1);
@@ -162,8 +162,8 @@ inline void prepare_activations(dq_activations& A, const float* x, std::size_t l
   // element of the real columns, the padding columns of the last column block, [N, N rounded up
   // to cb), are cleared here. The blocks past it are never read (the drivers call the micro-kernels
   // on the blocks holding real columns only), so they are left as they are: clearing all of
-  // [N, NP) was 47 strided stores per step at N = 1, 6% of the NF4 decode's time. (A memset of
-  // the whole panel was a serial 4 MB pass at N = 128, K = 14336.)
+  // [N, NP) costs strided stores every step at N = 1, and a memset of the whole panel a serial
+  // pass over it (docs/llama_formats.md, the NF4 decode's panel).
   A.data = reusable_bytes<dq_slot>(dq_slot::panel, g.psteps * NP * 4);
   uint32_t* panel = reinterpret_cast<uint32_t*>(A.data.get());
   for (std::size_t s0 = 0; s0 < g.psteps; s0 += g.kcs)

@@ -162,8 +162,7 @@ struct dq_kernel_set {
   tg_int8_fn tg_int8[tg_int8_cols] = {nullptr, nullptr, nullptr, nullptr};
   // decode_method::best takes this set's int8 decode over the LUT-GEMV for the 4- and 8-plane
   // formats both serve (decode/decode_gemv.hpp): true where the int8 decode is the faster of the two
-  // (AVX-512 VNNI: Q4_0 0.90 / 0.76 of the plain read at 1 / 2 threads against 0.85 / 0.86; on
-  // AVX2 the int8 decode is 0.25 / 0.35 against the LUT-GEMV's ~0.8)
+  // (AVX-512 VNNI; not AVX2, where the LUT-GEMV is: docs/llama_formats.md, "Decode")
   bool int8_decode_first = false;
   // level 2 of one scale group for formats whose levels are their codes and whose tables would
   // outgrow a register (8-bit codes): group16's contract with value = sc * (code - zz), or

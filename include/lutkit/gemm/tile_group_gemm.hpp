@@ -69,8 +69,8 @@ class tile_group_weights {
                     "groups of 32, super-groups of 8)");
   }
   // the stream in the blob's storage (detail::alloc_aligned: 2 MiB aligned, huge pages): the
-  // decode streams it from DRAM once per call. (In a std::vector, 4 KiB pages, the 1-thread
-  // decode and its plain read had minutes 4-7x slower than the blob's in the same run.)
+  // decode streams it from DRAM once per call, without the TLB misses of 4 KiB pages
+  // (docs/design_measurements.md, "Huge pages").
   void assign(const uint8_t* p, std::size_t n) {
     bytes_ = detail::alloc_aligned(n);
     if (n) std::memcpy(bytes_.get(), p, n);
