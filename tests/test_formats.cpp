@@ -332,19 +332,19 @@ std::vector<unsigned char> random_blocks(std::mt19937_64& rng, std::size_t M, st
 constexpr int8_t kvalues_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
 // llama.cpp's dequantization of one block, written from its documented formulas in float
-enum class ggml_type { q4_0, q8_0, iq4_nl };
-void ggml_dequant_block(ggml_type t, const unsigned char* blk, float* y) {
+enum class ggml_block_kind { q4_0, q8_0, iq4_nl };
+void ggml_dequant_block(ggml_block_kind t, const unsigned char* blk, float* y) {
   const float d = ggml_fp16_to_fp32(uint16_t(blk[0] | (blk[1] << 8)));
   const unsigned char* qs = blk + 2;
   for (int j = 0; j < 32; ++j) {
     switch (t) {
-      case ggml_type::q4_0: {
+      case ggml_block_kind::q4_0: {
         const int q = j < 16 ? (qs[j] & 0x0F) : (qs[j - 16] >> 4);
         y[j] = d * float(q - 8);
         break;
       }
-      case ggml_type::q8_0: y[j] = d * float(int8_t(qs[j])); break;
-      case ggml_type::iq4_nl: {
+      case ggml_block_kind::q8_0: y[j] = d * float(int8_t(qs[j])); break;
+      case ggml_block_kind::iq4_nl: {
         const int q = j < 16 ? (qs[j] & 0x0F) : (qs[j - 16] >> 4);
         y[j] = d * float(kvalues_iq4nl[q]);
         break;
@@ -354,7 +354,7 @@ void ggml_dequant_block(ggml_type t, const unsigned char* blk, float* y) {
 }
 
 template <class P, class Import>
-void check_ggml_import(ggml_type type, std::size_t block_bytes, Import import) {
+void check_ggml_import(ggml_block_kind type, std::size_t block_bytes, Import import) {
   using FT = format_traits<typename P::format>;
   std::mt19937_64 rng(policy_hash(P::name()) + 4);
   for (int trial = 0; trial < 5; ++trial) {
@@ -389,19 +389,19 @@ void check_ggml_import(ggml_type type, std::size_t block_bytes, Import import) {
 }  // namespace
 
 TEST_CASE("import_q4_0 reproduces llama.cpp's dequantization bit for bit", "[formats]") {
-  check_ggml_import<q4_0_p>(ggml_type::q4_0, 18, [](const void* b, std::size_t M, std::size_t K, std::size_t n) {
+  check_ggml_import<q4_0_p>(ggml_block_kind::q4_0, 18, [](const void* b, std::size_t M, std::size_t K, std::size_t n) {
     return import_q4_0<q4_0_p>(b, M, K, n);
   });
 }
 
 TEST_CASE("import_q8_0 reproduces llama.cpp's dequantization bit for bit", "[formats]") {
-  check_ggml_import<q8_0_p>(ggml_type::q8_0, 34, [](const void* b, std::size_t M, std::size_t K, std::size_t n) {
+  check_ggml_import<q8_0_p>(ggml_block_kind::q8_0, 34, [](const void* b, std::size_t M, std::size_t K, std::size_t n) {
     return import_q8_0<q8_0_p>(b, M, K, n);
   });
 }
 
 TEST_CASE("import_iq4_nl reproduces llama.cpp's dequantization bit for bit", "[formats]") {
-  check_ggml_import<iq4nl_g32>(ggml_type::iq4_nl, 18, [](const void* b, std::size_t M, std::size_t K, std::size_t n) {
+  check_ggml_import<iq4nl_g32>(ggml_block_kind::iq4_nl, 18, [](const void* b, std::size_t M, std::size_t K, std::size_t n) {
     return import_iq4_nl<iq4nl_g32>(b, M, K, n);
   });
 }
