@@ -25,6 +25,14 @@ using M = Ops::M;
 constexpr int W = Ops::W;
 
 // ------------------------------------------------------------------ exp, softcap (lane-wise)
+// p 2^n, n <= 0 here (the arguments are <= 0)
+template <class O = Ops>
+LUTKIT_OPS_FN inline F scale2_nonpos(F p, F n) {
+  if constexpr (requires { O::scale2_nonpos(p, n); })
+    return O::scale2_nonpos(p, n);
+  else
+    return O::scale2(p, n);
+}
 LUTKIT_OPS_FN inline F exp_poly(F x) {
   x = Ops::max(x, Ops::set1(exp_clamp));
   const F n = Ops::round(x * Ops::set1(exp_log2e));
@@ -38,7 +46,7 @@ LUTKIT_OPS_FN inline F exp_poly(F x) {
   p = Ops::fma(p, r, Ops::set1(exp_c2));
   p = Ops::fma(p, r, Ops::set1(1.f));
   p = Ops::fma(p, r, Ops::set1(1.f));
-  return Ops::scale2(p, n);  // as std::ldexp: one rounding, into the subnormals too
+  return scale2_nonpos(p, n);  // as std::ldexp: one rounding, into the subnormals too
 }
 LUTKIT_OPS_FN inline F exp_lanes(exp_kind e, const float* table, F x) {
   return e == exp_kind::table ? Ops::gather(table, Ops::f16_bits(x) & 0x7FFFu) : exp_poly(x);

@@ -20,6 +20,7 @@
 //     U select(M, U no, U yes); F add_if(M, F acc, F x), U inc_if(M, U c)
 //   float hmax(F), hsum(F); int64_t hsum(U); uint32_t hmin(M, U) (unsigned, over the lanes of M)
 //   F scale2(F p, F k)                 p 2^k rounded once (k integral, -150 <= k <= 127)
+//     (optional: scale2_nonpos(p, k), the same for k <= 0, where an Ops has a cheaper form)
 //   void mant_exp(F x, F& m, F& e)     x = 2^e m, m in [0.75, 1.5) (x normal, > 0)
 //   F load_f16(p) (exact); U load_u16(p), load_u8(p) (zero-extended)   W elements
 //   optional: size_t compress(M, F v, U ix, float* val, uint32_t* idx)  the lanes of M, in order

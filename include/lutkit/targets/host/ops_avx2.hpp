@@ -93,6 +93,11 @@ struct avx2_ops {
     const __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k2, bias), 23));
     return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
   }
+  // the same for k <= 0 in half the integer work: p 2^(k + 64) is exact, the product with 2^-64 rounds
+  LUTKIT_AVX2_OP F scale2_nonpos(F p, F k) {
+    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127 + 64)), 23);
+    return _mm256_mul_ps(_mm256_mul_ps(p, _mm256_castsi256_ps(e)), _mm256_set1_ps(0x1p-64f));
+  }
   // x = 2^e m for normal x > 0, m in [0.75, 1.5) (what vgetmantps / vgetexpps give): the
   // significand 1.f, halved (e + 1) where 1.f >= 1.5
   LUTKIT_AVX2_OP void mant_exp(F x, F& m, F& e) {

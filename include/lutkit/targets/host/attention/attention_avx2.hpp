@@ -32,7 +32,8 @@ struct Ops : avx2_ops {
   }
   LUTKIT_AVX2_OP void store_scores(Fold* u, float* s, std::size_t ld, std::size_t rows) {
     _MM_TRANSPOSE4_PS(u[0], u[1], u[2], u[3]);
-    for (std::size_t i = 0; i < rows; ++i) _mm_storeu_ps(s + i * ld, u[i]);
+    for (int i = 0; i < 4; ++i)
+      if (std::size_t(i) < rows) _mm_storeu_ps(s + i * ld, u[i]);
   }
 };
 #define LUTKIT_OPS_FN LUTKIT_AVX2

@@ -44,7 +44,8 @@ struct Ops : avx512_ops {
     const __m512 q = _mm512_add_ps(_mm512_unpacklo_ps(u[2], u[3]), _mm512_unpackhi_ps(u[2], u[3]));
     alignas(64) float tmp[16];
     _mm512_store_ps(tmp, _mm512_add_ps(_mm512_shuffle_ps(p, q, 0x44), _mm512_shuffle_ps(p, q, 0xEE)));
-    for (std::size_t i = 0; i < rows; ++i) std::memcpy(s + i * ld, tmp + 4 * i, 16);
+    for (int i = 0; i < 4; ++i)
+      if (std::size_t(i) < rows) std::memcpy(s + i * ld, tmp + 4 * i, 16);
   }
   // the weights of the bf16 P.V tile: p rounded to bf16 (nearest even) into out, and as fp32
   LUTKIT_AVX512_ATT __attribute__((always_inline)) static F round_bf16(F p, uint16_t* out) {
