@@ -184,7 +184,7 @@ enum class fault : int {
   mmul_acc,          // mac overwrites instead of accumulating
   lookup_index,      // parallel_lookup reads entry index + 1
   load_bank,         // (cycle model) bank conflicts not counted
-  bf16_round,        // float -> bf16 conversion truncates
+  bf16_round,        // float -> bf16 conversion drops 4 of the 7 mantissa bits
   // kernels
   gemv_group_scale,  // W4A8 GEMV: the next group's activation scale
   gemv_nibble,       // W4A8 GEMV: the code's sign flip skipped
@@ -442,6 +442,50 @@ void store(core<P>& c, uint32_t off, const vec<T, N>& x) {
   }
 }
 
+// An accumulator's 32-bit lanes (fp32, or int32 for acc32) loaded from / stored to the data
+// memory through the load / store ports, one issue per port width.
+template <acc_kind A, int N, class P>
+accum<A, N> load_acc(core<P>& c, uint32_t off) {
+  static_assert(A != acc_kind::acc64, "aie::load_acc: 32-bit lanes");
+  accum<A, N> r;
+  constexpr int bytes = 4 * N, port = P::load_bits / 8;
+  if (off % port != 0) {
+    c.fail(status::bad_alignment);
+    return r;
+  }
+  if (std::size_t(off) + bytes > P::dm_bytes) {
+    c.fail(status::out_of_range);
+    return r;
+  }
+  for (int o = 0; o < bytes; o += port) c.issue_load(off + std::size_t(o));
+  for (int i = 0; i < N; ++i) {
+    if constexpr (A == acc_kind::accfloat) {
+      __builtin_memcpy(&r.v[i], c.dm + off + 4 * i, 4);
+    } else {
+      int32_t x;
+      __builtin_memcpy(&x, c.dm + off + 4 * i, 4);
+      r.v[i] = x;
+    }
+  }
+  return r;
+}
+template <acc_kind A, int N, class P>
+void store_acc(core<P>& c, uint32_t off, const accum<A, N>& a) {
+  static_assert(A != acc_kind::acc64, "aie::store_acc: 32-bit lanes");
+  constexpr int bytes = 4 * N, port = P::store_bits / 8;
+  if (off % port != 0) return c.fail(status::bad_alignment);
+  if (std::size_t(off) + bytes > P::dm_bytes) return c.fail(status::out_of_range);
+  c.issue(slot::st, (bytes + port - 1) / port);
+  for (int i = 0; i < N; ++i) {
+    if constexpr (A == acc_kind::accfloat) {
+      __builtin_memcpy(c.dm + off + 4 * i, &a.v[i], 4);
+    } else {
+      const int32_t x = int32_t(a.v[i]);
+      __builtin_memcpy(c.dm + off + 4 * i, &x, 4);
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------- broadcast / moves
 template <class T, int N, class P>
 vec<T, N> broadcast(core<P>& c, typename elem<T>::type x) {
@@ -592,6 +636,12 @@ vec<T, N / 2> half(const vec<T, N>& a, int h) {
   for (int i = 0; i < N / 2; ++i) r.v[i] = a.v[h * (N / 2) + i];
   return r;
 }
+template <acc_kind A, int N>
+accum<A, N / 2> half_acc(const accum<A, N>& a, int h) {
+  accum<A, N / 2> r;
+  for (int i = 0; i < N / 2; ++i) r.v[i] = a.v[h * (N / 2) + i];
+  return r;
+}
 template <class T, int N>
 vec<T, 2 * N> concat(const vec<T, N>& a, const vec<T, N>& b) {
   vec<T, 2 * N> r;
@@ -699,10 +749,10 @@ accum<A, N> acc_add(core<P>& c, const accum<A, N>& a, const accum<A, N>& b) {
 }
 
 // ---------------------------------------------------------------------------------- floating point
-// bf16 conversion: float lanes -> bf16, round to nearest even (the planted fault truncates)
+// bf16 conversion: float lanes -> bf16, round to nearest even
 template <class P>
 uint16_t to_bf16_scalar(core<P>& c, float f) {
-  if (c.faulty(fault::bf16_round)) return uint16_t(detail::f32_bits(f) >> 16);
+  if (c.faulty(fault::bf16_round)) return uint16_t((detail::f32_bits(f) >> 16) & 0xFFF0u);
   return f32_to_bf16(f);
 }
 template <int N, class P>
@@ -892,13 +942,16 @@ struct lut16 {
   int entries = 0;
 };
 template <class P>
-lut16 make_lut(core<P>& c, const int16_t* values, int entries, int bank_ab, int bank_cd) {
+constexpr std::size_t lut_copy_bytes(int entries) {
+  constexpr int per = P::lut_repeat_bytes / 2;
+  return std::size_t((entries + per - 1) / per) * P::lut_repeat_bytes * 2;
+}
+// (re)write the table's values in its replicated layout: the stores of both copies, counted
+template <class P>
+void lut_fill(core<P>& c, const lut16& t, const int16_t* values) {
   constexpr int per = P::lut_repeat_bytes / 2;  // values per repeat unit
-  lut16 t;
-  t.entries = entries;
-  const std::size_t bytes = std::size_t((entries + per - 1) / per) * P::lut_repeat_bytes * 2;
-  t.ab = c.alloc(bytes, 64, bank_ab);
-  t.cd = c.alloc(bytes, 64, bank_cd);
+  const int entries = t.entries;
+  c.issue(slot::st, 2 * lut_copy_bytes<P>(entries) / (P::store_bits / 8));
   for (int copy = 0; copy < 2; ++copy) {
     uint8_t* base = c.ptr(copy ? t.cd : t.ab);
     for (int j = 0; j * per < entries; ++j)
@@ -908,6 +961,14 @@ lut16 make_lut(core<P>& c, const int16_t* values, int entries, int bank_ab, int 
           __builtin_memcpy(base + (std::size_t(j) * 2 + std::size_t(rep)) * P::lut_repeat_bytes + 2 * std::size_t(i), &v, 2);
         }
   }
+}
+template <class P>
+lut16 make_lut(core<P>& c, const int16_t* values, int entries, int bank_ab, int bank_cd) {
+  lut16 t;
+  t.entries = entries;
+  t.ab = c.alloc(lut_copy_bytes<P>(entries), 64, bank_ab);
+  t.cd = c.alloc(lut_copy_bytes<P>(entries), 64, bank_cd);
+  if (values != nullptr) lut_fill(c, t, values);
   return t;
 }
 template <class P>
