@@ -318,7 +318,8 @@ TEMPLATE_TEST_CASE("aie model: alignment, range and bank accounting", "[aie_mode
   CHECK(R.conflicts == (P::conflict_banks == 2 ? 2u : 1u));
   // allocation: out of memory, per-bank placement
   auto d = make_core<P>();
-  CHECK(d->alloc(100, 64, 3) == 3 * 8192);
+  CHECK(d->alloc(100, 64, 3) == 4 * 8192 - 128);  // carved from bank 3's end
+  CHECK(d->alloc(1000) == 0);
   d->alloc(70000);
   CHECK(d->st == aie::status::out_of_memory);
 }

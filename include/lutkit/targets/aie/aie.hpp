@@ -194,7 +194,7 @@ enum class fault : int {
   dq_k_tile,         // dequant-GEMM: the last k tile skipped
   att_rescale,       // attention: the running-max correction not applied to the value sum
   att_causal,        // attention: a query sees one key past its position
-  exp_table,         // exp: the table entry one off
+  exp_table,         // exp: the table built with the wrong step
   dllm_argmax_tie,   // dLLM step: ties keep the higher index
   dllm_sum_rescale,  // dLLM step: the running sum not rescaled on a new maximum
   count
@@ -253,7 +253,9 @@ template <class Prof>
 struct core {
   using profile = Prof;
   alignas(64) uint8_t dm[Prof::dm_bytes] = {};
-  std::size_t top = 0;
+  std::size_t top = 0;                        // linear allocations grow up from 0
+  std::size_t ceiling = Prof::dm_bytes;       // banked ones are carved from their bank's end
+  std::size_t bank_end[Prof::banks] = {};
   rounding rnd = rounding::floor;
   saturation sat = saturation::none;
   status st = status::ok;
@@ -264,26 +266,35 @@ struct core {
     if (st == status::ok) st = s;
   }
   bool faulty(fault f) const { return flt == f; }
-  // `bytes` of the data memory aligned to `align`; in bank `bank` (0..7) when given (the whole
-  // allocation must lie in it). Returns the offset, or sets out_of_memory and returns 0.
+  // `bytes` of the data memory aligned to `align`: from the bottom, or, in bank `bank` (0..7)
+  // when given, carved from that bank's end (the whole allocation lies in it; the linear
+  // allocations stay below every carved one). Returns the offset, or sets out_of_memory.
   uint32_t alloc(std::size_t bytes, std::size_t align = 64, int bank = -1) {
-    std::size_t o = (top + align - 1) / align * align;
     if (bank >= 0) {
+      std::size_t& end = bank_end[bank];
+      if (end == 0) end = std::size_t(bank + 1) * Prof::bank_bytes;
       const std::size_t b0 = std::size_t(bank) * Prof::bank_bytes;
-      if (o < b0) o = b0;
-      if (o + bytes > b0 + Prof::bank_bytes) {
+      if (bytes > end - b0 || (end - bytes) / align * align < b0 || (end - bytes) / align * align < top) {
         fail(status::out_of_memory);
         return 0;
       }
+      end = (end - bytes) / align * align;
+      if (end < ceiling) ceiling = end;
+      return uint32_t(end);
     }
-    if (o + bytes > Prof::dm_bytes) {
+    const std::size_t o = (top + align - 1) / align * align;
+    if (o + bytes > ceiling) {
       fail(status::out_of_memory);
       return 0;
     }
     top = o + bytes;
     return uint32_t(o);
   }
-  void reset_memory() { top = 0; }
+  void reset_memory() {
+    top = 0;
+    ceiling = Prof::dm_bytes;
+    for (auto& e : bank_end) e = 0;
+  }
   static constexpr int bank_of(std::size_t off) { return int(off / Prof::bank_bytes); }
   uint8_t* ptr(uint32_t off) { return dm + off; }
   // the DMA (not the core): bytes into / out of the data memory, counted for the data-movement
@@ -649,6 +660,15 @@ vec<T, 2 * N> concat(const vec<T, N>& a, const vec<T, N>& b) {
   return r;
 }
 
+// narrowing of integer lanes to a smaller type, truncating (the high bits dropped): one issue
+template <class U, class T, int N, class P>
+vec<U, N> narrow(core<P>& c, const vec<T, N>& a) {
+  c.issue(slot::vec);
+  vec<U, N> r;
+  for (int i = 0; i < N; ++i) r.v[i] = typename elem<U>::type(a.v[i]);
+  return r;
+}
+
 // ---------------------------------------------------------------------------------- shuffles
 template <class T, int N, class P>
 vec<T, N> shuffle(core<P>& c, const vec<T, N>& a, const vec<T, N>& b, shuffle_mode m) {
@@ -785,6 +805,10 @@ vec<int32_t, N> float_to_int_floor(core<P>& c, const accum<acc_kind::accfloat, N
   for (int i = 0; i < N; ++i) {
     const float f = a.v[i];
     const float lim = 2147483520.f;
+    if (!(f == f)) {  // NaN: the most negative value (saturated)
+      r.v[i] = int32_t(-2147483647 - 1);
+      continue;
+    }
     int64_t q = int64_t(f < -lim ? -lim : (f > lim ? lim : f));
     if (float(q) > f) --q;
     r.v[i] = int32_t(q);
