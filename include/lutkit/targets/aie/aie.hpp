@@ -215,7 +215,7 @@ struct region_stats {
   const char* name = nullptr;
   uint64_t entries = 0, iterations = 0;
   uint64_t ops[int(slot::count)] = {};
-  uint64_t conflicts = 0;   // a load port pair in one bank (group) in the same cycle
+  uint64_t bank_peak = 0;   // sum over iterations of the busiest bank (group)'s accesses: a bank serves one a cycle
   uint64_t macs = 0;        // mmul / mac issues
   uint64_t macs_float = 0;  // of which bf16 / bfp16 (float accumulators)
   uint64_t lookups = 0;     // parallel_lookup element reads
@@ -225,8 +225,16 @@ struct region_stats {
   uint64_t acc_macs[max_acc] = {};
   bool acc_float[max_acc] = {};
   int n_acc = 0;
-  // per iteration bookkeeping (bank pairing)
-  int pending_bank = -1;
+  // per iteration bookkeeping: accesses per bank (group) of the current iteration
+  uint32_t bank_hits[8] = {};
+  void flush_banks() {
+    uint32_t m = 0;
+    for (auto& h : bank_hits) {
+      m = h > m ? h : m;
+      h = 0;
+    }
+    bank_peak += m;
+  }
 };
 
 struct trace {
@@ -315,21 +323,24 @@ struct core {
     ++tr.cur().entries;
   }
   void iteration() {
+    if (tr.cur().iterations > 0) tr.cur().flush_banks();
     ++tr.cur().iterations;
-    tr.cur().pending_bank = -1;
   }
-  void loop_end() { tr.current = 0; }
+  void loop_end() {
+    tr.cur().flush_banks();
+    tr.current = 0;
+  }
   void issue(slot s, uint64_t n = 1) { tr.cur().ops[int(s)] += n; }
+  void bank_access(std::size_t off) {
+    if (tr.count_conflicts && flt != fault::load_bank) ++tr.cur().bank_hits[bank_of(off) / Prof::conflict_banks];
+  }
   void issue_load(std::size_t off) {
-    region_stats& R = tr.cur();
-    ++R.ops[int(slot::ld)];
-    const int g = bank_of(off) / Prof::conflict_banks;
-    if (R.pending_bank < 0) {
-      R.pending_bank = g;
-    } else {
-      if (R.pending_bank == g && tr.count_conflicts && flt != fault::load_bank) ++R.conflicts;
-      R.pending_bank = -1;
-    }
+    ++tr.cur().ops[int(slot::ld)];
+    bank_access(off);
+  }
+  void issue_store(std::size_t off) {
+    ++tr.cur().ops[int(slot::st)];
+    bank_access(off);
   }
   void issue_mac(const void* acc, bool is_float) {
     region_stats& R = tr.cur();
@@ -444,7 +455,7 @@ void store(core<P>& c, uint32_t off, const vec<T, N>& x) {
   constexpr int align = bytes < port ? bytes : port;
   if (off % align != 0) return c.fail(status::bad_alignment);
   if (std::size_t(off) + bytes > P::dm_bytes) return c.fail(status::out_of_range);
-  c.issue(slot::st, (bytes + port - 1) / port);
+  for (int o = 0; o < bytes; o += port) c.issue_store(off + std::size_t(o));
   uint8_t* p = c.dm + off;
   if constexpr (elem<T>::bits == 4) {
     for (int i = 0; i < N; i += 2) p[i / 2] = uint8_t((uint8_t(x.v[i]) & 15) | ((uint8_t(x.v[i + 1]) & 15) << 4));
@@ -486,7 +497,7 @@ void store_acc(core<P>& c, uint32_t off, const accum<A, N>& a) {
   constexpr int bytes = 4 * N, port = P::store_bits / 8;
   if (off % port != 0) return c.fail(status::bad_alignment);
   if (std::size_t(off) + bytes > P::dm_bytes) return c.fail(status::out_of_range);
-  c.issue(slot::st, (bytes + port - 1) / port);
+  for (int o = 0; o < bytes; o += port) c.issue_store(off + std::size_t(o));
   for (int i = 0; i < N; ++i) {
     if constexpr (A == acc_kind::accfloat) {
       __builtin_memcpy(c.dm + off + 4 * i, &a.v[i], 4);
@@ -956,6 +967,26 @@ vec<bf16, N> to_bfp16(core<P>& c, const vec<bf16, N>& a) {
   return r;
 }
 
+// a bfp16 tile (8 x 8: 64 mantissas and 8 shared exponents, 72 bytes in the hardware's layout)
+// popped from the load pipeline: one load-port issue. The model keeps the tile's values as bf16
+// (2 N bytes at `off`, 64-byte aligned).
+template <int N, class P>
+vec<bf16, N> load_bfp16(core<P>& c, uint32_t off) {
+  static_assert(std::is_same_v<P, aie2p> && N == 64, "aie::load_bfp16: aie2p 8 x 8 tiles");
+  vec<bf16, N> r;
+  if (off % 64 != 0) {
+    c.fail(status::bad_alignment);
+    return r;
+  }
+  if (std::size_t(off) + 2 * N > P::dm_bytes) {
+    c.fail(status::out_of_range);
+    return r;
+  }
+  c.issue_load(off);
+  __builtin_memcpy(r.v, c.dm + off, 2 * N);
+  return r;
+}
+
 // ---------------------------------------------------------------------------------- parallel_lookup
 // A table of `entries` int16 values in the layout parallel_lookup needs (UG1603 "Lookup Tables"):
 // two copies (ab, cd) in different banks, each repeating every 128 bits (lut_repeat_bytes):
@@ -1025,9 +1056,10 @@ vec<int16_t, N> parallel_lookup(core<P>& c, const lut16& t, const vec<T, N>& idx
     return r;
   }
   constexpr int per = P::lut_repeat_bytes / 2;
-  for (int i = 0; i < N; i += P::lut_accesses) {
+  for (int i = 0; i < N; i += P::lut_accesses) {  // both ports; the 4 reads hit the two copies' banks
     c.issue(slot::ld, 2);
-    c.tr.cur().pending_bank = -1;
+    c.bank_access(t.ab);
+    c.bank_access(t.cd);
   }
   c.tr.cur().lookups += uint64_t(N);
   for (int i = 0; i < N; ++i) {

@@ -11,8 +11,8 @@
 // and two B blocks loaded and four mmuls issued. Scales stored as fp16 are rounded to bf16 (the
 // mmul's type); Q4NX's bf16 parameters are exact.
 //
-// mm_tile: the calibration kernels' loop alone (bf16 4 x 8 x 4 on aie2, bfp16 8 x 8 x 8 on aie2p)
-// on pre-tiled operands, for the cycle model's check against the published single-tile figures.
+// calibration_kernel: the two published single-tile kernels (bf16 4 x 8 x 4 on aie2, bfp16 8 x 8 x 8
+// on aie2p), for the cycle model's check against their instruction counts and GFLOPS.
 #pragma once
 #include "common.hpp"
 
@@ -29,7 +29,8 @@ status dequant_gemm(core<P>& c, const uint8_t* data, std::size_t M, std::size_t 
                     float* Y, std::size_t ldx = 0, std::size_t ldy = 0) {
   require_aie_spec<S>();
   constexpr tiling_spec T = S::spec;
-  static_assert(T.planes <= 4 && T.group_k >= 32, "aie::dequant_gemm: 1-4-bit codes in groups of 32 k or more");
+  static_assert(T.planes <= 4 && T.group_k >= 32 && (T.lut || T.min_form),
+                "aie::dequant_gemm: linear 1-4-bit codes (integer formats, Q4NX) in groups of 32 k or more; not codebooks");
   if constexpr (!std::is_same_v<P, aie2>) {
     (void)c, (void)data, (void)M, (void)K, (void)X, (void)N, (void)Y, (void)ldx, (void)ldy;
     return status::unsupported;  // bf16 mmul is emulated on aie2p (bfp16); not modelled for this kernel
@@ -148,48 +149,62 @@ status dequant_gemm(core<P>& c, const uint8_t* data, std::size_t M, std::size_t 
   }
 }
 
-// The calibration kernels' inner loop: C (mt x nt, fp32) = A (mt x kt) * B (kt x nt) on operands
-// already in the data memory in mmul-block order (A: [mt / BM][kt / BK] blocks, B: [kt / BK][nt /
-// BN]), 2 x 2 output blocks per pass. aie2: bf16 4 x 8 x 4; aie2p: bfp16 8 x 8 x 8 (operands
-// converted to bfp16 first). Returns the number of mmuls issued.
+// The two published single-tile calibration kernels (FACTS.md; scalable-analyses/xdna), written
+// on the model with their data layouts and register blocking, one loop iteration per block of
+// output tiles (the C tiles loaded and stored inside the iteration, as the published kernels
+// overlap them with the previous / next block's mmuls):
+//   aie2   bf16 4 x 8 x 4, C (32 x 32) = A (32 x 32) B (32 x 32), 2 x 4 blocking, k linear (4 steps):
+//          8 blocks of 32 mmuls
+//   aie2p  bfp16 8 x 8 x 8, C (64 x 64) = A (64 x 96) B (96 x 64), 2 x 2 blocking, k linear (12
+//          steps): 16 blocks of 48 mmuls; a bfp16 tile (64 mantissas + 8 exponents, 72 bytes) is
+//          one load-port issue (a pop of the load pipeline); the model keeps its values as bf16.
+// Operands: A tiles [m1][k1] (BM x 8, row-major), B tiles [k1][n1] (8 x BN, row-major), C tiles
+// [m1][n1] (BM x BN fp32), at data-memory offsets a, b, cc. Returns the mmul count.
 template <class P>
-uint64_t mm_tile(core<P>& c, uint32_t a, uint32_t b, uint32_t cc, int mt, int kt, int nt) {
+uint64_t calibration_kernel(core<P>& c, uint32_t a, uint32_t b, uint32_t cc) {
   constexpr bool p2 = std::is_same_v<P, aie2p>;
   constexpr int BM = p2 ? 8 : 4, BK = 8, BN = p2 ? 8 : 4;
+  constexpr int M1 = p2 ? 8 : 8, K1 = p2 ? 12 : 4, N1 = p2 ? 8 : 8;  // tiles per dimension
+  constexpr int RM = 2, RN = p2 ? 2 : 4;                               // register blocking
   using TA = std::conditional_t<p2, bfp16, bf16>;
+  constexpr uint32_t at = BM * BK * 2, bt = BK * BN * 2, ct = BM * BN * 4;  // model bytes per tile
   uint64_t macs = 0;
-  for (int rb = 0; rb < mt / BM; rb += 2)
-    for (int cb = 0; cb < nt / BN; cb += 2) {
-      accum<acc_kind::accfloat, BM * BN> acc[2][2];
-      c.loop_begin("mm.c_in");
+  c.loop_begin("calib.block");
+  for (int mb = 0; mb < M1; mb += RM)
+    for (int nb = 0; nb < N1; nb += RN) {
       c.iteration();
-      for (int i = 0; i < 2; ++i)
-        for (int j = 0; j < 2; ++j) {
-          acc[i][j] = load_acc<acc_kind::accfloat, BM * BN>(c, cc + uint32_t(((rb + i) * (nt / BN) + cb + j) * BM * BN * 4));
+      accum<acc_kind::accfloat, BM * BN> acc[RM][RN];
+      for (int i = 0; i < RM; ++i)
+        for (int j = 0; j < RN; ++j) acc[i][j] = load_acc<acc_kind::accfloat, BM * BN>(c, cc + uint32_t((mb + i) * N1 + nb + j) * ct);
+      for (int k = 0; k < K1; ++k) {
+        vec<bf16, BM * BK> A[RM];
+        vec<bf16, BK * BN> B[RN];
+        for (int i = 0; i < RM; ++i) {
+          const uint32_t off = a + uint32_t((mb + i) * K1 + k) * at;
+          if constexpr (p2) {
+            A[i] = load_bfp16<BM * BK>(c, off);
+          } else {
+            A[i] = load<bf16, BM * BK>(c, off);
+          }
         }
-      c.loop_end();
-      c.loop_begin("mm.k");
-      for (int kb = 0; kb < kt / BK; ++kb) {
-        c.iteration();
-        const auto a0 = load<bf16, BM * BK>(c, a + uint32_t(((rb + 0) * (kt / BK) + kb) * BM * BK * 2));
-        const auto b0 = load<bf16, BK * BN>(c, b + uint32_t((kb * (nt / BN) + cb + 0) * BK * BN * 2));
-        const auto a1 = load<bf16, BM * BK>(c, a + uint32_t(((rb + 1) * (kt / BK) + kb) * BM * BK * 2));
-        const auto b1 = load<bf16, BK * BN>(c, b + uint32_t((kb * (nt / BN) + cb + 1) * BK * BN * 2));
-        mmul_mac<BM, BK, BN, TA, TA>(c, acc[0][0], a0, b0);
-        mmul_mac<BM, BK, BN, TA, TA>(c, acc[0][1], a0, b1);
-        mmul_mac<BM, BK, BN, TA, TA>(c, acc[1][0], a1, b0);
-        mmul_mac<BM, BK, BN, TA, TA>(c, acc[1][1], a1, b1);
-        macs += 4;
+        for (int j = 0; j < RN; ++j) {
+          const uint32_t off = b + uint32_t(k * N1 + nb + j) * bt;
+          if constexpr (p2) {
+            B[j] = load_bfp16<BK * BN>(c, off);
+          } else {
+            B[j] = load<bf16, BK * BN>(c, off);
+          }
+        }
+        for (int i = 0; i < RM; ++i)
+          for (int j = 0; j < RN; ++j) {
+            mmul_mac<BM, BK, BN, TA, TA>(c, acc[i][j], A[i], B[j]);
+            ++macs;
+          }
       }
-      c.loop_end();
-      c.loop_begin("mm.c_out");
-      c.iteration();
-      for (int i = 0; i < 2; ++i)
-        for (int j = 0; j < 2; ++j) {
-          store_acc(c, cc + uint32_t(((rb + i) * (nt / BN) + cb + j) * BM * BN * 4), acc[i][j]);
-        }
-      c.loop_end();
+      for (int i = 0; i < RM; ++i)
+        for (int j = 0; j < RN; ++j) store_acc(c, cc + uint32_t((mb + i) * N1 + nb + j) * ct, acc[i][j]);
     }
+  c.loop_end();
   return macs;
 }
 

@@ -32,7 +32,8 @@ template <class S, class P>
 status gemv_w4a8(core<P>& c, const uint8_t* data, std::size_t M, std::size_t K, const float* x, std::size_t N,
                  float* y, std::size_t ldx = 0, std::size_t ldy = 0, int32_t* dots = nullptr) {
   require_aie_spec<S>();
-  static_assert(detail::w4_codes<S>(), "aie::gemv_w4a8: 1-4-bit codes in the mmul order");
+  static_assert(detail::w4_codes<S>() && (S::spec.lut || S::spec.min_form),
+                "aie::gemv_w4a8: linear 1-4-bit codes (integer formats, Q4NX) in the mmul order; not codebooks");
   constexpr tiling_spec T = S::spec;
   static_assert(T.group_k >= 32, "aie::gemv_w4a8: groups of 32 k or more (the activations' q8_0 blocks)");
   if (data == nullptr || x == nullptr || y == nullptr) return status::null_pointer;
