@@ -91,9 +91,11 @@ bool check_dllm(uint64_t seed, fault f, int cases) {
     const std::size_t vchunk = chunks[cs % 3];
     std::vector<float> lg = gaussian(rng, V, 3.f);
     // ties of the maximum in one lane (indices 16 apart) and across lanes, NaN entries
+    // (at the start, or, in every other case, at the end: a maximum in the last chunk)
     if (V > 40) {
-      lg[5] = lg[21] = lg[37] = 40.f;
-      lg[9] = 40.f;
+      const std::size_t o = cs % 2 ? V - 40 : 0;
+      lg[o + 5] = lg[o + 21] = lg[o + 37] = 40.f;
+      lg[o + 9] = 40.f;
       lg[std::size_t(V / 2)] = std::nanf("");
     }
     auto c = make_core<aie::aie2>(f);

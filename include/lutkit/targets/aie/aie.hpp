@@ -1017,6 +1017,12 @@ void lut_fill(core<P>& c, const lut16& t, const int16_t* values) {
         }
   }
 }
+// the banks the kernels give a table's two copies: the last two bank groups (aie2: banks 6, 7;
+// aie2p: 5, 7, in different pairs), so both copies serve their reads in one cycle
+template <class P>
+constexpr int lut_bank_ab = P::banks - 1 - P::conflict_banks;
+template <class P>
+constexpr int lut_bank_cd = P::banks - 1;
 template <class P>
 lut16 make_lut(core<P>& c, const int16_t* values, int entries, int bank_ab, int bank_cd) {
   lut16 t;

@@ -55,10 +55,13 @@ status attention(core<P>& c, const att_args& a) {
     const exp_lut E = make_exp_lut(c);
     // keys per sub-chunk: 16 or 32 (K and V ping-pong buffers within 32 KiB)
     const std::size_t sub = d * 2 * 32 * 4 <= 32768 ? 32 : 16;
-    const uint32_t qbuf = c.alloc(8 * d, 64);                      // [d / 8] blocks of 4 x 8
-    const uint32_t kbuf[2] = {c.alloc(sub * d * 2, 64), c.alloc(sub * d * 2, 64)};  // [key / 4][d / 8] of 8 x 4
-    const uint32_t vbuf[2] = {c.alloc(sub * d * 2, 64), c.alloc(sub * d * 2, 64)};  // [key / 8][d / 4] of 8 x 4
-    const uint32_t ybuf = c.alloc(16 * d, 64);                     // [d / 4] blocks of 4 x 4 fp32
+    // bank placement: the score loop reads Q (bank 0) and two key blocks from each half of the K
+    // sub-chunk (banks 1 and 2); the value loop reads Y (bank 0) and V (bank 3 or 4)
+    const uint32_t qbuf = c.alloc(8 * d, 64, 0);   // [d / 8] blocks of 4 x 8
+    const uint32_t ybuf = c.alloc(16 * d, 64, 0);  // [d / 4] blocks of 4 x 4 fp32
+    const std::size_t kh = sub * d;                 // bytes of half a K sub-chunk: key blocks of one parity
+    const uint32_t kbuf[2][2] = {{c.alloc(kh, 64, 1), c.alloc(kh, 64, 2)}, {c.alloc(kh, 64, 1), c.alloc(kh, 64, 2)}};
+    const uint32_t vbuf[2] = {c.alloc(sub * d * 2, 64, 3), c.alloc(sub * d * 2, 64, 4)};  // [key / 8][d / 4] of 8 x 4
     if (c.st != status::ok) return c.st;
     const bool fc = c.faulty(fault::att_causal);
     const float ninf = -__builtin_inff();
@@ -87,14 +90,20 @@ status attention(core<P>& c, const att_args& a) {
       for (std::size_t db = 0; db < d / 4; ++db) store_acc(c, ybuf + uint32_t(db * 64), l);
       std::size_t chunk = 0;
       for (int64_t j0 = jlo - jlo % int64_t(sub); j0 <= jhi; j0 += int64_t(sub), ++chunk) {
-        const uint32_t kb = kbuf[chunk % 2], vb = vbuf[chunk % 2];
-        // DMA: K sub-chunk as [key block of 4][d / 8] blocks (element (dd, key) at dd * 4 + key)
-        for (std::size_t kk = 0; kk < sub; ++kk)
-          for (std::size_t dd = 0; dd < d; ++dd) {
-            const std::size_t j = std::size_t(j0) + kk;
-            stage[((kk / 4) * (d / 8) + dd / 8) * 32 + (dd % 8) * 4 + kk % 4] = j < a.L ? a.k[j * ldk + dd] : uint16_t(0);
+        const uint32_t* kb = kbuf[chunk % 2];
+        const uint32_t vb = vbuf[chunk % 2];
+        // DMA: K sub-chunk as [key block of 4][d / 8] blocks (element (dd, key) at dd * 4 + key), the
+        // even key blocks in one bank, the odd in the other
+        for (int h = 0; h < 2; ++h) {
+          for (std::size_t kk = 0; kk < sub; ++kk) {
+            if (int(kk / 4) % 2 != h) continue;
+            for (std::size_t dd = 0; dd < d; ++dd) {
+              const std::size_t j = std::size_t(j0) + kk;
+              stage[((kk / 8) * (d / 8) + dd / 8) * 32 + (dd % 8) * 4 + kk % 4] = j < a.L ? a.k[j * ldk + dd] : uint16_t(0);
+            }
           }
-        c.dma_in(kb, stage, sub * d * 2);
+          c.dma_in(kb[h], stage, kh);
+        }
         // V sub-chunk as [key block of 8][d / 4] blocks (element (key, dd) at key * 4 + dd)
         for (std::size_t kk = 0; kk < sub; ++kk)
           for (std::size_t dd = 0; dd < d; ++dd) {
@@ -111,7 +120,8 @@ status attention(core<P>& c, const att_args& a) {
             c.iteration();
             const auto A = load<bf16, 32>(c, qbuf + uint32_t(db * 64));
             for (int b = 0; b < 4; ++b) {
-              const auto B = load<bf16, 32>(c, kb + uint32_t(((g4 * 4 + std::size_t(b)) * (d / 8) + db) * 64));
+              const std::size_t blk = g4 * 4 + std::size_t(b);  // in half blk % 2, its (blk / 2)-th block
+              const auto B = load<bf16, 32>(c, kb[blk % 2] + uint32_t(((blk / 2) * (d / 8) + db) * 64));
               mmul_mac<4, 8, 4, bf16, bf16>(c, acc[b], A, B);
             }
           }
@@ -170,16 +180,21 @@ status attention(core<P>& c, const att_args& a) {
         }
         c.loop_end();
         // ---- value stage: Y = C Y + F V, per 4 output channels
+        // (two channel blocks per iteration: two accumulator chains, the mmul recurrence hidden)
         c.loop_begin("att.value");
-        for (std::size_t db = 0; db < d / 4; ++db) {
+        for (std::size_t db = 0; db < d / 4; db += 2) {
           c.iteration();
-          auto Y = load_acc<acc_kind::accfloat, 16>(c, ybuf + uint32_t(db * 64));
-          if (!c.faulty(fault::att_rescale)) Y = fmul(c, Y, C);
-          for (std::size_t kb8 = 0; kb8 < sub / 8; ++kb8) {
-            const auto B = load<bf16, 32>(c, vb + uint32_t((kb8 * (d / 4) + db) * 64));
-            mmul_mac<4, 8, 4, bf16, bf16>(c, Y, FA[kb8], B);
+          accum<acc_kind::accfloat, 16> Y[2];
+          for (int h = 0; h < 2; ++h) {
+            Y[h] = load_acc<acc_kind::accfloat, 16>(c, ybuf + uint32_t((db + std::size_t(h)) * 64));
+            if (!c.faulty(fault::att_rescale)) Y[h] = fmul(c, Y[h], C);
           }
-          store_acc(c, ybuf + uint32_t(db * 64), Y);
+          for (std::size_t kb8 = 0; kb8 < sub / 8; ++kb8)
+            for (int h = 0; h < 2; ++h) {
+              const auto B = load<bf16, 32>(c, vb + uint32_t((kb8 * (d / 4) + db + std::size_t(h)) * 64));
+              mmul_mac<4, 8, 4, bf16, bf16>(c, Y[h], FA[kb8], B);
+            }
+          for (int h = 0; h < 2; ++h) store_acc(c, ybuf + uint32_t((db + std::size_t(h)) * 64), Y[h]);
         }
         c.loop_end();
       }

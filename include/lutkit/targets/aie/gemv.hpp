@@ -49,7 +49,8 @@ status gemv_w4a8(core<P>& c, const uint8_t* data, std::size_t M, std::size_t K, 
   constexpr bool p2 = std::is_same_v<P, aie2p>;
   constexpr int cols = p2 ? 16 : 8;  // weight rows per mmul (its N)
   const std::size_t gbytes = L.group_bytes;
-  const uint32_t buf[2] = {c.alloc(gbytes, 64), c.alloc(gbytes, 64)};
+  // the groups' ping-pong buffers in banks of their own (the activations fill the first banks)
+  const uint32_t buf[2] = {c.alloc(gbytes, 64, lut_bank_cd<P>), c.alloc(gbytes, 64, lut_bank_ab<P>)};
   if (c.st != status::ok) return c.st;
   const float* D = reinterpret_cast<const float*>(c.ptr(acts.d));
   const int32_t* Q = reinterpret_cast<const int32_t*>(c.ptr(acts.qsum));
@@ -94,6 +95,7 @@ status gemv_w4a8(core<P>& c, const uint8_t* data, std::size_t M, std::size_t K, 
           c.loop_begin("w4a8.epilogue");
           c.iteration();
           for (int h = 0; h < 4 * cols / 16; ++h) {
+            if (std::size_t(16 * h / cols) >= N) break;  // lanes of activation rows past N: nothing to add
             accum<acc_kind::acc32, 16> a16;
             accum<acc_kind::accfloat, 16> s1, s2, qf;
             for (int i = 0; i < 16; ++i) {
@@ -108,12 +110,14 @@ status gemv_w4a8(core<P>& c, const uint8_t* data, std::size_t M, std::size_t K, 
               if (dots != nullptr && std::size_t(n) < N && t * 64 + std::size_t(r) < M)
                 dots[(std::size_t(n) * M + t * 64 + std::size_t(r)) * (K / 32) + qb] = int32_t(acc.v[lane]);
             }
-            // the lanes' scales, d and q sums: loads, fp16 -> fp32 (bit manipulation, 4 issues),
-            // their fp32 products (emulated multiplies)
-            c.issue(slot::ld, 3);
-            c.issue(slot::vec, 4 + 3 * 3 + 1);
+            // the lanes' scales (fp16 -> fp32 by bit manipulation: 4 issues; bf16 parameters: 1) and
+            // d, their product (an emulated fp32 multiply); the zero / minimum term only where the
+            // format has one (4-bit symmetric codes: code - 8 is the level, s2 = 0)
+            constexpr bool zero_term = T.asymmetric || T.min_form || T.sym_zero != 8.f;
+            c.issue(slot::ld, zero_term ? 3 : 2);
+            c.issue(slot::vec, (T.bf16_params ? 1 : 4) * (zero_term ? 2 : 1) + 3 * (zero_term ? 2 : 1) + (zero_term ? 1 : 0));
             const auto f = to_float(c, a16);
-            const auto tsum = fadd(c, fmul(c, s1, f), fmul(c, s2, qf));
+            const auto tsum = zero_term ? fadd(c, fmul(c, s1, f), fmul(c, s2, qf)) : fmul(c, s1, f);
             const int chunk = o * (4 * cols / 16) + h;
             yacc[chunk] = g == 0 && b == 0 ? tsum : fadd(c, yacc[chunk], tsum);
             c.issue(slot::ld, 64 / (P::load_bits / 8));  // y_acc lives in the data memory
@@ -152,8 +156,8 @@ status lut_gemv(core<P>& c, const uint8_t* data, std::size_t M, std::size_t K, c
   constexpr int spb = T.steps_per_block;  // steps per int16 accumulation interval
   c.reset_memory();
   const layout_geometry L(T, M, K);
-  const uint32_t buf[2] = {c.alloc(L.group_bytes, 64), c.alloc(L.group_bytes, 64)};
-  lut16 tab = make_lut(c, nullptr, 16 * steps, 6, 7);  // the group's tables: both copies, banks 6 and 7
+  const uint32_t buf[2] = {c.alloc(L.group_bytes, 64, 2), c.alloc(L.group_bytes, 64, 3)};
+  lut16 tab = make_lut(c, nullptr, 16 * steps, lut_bank_ab<P>, lut_bank_cd<P>);  // the group's tables
   if (c.st != status::ok) return c.st;
   int16_t entries[16 * 64];  // (G <= 256: 64 steps)
   const float c_mirror = T.mirror ? 0.5f * float(T.plane_weight_sum) : 0.f;
