@@ -278,3 +278,57 @@ TEST_CASE("aie kernels: planted faults in the dequant-GEMM fail its check", "[ai
   CHECK_FALSE(check_dq_gemm<Q4_0>(32, fault::bf16_round, 2));
   CHECK_FALSE(check_dq_gemm<Q4_0>(32, fault::mmul_acc, 2));
 }
+
+// ---- the target::aie layout (tiling spec, mmul order): pack / unpack round trip, the element map
+// in the int8 x int4 mmul's B-operand atoms, every bit of the blob used at most once
+namespace {
+template <class P>
+void check_aie_layout(std::size_t M, std::size_t K) {
+  std::mt19937_64 rng(M * 131 + K);
+  const auto w = gaussian(rng, M * K);
+  const auto q = quantize_any<P>(w, M, K);
+  const auto blob = pack_aie<P>(q);
+  const auto u = lk::unpack(blob);
+  INFO(P::name());
+  CHECK(u.codes == q.codes);
+  CHECK(u.scales == q.scales);
+  if (P::spec.asymmetric) CHECK(u.zeros == q.zeros);
+  constexpr auto& S = P::spec;
+  const lk::layout_geometry& L = blob.layout();
+  std::vector<uint8_t> used(L.total_bytes * 8, 0);
+  bool map_ok = true, unique = true;
+  for (std::size_t m = 0; m < L.M_pad; ++m)
+    for (std::size_t k = 0; k < L.K_pad; ++k) {
+      const std::size_t t = m / 64, r = m % 64, sp = k / 8, kk = k % 8;
+      const std::size_t blk = sp / std::size_t(S.step_pairs_per_block());
+      const std::size_t pair = L.block_offset(t, blk) + (sp % std::size_t(S.step_pairs_per_block())) * std::size_t(S.step_pair_bytes());
+      const std::size_t want = S.planes == 8 ? pair + 64 * (r / 8) + 8 * kk + r % 8 : pair + 32 * (r / 8) + 4 * kk + (r % 8) / 2;
+      const int want_shift = S.planes == 8 ? 0 : 4 * int(r % 2);
+      for (int p = 0; p < S.planes; ++p) {
+        const auto loc = L.index_location(m, k, p);
+        map_ok = map_ok && loc.byte == want && loc.shift == want_shift + p;
+        const std::size_t bit = loc.byte * 8 + std::size_t(loc.shift);
+        unique = unique && used[bit] == 0;
+        used[bit] = 1;
+      }
+    }
+  CHECK(map_ok);
+  CHECK(unique);
+}
+}  // namespace
+
+TEST_CASE("aie layout: the mmul order of target::aie blobs", "[aie_kernels]") {
+  check_aie_layout<Q4_0>(130, 96);
+  check_aie_layout<W4A64>(64, 192);
+  check_aie_layout<Q4NX>(64, 256);
+  check_aie_layout<W2A64>(70, 128);
+  check_aie_layout<W3S32>(9, 64);
+  check_aie_layout<W1A64>(65, 64);
+  check_aie_layout<AP<lk::fmt::uint_asym<8>, lk::group<64>>>(66, 128);
+  check_aie_layout<AP<lk::fmt::uint_sym<4>, lk::per_channel>>(64, 100);
+  check_aie_layout<AP<lk::fmt::codebook4<lk::book::nf4>, lk::group<64>>>(64, 128);
+  // ternary has no mmul layout: target::aie refuses it at compile time
+  STATIC_REQUIRE_FALSE(lk::make_tiling_spec<lk::fmt::ternary, lk::per_channel, lk::table::lut4<int8_t, false>, lk::target::aie>().valid());
+  STATIC_REQUIRE(Q4_0::spec.step_pair_bytes() == 256);
+  STATIC_REQUIRE(W2A64::spec.step_pair_bytes() == 256);  // 2-bit codes stored as nibbles
+}

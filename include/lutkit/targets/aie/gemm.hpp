@@ -2,7 +2,7 @@
 // feeding the bf16 mmul (aie2: native 4 x 8 x 4), one compute tile's share of the megatile /
 // supertile schedule (model/array.hpp distributes the tiles and counts Eq. 4 / 5 traffic).
 //
-// Per output tile (32 activation rows x 64 weight rows, one blob tile) and k tile (one group):
+// Per output tile (32 activation rows x 64 weight rows, one blob tile) and k tile (128 k, whole groups):
 // the DMA brings the activations (bf16) and the group (codes + parameters) into ping-pong
 // buffers; the vector unit dequantizes the group's atoms: u4 -> u8 -> u16 unpack, OR 0x4300 (the
 // bf16 bits of 128 + c), a bf16 multiply by the row's scale into fp32 lanes, plus the row's bias
@@ -29,8 +29,8 @@ status dequant_gemm(core<P>& c, const uint8_t* data, std::size_t M, std::size_t 
                     float* Y, std::size_t ldx = 0, std::size_t ldy = 0) {
   require_aie_spec<S>();
   constexpr tiling_spec T = S::spec;
-  static_assert(T.planes <= 4 && T.group_k >= 32 && (T.lut || T.min_form),
-                "aie::dequant_gemm: linear 1-4-bit codes (integer formats, Q4NX) in groups of 32 k or more; not codebooks");
+  static_assert(T.planes <= 4 && T.group_k >= 32 && T.group_k <= 128 && (T.lut || T.min_form),
+                "aie::dequant_gemm: linear 1-4-bit codes (integer formats, Q4NX) in groups of 32-128 k; not codebooks");
   if constexpr (!std::is_same_v<P, aie2>) {
     (void)c, (void)data, (void)M, (void)K, (void)X, (void)N, (void)Y, (void)ldx, (void)ldy;
     return status::unsupported;  // bf16 mmul is emulated on aie2p (bfp16); not modelled for this kernel
@@ -41,97 +41,100 @@ status dequant_gemm(core<P>& c, const uint8_t* data, std::size_t M, std::size_t 
     if (ldy == 0) ldy = M;
     if (ldx < K || ldy < M) return status::bad_stride;
     constexpr int G = T.group_k, TM = gemm_tiles::m;
+    constexpr int KT = G > 128 ? G : 128;  // k per tile: whole groups, at least 128
+    constexpr int GPT = KT / G;            // groups per k tile
     c.reset_memory();
     const layout_geometry L(T, M, K);
-    const uint32_t abuf[2] = {c.alloc(std::size_t(TM) * G * 2, 64), c.alloc(std::size_t(TM) * G * 2, 64)};
-    const uint32_t wbuf[2] = {c.alloc(L.group_bytes, 64), c.alloc(L.group_bytes, 64)};
-    const uint32_t btile = c.alloc(std::size_t(G) * 64 * 2, 64);  // [k / 8][n / 4] blocks of 8 x 4 bf16
-    const uint32_t cbuf = c.alloc(std::size_t(TM) * 64 * 4, 64);  // fp32 C, [row block][col block] 4 x 4
+    // placement: A ping / pong in banks 0 / 1, the bf16 B tile in banks 2-3, C in bank 4, the
+    // groups' codes ping / pong in banks 5 / 6: the mmul loop reads A, B and C from different banks
+    const uint32_t abuf[2] = {c.alloc(std::size_t(TM) * KT * 2, 8192), c.alloc(std::size_t(TM) * KT * 2, 8192)};
+    const uint32_t btile = c.alloc(std::size_t(KT) * 64 * 2, 8192);  // [k / 8][n / 4] blocks of 8 x 4 bf16
+    const uint32_t cbuf = c.alloc(std::size_t(TM) * 64 * 4, 64, 4);   // fp32 C, [row block][col block] 4 x 4
+    const uint32_t wbuf[2] = {c.alloc(GPT * L.group_bytes, 64, 5), c.alloc(GPT * L.group_bytes, 64, 6)};
     if (c.st != status::ok) return c.st;
     const auto magic = broadcast<uint16_t, 32>(c, uint16_t(0x4300));
-    uint16_t stage[TM * 256];  // (G <= 256) the DMA's re-layout of the activation tile
+    uint16_t stage[TM * KT];  // the DMA's re-layout of the activation tile
+    const std::size_t ktiles = (L.groups + GPT - 1) / GPT;
     for (std::size_t r0 = 0; r0 < N; r0 += TM) {
       for (std::size_t t = 0; t < L.tiles; ++t) {
         for (std::size_t i = 0; i < std::size_t(TM) * 64 * 4; ++i) c.dm[cbuf + i] = 0;
-        const std::size_t kt_end = c.faulty(fault::dq_k_tile) && L.groups > 1 ? L.groups - 1 : L.groups;
-        for (std::size_t g = 0; g < kt_end; ++g) {
-          // DMA: the activation tile, re-laid into 4 x 8 A blocks [row block][k / 8], and the group
+        const std::size_t kt_end = c.faulty(fault::dq_k_tile) && ktiles > 1 ? ktiles - 1 : ktiles;
+        for (std::size_t kt = 0; kt < kt_end; ++kt) {
+          const std::size_t g0 = kt * GPT, ng = L.groups - g0 < std::size_t(GPT) ? L.groups - g0 : std::size_t(GPT);
+          const int ksteps = int(ng) * G / 8;  // k steps of 8 in this tile
+          // DMA: the activation tile, re-laid into 4 x 8 A blocks [row block][k / 8], and the groups
           for (int rb = 0; rb < TM / 4; ++rb)
-            for (int kb = 0; kb < G / 8; ++kb)
+            for (int kb = 0; kb < KT / 8; ++kb)
               for (int i = 0; i < 4; ++i)
                 for (int k = 0; k < 8; ++k) {
-                  const std::size_t r = r0 + std::size_t(rb * 4 + i), kk = g * G + std::size_t(kb * 8 + k);
-                  stage[(rb * (G / 8) + kb) * 32 + i * 8 + k] = r < N ? X[r * ldx + kk] : uint16_t(0);
+                  const std::size_t r = r0 + std::size_t(rb * 4 + i), kk = g0 * G + std::size_t(kb * 8 + k);
+                  stage[(rb * (KT / 8) + kb) * 32 + i * 8 + k] = r < N && kb < ksteps ? X[r * ldx + kk] : uint16_t(0);
                 }
-          c.dma_in(abuf[g % 2], stage, std::size_t(TM) * G * 2);
-          c.dma_in(wbuf[g % 2], data + L.scale_offset(t, g), L.group_bytes);
-          const uint8_t* gp = c.ptr(wbuf[g % 2]);
-          const uint32_t codes = wbuf[g % 2] + uint32_t(T.scale_bytes());
-          // dequantize the group: per row octet o, its scale and bias lanes (lane = k * 8 + n)
+          const uint32_t ab = abuf[kt % 2], wb = wbuf[kt % 2];
+          c.dma_in(ab, stage, std::size_t(TM) * KT * 2);
+          for (std::size_t gi = 0; gi < ng; ++gi) c.dma_in(wb + uint32_t(gi * L.group_bytes), data + L.scale_offset(t, g0 + gi), L.group_bytes);
+          // dequantize the tile's groups: per group and row octet, its scale and bias lanes (lane = k * 8 + n)
           c.loop_begin("dq.dequant");
-          for (int o = 0; o < 8; ++o) {
-            vec<bf16, 32> sc;
-            accum<acc_kind::accfloat, 32> bias;
-            for (int i = 0; i < 32; ++i) {
-              float s, z;
-              detail::group_params<S>(gp, 8 * o + i % 8, s, z);
-              const uint16_t sb = to_bf16_scalar(c, s);
-              const float sbf = bf16_to_f32(sb);
-              sc.v[i] = sb;
-              bias.v[i] = T.min_form ? (c.faulty(fault::dq_min) ? 0.f : z) - 128.f * sbf : -sbf * (z + 128.f);
-            }
-            c.issue(slot::ld, 2);  // the octet's scales and biases (set up once per group)
-            c.issue(slot::vec, 4);
-            for (int sp = 0; sp < G / 8; ++sp) {
-              c.iteration();
-              const auto c4 = load<u4, 64>(c, codes + uint32_t(sp * T.step_pair_bytes() + 32 * o));
-              const auto c16 = unpack(c, unpack(c, c4));  // lanes k * 8 + n, 0..15
-              vec<bf16, 32> hb[2];
-              for (int h = 0; h < 2; ++h) {
-                const auto v = as<bf16, 32>(bor(c, half(c16, h), magic));  // 128 + c
-                hb[h] = to_bf16(c, fadd(c, mul_bf16(c, v, sc), bias));
+          for (std::size_t gi = 0; gi < ng; ++gi) {
+            const uint8_t* gp = c.ptr(wb + uint32_t(gi * L.group_bytes));
+            const uint32_t codes = wb + uint32_t(gi * L.group_bytes) + uint32_t(T.scale_bytes());
+            for (int o = 0; o < 8; ++o) {
+              vec<bf16, 32> sc;
+              accum<acc_kind::accfloat, 32> bias;
+              for (int i = 0; i < 32; ++i) {
+                float sv, z;
+                detail::group_params<S>(gp, 8 * o + i % 8, sv, z);
+                const uint16_t sb = to_bf16_scalar(c, sv);
+                const float sbf = bf16_to_f32(sb);
+                sc.v[i] = sb;
+                bias.v[i] = T.min_form ? (c.faulty(fault::dq_min) ? 0.f : z) - 128.f * sbf : -sbf * (z + 128.f);
               }
-              const auto a64 = as<uint64_t, 8>(hb[0]), b64 = as<uint64_t, 8>(hb[1]);
-              // B blocks (8 k x 4 n): columns 0-3 and 4-7 of the octet
-              const auto lo = shuffle(c, a64, b64, shuffle_mode::filter_even);
-              const auto hi = shuffle(c, a64, b64, shuffle_mode::filter_odd);
-              store(c, btile + uint32_t((sp * 16 + 2 * o) * 64), lo);
-              store(c, btile + uint32_t((sp * 16 + 2 * o + 1) * 64), hi);
+              c.issue(slot::ld, 2);  // the octet's scales and biases (set up once per group)
+              c.issue(slot::vec, 4);
+              for (int sp = 0; sp < G / 8; ++sp) {
+                c.iteration();
+                const auto c4 = load<u4, 64>(c, codes + uint32_t(sp * T.step_pair_bytes() + 32 * o));
+                const auto c16 = unpack(c, unpack(c, c4));  // lanes k * 8 + n, 0..15
+                vec<bf16, 32> hb[2];
+                for (int h = 0; h < 2; ++h) {
+                  const auto v = as<bf16, 32>(bor(c, half(c16, h), magic));  // 128 + c
+                  hb[h] = to_bf16(c, fadd(c, mul_bf16(c, v, sc), bias));
+                }
+                const auto a64 = as<uint64_t, 8>(hb[0]), b64 = as<uint64_t, 8>(hb[1]);
+                // B blocks (8 k x 4 n): columns 0-3 and 4-7 of the octet
+                const auto lo = shuffle(c, a64, b64, shuffle_mode::filter_even);
+                const auto hi = shuffle(c, a64, b64, shuffle_mode::filter_odd);
+                const int kb = int(gi) * (G / 8) + sp;
+                store(c, btile + uint32_t((kb * 16 + 2 * o) * 64), lo);
+                store(c, btile + uint32_t((kb * 16 + 2 * o + 1) * 64), hi);
+              }
             }
           }
           c.loop_end();
-          // the mm.cc loop: 2 x 2 blocks of 4 x 4 outputs, per k step 2 A + 2 B loads, 4 mmuls
+          // the mm.cc loop: per pass a 2 x 2 block of 4 x 4 outputs (C loaded, updated over the
+          // tile's k steps, stored: the next pass's C traffic overlaps this one's mmuls)
+          c.loop_begin("dq.mmul");
           for (int rb = 0; rb < TM / 4; rb += 2)
             for (int cb = 0; cb < 16; cb += 2) {
-              accum<acc_kind::accfloat, 16> acc[2][2];
-              c.loop_begin("dq.mmul.load_c");
               c.iteration();
+              accum<acc_kind::accfloat, 16> acc[2][2];
               for (int i = 0; i < 2; ++i)
-                for (int j = 0; j < 2; ++j) {
+                for (int j = 0; j < 2; ++j)
                   acc[i][j] = load_acc<acc_kind::accfloat, 16>(c, cbuf + uint32_t(((rb + i) * 16 + cb + j) * 64));
-                }
-              c.loop_end();
-              c.loop_begin("dq.mmul");
-              for (int kb = 0; kb < G / 8; ++kb) {
-                c.iteration();
-                const auto a0 = load<bf16, 32>(c, abuf[g % 2] + uint32_t(((rb + 0) * (G / 8) + kb) * 64));
+              for (int kb = 0; kb < ksteps; ++kb) {
+                const auto a0 = load<bf16, 32>(c, ab + uint32_t(((rb + 0) * (KT / 8) + kb) * 64));
                 const auto b0 = load<bf16, 32>(c, btile + uint32_t((kb * 16 + cb + 0) * 64));
-                const auto a1 = load<bf16, 32>(c, abuf[g % 2] + uint32_t(((rb + 1) * (G / 8) + kb) * 64));
+                const auto a1 = load<bf16, 32>(c, ab + uint32_t(((rb + 1) * (KT / 8) + kb) * 64));
                 const auto b1 = load<bf16, 32>(c, btile + uint32_t((kb * 16 + cb + 1) * 64));
                 mmul_mac<4, 8, 4, bf16, bf16>(c, acc[0][0], a0, b0);
                 mmul_mac<4, 8, 4, bf16, bf16>(c, acc[0][1], a0, b1);
                 mmul_mac<4, 8, 4, bf16, bf16>(c, acc[1][0], a1, b0);
                 mmul_mac<4, 8, 4, bf16, bf16>(c, acc[1][1], a1, b1);
               }
-              c.loop_end();
-              c.loop_begin("dq.mmul.store_c");
-              c.iteration();
               for (int i = 0; i < 2; ++i)
-                for (int j = 0; j < 2; ++j) {
-                  store_acc(c, cbuf + uint32_t(((rb + i) * 16 + cb + j) * 64), acc[i][j]);
-                }
-              c.loop_end();
+                for (int j = 0; j < 2; ++j) store_acc(c, cbuf + uint32_t(((rb + i) * 16 + cb + j) * 64), acc[i][j]);
             }
+          c.loop_end();
         }
         // C out: block (rb, cb) lane i * 4 + j = row 4 rb + i, weight row 4 cb + j
         const float* C = reinterpret_cast<const float*>(c.ptr(cbuf));
