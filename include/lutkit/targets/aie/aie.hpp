@@ -861,7 +861,7 @@ template <int N, class P>
 accum<acc_kind::accfloat, N> finv(core<P>& c, const accum<acc_kind::accfloat, N>& a) {
   c.issue(slot::vec, 4);
   accum<acc_kind::accfloat, N> r;
-  for (int i = 0; i < N; ++i) r.v[i] = 1.0f / a.v[i];
+  for (int i = 0; i < N; ++i) r.v[i] = a.v[i] == 0.f ? __builtin_copysignf(__builtin_inff(), a.v[i]) : 1.0f / a.v[i];
   return r;
 }
 template <acc_kind A, int N, class P>

@@ -33,7 +33,7 @@ inline float round_away(float v) {
 // exp on the scalar set-up path (table building), double precision: 2^n * e^r, |r| <= ln2 / 2
 inline double exp_d(double x) {
   if (x < -745.0) return 0.0;
-  if (x > 709.0) return 1.0 / 0.0;
+  if (x > 709.0) return __builtin_inf();
   const double ln2 = 0.69314718055994530942;
   const double nf = x / ln2;
   const int n = int(nf < 0 ? nf - 0.5 : nf + 0.5);
