@@ -148,6 +148,10 @@ TEST_CASE("aie array model: the GEMM megatile points (one fitted, two predicted)
   const mdl::gemm_shape s{2048, 2048, 2048};
   double prev = 0;
   for (const auto& p : mdl::gemma3_gemm_points) {
+    // Eq. 5 is the explicit megatile walk's DRAM traffic, and a k step fits the memory tiles
+    const auto w = mdl::walk_megatiles(s, p.t);
+    CHECK(w.dram_bytes == Approx(mdl::gemm_dram_bytes(s, p.t)));
+    CHECK(w.mt_bytes_peak <= mdl::memory_tile_bytes_xdna2);
     const mdl::eq1 e = mdl::gemm_latency(a, s, p.t);
     const double t = mdl::tops(s, e.latency());
     std::printf("GEMM 2048^3 megatile %gx%gx%g: modelled %.1f TOPS (published %.1f, %+.0f %%), bound by %s\n", p.t.m, p.t.k,

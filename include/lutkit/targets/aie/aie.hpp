@@ -247,7 +247,7 @@ struct trace {
   region_stats& cur() { return r[current]; }
   int find(const char* name) {
     for (int i = 1; i < n; ++i)
-      if (r[i].name == name) return i;
+      if (r[i].name == name || __builtin_strcmp(r[i].name, name) == 0) return i;
     if (n == max_regions) return 0;
     r[n].name = name;
     return n++;

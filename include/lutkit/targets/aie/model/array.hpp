@@ -68,6 +68,29 @@ inline double gemm_dram_bytes(gemm_shape s, megatile t) {
   const double M = ceil_to(s.M, t.m), N = ceil_to(s.N, t.n), K = ceil_to(s.K, 64);
   return (N / t.n) * M * K * 2 + (M / t.m) * K * N * 2;
 }
+// The schedule Eq. 5 summarizes, walked explicitly: megatile by megatile (output blocks mt_m x
+// mt_n), the memory tiles take the megatile's A rows (mt_m x K) and B columns (K x mt_n) from
+// DRAM once, k tile by k tile (mt_k), and feed the supertiles (8 m x 4 n tiles of the array) from
+// there. Returns the DRAM bytes read and the largest memory-tile footprint of one k step (A and B
+// k tiles, bf16, double-buffered).
+struct schedule_traffic {
+  double dram_bytes = 0, mt_bytes_peak = 0;
+};
+inline schedule_traffic walk_megatiles(gemm_shape s, megatile t) {
+  schedule_traffic r;
+  const double M = ceil_to(s.M, t.m), N = ceil_to(s.N, t.n), K = ceil_to(s.K, 64);
+  for (double m0 = 0; m0 < M; m0 += t.m)
+    for (double n0 = 0; n0 < N; n0 += t.n)
+      for (double k0 = 0; k0 < K; k0 += t.k) {
+        const double kk = K - k0 < t.k ? K - k0 : t.k;
+        const double step = (t.m * kk + kk * t.n) * 2;
+        r.dram_bytes += step;
+        r.mt_bytes_peak = 2 * step > r.mt_bytes_peak ? 2 * step : r.mt_bytes_peak;
+      }
+  return r;
+}
+inline constexpr double memory_tile_bytes_xdna2 = 8.0 * 512 * 1024;
+
 inline eq1 gemm_latency(const npu& a, gemm_shape s, megatile t) {
   eq1 e;
   const double M = ceil_to(s.M, t.m), N = ceil_to(s.N, t.n), K = ceil_to(s.K, 64);
