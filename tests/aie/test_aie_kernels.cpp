@@ -21,6 +21,8 @@ using W4S128 = AP<lk::fmt::uint_sym<4>, lk::group<128>, lk::table::lut4<int8_t, 
 using W2A64 = AP<lk::fmt::uint_asym<2>, lk::group<64>>;
 using W3S32 = AP<lk::fmt::uint_sym<3>, lk::group<32>, lk::table::lut4<int8_t, false>>;
 using W1A64 = AP<lk::fmt::uint_asym<1>, lk::group<64>>;
+using W4A256 = AP<lk::fmt::uint_asym<4>, lk::group<256>, lk::table::lut4<int8_t, false>>;
+using W2S32 = AP<lk::fmt::uint_sym<2>, lk::group<32>>;
 
 struct shape {
   std::size_t M, K, N;
@@ -63,7 +65,9 @@ bool check_w4a8(uint64_t seed, fault f, int cases) {
   for (int cs = 0; cs < cases; ++cs) {
     const shape sh = random_shape<P>(rng, 4);
     const auto w = gaussian(rng, sh.M * sh.K);
-    const auto x = gaussian(rng, sh.N * sh.K);
+    auto x = gaussian(rng, sh.N * sh.K, cs % 3 == 2 ? 1e4f : 1.f);  // (every third case: large activations)
+    if (cs % 4 == 1)  // a zero activation block
+      for (std::size_t k = 0; k < 32; ++k) x[k] = 0.f;
     const auto q = quantize_any<P>(w, sh.M, sh.K);
     const auto blob = pack_aie<P>(q);
     std::vector<float> y(sh.N * sh.M, -1.f);
@@ -182,6 +186,10 @@ TEMPLATE_TEST_CASE("aie kernels: W4A8 GEMV on the int8 x int4 mmul equals the q8
   CHECK(check_w4a8<Q4NX, TestType>(13, fault::none, 3));
   CHECK(check_w4a8<W4S128, TestType>(14, fault::none, 3));
   CHECK(check_w4a8<W2A64, TestType>(15, fault::none, 3));
+  CHECK(check_w4a8<W1A64, TestType>(16, fault::none, 3));
+  CHECK(check_w4a8<W3S32, TestType>(17, fault::none, 3));
+  CHECK(check_w4a8<W2S32, TestType>(18, fault::none, 3));
+  CHECK(check_w4a8<W4A256, TestType>(19, fault::none, 2));
 }
 
 TEMPLATE_TEST_CASE("aie kernels: LUT-GEMV on parallel_lookup equals the double reference", "[aie_kernels]", aie::aie2,
@@ -191,6 +199,8 @@ TEMPLATE_TEST_CASE("aie kernels: LUT-GEMV on parallel_lookup equals the double r
   CHECK(check_lut<W2A64, TestType>(23, fault::none, 3));
   CHECK(check_lut<W3S32, TestType>(24, fault::none, 3));
   CHECK(check_lut<W1A64, TestType>(25, fault::none, 3));
+  CHECK(check_lut<W4A256, TestType>(26, fault::none, 2));
+  CHECK(check_lut<W2S32, TestType>(27, fault::none, 3));
 }
 
 TEST_CASE("aie kernels: the GEMVs refuse bad arguments with a status", "[aie_kernels]") {
@@ -265,6 +275,9 @@ TEST_CASE("aie kernels: INT4 -> bf16 dequant + bf16 mmul GEMM equals the double 
   CHECK(check_dq_gemm<Q4_0>(32, fault::none, 4));
   CHECK(check_dq_gemm<W4A64>(33, fault::none, 3));
   CHECK(check_dq_gemm<W2A64>(34, fault::none, 2));
+  CHECK(check_dq_gemm<W3S32>(35, fault::none, 2));
+  CHECK(check_dq_gemm<W1A64>(36, fault::none, 2));
+  CHECK(check_dq_gemm<W4S128>(37, fault::none, 2));
   auto c = make_core<aie::aie2p>();
   float y[4];
   uint16_t x[64] = {};

@@ -50,7 +50,8 @@ status gemv_w4a8(core<P>& c, const uint8_t* data, std::size_t M, std::size_t K, 
   constexpr int cols = p2 ? 16 : 8;  // weight rows per mmul (its N)
   const std::size_t gbytes = L.group_bytes;
   // the groups' ping-pong buffers in banks of their own (the activations fill the first banks)
-  const uint32_t buf[2] = {c.alloc(gbytes, 64, lut_bank_cd<P>), c.alloc(gbytes, 64, lut_bank_ab<P>)};
+  const bool fits = gbytes <= P::bank_bytes;  // (groups of 256 k span two banks: placed linearly)
+  const uint32_t buf[2] = {c.alloc(gbytes, 64, fits ? lut_bank_cd<P> : -1), c.alloc(gbytes, 64, fits ? lut_bank_ab<P> : -1)};
   if (c.st != status::ok) return c.st;
   const float* D = reinterpret_cast<const float*>(c.ptr(acts.d));
   const int32_t* Q = reinterpret_cast<const int32_t*>(c.ptr(acts.qsum));
@@ -156,7 +157,8 @@ status lut_gemv(core<P>& c, const uint8_t* data, std::size_t M, std::size_t K, c
   constexpr int spb = T.steps_per_block;  // steps per int16 accumulation interval
   c.reset_memory();
   const layout_geometry L(T, M, K);
-  const uint32_t buf[2] = {c.alloc(L.group_bytes, 64, 2), c.alloc(L.group_bytes, 64, 3)};
+  const bool fits = L.group_bytes <= P::bank_bytes;  // (groups of 256 k span two banks: placed linearly)
+  const uint32_t buf[2] = {c.alloc(L.group_bytes, 64, fits ? 2 : -1), c.alloc(L.group_bytes, 64, fits ? 3 : -1)};
   lut16 tab = make_lut(c, nullptr, 16 * steps, lut_bank_ab<P>, lut_bank_cd<P>);  // the group's tables
   if (c.st != status::ok) return c.st;
   int16_t entries[16 * 64];  // (G <= 256: 64 steps)
