@@ -5,6 +5,7 @@
 
 #include <lutkit/targets/aie/gemm.hpp>
 #include <lutkit/targets/aie/gemv.hpp>
+#include <lutkit/targets/aie/model/cycles.hpp>
 
 using namespace aie_test;
 namespace lk = lutkit;
@@ -283,6 +284,32 @@ TEST_CASE("aie kernels: INT4 -> bf16 dequant + bf16 mmul GEMM equals the double 
   uint16_t x[64] = {};
   uint8_t d[64] = {};
   CHECK(aie::dequant_gemm<Q4_0>(*c, d, 64, 64, x, 1, y) == aie::status::unsupported);
+}
+
+TEST_CASE("aie kernels: the dequant-GEMM's supertile schedule on a 4 x 4 array equals one core's result", "[aie_kernels]") {
+  std::mt19937_64 rng(38);
+  const std::size_t M = 64 * 6, K = 256, N = 32 * 5;  // 5 x 6 output tiles: more than one supertile
+  const auto w = gaussian(rng, M * K);
+  const auto xf = gaussian(rng, N * K);
+  std::vector<uint16_t> xb(xf.size());
+  for (std::size_t i = 0; i < xf.size(); ++i) xb[i] = lk::f32_to_bf16(xf[i]);
+  const auto blob = pack_aie<Q4NX>(quantize_any<Q4NX>(w, M, K));
+  std::vector<float> y1(N * M), y16(N * M, -1.f);
+  auto one = make_core<aie::aie2>();
+  REQUIRE(aie::dequant_gemm<Q4NX>(*one, blob.data(), M, K, xb.data(), N, y1.data()) == aie::status::ok);
+  auto cores = std::make_unique<aie::core<aie::aie2>[]>(16);
+  REQUIRE(aie::dequant_gemm_array<Q4NX>(cores.get(), 4, 4, blob.data(), M, K, xb.data(), N, y16.data()) == aie::status::ok);
+  CHECK(y16 == y1);  // the same arithmetic per output tile, bit for bit
+  // every core computed its tiles: (rb mod 4, t mod 4) of 5 x 6 tiles
+  uint64_t total = 0;
+  for (int cc = 0; cc < 4; ++cc)
+    for (int rr = 0; rr < 4; ++rr) {
+      const auto k = lutkit::aie::model::cycles<aie::aie2>(cores[cc * 4 + rr].tr);
+      const std::size_t tiles = std::size_t((5 - cc + 3) / 4) * std::size_t((6 - rr + 3) / 4);
+      CHECK(k.macs == tiles * (32 / 4) * (64 / 4) * (K / 8));
+      total += k.macs;
+    }
+  CHECK(total == lutkit::aie::model::cycles<aie::aie2>(one->tr).macs);
 }
 
 TEST_CASE("aie kernels: planted faults in the dequant-GEMM fail its check", "[aie_kernels]") {

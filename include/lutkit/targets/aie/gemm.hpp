@@ -23,16 +23,21 @@ struct gemm_tiles {
   static constexpr int n = 64;  // weight rows per output tile (one blob tile)
 };
 
+// Which output tiles (activation row block rb of 32 rows, weight tile t of 64 rows) a core
+// computes: all of them, or those `take` accepts (the array schedule below).
+using tile_filter = bool (*)(std::size_t rb, std::size_t t, const void* ctx);
+
 // Y[r * ldy + m] = sum_k X[r][k] W[m][k] for N activation rows X (bf16 bits, row-major, ldx).
 template <class S, class P>
 status dequant_gemm(core<P>& c, const uint8_t* data, std::size_t M, std::size_t K, const uint16_t* X, std::size_t N,
-                    float* Y, std::size_t ldx = 0, std::size_t ldy = 0) {
+                    float* Y, std::size_t ldx = 0, std::size_t ldy = 0, tile_filter take = nullptr,
+                    const void* take_ctx = nullptr) {
   require_aie_spec<S>();
   constexpr tiling_spec T = S::spec;
   static_assert(T.planes <= 4 && T.group_k >= 32 && T.group_k <= 128 && (T.lut || T.min_form),
                 "aie::dequant_gemm: linear 1-4-bit codes (integer formats, Q4NX) in groups of 32-128 k; not codebooks");
   if constexpr (!std::is_same_v<P, aie2>) {
-    (void)c, (void)data, (void)M, (void)K, (void)X, (void)N, (void)Y, (void)ldx, (void)ldy;
+    (void)c, (void)data, (void)M, (void)K, (void)X, (void)N, (void)Y, (void)ldx, (void)ldy, (void)take, (void)take_ctx;
     return status::unsupported;  // bf16 mmul is emulated on aie2p (bfp16); not modelled for this kernel
   } else {
     if (data == nullptr || X == nullptr || Y == nullptr) return status::null_pointer;
@@ -57,6 +62,7 @@ status dequant_gemm(core<P>& c, const uint8_t* data, std::size_t M, std::size_t 
     const std::size_t ktiles = (L.groups + GPT - 1) / GPT;
     for (std::size_t r0 = 0; r0 < N; r0 += TM) {
       for (std::size_t t = 0; t < L.tiles; ++t) {
+        if (take != nullptr && !take(r0 / TM, t, take_ctx)) continue;
         for (std::size_t i = 0; i < std::size_t(TM) * 64 * 4; ++i) c.dm[cbuf + i] = 0;
         const std::size_t kt_end = c.faulty(fault::dq_k_tile) && ktiles > 1 ? ktiles - 1 : ktiles;
         for (std::size_t kt = 0; kt < kt_end; ++kt) {
@@ -150,6 +156,33 @@ status dequant_gemm(core<P>& c, const uint8_t* data, std::size_t M, std::size_t 
     }
     return c.st;
   }
+}
+
+// The supertile schedule on an array of `columns` x `rows` cores (the Gemma 3 paper's Fig. 6: a
+// column's cores share an activation tile, a row's share a weight tile): the core in column cc and
+// row rr computes the output tiles (rb, t) with rb mod columns = cc and t mod rows = rr, so one
+// supertile (columns activation blocks x rows weight tiles) keeps every core busy once. cores[cc *
+// rows + rr]; each core's trace and DMA counters hold its share.
+template <class S, class P>
+status dequant_gemm_array(core<P>* cores, int columns, int rows, const uint8_t* data, std::size_t M, std::size_t K,
+                          const uint16_t* X, std::size_t N, float* Y, std::size_t ldx = 0, std::size_t ldy = 0) {
+  if (cores == nullptr) return status::null_pointer;
+  if (columns <= 0 || rows <= 0) return status::bad_shape;
+  struct pos {
+    std::size_t cc, rr, columns, rows;
+  };
+  for (int cc = 0; cc < columns; ++cc)
+    for (int rr = 0; rr < rows; ++rr) {
+      const pos p{std::size_t(cc), std::size_t(rr), std::size_t(columns), std::size_t(rows)};
+      const status s = dequant_gemm<S>(cores[cc * rows + rr], data, M, K, X, N, Y, ldx, ldy,
+                                       [](std::size_t rb, std::size_t t, const void* ctx) {
+                                         const pos& q = *static_cast<const pos*>(ctx);
+                                         return rb % q.columns == q.cc && t % q.rows == q.rr;
+                                       },
+                                       &p);
+      if (s != status::ok) return s;
+    }
+  return status::ok;
 }
 
 // The two published single-tile calibration kernels (FACTS.md; scalable-analyses/xdna), written
