@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <random>
 
@@ -86,6 +87,8 @@ bool check_srs(fault f) {
         }
         const auto v8 = aie::srs<int8_t>(*c, a, shift);
         const auto v16 = aie::srs<int16_t>(*c, a, shift);
+        aie::store_srs<int16_t>(*c, 0, a, shift);  // the store port's SRS: the same lanes
+        ok = ok && std::memcmp(c->dm, v16.v, sizeof(v16.v)) == 0;
         for (int i = 0; i < 16; ++i) {
           const long double r = ref_round(a.v[i], shift, m);
           ok = ok && (long double)v8.v[i] == ref_saturate(r, 8, s) && (long double)v16.v[i] == ref_saturate(r, 16, s);
@@ -101,8 +104,11 @@ bool check_ups(fault f) {
   for (int i = 0; i < 16; ++i) v.v[i] = int16_t(i * 2047 - 16000);
   const auto a = aie::ups<aie::acc_kind::acc32>(*c, v, 5);
   const auto b = aie::ups<aie::acc_kind::acc64>(*c, v, 20);
+  aie::store(*c, 0, v);
+  const auto l = aie::load_ups<aie::acc_kind::acc32, int16_t, 16>(*c, 0, 5);  // the load port's UPS
   bool ok = true;
-  for (int i = 0; i < 16; ++i) ok = ok && a.v[i] == int64_t(v.v[i]) * 32 && b.v[i] == int64_t(v.v[i]) * (int64_t(1) << 20);
+  for (int i = 0; i < 16; ++i)
+    ok = ok && a.v[i] == int64_t(v.v[i]) * 32 && b.v[i] == int64_t(v.v[i]) * (int64_t(1) << 20) && l.v[i] == a.v[i];
   return ok;
 }
 

@@ -738,32 +738,30 @@ accum<A, N> load_ups(core<P>& c, uint32_t off, int shift) {
 }
 // SRS: accumulator -> vector of T: lane >> shift, rounded by the core's rounding mode and
 // saturated (or truncated) to T's width by its saturation mode
+namespace detail {
 template <class T, acc_kind A, int N, class P>
-vec<T, N> srs(core<P>& c, const accum<A, N>& a, int shift) {
+vec<T, N> srs_lanes(const core<P>& c, const accum<A, N>& a, int shift) {
   static_assert(A != acc_kind::accfloat && elem<T>::bits >= 8, "aie::srs: integer accumulator to 8/16/32-bit lanes");
-  c.issue(slot::vec);
   vec<T, N> r;
   constexpr int bits = elem<T>::bits;
   for (int i = 0; i < N; ++i) {
-    const int64_t x = detail::shift_round(int64_t(a.v[i]), shift, c.rnd, c.faulty(fault::srs_rounding));
-    int64_t y = detail::saturate_to(x, bits, c.sat, c.faulty(fault::srs_saturation));
-    if (!detail::is_signed_elem<typename elem<T>::type> && c.sat != saturation::none) y = y < 0 ? 0 : y;
+    const int64_t x = shift_round(int64_t(a.v[i]), shift, c.rnd, c.faulty(fault::srs_rounding));
+    int64_t y = saturate_to(x, bits, c.sat, c.faulty(fault::srs_saturation));
+    if (!is_signed_elem<typename elem<T>::type> && c.sat != saturation::none) y = y < 0 ? 0 : y;
     r.v[i] = typename elem<T>::type(y);
   }
   return r;
 }
-// store with SRS on the store port
+}  // namespace detail
+template <class T, acc_kind A, int N, class P>
+vec<T, N> srs(core<P>& c, const accum<A, N>& a, int shift) {
+  c.issue(slot::vec);
+  return detail::srs_lanes<T>(c, a, shift);
+}
+// store with SRS: the shift-round-saturate rides the store port (no vector-slot issue)
 template <class T, acc_kind A, int N, class P>
 void store_srs(core<P>& c, uint32_t off, const accum<A, N>& a, int shift) {
-  const slot s = slot::vec;
-  (void)s;
-  vec<T, N> v;
-  {
-    const uint64_t before = c.tr.cur().ops[int(slot::vec)];
-    v = srs<T>(c, a, shift);
-    c.tr.cur().ops[int(slot::vec)] = before;  // SRS rides the store
-  }
-  store(c, off, v);
+  store(c, off, detail::srs_lanes<T>(c, a, shift));
 }
 // integer accumulator lane-wise add
 template <acc_kind A, int N, class P>
