@@ -5,6 +5,7 @@
 // makes it fail ("planted faults" below).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -244,7 +245,130 @@ bool check_lookup(fault f) {
   return ok && c->st == aie::status::ok;
 }
 
+// the integer element-wise operations on int8 (wrapping), uint8 and int32 lanes against C++'s
+// two's-complement arithmetic
+template <class P>
+bool check_int_ops(fault f) {
+  auto c = make_core<P>(f);
+  std::mt19937_64 rng(17);
+  std::uniform_int_distribution<int> d8(-128, 127);
+  aie::vec<int8_t, 64> a, b;
+  for (int i = 0; i < 64; ++i) a.v[i] = int8_t(d8(rng)), b.v[i] = int8_t(d8(rng));
+  a.v[0] = 127, b.v[0] = 1;  // wraps to -128
+  const auto s = aie::add(*c, a, b), d = aie::sub(*c, a, b), m = aie::max(*c, a, b);
+  const auto n = aie::band(*c, a, b), o = aie::bor(*c, a, b), x = aie::bxor(*c, a, b);
+  const auto l = aie::shl(*c, a, 3), r = aie::shr(*c, a, 2);
+  const auto g = aie::gt(*c, a, b);
+  const auto sel = aie::select(*c, g, a, b);
+  bool ok = s.v[0] == -128;
+  for (int i = 0; i < 64; ++i) {
+    const int A = a.v[i], B = b.v[i];
+    ok = ok && s.v[i] == int8_t(A + B) && d.v[i] == int8_t(A - B) && m.v[i] == (A > B ? A : B);
+    ok = ok && n.v[i] == int8_t(A & B) && o.v[i] == int8_t(A | B) && x.v[i] == int8_t(A ^ B);
+    ok = ok && l.v[i] == int8_t(uint8_t(A) << 3) && r.v[i] == int8_t(A >> 2) && g.m[i] == (A > B) && sel.v[i] == (A > B ? A : B);
+  }
+  aie::vec<uint8_t, 64> u;
+  for (int i = 0; i < 64; ++i) u.v[i] = uint8_t(200 + i);
+  const auto ur = aie::shr(*c, u, 3);  // logical
+  for (int i = 0; i < 64; ++i) ok = ok && ur.v[i] == uint8_t(u.v[i] >> 3);
+  aie::vec<int32_t, 16> w;
+  for (int i = 0; i < 16; ++i) w.v[i] = int32_t(i * 70000 - 500000);
+  const auto nw = aie::narrow<int16_t>(*c, w);  // truncating
+  for (int i = 0; i < 16; ++i) ok = ok && nw.v[i] == int16_t(uint16_t(uint32_t(w.v[i])));
+  return ok;
+}
+
+// fp32 lanes: adds, max, products, the reciprocal, and the conversions (int32 -> fp32 rounding to
+// nearest, fp32 -> int32 floor with NaN to the minimum and saturation, bf16 round to nearest even)
+template <class P>
+bool check_float_ops(fault f) {
+  auto c = make_core<P>(f);
+  std::mt19937_64 rng(19);
+  std::normal_distribution<float> nd(0.f, 100.f);
+  aie::accum<aie::acc_kind::accfloat, 16> a, b;
+  for (int i = 0; i < 16; ++i) a.v[i] = nd(rng), b.v[i] = nd(rng);
+  b.v[1] = 0.f;
+  const auto s = aie::fadd(*c, a, b), m = aie::fmax(*c, a, b), p = aie::fmul(*c, a, b), r = aie::finv(*c, b);
+  aie::vec<aie::bf16, 16> ha, hb;
+  for (int i = 0; i < 16; ++i) ha.v[i] = lutkit::f32_to_bf16(a.v[i]), hb.v[i] = lutkit::f32_to_bf16(b.v[i]);
+  const auto q = aie::mul_bf16(*c, ha, hb);
+  bool ok = true;
+  for (int i = 0; i < 16; ++i) {
+    ok = ok && s.v[i] == a.v[i] + b.v[i] && m.v[i] == std::max(a.v[i], b.v[i]) && p.v[i] == a.v[i] * b.v[i];
+    ok = ok && (i == 1 ? std::isinf(r.v[i]) : r.v[i] == 1.f / b.v[i]);
+    ok = ok && double(q.v[i]) == double(lutkit::bf16_to_f32(ha.v[i])) * double(lutkit::bf16_to_f32(hb.v[i]));  // exact
+  }
+  aie::accum<aie::acc_kind::acc32, 16> iv;
+  const int64_t ints[16] = {0, 1, -1, 16777217, -16777219, 2147483647, -2147483647 - 1, 123456789, 5, -5, 7, 8, 9, 10, 11, 12};
+  for (int i = 0; i < 16; ++i) iv.v[i] = ints[i];
+  const auto fv = aie::to_float(*c, iv);
+  for (int i = 0; i < 16; ++i) ok = ok && fv.v[i] == float(int32_t(ints[i]));
+  aie::accum<aie::acc_kind::accfloat, 16> fl;
+  const float fs[16] = {0.f, 0.5f, -0.5f, 1.999f, -1.001f, -0.f, 3e9f, -3e9f, std::nanf(""), 7.f, -7.f, 1e-30f, -1e-30f, 2.5f, -2.5f, 100.25f};
+  for (int i = 0; i < 16; ++i) fl.v[i] = fs[i];
+  const auto iw = aie::float_to_int_floor(*c, fl);
+  const int32_t want[16] = {0, 0, -1, 1, -2, 0, 2147483647, -2147483647 - 1, -2147483647 - 1, 7, -7, 0, -1, 2, -3, 100};
+  for (int i = 0; i < 16; ++i) ok = ok && iw.v[i] == want[i];
+  const auto bf = aie::to_bf16(*c, a);
+  const auto back = aie::from_bf16(*c, bf);
+  for (int i = 0; i < 16; ++i) ok = ok && bf.v[i] == lutkit::f32_to_bf16(a.v[i]) && back.v[i] == lutkit::bf16_to_f32(bf.v[i]);
+  return ok;
+}
+
+// vector stores and loads: bytes, int4 nibble order, accumulator lanes
+template <class P>
+bool check_memory(fault f) {
+  auto c = make_core<P>(f);
+  aie::vec<int8_t, 64> v;
+  aie::vec<aie::i4, 128> n;
+  for (int i = 0; i < 64; ++i) v.v[i] = int8_t(i * 3 - 90);
+  for (int i = 0; i < 128; ++i) n.v[i] = int8_t(i % 16 - 8);
+  aie::store(*c, 64, v);
+  aie::store(*c, 128, n);
+  bool ok = std::memcmp(c->dm + 64, v.v, 64) == 0;
+  for (int i = 0; i < 128; ++i) ok = ok && ((c->dm[128 + i / 2] >> (4 * (i % 2))) & 15) == ((i % 16 - 8) & 15);
+  const auto n2 = aie::load<aie::i4, 128>(*c, 128);
+  for (int i = 0; i < 128; ++i) ok = ok && n2.v[i] == n.v[i];
+  aie::accum<aie::acc_kind::accfloat, 16> a;
+  for (int i = 0; i < 16; ++i) a.v[i] = float(i) * 0.25f - 1.f;
+  aie::store_acc(*c, 256, a);
+  const auto a2 = aie::load_acc<aie::acc_kind::accfloat, 16>(*c, 256);
+  for (int i = 0; i < 16; ++i) ok = ok && a2.v[i] == a.v[i];
+  return ok && c->st == aie::status::ok;
+}
+
+// bfp16 (the model's rule): 8 values share the largest exponent, 7 magnitude bits below it,
+// truncated toward zero
+template <class P>
+bool check_bfp16(fault f) {
+  auto c = make_core<P>(f);
+  std::mt19937_64 rng(23);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  aie::vec<aie::bf16, 64> v;
+  for (int i = 0; i < 64; ++i) v.v[i] = lutkit::f32_to_bf16(nd(rng) * (i % 8 == 0 ? 30.f : 1.f));
+  const auto q = aie::to_bfp16(*c, v);
+  bool ok = true;
+  for (int b = 0; b < 64; b += 8) {
+    double amax = 0;
+    for (int i = 0; i < 8; ++i) amax = std::max(amax, std::fabs(double(lutkit::bf16_to_f32(v.v[b + i]))));
+    const double unit = std::ldexp(1.0, std::ilogb(amax) - 6);
+    for (int i = 0; i < 8; ++i) {
+      const double x = lutkit::bf16_to_f32(v.v[b + i]);
+      ok = ok && double(lutkit::bf16_to_f32(q.v[b + i])) == std::trunc(x / unit) * unit;
+    }
+  }
+  return ok;
+}
+
 }  // namespace
+
+TEST_CASE("aie model: element-wise, conversion, memory and bfp16 operations", "[aie_model]") {
+  CHECK(check_int_ops<aie::aie2>(fault::none));
+  CHECK(check_float_ops<aie::aie2>(fault::none));
+  CHECK(check_memory<aie::aie2>(fault::none));
+  CHECK(check_memory<aie::aie2p>(fault::none));
+  CHECK(check_bfp16<aie::aie2p>(fault::none));
+}
 
 TEST_CASE("aie model: profile widths and the native mmul shapes", "[aie_model]") {
   STATIC_REQUIRE(aie::native_mmul_v<aie::aie2, 4, 16, 8, int8_t, aie::i4>);
@@ -386,4 +510,9 @@ TEST_CASE("aie model: planted faults in the operations fail their checks", "[aie
   CHECK_FALSE(check_lookup<P>(fault::lookup_index));
   CHECK_FALSE(check_mmul<aie::aie2p>(fault::mmul_last_k));
   CHECK_FALSE(check_lookup<aie::aie2p>(fault::lookup_index));
+  CHECK_FALSE(check_int_ops<P>(fault::int_lane));
+  CHECK_FALSE(check_float_ops<P>(fault::float_lane));
+  CHECK_FALSE(check_float_ops<P>(fault::convert));
+  CHECK_FALSE(check_float_ops<P>(fault::bf16_round));
+  CHECK_FALSE(check_memory<P>(fault::store_byte));
 }

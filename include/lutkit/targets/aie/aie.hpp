@@ -185,6 +185,10 @@ enum class fault : int {
   lookup_index,      // parallel_lookup reads entry index + 1
   load_bank,         // (cycle model) bank conflicts not counted
   bf16_round,        // float -> bf16 conversion drops 4 of the 7 mantissa bits
+  int_lane,          // integer element-wise ops (add ... select, narrow): lane 0 off by one
+  float_lane,        // fp32 element-wise ops (fadd, fmax, fmul, mul_bf16, finv, acc_add): lane 0 off by 2^-10
+  convert,           // int32 <-> fp32 conversions: lane 0 off by one unit
+  store_byte,        // a vector store leaves its last byte unwritten
   // kernels
   gemv_group_scale,  // W4A8 GEMV: the next group's activation scale
   gemv_nibble,       // W4A8 GEMV: the code's sign flip skipped
@@ -202,6 +206,7 @@ enum class fault : int {
 constexpr const char* fault_name(fault f) {
   constexpr const char* names[] = {"none", "srs_rounding", "srs_saturation", "ups_shift", "unpack_sign", "shuffle_order",
                                    "broadcast_lane", "mmul_last_k", "mmul_acc", "lookup_index", "load_bank", "bf16_round",
+                                   "int_lane", "float_lane", "convert", "store_byte",
                                    "gemv_group_scale", "gemv_nibble", "lut_plane_weight", "lut_zero_term", "dq_min",
                                    "dq_k_tile", "att_rescale", "att_causal", "exp_table", "dllm_argmax_tie",
                                    "dllm_sum_rescale"};
@@ -457,11 +462,13 @@ void store(core<P>& c, uint32_t off, const vec<T, N>& x) {
   if (std::size_t(off) + bytes > P::dm_bytes) return c.fail(status::out_of_range);
   for (int o = 0; o < bytes; o += port) c.issue_store(off + std::size_t(o));
   uint8_t* p = c.dm + off;
+  const uint8_t last = p[bytes - 1];
   if constexpr (elem<T>::bits == 4) {
     for (int i = 0; i < N; i += 2) p[i / 2] = uint8_t((uint8_t(x.v[i]) & 15) | ((uint8_t(x.v[i + 1]) & 15) << 4));
   } else {
     __builtin_memcpy(p, x.v, bytes);
   }
+  if (c.faulty(fault::store_byte)) p[bytes - 1] = last;
 }
 
 // An accumulator's 32-bit lanes (fp32, or int32 for acc32) loaded from / stored to the data
@@ -531,6 +538,7 @@ vec<T, N> lanewise(core<P>& c, const vec<T, N>& a, const vec<T, N>& b, F f) {
   c.issue(slot::vec);
   vec<T, N> r;
   for (int i = 0; i < N; ++i) r.v[i] = typename elem<T>::type(f(int64_t(a.v[i]), int64_t(b.v[i])));
+  if (c.faulty(fault::int_lane)) r.v[0] = typename elem<T>::type(r.v[0] + 1);
   return r;
 }
 }  // namespace detail
@@ -565,6 +573,7 @@ vec<T, N> shl(core<P>& c, const vec<T, N>& a, int s) {
   c.issue(slot::vec);
   vec<T, N> r;
   for (int i = 0; i < N; ++i) r.v[i] = typename elem<T>::type(uint64_t(int64_t(a.v[i])) << s);
+  if (c.faulty(fault::int_lane)) r.v[0] = typename elem<T>::type(r.v[0] + 1);
   return r;
 }
 template <class T, int N, class P>
@@ -572,6 +581,7 @@ vec<T, N> shr(core<P>& c, const vec<T, N>& a, int s) {
   c.issue(slot::vec);
   vec<T, N> r;
   for (int i = 0; i < N; ++i) r.v[i] = typename elem<T>::type(a.v[i] >> s);
+  if (c.faulty(fault::int_lane)) r.v[0] = typename elem<T>::type(r.v[0] + 1);
   return r;
 }
 // lane mask of a > b, and select(mask, a, b) = mask ? a : b
@@ -584,6 +594,7 @@ mask<N> gt(core<P>& c, const vec<T, N>& a, const vec<T, N>& b) {
   c.issue(slot::vec);
   mask<N> r;
   for (int i = 0; i < N; ++i) r.m[i] = a.v[i] > b.v[i];
+  if (c.faulty(fault::int_lane)) r.m[0] = !r.m[0];
   return r;
 }
 template <class T, int N, class P>
@@ -591,6 +602,7 @@ vec<T, N> select(core<P>& c, const mask<N>& m, const vec<T, N>& a, const vec<T, 
   c.issue(slot::vec);
   vec<T, N> r;
   for (int i = 0; i < N; ++i) r.v[i] = m.m[i] ? a.v[i] : b.v[i];
+  if (c.faulty(fault::int_lane)) r.v[0] = typename elem<T>::type(r.v[0] + 1);
   return r;
 }
 
@@ -677,6 +689,7 @@ vec<U, N> narrow(core<P>& c, const vec<T, N>& a) {
   c.issue(slot::vec);
   vec<U, N> r;
   for (int i = 0; i < N; ++i) r.v[i] = typename elem<U>::type(a.v[i]);
+  if (c.faulty(fault::int_lane)) r.v[0] = typename elem<U>::type(r.v[0] + 1);
   return r;
 }
 
@@ -774,6 +787,8 @@ accum<A, N> acc_add(core<P>& c, const accum<A, N>& a, const accum<A, N>& b) {
     else
       r.v[i] = A == acc_kind::acc32 ? detail::wrap32(a.v[i] + b.v[i]) : a.v[i] + b.v[i];
   }
+  if constexpr (A == acc_kind::accfloat)
+    if (c.faulty(fault::float_lane)) r.v[0] = r.v[0] * (1.f + 0x1p-10f) + 0x1p-60f;
   return r;
 }
 
@@ -804,24 +819,28 @@ accum<acc_kind::accfloat, N> to_float(core<P>& c, const accum<acc_kind::acc32, N
   c.issue(slot::vec);
   accum<acc_kind::accfloat, N> r;
   for (int i = 0; i < N; ++i) r.v[i] = float(int32_t(a.v[i]));
+  if (c.faulty(fault::convert)) r.v[0] += 1.f;
   return r;
 }
-// fp32 -> int32 with floor (native, UG1529: aie::rounding_mode::floor)
+// fp32 -> int32 with floor (native, UG1529: aie::rounding_mode::floor), saturated to int32's
+// range; NaN gives the most negative value
 template <int N, class P>
 vec<int32_t, N> float_to_int_floor(core<P>& c, const accum<acc_kind::accfloat, N>& a) {
   c.issue(slot::vec);
   vec<int32_t, N> r;
   for (int i = 0; i < N; ++i) {
     const float f = a.v[i];
-    const float lim = 2147483520.f;
-    if (!(f == f)) {  // NaN: the most negative value (saturated)
+    if (!(f == f) || f < -2147483648.f) {
       r.v[i] = int32_t(-2147483647 - 1);
-      continue;
+    } else if (f >= 2147483648.f) {
+      r.v[i] = 2147483647;
+    } else {
+      int64_t q = int64_t(f);  // toward zero, exact in range
+      if (float(q) > f) --q;
+      r.v[i] = int32_t(q);
     }
-    int64_t q = int64_t(f < -lim ? -lim : (f > lim ? lim : f));
-    if (float(q) > f) --q;
-    r.v[i] = int32_t(q);
   }
+  if (c.faulty(fault::convert)) r.v[0] = int32_t(uint32_t(r.v[0]) + 1u);
   return r;
 }
 // fp32 element-wise add (native on the accumulators) and max
@@ -834,6 +853,7 @@ accum<acc_kind::accfloat, N> fmax(core<P>& c, const accum<acc_kind::accfloat, N>
   c.issue(slot::vec);
   accum<acc_kind::accfloat, N> r;
   for (int i = 0; i < N; ++i) r.v[i] = a.v[i] > b.v[i] ? a.v[i] : b.v[i];
+  if (c.faulty(fault::float_lane)) r.v[0] = r.v[0] * (1.f + 0x1p-10f) + 0x1p-60f;
   return r;
 }
 // fp32 x fp32 element-wise multiply: no native fp32 multiplier on aie2 / aie2p; the API
@@ -844,6 +864,7 @@ accum<acc_kind::accfloat, N> fmul(core<P>& c, const accum<acc_kind::accfloat, N>
   c.issue(slot::vec, 3);
   accum<acc_kind::accfloat, N> r;
   for (int i = 0; i < N; ++i) r.v[i] = a.v[i] * b.v[i];
+  if (c.faulty(fault::float_lane)) r.v[0] = r.v[0] * (1.f + 0x1p-10f) + 0x1p-60f;
   return r;
 }
 // bf16 x bf16 element-wise multiply into fp32 lanes (native: the product is exact in fp32)
@@ -852,6 +873,7 @@ accum<acc_kind::accfloat, N> mul_bf16(core<P>& c, const vec<bf16, N>& a, const v
   c.issue(slot::vec);
   accum<acc_kind::accfloat, N> r;
   for (int i = 0; i < N; ++i) r.v[i] = bf16_to_f32(a.v[i]) * bf16_to_f32(b.v[i]);
+  if (c.faulty(fault::float_lane)) r.v[0] = r.v[0] * (1.f + 0x1p-10f) + 0x1p-60f;
   return r;
 }
 // fp32 reciprocal (emulated: aie::inv; charged 4 vector issues); the model returns 1 / x in fp32
@@ -860,6 +882,7 @@ accum<acc_kind::accfloat, N> finv(core<P>& c, const accum<acc_kind::accfloat, N>
   c.issue(slot::vec, 4);
   accum<acc_kind::accfloat, N> r;
   for (int i = 0; i < N; ++i) r.v[i] = a.v[i] == 0.f ? __builtin_copysignf(__builtin_inff(), a.v[i]) : 1.0f / a.v[i];
+  if (c.faulty(fault::float_lane)) r.v[0] = r.v[0] * (1.f + 0x1p-10f) + 0x1p-60f;
   return r;
 }
 template <acc_kind A, int N, class P>
