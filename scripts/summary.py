@@ -30,7 +30,7 @@ def main(path):
             dram[thr] = b.get("weight_GBps", 0)
             continue
         p = parse(name)
-        if not p or p[0] in ("peak", "dequant", "attention_decode", "attention_prefill", "attention_naive", "kv_read",
+        if not p or p[0] in ("aie", "peak", "dequant", "attention_decode", "attention_prefill", "attention_naive", "kv_read",
                              "decode_gemv", "decode_read", "decode_read_dot") \
                 or p[0].startswith(("dllm_", "ar_")):
             continue
@@ -249,6 +249,27 @@ def load(path):
         print(f"{what:<14} {pol:<32} {shape:<11} {thr.split(':')[1]:>3} {t:9.2f} {(f'{c / t:.3f}' if c else '-'):>9}")
 
 
+def aie(path):
+    """target::aie rows: the host's measured time beside the modelled figures (aie_modelled_*) and
+    the published ones (published_*)."""
+    rows = []
+    for b in json.load(open(path))["benchmarks"]:
+        if not b["name"].startswith("aie/"):
+            continue
+        unit = {"us": 1.0, "ms": 1e3, "ns": 1e-3}[b.get("time_unit", "us")]
+        figs = [f"{k[len('aie_modelled_'):]}={v:.4g}" for k, v in b.items() if k.startswith("aie_modelled_")]
+        figs += [f"{k}={v:.4g}" for k, v in b.items() if k.startswith("published_")]
+        rows.append((b["name"], b["real_time"] * unit, "; ".join(figs), b.get("label", "")))
+    if not rows:
+        return
+    print()
+    print("aie: MODELLED figures (no AIE hardware or simulator here; docs/targets/aie.md), beside the time of the host's")
+    print("same kernel (or of evaluating the model, where the label says model only)")
+    header(f"{'row':<58} {'time us':>10}  modelled / published")
+    for name, t, figs, label in rows:
+        print(f"{name:<58} {t:10.1f}  {figs}  [{label}]")
+
+
 if __name__ == "__main__":
     main(sys.argv[1])
     decode(sys.argv[1])
@@ -256,3 +277,4 @@ if __name__ == "__main__":
     sampling(sys.argv[1])
     attention(sys.argv[1])
     load(sys.argv[1])
+    aie(sys.argv[1])

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds and runs every test, installing missing dependencies first:
 #   host       the Release suites (kernels, fuzz corpus replay, layout rules, packaging, examples)
+#   aie-model  (within the host run) target::aie: the AIE vector API model's checks, the kernels'
+#              differential tests on it, the cycle and array models against published figures
 #   host-asan  the same suites under AddressSanitizer + UndefinedBehaviorSanitizer
 #   aarch64    the suites cross-built by clang-19 for aarch64 and run under qemu-aarch64 -cpu max:
 #              aarch64-neon (Highway's NEON target, the portable dequant kernels; a quarter of each
@@ -41,7 +43,7 @@ echo "== host: Release build (tests, benchmarks built but not run, examples)"
 cmake -S . -B build/test -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" \
   -DLUTKIT_COMPILE_CHECK_ONLY=ON >/dev/null
 cmake --build build/test -j "$jobs"
-run_ctest build/test host=.
+run_ctest build/test host=. 'aie-model=^lutkit_aie'
 
 echo "== host-asan: ASan + UBSan build"
 # -O0, and Highway's AVX3 and AVX2 targets plus the scalar fallback (the Release suite above

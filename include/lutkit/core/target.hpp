@@ -11,8 +11,11 @@ namespace lutkit {
 // `vlut16` (Hexagon: byte 2i's result lands in lane i of the low output vector, byte 2i+1's in lane
 // i of the high one, so row r sits in byte 2 (r mod 64) + r / 64) or `sve` (SVE / streaming-SVE
 // TBL: lane i of the result is byte i of the index vector, so row r sits in byte r and any
-// vector-length slice of a chunk holds whole rows).
-enum class lookup_order : int { pshufb = 0, vlut16 = 1, sve = 2 };
+// vector-length slice of a chunk holds whole rows) or `mmul` (AMD AIE: no register lookup feeds the
+// matrix unit, whose int8 x int4 `mmul` reads its B operand as whole 4-bit codes, 8 k x 8 rows per
+// 32-byte atom, element (k, n) at nibble 8 k + n: every non-ternary format is stored as whole codes
+// in those atoms, tiling_spec.hpp).
+enum class lookup_order : int { pshufb = 0, vlut16 = 1, sve = 2, mmul = 3 };
 
 struct target_descriptor {
   const char* name;
@@ -42,9 +45,12 @@ struct hvx {
 struct sme {
   static constexpr target_descriptor desc{"sme", std::size_t(2) << 20, std::size_t(64) << 10, 64, lookup_order::sve};
 };
-// AMD AIE-ML compute tile (XDNA): 64 KiB data memory per tile ([Gemma3-XDNA] §3).
+// AMD AIE-ML compute tile (XDNA): 64 KiB data memory per tile ([Gemma3-XDNA] §3), no data cache
+// (vector loads read the data memory directly). Its packed layout: 64-row tiles of whole codes in
+// the mmul order (docs/targets/aie.md): one blob serves the int8 x int4 mmul GEMV, the
+// parallel_lookup LUT-GEMV and the INT4 -> bf16 dequant-GEMM of targets/aie/.
 struct aie {
-  static constexpr target_descriptor desc{"aie", std::size_t(64) << 10, std::size_t(64) << 10};
+  static constexpr target_descriptor desc{"aie", std::size_t(64) << 10, 0, 64, lookup_order::mmul};
 };
 }  // namespace target
 

@@ -34,6 +34,12 @@
 //               pair holds every row's 8 codes whole, as the int8 kernels read them. 8 bits:
 //               byte 256 s + 4 r + i = row r's code of activation i of step j + s; 4 bits: byte
 //               4 r + i, nibble s (low nibble step j). planes x 64 bytes, as the bit planes'.
+//   mmul order (target::aie, every non-ternary format as whole codes): a step pair (8 k) of a
+//               64-row tile is 8 atoms, one per row octet o = r / 8, in the B-operand order of
+//               the AIE int8 x int4 / int8 x int8 mmul: element (k, n = r mod 8) of atom o at
+//               nibble 8 k + n (4-bit codes, 32-byte atoms: byte 32 o + 4 k + n / 2, nibble
+//               n mod 2; formats of 1-3 bits are stored as 4-bit codes) or byte 64 o + 8 k + n
+//               (8 bits, 64-byte atoms), k = 4 s + i. 256 (512) bytes per step pair.
 //   block       block_k activations: the table-quantization granule and the int16 accumulation
 //               interval; its length is bounded at compile time so int16 sums cannot overflow.
 //   group       group_k activations sharing a scale (and zero): [fp16 scale x rows]
@@ -88,9 +94,13 @@ struct tiling_spec {
   // pshufb order: plane pairs in paired chunks, an odd plane in a lone chunk. The plane orders
   // (vlut16, sve): every plane (and the ternary index) in a chunk of its own, both steps of the
   // pair in its two nibbles.
-  constexpr bool plane_chunks() const { return order != lookup_order::pshufb; }
-  // whole codes instead of bit planes: formats without LUT-GEMV in the pshufb order (above)
-  constexpr bool whole_codes() const { return !lut && !ternary && order == lookup_order::pshufb; }
+  constexpr bool plane_chunks() const { return order == lookup_order::vlut16 || order == lookup_order::sve; }
+  constexpr bool mmul() const { return order == lookup_order::mmul; }
+  // whole codes instead of bit planes: formats without LUT-GEMV in the pshufb order (above), and
+  // every non-ternary format in the mmul order
+  constexpr bool whole_codes() const {
+    return !ternary && ((!lut && order == lookup_order::pshufb) || order == lookup_order::mmul);
+  }
   constexpr int paired_chunks_per_step_pair() const {
     return ternary || plane_chunks() || whole_codes() ? 0 : (planes / 2) * 2;
   }
@@ -98,7 +108,7 @@ struct tiling_spec {
     return ternary ? 1 : (plane_chunks() ? planes : whole_codes() ? 0 : planes % 2);
   }
   // whole codes: the step pair's planes x chunk bytes of codes
-  constexpr int code_chunks_per_step_pair() const { return whole_codes() ? planes : 0; }
+  constexpr int code_chunks_per_step_pair() const { return whole_codes() ? (mmul() && planes < 4 ? 4 : planes) : 0; }
   constexpr int sign_bytes_per_step_pair() const { return ternary && !plane_chunks() ? 16 : 0; }
   constexpr int step_pair_bytes() const {
     return (paired_chunks_per_step_pair() + lone_chunks_per_step_pair() + code_chunks_per_step_pair()) *
@@ -143,9 +153,12 @@ struct tiling_spec {
   // whole codes: the byte (from the step pair's first byte) holding row r's code of activation i
   // of step s of the pair, and the code's lowest bit in it
   constexpr int code_byte_in_step_pair(int r, int s, int i) const {
+    if (mmul()) return planes == 8 ? 64 * (r / 8) + 8 * (4 * s + i) + r % 8 : 32 * (r / 8) + 4 * (4 * s + i) + (r % 8) / 2;
     return planes == 8 ? 256 * s + 4 * r + i : 4 * r + i;
   }
   constexpr int code_shift(int s) const { return planes == 8 ? 0 : 4 * s; }
+  // the code's lowest bit for row r, step s of the pair (the mmul order's nibble is the row's parity)
+  constexpr int code_shift_of(int r, int s) const { return mmul() ? (planes == 8 ? 0 : 4 * (r % 2)) : code_shift(s); }
   // whole codes: bytes of one step's (8 bits) or one step pair's (4 bits) codes of the tile
   static constexpr int code_stride = 256;
   // plane orders: row r's byte in every chunk of its tile
@@ -176,7 +189,8 @@ struct tiling_spec {
   constexpr bool valid() const {
     return planes >= 1 && steps_per_block >= 2 && steps_per_block % 2 == 0 &&
            block_k == steps_per_block * k_per_step && (!lut || max_abs_acc16() <= 32767) &&
-           (!whole_codes() || ((planes == 4 || planes == 8) && rows_per_tile == 64)) &&
+           (!whole_codes() || ((planes == 4 || planes == 8 || mmul()) && rows_per_tile == 64)) &&
+           (!mmul() || (!ternary && rows_per_tile == 64)) &&
            (group_k == 0 || group_k % block_k == 0) && rows_per_tile == chunk_bytes && band_blocks >= 0 &&
            (group_k == 0 || band_blocks % (group_k / block_k) == 0) &&
            (plane_chunks() ? rows_per_tile == (vlut16() ? 128 : 64) && (!ternary || step_pairs_per_block() % 4 == 0)
@@ -427,7 +441,7 @@ struct layout_geometry {
     const int s = int(step % 2);
     const int per = spec.step_pairs_per_block();
     const std::size_t pair = block_offset(t, sp / per) + std::size_t(int(sp % per) * spec.step_pair_bytes());
-    if (spec.whole_codes()) return {pair + std::size_t(spec.code_byte_in_step_pair(r, s, i)), spec.code_shift(s) + plane};
+    if (spec.whole_codes()) return {pair + std::size_t(spec.code_byte_in_step_pair(r, s, i)), spec.code_shift_of(r, s) + plane};
     // (ternary: the mirrored index sits where plane 0 would, in its lone chunk)
     return {pair + std::size_t(spec.index_byte_in_step_pair(r, spec.ternary ? 0 : plane, s)), spec.index_shift(r, s) + i};
   }

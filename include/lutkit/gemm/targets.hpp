@@ -74,7 +74,7 @@ const dq_kernel_set& dq_kernels_for_policy(dq_backend b) {
 
 // The level-1 unpackers of kernel set ks for policy P (null entries: the portable unpacker).
 template <class P>
-dq_level1_fns<P> dq_level1_for([[maybe_unused]] const dq_kernel_set& ks) {
+dq_level1_fns<P> dq_level1_for_host([[maybe_unused]] const dq_kernel_set& ks) {
 #if defined(LUTKIT_HAVE_AVX512_DQ)
   if (&ks == &avx512::kernels()) return avx512::level1_fns<P>();
 #endif
@@ -82,6 +82,13 @@ dq_level1_fns<P> dq_level1_for([[maybe_unused]] const dq_kernel_set& ks) {
   if (&ks == &avx2::kernels()) return avx2::level1_fns<P>();
 #endif
   return {};
+}
+// (a policy for another target never reaches the host's unpackers: dq_kernels_for_policy refuses
+// it by name, and they are not instantiated for its layout)
+template <class P>
+dq_level1_fns<P> dq_level1_for(const dq_kernel_set& ks) {
+  if constexpr (std::is_same_v<typename P::target_type, lutkit::target::host>) return dq_level1_for_host<P>(ks);
+  else return {};
 }
 
 }  // namespace detail
