@@ -25,7 +25,7 @@ namespace lutkit::detail::avx512 {
 inline bool cpu_supported() { return host_features::avx512_vnni_bf16_vbmi(); }
 
 // gemm/activations.hpp's activation packing and tile write, compiled for AVX-512 instead of the
-// SSE2 baseline (docs/benchmarks.md, "Activation panel and prep")
+// SSE2 baseline (docs/design_measurements.md, "Activation panel and prep")
 LUTKIT_AVX512_DQ LUTKIT_VECTORIZE inline void prepare_rows(dq_activations& A, const float* x, std::size_t ldx,
                                                           std::size_t b0, std::size_t b1) {
   detail::prepare_rows(A, x, ldx, b0, b1);

@@ -258,7 +258,7 @@ LUTKIT_AVX2_DQ void codes_rows(const uint8_t* data, const packed_layout& L, std:
                                    : _mm256_setzero_si256();
       transpose8_epi32(r);
       // (vpmaskmovd stores only for a partial block: on every block they slowed level 1 down on Zen 3;
-      // docs/benchmarks.md, "Level 1")
+      // docs/design_measurements.md, "Level 1")
       if (ns == 8) {
 #pragma GCC unroll 8
         for (int j = 0; j < 8; ++j)

@@ -112,7 +112,7 @@ LUTKIT_AVX512_DQ void level2_steps_bf16(const uint8_t* codes, std::size_t steps4
     for (int w = 0; w < 32; ++w) off[w] = uint16_t(((16 * q + w / 2) * E) % 64);
     const __m512i rowoff = _mm512_load_si512(off);
     const int p0 = 16 * q / RPP;  // first register pair of the quarter
-    // (the unroll pragmas: at -O2, GCC 12 kept these arrays in memory; docs/benchmarks.md, "-O2 builds")
+    // (the unroll pragmas: at -O2, GCC 12 kept these arrays in memory; docs/design_measurements.md, "Vectorizer at -O2")
     __m512i ta[NP], tb[NP];
     __mmask32 km[NP];
 #pragma GCC unroll 4

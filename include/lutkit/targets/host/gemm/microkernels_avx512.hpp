@@ -105,7 +105,7 @@ LUTKIT_AVX512_DQ void mk_int8(const mk_int8_args& a) {
 // vpdpbusd from memory, {1to16}, was slower on Zen 4). The pointers stay in registers from group
 // to group: with one statement per group, GCC carried them through memory with vector
 // instructions and every group's first loads waited on a store-to-load forward
-// (docs/benchmarks.md, "Micro-kernels").
+// (docs/design_measurements.md, "Micro-kernels").
 #define LK_ZERO(r) "vpxord %%zmm" #r ", %%zmm" #r ", %%zmm" #r "\n\t"
 #define LK_DP(x, w, c) "vpdpbusd %%zmm" #x ", %%zmm" #w ", %%zmm" #c "\n\t"
 #define LK_DP_COL(x, c0, c1, c2, c3) LK_DP(x, 16, c0) LK_DP(x, 17, c1) LK_DP(x, 18, c2) LK_DP(x, 19, c3)
