@@ -6,7 +6,7 @@
 #include <vector>
 
 #include <lutkit/gemm/dequant_gemm.hpp>
-#include <lutkit/gemv/fused_dq.hpp>
+#include <lutkit/decode/fused_dq.hpp>
 #include <lutkit/gemv/lut_gemv.hpp>
 #include <lutkit/quant/packed_weights.hpp>
 
