@@ -423,6 +423,20 @@ constexpr bool is_signed_elem = T(-1) < T(0);
 }  // namespace detail
 
 // ---------------------------------------------------------------------------------- memory
+// Whether a vector access of `bytes` at `off` is aligned to `align` and inside the data memory;
+// if not, the core records the fault.
+template <class P>
+bool access_ok(core<P>& c, uint32_t off, int bytes, int align) {
+  if (off % uint32_t(align) != 0) {
+    c.fail(status::bad_alignment);
+    return false;
+  }
+  if (std::size_t(off) + std::size_t(bytes) > P::dm_bytes) {
+    c.fail(status::out_of_range);
+    return false;
+  }
+  return true;
+}
 // Vector load of N elements of T at data-memory offset `off`: one load-port issue per
 // load_bits (a 512-bit vector is two 256-bit loads on aie2, one on aie2p), each counted in its
 // bank; the address must be aligned to min(vector bytes, load bytes).
@@ -432,14 +446,7 @@ vec<T, N> load(core<P>& c, uint32_t off) {
   constexpr int bytes = N * elem<T>::bits / 8;
   constexpr int port = P::load_bits / 8;
   constexpr int align = bytes < port ? bytes : port;
-  if (off % align != 0) {
-    c.fail(status::bad_alignment);
-    return r;
-  }
-  if (std::size_t(off) + bytes > P::dm_bytes) {
-    c.fail(status::out_of_range);
-    return r;
-  }
+  if (!access_ok(c, off, bytes, align)) return r;
   for (int o = 0; o < bytes; o += port) c.issue_load(off + std::size_t(o));
   const uint8_t* p = c.dm + off;
   if constexpr (elem<T>::bits == 4) {
@@ -458,8 +465,7 @@ void store(core<P>& c, uint32_t off, const vec<T, N>& x) {
   constexpr int bytes = N * elem<T>::bits / 8;
   constexpr int port = P::store_bits / 8;
   constexpr int align = bytes < port ? bytes : port;
-  if (off % align != 0) return c.fail(status::bad_alignment);
-  if (std::size_t(off) + bytes > P::dm_bytes) return c.fail(status::out_of_range);
+  if (!access_ok(c, off, bytes, align)) return;
   for (int o = 0; o < bytes; o += port) c.issue_store(off + std::size_t(o));
   uint8_t* p = c.dm + off;
   const uint8_t last = p[bytes - 1];
@@ -478,14 +484,7 @@ accum<A, N> load_acc(core<P>& c, uint32_t off) {
   static_assert(A != acc_kind::acc64, "aie::load_acc: 32-bit lanes");
   accum<A, N> r;
   constexpr int bytes = 4 * N, port = P::load_bits / 8;
-  if (off % port != 0) {
-    c.fail(status::bad_alignment);
-    return r;
-  }
-  if (std::size_t(off) + bytes > P::dm_bytes) {
-    c.fail(status::out_of_range);
-    return r;
-  }
+  if (!access_ok(c, off, bytes, port)) return r;
   for (int o = 0; o < bytes; o += port) c.issue_load(off + std::size_t(o));
   for (int i = 0; i < N; ++i) {
     if constexpr (A == acc_kind::accfloat) {
@@ -502,8 +501,7 @@ template <acc_kind A, int N, class P>
 void store_acc(core<P>& c, uint32_t off, const accum<A, N>& a) {
   static_assert(A != acc_kind::acc64, "aie::store_acc: 32-bit lanes");
   constexpr int bytes = 4 * N, port = P::store_bits / 8;
-  if (off % port != 0) return c.fail(status::bad_alignment);
-  if (std::size_t(off) + bytes > P::dm_bytes) return c.fail(status::out_of_range);
+  if (!access_ok(c, off, bytes, port)) return;
   for (int o = 0; o < bytes; o += port) c.issue_store(off + std::size_t(o));
   for (int i = 0; i < N; ++i) {
     if constexpr (A == acc_kind::accfloat) {
@@ -995,14 +993,7 @@ template <int N, class P>
 vec<bf16, N> load_bfp16(core<P>& c, uint32_t off) {
   static_assert(std::is_same_v<P, aie2p> && N == 64, "aie::load_bfp16: aie2p 8 x 8 tiles");
   vec<bf16, N> r;
-  if (off % 64 != 0) {
-    c.fail(status::bad_alignment);
-    return r;
-  }
-  if (std::size_t(off) + 2 * N > P::dm_bytes) {
-    c.fail(status::out_of_range);
-    return r;
-  }
+  if (!access_ok(c, off, 2 * N, 64)) return r;
   c.issue_load(off);
   __builtin_memcpy(r.v, c.dm + off, 2 * N);
   return r;
