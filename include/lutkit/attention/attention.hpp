@@ -113,7 +113,7 @@ inline void attention_decode(const attention_options& o, const kv_cache_view& pr
   check_view(o, prefix, "the shared prefix");
   const std::size_t qn = o.heads_q * o.head_dim * 4;
   // the driver's partial results: (splits of the prefix + sequences) x rows x (head_dim + 2) floats
-  const std::size_t rows_all = seqs.size() * o.heads_q, splits = 32 + seqs.size();
+  const std::size_t rows_all = seqs.size() * o.heads_q, splits = max_decode_splits + seqs.size();
   require(splits * rows_all * (o.head_dim + 2) * 4 <= max_att_scratch_bytes, "attention_decode: heads_q = ", o.heads_q,
           " x ", seqs.size(), " sequences x head_dim = ", o.head_dim, " needs more than 2^36 bytes of partial results");
   for (std::size_t b = 0; b < seqs.size(); ++b) {

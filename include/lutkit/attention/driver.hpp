@@ -277,6 +277,9 @@ inline void att_merge(std::size_t d, float& m1, float& l1, float* a1, float m2, 
   m1 = M;
 }
 
+// the most splits of a decode's shared prefix (attention.hpp bounds the partials' scratch with it)
+inline constexpr std::size_t max_decode_splits = 32;
+
 inline void run_decode(const attention_options& o, const kv_cache_view& prefix, const decode_sequence* seqs,
                        std::size_t n_seq, thread_pool* pool) {
   const att_kernel_set& ks0 = att_kernels_for(o.backend);
@@ -286,7 +289,7 @@ inline void run_decode(const attention_options& o, const kv_cache_view& prefix, 
   const std::size_t chunk = decode_chunk(d, prefix.type);
   // prefix splits: a function of the length only (same bits for any thread count)
   const std::size_t Lp = prefix.len;
-  const std::size_t nsplit = Lp == 0 ? 0 : std::clamp<std::size_t>((Lp + 511) / 512, 1, 32);
+  const std::size_t nsplit = Lp == 0 ? 0 : std::clamp<std::size_t>((Lp + 511) / 512, 1, max_decode_splits);
   // (splits start at multiples of 128: of the decode chunk's 16 and of the packed tile's chunk)
   const std::size_t per = nsplit ? ((Lp + nsplit - 1) / nsplit + 127) / 128 * 128 : 0;
   (void)chunk;
