@@ -2,6 +2,9 @@
 // over seeded random shapes, every mask kind, GQA ratios, head dims, KV types and layouts, both
 // backends; exp accuracy; window edges; fully masked rows; large logits; split-KV merge; thread
 // determinism; batched decode with a shared prefix; bad input.
+#include <cstring>
+#include <functional>
+
 #include "attention_check.hpp"
 
 using namespace att_test;
@@ -19,13 +22,15 @@ struct prefill_case {
   bool add_mask;
   exp_kind exp;
   attention_backend backend;
+  attention_precision precision = attention_precision::fp32;
 };
 
 std::string describe(const prefill_case& c) {
   std::ostringstream os;
   os << "hq " << c.hq << " hkv " << c.hkv << " d " << c.d << " n_q " << c.n_q << " len " << c.len << " pos0 " << c.pos0
      << " type " << int(c.type) << " mask " << int(c.mask) << " window " << c.window << " token_major " << c.token_major
-     << " softcap " << c.softcap << " add_mask " << c.add_mask << " exp " << int(c.exp) << " backend " << int(c.backend);
+     << " softcap " << c.softcap << " add_mask " << c.add_mask << " exp " << int(c.exp) << " backend " << int(c.backend)
+     << " precision " << int(c.precision);
   return os.str();
 }
 
@@ -40,13 +45,15 @@ attention_options opts_of(const prefill_case& c) {
   o.window = c.mask == mask_kind::window ? c.window : 0;
   o.exp = c.exp;
   o.backend = c.backend;
+  o.precision = c.precision;
   return o;
 }
 
+// the bf16 tile runs where it is asked for and the AVX-512 set has it (else the fp32 tile or step)
 bool uses_bf16(const prefill_case& c) {
   const bool dims = c.d == 64 || c.d == 128 || c.d == 256;
   const bool packed_backend = c.backend == attention_backend::best || c.backend == attention_backend::avx512;
-  return packed_backend && dims && avx512_available() && c.len > 0;
+  return c.precision == attention_precision::bf16 && packed_backend && dims && avx512_available() && c.len > 0;
 }
 
 double run_prefill_case(const prefill_case& c, uint64_t seed, thread_pool* pool = nullptr,
@@ -114,6 +121,7 @@ prefill_case random_case(std::mt19937_64& rng, attention_backend be) {
   c.add_mask = pick(4) == 0;
   c.exp = exp_kind(pick(2));
   c.backend = be;
+  c.precision = pick(3) == 0 ? attention_precision::bf16 : attention_precision::fp32;
   return c;
 }
 
@@ -227,6 +235,7 @@ TEST_CASE("attention: large logits (|q.k| ~ 1e4 before scale)", "[attention]") {
     prefill_case c{8, 2, it % 2 ? 128u : 64u, 17, 300, 250, kv_type(it % 3), mask_kind(it % 3), 100, it % 2 == 0, 0.f,
                    false, exp_kind(it / 6), it % 4 == 3 ? attention_backend::portable : simd_backend(it)};
     c.len = c.mask == mask_kind::none ? 300 : 267;
+    c.precision = (it / 3) % 2 ? attention_precision::bf16 : attention_precision::fp32;
     worst = std::max(worst, run_prefill_case(c, 77 + uint64_t(it), nullptr, nullptr, 900.f, true));
   }
   WARN("large logits: worst error / bound " << worst);
@@ -386,6 +395,7 @@ TEST_CASE("attention decode: batched sequences sharing a prefix", "[attention]")
       o.window = 300;
     }
     o.backend = it % 5 == 4 ? attention_backend::portable : simd_backend(it);
+    o.precision = (it / 2) % 2 ? attention_precision::bf16 : attention_precision::fp32;
     for (std::size_t b = 0; b < n_seq; ++b) {
       make_kv(own[b], rng, t, (b * 7) % 40, hkv, d, b % 2 == 0);
       q[b] = randn(rng, hq * d);
@@ -407,7 +417,8 @@ TEST_CASE("attention decode: batched sequences sharing a prefix", "[attention]")
     bd.type = t;
     bd.mask_max = it % 3 == 1 ? 3.0 : -1;  // |N(0, 0.5)| < 3 for these seeds (checked below)
     // 16 or more rows per KV head: the prefix runs the packed bf16 tile (attention/driver.hpp)
-    bd.bf16 = o.backend == attention_backend::best && avx512_available() && n_seq * (hq / hkv) >= 16;
+    bd.bf16 = o.precision == attention_precision::bf16 && o.backend == attention_backend::best && avx512_available() &&
+              n_seq * (hq / hkv) >= 16;
     for (std::size_t b = 0; b < n_seq; ++b) {
       for (float x : mask[b]) REQUIRE(std::fabs(x) < 3.f);
       const int64_t p = int64_t(pre.view.len + own[b].view.len) - 1;
@@ -516,6 +527,10 @@ TEST_CASE("attention: bad input gives a clear error", "[attention]") {
     oe = o;
     oe.exp = exp_kind(7);
     CHECK_THROWS_AS(attention_prefill(oe, q.data(), 2, 3, kv, out.data()), lutkit::error);
+    oe = o;
+    oe.precision = attention_precision(5);
+    CHECK_THROWS_WITH(attention_prefill(oe, q.data(), 2, 3, kv, out.data()), Catch::Contains("precision"));
+    CHECK_THROWS_WITH(attention_decode(oe, q.data(), kv, out.data()), Catch::Contains("precision"));
     kv_cache_view bt = kv;
     bt.type = kv_type(9);
     CHECK_THROWS_AS(attention_prefill(o, q.data(), 2, 3, bt, out.data()), lutkit::error);
@@ -529,5 +544,268 @@ TEST_CASE("attention: bad input gives a clear error", "[attention]") {
     auto o7 = o;
     o7.backend = attention_backend::avx2;
     REQUIRE_THROWS_AS(attention_decode(o7, q.data(), kv, out.data()), lutkit::error);
+  }
+}
+
+// ------------------------------------------------------------------ non-finite values
+namespace {
+// 1 where x is not finite
+bool nonfinite(float x) { return !std::isfinite(x); }
+const attention_precision both_precisions[2] = {attention_precision::fp32, attention_precision::bf16};
+}  // namespace
+
+TEST_CASE("attention prefill: a non-finite q, K or V value reaches exactly the rows that see it", "[attention]") {
+  // causal, 2 KV heads of 2 query heads each, 130 queries at positions 0 .. 129 (3 chunks of 64
+  // keys: the bad key sits in the first one, which later rows also read). Pokes, one per run:
+  //   V[key 5, head 0, channel 3] = NaN or +inf: rows (i >= 5, heads 0, 1): channel 3 non-finite;
+  //   K[key 70, head 1, channel 9] = NaN: rows (i >= 70, heads 2, 3): every channel and lse NaN;
+  //   q[query 3, head 0, channel 0] = +inf: that row NaN;
+  //   the additive mask +inf at (query 40, key 4): query 40's rows NaN;
+  //   the additive mask -inf at (query 90, key 5) with V[5] = NaN: row 90 does not reach key 5.
+  // Every other row: the bits of the clean run.
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  for (auto be : all_backends())
+    for (auto prec : both_precisions)
+      for (std::size_t d : {64, 128}) {
+        const std::size_t n = 130, hq = 4, hkv = 2, G = 2;
+        std::mt19937_64 rng(41 + d);
+        attention_options o;
+        o.heads_q = hq;
+        o.heads_kv = hkv;
+        o.head_dim = d;
+        o.scale = float(1.0 / std::sqrt(double(d)));
+        o.backend = be;
+        o.precision = prec;
+        for (int poke = 0; poke < 6; ++poke) {
+          kv_store kv;
+          make_kv(kv, rng, kv_type::f16, n, hkv, d, poke % 2 == 0);
+          auto q = randn(rng, n * hq * d);
+          std::vector<float> mask(n * n, 0.f);
+          const bool use_mask = poke >= 4;
+          std::vector<float> out0(n * hq * d), lse0(n * hq), out(n * hq * d), lse(n * hq);
+          attention_prefill(o, q.data(), n, 0, kv.view, out0.data(), lse0.data(), use_mask ? mask.data() : nullptr, n);
+          auto set_kv = [&](std::vector<uint16_t>& h, std::size_t key, std::size_t g, std::size_t c, float x) {
+            h[std::size_t(std::ptrdiff_t(key) * kv.view.row_stride + std::ptrdiff_t(g) * kv.view.head_stride) + c] = f32_to_f16(x);
+          };
+          // expect(i, head): 0 clean, 1 channel 3 non-finite, 2 whole row NaN
+          std::function<int(std::size_t, std::size_t)> expect;
+          switch (poke) {
+            case 0:
+            case 1:
+              set_kv(kv.hv, 5, 0, 3, poke == 0 ? nan : inf);
+              expect = [](std::size_t i, std::size_t h) { return i >= 5 && h < 2 ? 1 : 0; };
+              break;
+            case 2:
+              set_kv(kv.h, 70, 1, 9, nan);
+              expect = [](std::size_t i, std::size_t h) { return i >= 70 && h >= 2 ? 2 : 0; };
+              break;
+            case 3:
+              q[(3 * hq + 0) * d + 0] = inf;
+              expect = [](std::size_t i, std::size_t h) { return i == 3 && h == 0 ? 2 : 0; };
+              break;
+            case 4:
+              mask[40 * n + 4] = inf;
+              expect = [](std::size_t i, std::size_t) { return i == 40 ? 2 : 0; };
+              break;
+            default:
+              mask[90 * n + 5] = -inf;
+              attention_prefill(o, q.data(), n, 0, kv.view, out0.data(), lse0.data(), mask.data(), n);
+              set_kv(kv.hv, 5, 0, 3, nan);
+              expect = [](std::size_t i, std::size_t h) { return i >= 5 && i != 90 && h < 2 ? 1 : 0; };
+              break;
+          }
+          attention_prefill(o, q.data(), n, 0, kv.view, out.data(), lse.data(), use_mask ? mask.data() : nullptr, n);
+          for (std::size_t i = 0; i < n; ++i)
+            for (std::size_t h = 0; h < hq; ++h) {
+              const std::size_t row = i * hq + h;
+              const int e = expect(i, h);
+              INFO("backend " << int(be) << " precision " << int(prec) << " d " << d << " poke " << poke << " query " << i
+                              << " head " << h << " expect " << e << " (G " << G << ")");
+              if (e == 2) {
+                for (std::size_t c = 0; c < d; ++c) REQUIRE(std::isnan(out[row * d + c]));
+                REQUIRE(std::isnan(lse[row]));
+              } else if (e == 1) {
+                REQUIRE(nonfinite(out[row * d + 3]));
+                for (std::size_t c = 0; c < d; ++c)
+                  if (c != 3) REQUIRE(std::memcmp(&out[row * d + c], &out0[row * d + c], 4) == 0);
+                REQUIRE(std::memcmp(&lse[row], &lse0[row], 4) == 0);
+              } else {
+                REQUIRE(std::memcmp(&out[row * d], &out0[row * d], d * 4) == 0);
+                REQUIRE(std::memcmp(&lse[row], &lse0[row], 4) == 0);
+              }
+            }
+        }
+      }
+}
+
+TEST_CASE("attention: overflowing logits give NaN rows", "[attention]") {
+  // K = 1 everywhere, q = 1e37 in every channel of one row: q.k overflows float (64e37)
+  for (auto be : all_backends())
+    for (auto prec : both_precisions) {
+      const std::size_t d = 64, n = 20;
+      std::vector<uint16_t> K(n * d, f32_to_f16(1.f)), V(n * d, f32_to_f16(0.5f));
+      kv_cache_view kv{K.data(), V.data(), kv_type::f16, n, std::ptrdiff_t(d), 0};
+      attention_options o;
+      o.heads_q = o.heads_kv = 1;
+      o.head_dim = d;
+      o.scale = 1.f;
+      o.backend = be;
+      o.precision = prec;
+      std::vector<float> q(n * d, 0.01f), out(n * d), lse(n);
+      for (std::size_t c = 0; c < d; ++c) q[7 * d + c] = 1e37f;
+      attention_prefill(o, q.data(), n, 0, kv, out.data(), lse.data());
+      for (std::size_t i = 0; i < n; ++i) {
+        INFO("backend " << int(be) << " precision " << int(prec) << " query " << i);
+        REQUIRE(std::isnan(lse[i]) == (i == 7));
+        REQUIRE(std::isnan(out[i * d]) == (i == 7));
+      }
+      std::vector<float> o1(d);
+      float l1 = 0;
+      attention_decode(o, q.data() + 7 * d, kv, o1.data(), &l1);
+      REQUIRE(std::isnan(l1));
+      REQUIRE(std::isnan(o1[0]));
+    }
+}
+
+TEST_CASE("attention decode: a non-finite K or V value reaches exactly the sequences that see it", "[attention]") {
+  // 4 sequences x 4 query heads per KV head (16 rows: the packed tile where the set has it) over a
+  // 700-key prefix: V[key 300, head 1, channel 2] = NaN; sequence 0 masks key 300 with -inf, so
+  // only sequences 1 .. 3 (heads 4 .. 7) are non-finite in channel 2. Then K[key 10, head 0] = NaN:
+  // every sequence's heads 0 .. 3 NaN; and q of sequence 2, head 6 = NaN: that row NaN.
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  for (auto be : all_backends())
+    for (auto prec : both_precisions) {
+      const std::size_t d = 128, hq = 8, hkv = 2, n_seq = 4, L = 700;
+      std::mt19937_64 rng(97);
+      kv_store pre;
+      make_kv(pre, rng, kv_type::f16, L, hkv, d, false);
+      std::vector<kv_store> own(n_seq);
+      std::vector<std::vector<float>> q(n_seq), out(n_seq), out0(n_seq), lse(n_seq), mask(n_seq);
+      std::vector<decode_sequence> seqs(n_seq);
+      attention_options o;
+      o.heads_q = hq;
+      o.heads_kv = hkv;
+      o.head_dim = d;
+      o.scale = 0.1f;
+      o.backend = be;
+      o.precision = prec;
+      for (std::size_t b = 0; b < n_seq; ++b) {
+        make_kv(own[b], rng, kv_type::f16, 3, hkv, d, false);
+        q[b] = randn(rng, hq * d);
+        out[b].assign(hq * d, 0.f);
+        lse[b].assign(hq, 0.f);
+        mask[b].assign(L + 3, 0.f);
+        seqs[b].q = q[b].data();
+        seqs[b].own = own[b].view;
+        seqs[b].out = out[b].data();
+        seqs[b].lse = lse[b].data();
+        seqs[b].add_mask = mask[b].data();
+      }
+      mask[0][300] = -inf;
+      attention_decode(o, pre.view, seqs);
+      for (std::size_t b = 0; b < n_seq; ++b) out0[b] = out[b];
+      auto at = [&](std::vector<uint16_t>& h, std::size_t key, std::size_t g, std::size_t c) -> uint16_t& {
+        return h[std::size_t(std::ptrdiff_t(key) * pre.view.row_stride + std::ptrdiff_t(g) * pre.view.head_stride) + c];
+      };
+      at(pre.hv, 300, 1, 2) = f32_to_f16(nan);
+      attention_decode(o, pre.view, seqs);
+      for (std::size_t b = 0; b < n_seq; ++b)
+        for (std::size_t h = 0; h < hq; ++h)
+          for (std::size_t c = 0; c < d; ++c) {
+            INFO("V poke: backend " << int(be) << " precision " << int(prec) << " seq " << b << " head " << h << " ch " << c);
+            if (b > 0 && h >= 4 && c == 2)
+              REQUIRE(std::isnan(out[b][h * d + c]));
+            else
+              REQUIRE(std::memcmp(&out[b][h * d + c], &out0[b][h * d + c], 4) == 0);
+          }
+      at(pre.h, 10, 0, 5) = f32_to_f16(nan);
+      q[2][6 * d + 1] = nan;
+      attention_decode(o, pre.view, seqs);
+      for (std::size_t b = 0; b < n_seq; ++b)
+        for (std::size_t h = 0; h < hq; ++h) {
+          INFO("K / q poke: backend " << int(be) << " precision " << int(prec) << " seq " << b << " head " << h);
+          const bool row_nan = h < 4 || (b == 2 && h == 6);
+          REQUIRE(std::isnan(lse[b][h]) == row_nan);
+          if (row_nan)
+            for (std::size_t c = 0; c < d; ++c) REQUIRE(std::isnan(out[b][h * d + c]));
+        }
+    }
+}
+
+// ------------------------------------------------------------------ precision
+namespace {
+// a plain fp32 online softmax, key by key (the yardstick of the default precision): fp32 dot of
+// the scaled query, std::exp in float, one rescale per key
+void plain_fp32_row(const attention_options& o, const float* q, int64_t p, const kv_cache_view& kv, std::size_t g,
+                    float* out) {
+  const std::size_t d = o.head_dim;
+  float m = -std::numeric_limits<float>::infinity(), l = 0.f;
+  std::vector<float> acc(d, 0.f), qs(d);
+  for (std::size_t c = 0; c < d; ++c) qs[c] = q[c] * o.scale;
+  for (std::size_t j = 0; j < kv.len && int64_t(j) <= p; ++j) {
+    const std::ptrdiff_t base = std::ptrdiff_t(j) * kv.row_stride + std::ptrdiff_t(g) * kv.head_stride;
+    float s = 0.f;
+    for (std::size_t c = 0; c < d; ++c) s = std::fma(qs[c], detail::kv_load(kv.k, kv.type, base + std::ptrdiff_t(c)), s);
+    const float mn = std::max(m, s), a = std::exp(m - mn), w = std::exp(s - mn);
+    for (std::size_t c = 0; c < d; ++c) acc[c] = acc[c] * a + w * detail::kv_load(kv.v, kv.type, base + std::ptrdiff_t(c));
+    l = l * a + w;
+    m = mn;
+  }
+  for (std::size_t c = 0; c < d; ++c) out[c] = acc[c] / l;
+}
+}  // namespace
+
+TEST_CASE("attention prefill: the default precision is within 2x a plain fp32 online softmax", "[attention]") {
+  // fp32 queries, fp16 K / V with V in [-1, 1]: random logits (q ~ N(0, 1)) and a sharp softmax
+  // (logits of std ~ 8); the worst absolute error over every output against the double reference
+  for (auto be : all_backends())
+    for (int sharp = 0; sharp < 2; ++sharp) {
+      const std::size_t d = 128, hq = 4, hkv = 2, L = 600, n = 96;
+      const int64_t pos0 = int64_t(L - n);
+      std::mt19937_64 rng(5150 + uint64_t(sharp));
+      kv_store kv;
+      make_kv(kv, rng, kv_type::f16, L, hkv, d, true);
+      for (auto& x : kv.hv) x = f32_to_f16(std::tanh(f16_to_f32(x)));  // V in [-1, 1]
+      const auto q = randn(rng, n * hq * d, sharp ? 8.f : 1.f);
+      attention_options o;
+      o.heads_q = hq;
+      o.heads_kv = hkv;
+      o.head_dim = d;
+      o.scale = float(1.0 / std::sqrt(double(d)));
+      o.backend = be;
+      std::vector<float> out(n * hq * d), plain(d);
+      attention_prefill(o, q.data(), n, pos0, kv.view, out.data());
+      double e_lut = 0, e_plain = 0;
+      for (std::size_t i = 0; i < n; ++i)
+        for (std::size_t h = 0; h < hq; ++h) {
+          const float* qr = q.data() + (i * hq + h) * d;
+          const auto r = ref::attention_one(o, qr, pos0 + int64_t(i), kv.view, h / (hq / hkv), nullptr);
+          plain_fp32_row(o, qr, pos0 + int64_t(i), kv.view, h / (hq / hkv), plain.data());
+          for (std::size_t c = 0; c < d; ++c) {
+            e_lut = std::max(e_lut, std::fabs(double(out[(i * hq + h) * d + c]) - r.out[c]));
+            e_plain = std::max(e_plain, std::fabs(double(plain[c]) - r.out[c]));
+          }
+        }
+      INFO("backend " << int(be) << (sharp ? " sharp" : " random") << ": lutkit " << e_lut << ", plain fp32 " << e_plain);
+      WARN("attention precision, backend " << int(be) << (sharp ? " sharp" : " random") << ": default "
+                                           << e_lut << ", plain fp32 online softmax " << e_plain);
+      REQUIRE(e_plain > 0);
+      REQUIRE(e_lut <= 2 * e_plain);
+    }
+  // one visible key: the output is that key's V, exactly
+  for (auto be : all_backends()) {
+    const std::size_t d = 64;
+    std::mt19937_64 rng(8);
+    kv_store kv;
+    make_kv(kv, rng, kv_type::f16, 1, 1, d, false);
+    attention_options o;
+    o.heads_q = o.heads_kv = 1;
+    o.head_dim = d;
+    o.scale = 0.125f;
+    o.backend = be;
+    const auto q = randn(rng, d);
+    std::vector<float> out(d);
+    attention_prefill(o, q.data(), 1, 0, kv.view, out.data());
+    for (std::size_t c = 0; c < d; ++c) REQUIRE(out[c] == detail::kv_load(kv.view.v, kv_type::f16, std::ptrdiff_t(c)));
   }
 }

@@ -44,6 +44,8 @@ inline void check_options(const attention_options& o) {
               o.backend == attention_backend::avx512 || o.backend == attention_backend::avx2,
           "attention: unknown attention_backend ", int(o.backend));
   require(o.mask == mask_kind::window || o.window == 0, "attention: window given without mask_kind::window");
+  require(o.precision == attention_precision::fp32 || o.precision == attention_precision::bf16,
+          "attention: precision ", int(o.precision), " is not fp32 or bf16");
 }
 // the bytes a view's K (or V) spans
 // (after check_view: every factor a checked dimension, the sum within 2^63)
@@ -88,8 +90,8 @@ inline void attention_prefill(const attention_options& o, const float* q, std::s
   check_view(o, kv, "the KV cache");
   require(!add_mask || mask_stride >= kv.len, "attention_prefill: mask_stride ", mask_stride, " < kv.len ", kv.len);
   const std::size_t qn = checked_elements(n_q, o.heads_q * o.head_dim, "attention_prefill", "n_q x heads_q x head_dim") * 4;
-  // the driver's bf16 panels of every KV head's keys and values
-  require(o.heads_kv * kv.len * o.head_dim * 4 <= max_att_scratch_bytes, "attention_prefill: kv.len = ", kv.len,
+  // the driver's panels of every KV head's keys and values (fp32: 8 bytes per key and channel)
+  require(o.heads_kv * kv.len * o.head_dim * 8 <= max_att_scratch_bytes, "attention_prefill: kv.len = ", kv.len,
           " x heads_kv = ", o.heads_kv, " x head_dim = ", o.head_dim, " needs more than 2^36 bytes of panels");
   const byte_range ro{out, qn}, rl{lse, lse ? n_q * o.heads_q * 4 : 0};
   require(!overlaps(ro, {q, qn}) && !overlaps(ro, kv_extent(o, kv, kv.k)) && !overlaps(ro, kv_extent(o, kv, kv.v)) &&

@@ -42,11 +42,27 @@ struct attention_options {
   std::size_t window = 0;  // mask_kind::window: a query at p sees keys p - window < k <= p
   exp_kind exp = exp_kind::poly;
   attention_backend backend = attention_backend::best;
+  // the prefill tile's arithmetic (attention/microkernel.hpp); bf16 runs as fp32 on kernel sets
+  // without a bf16 tile (AVX2, portable)
+  attention_precision precision = attention_precision::fp32;
 };
 
 namespace detail {
 
 enum class att_slot { rows, scratch, panels, decode_rows, partials, decode_qb, tile_scratch, count };
+
+// Which packed tile a call runs: the bf16 one if asked for and the set has it, else the fp32 one
+// if the set has it; none: the step over chunks.
+enum class att_tile_kind { none, bf16, fp32 };
+inline att_tile_kind tile_kind(const att_kernel_set& ks, const attention_options& o) {
+  if (!ks.tile_supports || !ks.tile_supports(o.head_dim)) return att_tile_kind::none;
+  if (o.precision == attention_precision::bf16 && ks.pack && ks.tile) return att_tile_kind::bf16;
+  return ks.pack_f32 && ks.tile_f32 ? att_tile_kind::fp32 : att_tile_kind::none;
+}
+// bytes of one KV head's packed K and V panels of `keys` keys, then its V flags (one per 16 keys)
+inline std::size_t panel_bytes(att_tile_kind t, std::size_t keys, std::size_t d) {
+  return keys * d * 2 * (t == att_tile_kind::fp32 ? 4 : 2);
+}
 
 // Chunk lengths from the target's L1 (docs/attention.md, "Chunk sizes"):
 //   decode: the chunk's K and V rows (K read by the score stage, V once per 64 output channels
@@ -88,8 +104,14 @@ inline void att_parallel(thread_pool* pool, std::size_t tasks, const F& fn) {
   }
 }
 
-// out = acc / l, lse = m + log l (0 and -inf for a row that saw no key)
+// out = acc / l, lse = m + log l (0 and -inf for a row that saw no key; NaN for a row that
+// reached a non-finite value)
 inline void att_finish(std::size_t d, float m, float l, const float* acc, float* out, float* lse) {
+  if (l != l) {
+    std::fill(out, out + d, std::numeric_limits<float>::quiet_NaN());
+    if (lse) *lse = std::numeric_limits<float>::quiet_NaN();
+    return;
+  }
   if (!(l > 0.f)) {
     std::fill(out, out + d, 0.f);
     if (lse) *lse = -std::numeric_limits<float>::infinity();
@@ -107,7 +129,8 @@ inline void run_prefill(const attention_options& o, const float* q, std::size_t 
                         std::size_t mask_stride, thread_pool* pool) {
   const att_kernel_set& ks = att_kernels_for(o.backend);
   const std::size_t d = o.head_dim, hq = o.heads_q, hkv = o.heads_kv, G = hq / hkv;
-  const bool packed = ks.tile_supports && ks.tile_supports(d) && kv.len > 0;
+  const att_tile_kind tk = kv.len > 0 ? tile_kind(ks, o) : att_tile_kind::none;
+  const bool packed = tk != att_tile_kind::none;
   const bool use_step = ks.step_supports(d);
   const att_kernel_set& sk = use_step ? ks : portable_att_kernels();
   const std::size_t Bq = std::max<std::size_t>(1, 64 / G);  // queries per block: ~64 rows
@@ -127,10 +150,13 @@ inline void run_prefill(const attention_options& o, const float* q, std::size_t 
   const std::size_t plen = kend - kbase;  // panel keys per head
 
   reusable_bytes<att_slot> panels;
-  uint16_t* pan = nullptr;
+  uint8_t* pan = nullptr;
+  uint8_t* vbad = nullptr;  // per KV head: plen / 16 flags
+  const std::size_t hbytes = panel_bytes(tk, plen, d);  // one head's K and V panels
   if (packed && plen > 0) {
-    panels = reusable_bytes<att_slot>(att_slot::panels, hkv * plen * d * 2 * sizeof(uint16_t));
-    pan = reinterpret_cast<uint16_t*>(panels.get());
+    panels = reusable_bytes<att_slot>(att_slot::panels, hkv * (hbytes + plen / 16) + 64);
+    pan = panels.get();
+    vbad = pan + hkv * hbytes;
     const std::size_t per = 256;  // keys per packing task
     const std::size_t pt = (plen + per - 1) / per;
     att_parallel(pool, hkv * pt, [&](std::size_t t) {
@@ -144,9 +170,18 @@ inline void run_prefill(const attention_options& o, const float* q, std::size_t 
       pa.k1 = k1;
       pa.n_kv = kv.len;
       pa.d = d;
-      pa.kp = pan + (g * 2) * plen * d + (k0 - kbase) * d;
-      pa.vp = pan + (g * 2 + 1) * plen * d + (k0 - kbase) * d;
-      ks.pack(pa);
+      pa.vbad = vbad + g * (plen / 16) + (k0 - kbase) / 16;
+      if (tk == att_tile_kind::bf16) {
+        uint16_t* h = reinterpret_cast<uint16_t*>(pan + g * hbytes);
+        pa.kp = h + (k0 - kbase) * d;
+        pa.vp = h + plen * d + (k0 - kbase) * d;
+        ks.pack(pa);
+      } else {
+        float* h = reinterpret_cast<float*>(pan + g * hbytes);
+        pa.kpf = h + (k0 - kbase) * d;
+        pa.vpf = h + plen * d + (k0 - kbase) * d;
+        ks.pack_f32(pa);
+      }
     });
   }
 
@@ -191,13 +226,19 @@ inline void run_prefill(const attention_options& o, const float* q, std::size_t 
     (void)x1;
     if (hi > lo) {
       if (packed) {
-        for (std::size_t j = 0; j < R * d; ++j) qb[j] = f32_to_bf16(qs[j]);
         reusable_bytes<att_slot> sc(att_slot::scratch, R * chunk * 2 * sizeof(float) + 64);
         att_tile_args ta;
         ta.rows = rows;
-        ta.qb = qb;
-        ta.kp = pan + (g * 2) * plen * d;
-        ta.vp = pan + (g * 2 + 1) * plen * d;
+        if (tk == att_tile_kind::bf16) {
+          for (std::size_t j = 0; j < R * d; ++j) qb[j] = f32_to_bf16(qs[j]);
+          ta.qb = qb;
+          ta.kp = reinterpret_cast<const uint16_t*>(pan + g * hbytes);
+          ta.vp = ta.kp + plen * d;
+        } else {
+          ta.kpf = reinterpret_cast<const float*>(pan + g * hbytes);
+          ta.vpf = ta.kpf + plen * d;
+        }
+        ta.vbad = vbad + g * (plen / 16);
         ta.pos0 = 0;
         ta.n_kv = kv.len;
         ta.kbase = kbase;
@@ -206,7 +247,7 @@ inline void run_prefill(const attention_options& o, const float* q, std::size_t 
         ta.chunk = chunk;
         static_cast<att_logit_args&>(ta) = lg;
         ta.scratch = reinterpret_cast<float*>(sc.get());
-        ks.tile(ta);
+        (tk == att_tile_kind::bf16 ? ks.tile : ks.tile_f32)(ta);
       } else {
         reusable_bytes<att_slot> sc(att_slot::scratch, (R + 2) * chunk * sizeof(float) + 64);
         att_step_args sa;
@@ -263,7 +304,12 @@ struct att_partial {  // per row: m, l, acc[d]
 
 // merge (m2, l2, a2) into (m1, l1, a1) by log-sum-exp; a side with m = -inf saw no key
 inline void att_merge(std::size_t d, float& m1, float& l1, float* a1, float m2, float l2, const float* a2) {
-  if (m2 == -std::numeric_limits<float>::infinity()) return;
+  if (m2 == -std::numeric_limits<float>::infinity() || l1 != l1) return;
+  if (l2 != l2) {  // the part reached a non-finite value: so does the row
+    m1 = l1 = std::numeric_limits<float>::quiet_NaN();
+    std::fill(a1, a1 + d, std::numeric_limits<float>::quiet_NaN());
+    return;
+  }
   if (m1 == -std::numeric_limits<float>::infinity()) {
     m1 = m2;
     l1 = l2;
@@ -295,7 +341,8 @@ inline void run_decode(const attention_options& o, const kv_cache_view& prefix, 
   (void)chunk;
   // many rows per KV head (batched sequences x the group's query heads): the prefix through the
   // packed bf16 tile of the prefill, whose vdpbf16ps does twice the work of an FMA per instruction
-  const bool tile_path = ks0.tile_supports && ks0.tile_supports(d) && n_seq * G >= 16;
+  const att_tile_kind tk = tile_kind(ks0, o);
+  const bool tile_path = tk != att_tile_kind::none && n_seq * G >= 16;
   const std::size_t pchunk = prefill_chunk(d);
   const std::size_t rows_all = n_seq * hq;  // row (b, head) at b * hq + head
   const std::size_t stride = d + 2;
@@ -351,7 +398,7 @@ inline void run_decode(const attention_options& o, const kv_cache_view& prefix, 
       const std::size_t plen = tiled ? (k1 - k0 + pchunk - 1) / pchunk * pchunk : 0;
       reusable_bytes<att_slot> pan, qbb, tsc;
       if (tiled) {
-        pan = reusable_bytes<att_slot>(att_slot::panels, plen * d * 2 * sizeof(uint16_t) + 64);
+        pan = reusable_bytes<att_slot>(att_slot::panels, panel_bytes(tk, plen, d) + plen / 16 + 64);
         qbb = reusable_bytes<att_slot>(att_slot::decode_qb, R * d * sizeof(uint16_t) + 64);
         tsc = reusable_bytes<att_slot>(att_slot::tile_scratch, R * pchunk * 2 * sizeof(float) + 64);
       }
@@ -370,8 +417,7 @@ inline void run_decode(const attention_options& o, const kv_cache_view& prefix, 
         sa.rows.acc = sg + 2 * R;
         if (tiled) {
           // this split's keys of head g packed (keys >= k1 zero and invisible), then the tile
-          uint16_t* kp = reinterpret_cast<uint16_t*>(pan.get());
-          uint16_t* vp = kp + plen * d;
+          uint8_t* vbad = pan.get() + panel_bytes(tk, plen, d);
           att_pack_args pa;
           pa.k = sa.k;
           pa.v = sa.v;
@@ -381,16 +427,28 @@ inline void run_decode(const attention_options& o, const kv_cache_view& prefix, 
           pa.k1 = k0 + plen;
           pa.n_kv = k1;
           pa.d = d;
-          pa.kp = kp;
-          pa.vp = vp;
-          ks0.pack(pa);
-          uint16_t* qb = reinterpret_cast<uint16_t*>(qbb.get());
-          for (std::size_t j = 0; j < R * d; ++j) qb[j] = f32_to_bf16(sa.rows.q[j]);
+          pa.vbad = vbad;
           att_tile_args ta;
           ta.rows = sa.rows;
-          ta.qb = qb;
-          ta.kp = kp;
-          ta.vp = vp;
+          ta.vbad = vbad;
+          if (tk == att_tile_kind::bf16) {
+            uint16_t* kp = reinterpret_cast<uint16_t*>(pan.get());
+            pa.kp = kp;
+            pa.vp = kp + plen * d;
+            ks0.pack(pa);
+            uint16_t* qb = reinterpret_cast<uint16_t*>(qbb.get());
+            for (std::size_t j = 0; j < R * d; ++j) qb[j] = f32_to_bf16(sa.rows.q[j]);
+            ta.qb = qb;
+            ta.kp = kp;
+            ta.vp = kp + plen * d;
+          } else {
+            float* kp = reinterpret_cast<float*>(pan.get());
+            pa.kpf = kp;
+            pa.vpf = kp + plen * d;
+            ks0.pack_f32(pa);
+            ta.kpf = kp;
+            ta.vpf = kp + plen * d;
+          }
           ta.pos0 = 0;
           ta.n_kv = k1;
           ta.mask_base = 0;
@@ -400,7 +458,7 @@ inline void run_decode(const attention_options& o, const kv_cache_view& prefix, 
           ta.chunk = pchunk;
           static_cast<att_logit_args&>(ta) = lg;
           ta.scratch = reinterpret_cast<float*>(tsc.get());
-          ks0.tile(ta);
+          (tk == att_tile_kind::bf16 ? ks0.tile : ks0.tile_f32)(ta);
           continue;
         }
         for (std::size_t c0 = k0; c0 < k1; c0 += ch) {

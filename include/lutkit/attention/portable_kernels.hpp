@@ -15,13 +15,6 @@
 
 namespace lutkit::detail {
 
-inline float kv_load(const void* base, kv_type t, std::ptrdiff_t i) {
-  switch (t) {
-    case kv_type::f16: return f16_to_f32(static_cast<const uint16_t*>(base)[i]);
-    case kv_type::bf16: return bf16_to_f32(static_cast<const uint16_t*>(base)[i]);
-    default: return static_cast<const float*>(base)[i];
-  }
-}
 
 inline float att_exp(exp_kind e, const float* table, float x) {
   return e == exp_kind::table ? exp_by_table(table, x) : exp_poly(x);
@@ -56,24 +49,34 @@ inline void portable_step(const att_step_args& a) {
     int64_t lo, hi;
     visible_keys(a.mask, a.window, a.rows.pos[r], a.pos0, a.n_kv, lo, hi);
     const int64_t b = std::max<int64_t>(lo, int64_t(a.k0)), e = std::min<int64_t>(hi, int64_t(a.k1));
-    if (b >= e) continue;
+    if (b >= e || a.rows.m[r] != a.rows.m[r]) continue;  // no key, or already NaN
     const float* q = a.rows.q + r * d;
     const float* mrow = a.rows.mask ? a.rows.mask[r] : nullptr;
     const std::size_t n = std::size_t(e - b);
+    bool bad = false;  // a non-finite logit (docs/attention.md, "Non-finite values")
     for (std::size_t j = 0; j < n; ++j) {
       const std::ptrdiff_t key = std::ptrdiff_t(b) + std::ptrdiff_t(j);
       float acc = 0.f;
       for (std::size_t c = 0; c < d; ++c) acc = std::fma(q[c], kv_load(a.k, a.type, key * a.row_stride + std::ptrdiff_t(c)), acc);
+      bad = bad || !std::isfinite(acc);
       if (a.softcap > 0.f) acc = softcap_apply(acc, a.softcap);
       if (mrow) acc += mrow[a.mask_base + std::size_t(key)];
+      bad = bad || acc != acc || acc == std::numeric_limits<float>::infinity();
       s[j] = acc;
+    }
+    float* o = a.rows.acc + r * d;
+    if (bad) {
+      a.rows.m[r] = a.rows.l[r] = std::numeric_limits<float>::quiet_NaN();
+      for (std::size_t c = 0; c < d; ++c) o[c] = std::numeric_limits<float>::quiet_NaN();
+      continue;
     }
     float alpha = 1.f;
     if (!softmax_update(s, n, a.rows.m[r], a.rows.l[r], alpha, a.exp, a.exp_table, [](float p) { return p; })) continue;
-    float* o = a.rows.acc + r * d;
     for (std::size_t c = 0; c < d; ++c) o[c] *= alpha;
     for (std::size_t j = 0; j < n; ++j) {
       const std::ptrdiff_t key = std::ptrdiff_t(b) + std::ptrdiff_t(j);
+      // a key masked by -inf is not reached: its V (NaN perhaps) is not read
+      if (mrow && mrow[a.mask_base + std::size_t(key)] == -std::numeric_limits<float>::infinity()) continue;
       const float p = s[j];
       for (std::size_t c = 0; c < d; ++c) o[c] = std::fma(p, kv_load(a.v, a.type, key * a.row_stride + std::ptrdiff_t(c)), o[c]);
     }

@@ -1,8 +1,8 @@
 // lutkit — the AVX2 (+ FMA, F16C) kernel of the attention family: the fp32 online-softmax step of
 // attention/body.inl in 8 lanes (targets/host/ops_avx2.hpp), 2 keys per pass of the score tile
 // (8 accumulators, 4 query and 2 key vectors: 14 of the 16 registers), 4 rows x 16 channels
-// value tiles. It serves decode, and prefill on CPUs without the AVX-512 packed tile (the driver
-// runs the step over chunks). Chosen at run time; registered in attention/targets.hpp.
+// value tiles; and the fp32 prefill tile of attention/body.inl (6 rows x 16 keys score tiles,
+// 6 rows x 16 channels value tiles). No bf16 tile: the bf16 prefill runs the fp32 one here. Chosen at run time; registered in attention/targets.hpp.
 #pragma once
 #include <algorithm>
 #include <cstddef>
@@ -23,7 +23,7 @@
 namespace lutkit::detail::avx2_att {
 
 struct Ops : avx2_ops {
-  static constexpr int KP = 2, VT = 2;
+  static constexpr int KP = 2, VT = 2, QV = 2, PV = 2;
   using Fold = __m128;
   // a key's 4 row sums by horizontal adds (lane i: row i)
   LUTKIT_AVX2_OP Fold fold_key(const F* x) {
@@ -42,7 +42,8 @@ struct Ops : avx2_ops {
 
 inline bool cpu_supported() { return host_features::avx2(); }
 inline const att_kernel_set& kernels() {
-  static const att_kernel_set ks{"avx2", &dims_supported, &step_entry, nullptr, nullptr, nullptr};
+  static const att_kernel_set ks{"avx2",  &dims_supported, &step_entry,     &dims_supported,
+                                 nullptr, nullptr,         &pack_f32_entry, &tile_f32_entry};
   return ks;
 }
 

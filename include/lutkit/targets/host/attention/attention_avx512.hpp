@@ -2,7 +2,9 @@
 //   step: the fp32 online-softmax step of attention/body.inl in 16 lanes (targets/host/
 //         ops_avx512.hpp), one key per pass of the score tile (16 dot vectors reduced together
 //         by a transpose-add), 4 rows x 64 channels value tiles;
-//   pack + tile: the prefill over packed bf16 panels, QK^T and P.V by vdpbf16ps with fp32
+//   pack_f32 + tile_f32: the default (fp32) prefill of attention/body.inl, 6 rows x 64 keys score
+//         tiles and 6 rows x 64 channels value tiles;
+//   pack + tile: the bf16 prefill (attention_precision::bf16) over packed bf16 panels, QK^T and P.V by vdpbf16ps with fp32
 //         accumulation (6 rows x 64 keys score tiles, 3 rows x 128 channels value tiles), the
 //         softmax update of the step with the weights rounded to bf16. Head dims 64, 128, 256.
 // Chosen at run time; registered in attention/targets.hpp.
@@ -13,6 +15,7 @@
 #include <cstring>
 #include <limits>
 #include <utility>
+#include <vector>
 
 #include "../../../attention/exp.hpp"
 #include "../../../attention/microkernel.hpp"
@@ -29,7 +32,7 @@ namespace lutkit::detail::avx512_att {
 inline bool cpu_supported() { return host_features::avx512_bf16(); }
 
 struct Ops : avx512_ops {
-  static constexpr int KP = 1, VT = 4;
+  static constexpr int KP = 1, VT = 4, QV = 4, PV = 4;
   using Fold = __m512;
   // a key's 4 rows: halves of rows (0, 1) and (2, 3), then 128-bit blocks: block b = row b's 4
   // partial sums
@@ -90,7 +93,16 @@ LUTKIT_AVX512_ATT void pack(const att_pack_args& a) {
                                             _mm512_set1_epi32(D / 2));
     for (int s = 0; s < D / 2; ++s)
       _mm512_storeu_si512(kp + s * 16, _mm512_i32gather_epi32(gidx, t32 + s, 4));
-    // V: key pairs interleaved per channel
+    // V: key pairs interleaved per channel (and whether the block holds a non-finite V)
+    if (a.vbad) {
+      __m512 chk = _mm512_setzero_ps();
+      for (int t = 0; t < 16 && k0 + std::size_t(t) < a.n_kv; ++t)
+        for (int c = 0; c < D; c += 16) {
+          const __m512 x = load_kv<T>(a.v, std::ptrdiff_t(k0 + std::size_t(t)) * a.row_stride + c);
+          chk = _mm512_add_ps(chk, _mm512_sub_ps(x, x));
+        }
+      a.vbad[(k0 - a.k0) / 16] = !(_mm512_reduce_add_ps(chk) == 0.f);
+    }
     for (int t = 0; t < 16; t += 2) {
       const std::size_t ka = k0 + std::size_t(t), kb = ka + 1;
       uint16_t* vp = a.vp + (k0 - a.k0 + std::size_t(t)) * D;
@@ -217,7 +229,20 @@ LUTKIT_AVX512_ATT void tile(const att_tile_args& a) {
                                             a.exp_table, a.rows.m[r], a.rows.l[r], P + r * C);
       if (alpha != 1.f) scale_row<D>(a.rows.acc + r * D, alpha);
     }
-    pv_all<D>(P, C, vp, a.rows.acc, R);
+    if (att_chunk_vbad(a, k0, C)) {  // a non-finite V: attention/microkernel.hpp, att_add_nonfinite
+      std::vector<uint16_t> clean(vp, vp + C * D);
+      std::vector<att_bad_v> bad;
+      for (std::size_t i = 0; i < C * D; ++i)
+        if ((clean[i] & 0x7F80u) == 0x7F80u) {  // bf16 inf / NaN; element (key 2t + h, c) at 2tD + 2c + h
+          bad.push_back({2 * (i / (2 * D)) + i % 2, (i % (2 * D)) / 2, bf16_to_f32(clean[i])});
+          clean[i] = 0;
+        }
+      pv_all<D>(P, C, clean.data(), a.rows.acc, R);
+      att_add_nonfinite(a, a.rows, D, a.pos0, a.n_kv, a.mask_base, k0, bad,
+                        [&](std::size_t r, std::size_t j) { return bf16_to_f32(P[r * C + j]); });
+    } else {
+      pv_all<D>(P, C, vp, a.rows.acc, R);
+    }
   }
 }
 inline void tile_entry(const att_tile_args& a) {
@@ -229,7 +254,8 @@ inline void tile_entry(const att_tile_args& a) {
 }
 
 inline const att_kernel_set& kernels() {
-  static const att_kernel_set ks{"avx512", &dims_supported, &step_entry, &dims_supported, &pack_entry, &tile_entry};
+  static const att_kernel_set ks{"avx512",     &dims_supported, &step_entry,     &dims_supported,
+                                 &pack_entry,  &tile_entry,     &pack_f32_entry, &tile_f32_entry};
   return ks;
 }
 
