@@ -5,7 +5,9 @@
 //                          decode roofline, like stream_read)
 //   attention_naive/...    the naive two-pass baseline: per query head, the scores matrix, a
 //                          softmax, then P.V (plain loops the compiler vectorizes; heads over the pool)
-//   attention_prefill/...  lutkit's prefill; counter of_peak against peak/bf16_dot of the same run
+//   attention_prefill/...  lutkit's prefill at the default precision (fp32); counter of_peak against
+//                          peak/fp32_fma of the same run
+//   attention_prefill_bf16/... the bf16 opt-in (attention_precision::bf16); of_peak against peak/bf16_dot
 // Names: <kernel>/d:<d>/hq:<Hq>/hkv:<Hkv>/kv:<L>/q:<Lq>/<causal|swa|full>/<f16|bf16|f32>/threads:<T>/<cold|warm>
 // (q: queries per sequence for prefill; for decode the batch size). cold: rotating copies of the
 // K/V beyond 4x the 32 MiB LLC; warm: one copy. Counters: KV_GBps (K/V bytes / time), GFLOPs
@@ -204,10 +206,11 @@ void bm_naive(benchmark::State& st, std::size_t d, std::size_t hq, std::size_t h
 
 // ------------------------------------------------------------------ prefill
 void bm_prefill(benchmark::State& st, std::size_t d, std::size_t hq, std::size_t hkv, std::size_t L, std::size_t nq,
-                std::size_t window, int T) {
+                std::size_t window, int T, attention_precision prec) {
   auto& c = kv_data(d, hkv, L, false);
   thread_pool* pool = T > 1 ? &pool_for(T) : nullptr;
   attention_options o = options(d, hq, hkv);
+  o.precision = prec;
   if (window) {
     o.mask = mask_kind::window;
     o.window = window;
@@ -229,7 +232,7 @@ void bm_prefill(benchmark::State& st, std::size_t d, std::size_t hq, std::size_t
   }
   const double flops = 4.0 * double(d) * double(hq) * pairs;
   set_kv_counters(st, double(c.bytes), flops);
-  const double pk = peak_gflops("bf16_dot/" + std::to_string(T));
+  const double pk = peak_gflops((prec == attention_precision::bf16 ? "bf16_dot/" : "fp32_fma/") + std::to_string(T));
   if (pk > 0) st.counters["of_peak"] = benchmark::Counter(flops * 1e-9 / pk, benchmark::Counter::kIsIterationInvariantRate);
 }
 
@@ -257,13 +260,17 @@ void register_attention() {
     add("attention_decode" + tail(128, 32, 8, 4096, 1, "causal", T, false),
         [=](benchmark::State& st) { bm_decode(st, 128, 32, 8, 4096, 1, T, false); }, benchmark::kMicrosecond);
   for (int T : {1, 2}) {
-    add("attention_prefill" + tail(128, 32, 8, 4096, 512, "causal", T, false),
-        [=](benchmark::State& st) { bm_prefill(st, 128, 32, 8, 4096, 512, 0, T); }, benchmark::kMillisecond);
+    for (auto prec : {attention_precision::fp32, attention_precision::bf16})
+      add(std::string(prec == attention_precision::bf16 ? "attention_prefill_bf16" : "attention_prefill") +
+              tail(128, 32, 8, 4096, 512, "causal", T, false),
+          [=](benchmark::State& st) { bm_prefill(st, 128, 32, 8, 4096, 512, 0, T, prec); }, benchmark::kMillisecond);
     add("attention_naive" + tail(128, 32, 8, 4096, 512, "causal", T, false),
         [=](benchmark::State& st) { bm_naive(st, 128, 32, 8, 4096, 512, 0, T, false); }, benchmark::kMillisecond);
     // Gemma3-4B local layer: d 256, 8 query heads, 4 KV heads, window 1024, a 2048-token prompt
-    add("attention_prefill" + tail(256, 8, 4, 2048, 2048, "swa", T, false),
-        [=](benchmark::State& st) { bm_prefill(st, 256, 8, 4, 2048, 2048, 1024, T); }, benchmark::kMillisecond);
+    for (auto prec : {attention_precision::fp32, attention_precision::bf16})
+      add(std::string(prec == attention_precision::bf16 ? "attention_prefill_bf16" : "attention_prefill") +
+              tail(256, 8, 4, 2048, 2048, "swa", T, false),
+          [=](benchmark::State& st) { bm_prefill(st, 256, 8, 4, 2048, 2048, 1024, T, prec); }, benchmark::kMillisecond);
     add("attention_naive" + tail(256, 8, 4, 2048, 2048, "swa", T, false),
         [=](benchmark::State& st) { bm_naive(st, 256, 8, 4, 2048, 2048, 1024, T, false); }, benchmark::kMillisecond);
   }

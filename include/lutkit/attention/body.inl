@@ -102,20 +102,23 @@ LUTKIT_OPS_FN inline float row_softmax(float* s, std::size_t n, int64_t b, int64
   const M all = Ops::tail(W);
   const U vb = Ops::set1u(uint32_t(b - 1)), ve = Ops::set1u(uint32_t(e));
   F vmax = ninf;
-  unsigned bad = 0;
+  F zr = Ops::zero();  // the visible lanes' q.k - q.k: 0 unless one of them is not finite
+  unsigned bad = 0;    // a visible lane the additive mask made +inf or NaN
   for (std::size_t j = 0; j < n; j += W) {
     F x = Ops::load(s + j);
-    const M fin = Ops::eq(x - x, Ops::zero());  // q.k finite
-    if (softcap > 0.f) x = softcap_lanes(x, softcap);
     const U kidx = Ops::iota() + Ops::set1u(uint32_t(k0 + int64_t(j)));
     const M vis = full ? all : Ops::both(Ops::less(vb, kidx), Ops::less(kidx, ve));  // b <= key < e
-    if (mrow) x = x + Ops::loadz(mrow + mask_base + k0 + int64_t(j), vis);
-    bad |= Ops::bits(vis) & ~(Ops::bits(fin) & Ops::bits(Ops::gt(pinf, x)));
+    zr = Ops::add_if(vis, zr, x - x);
+    if (softcap > 0.f) x = softcap_lanes(x, softcap);
+    if (mrow) {
+      x = x + Ops::loadz(mrow + mask_base + k0 + int64_t(j), vis);
+      bad |= Ops::bits(vis) & ~Ops::bits(Ops::gt(pinf, x));
+    }
     x = Ops::select(vis, ninf, x);
     Ops::store(s + j, x);
     vmax = Ops::max(vmax, x);
   }
-  if (bad) {
+  if (bad || !(Ops::hsum(zr) == 0.f)) {
     no_weights();
     m = l = std::numeric_limits<float>::quiet_NaN();
     return std::numeric_limits<float>::quiet_NaN();
