@@ -132,6 +132,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   o.mask = mask_kind(r.u8() % 4);          // 3 is not a mask kind
   o.window = r.u8() & 0x80 ? std::size_t(r.u64()) : r.u8() % 12;
   o.exp = exp_kind(r.u8() % 3);            // 2 is not an exp kind
+  // bits 1-3 of the selector: the tile's precision (fp32, bf16; 7: the invalid value 2)
+  o.precision = attention_precision(((sel >> 1) & 7) == 7 ? 2 : (sel >> 1) & 1);
   const kv_type t = kv_type(r.u8() % 4);   // 3 is not a K/V type
   const std::size_t len = r.u8() % 40;
   const bool token_major = r.u8() & 1;
