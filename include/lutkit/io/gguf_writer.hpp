@@ -335,6 +335,10 @@ class writer {
 // matrix type's block (256 for the K-quants and TQ types, 32 for Q4_0 ...), n_embd a multiple of
 // n_head, n_head a multiple of n_head_kv, n_vocab at least 259 (3 special and 256 byte tokens).
 struct tiny_llama_options {
+  // "llama"; "qwen2" adds F32 biases of Q, K and V (blk.N.attn_{q,k,v}.bias); "qwen3" adds the
+  // per-head norms blk.N.attn_{q,k}_norm.weight {head_dim}; both qwen ones a "gpt2" vocabulary
+  // (byte-level BPE pieces). Any other name is written as given (for tests of a loader's refusal).
+  std::string arch = "llama";
   ggml_type matrix_type = ggml_type::q4_0;     // attention and feed-forward matrices, output.weight
   ggml_type embedding_type = ggml_type::f32;   // token_embd.weight
   uint32_t n_vocab = 320;
@@ -369,19 +373,25 @@ inline writer tiny_llama(const tiny_llama_options& o) {
   need(o.n_vocab >= 259, "n_vocab must be at least 259 (<unk>, <s>, </s> and 256 byte tokens)");
 
   writer w(o.version);
-  w.add_string("general.architecture", "llama");
-  w.add_string("general.name", "lutkit tiny llama");
+  const std::string a = o.arch + ".";
+  const bool qwen = o.arch == "qwen2" || o.arch == "qwen3";
+  w.add_string("general.architecture", o.arch);
+  w.add_string("general.name", "lutkit tiny " + o.arch);
   w.set_alignment(default_alignment);
-  w.add_u32("llama.context_length", o.n_ctx);
-  w.add_u32("llama.embedding_length", o.n_embd);
-  w.add_u32("llama.block_count", o.n_layer);
-  w.add_u32("llama.feed_forward_length", o.n_ff);
-  w.add_u32("llama.attention.head_count", o.n_head);
-  w.add_u32("llama.attention.head_count_kv", o.n_head_kv);
-  w.add_f32("llama.attention.layer_norm_rms_epsilon", o.rms_eps);
-  w.add_f32("llama.rope.freq_base", o.rope_freq_base);
-  w.add_u32("llama.rope.dimension_count", o.n_embd / o.n_head);
-  w.add_u32("llama.vocab_size", o.n_vocab);
+  w.add_u32(a + "context_length", o.n_ctx);
+  w.add_u32(a + "embedding_length", o.n_embd);
+  w.add_u32(a + "block_count", o.n_layer);
+  w.add_u32(a + "feed_forward_length", o.n_ff);
+  w.add_u32(a + "attention.head_count", o.n_head);
+  w.add_u32(a + "attention.head_count_kv", o.n_head_kv);
+  w.add_f32(a + "attention.layer_norm_rms_epsilon", o.rms_eps);
+  w.add_f32(a + "rope.freq_base", o.rope_freq_base);
+  w.add_u32(a + "rope.dimension_count", o.n_embd / o.n_head);
+  w.add_u32(a + "vocab_size", o.n_vocab);
+  if (o.arch == "qwen3") {
+    w.add_u32(a + "attention.key_length", o.n_embd / o.n_head);
+    w.add_u32(a + "attention.value_length", o.n_embd / o.n_head);
+  }
 
   // vocabulary
   std::vector<std::string> tokens;
@@ -397,10 +407,25 @@ inline writer tiny_llama(const tiny_llama_options& o) {
   add_token("<s>", 0.f, 3);
   add_token("</s>", 0.f, 3);
   static const char hex[] = "0123456789ABCDEF";
-  for (int b = 0; b < 256; ++b) add_token(std::string("<0x") + hex[b >> 4] + hex[b & 15] + ">", 0.f, 6);
-  for (uint32_t i = uint32_t(tokens.size()); i < o.n_vocab; ++i)
-    add_token("\xE2\x96\x81w" + std::to_string(i), -float(i), 1);  // "▁w<i>"
-  w.add_string("tokenizer.ggml.model", "llama");
+  if (qwen) {
+    // byte-level BPE: the 256 single-byte pieces through GPT-2's byte-to-character table, then
+    // words "Ġw<i>" (U+0120, a space)
+    int n = 0;
+    for (int b = 0; b < 256; ++b) {
+      const bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
+      const uint32_t cp = printable ? uint32_t(b) : uint32_t(256 + n++);
+      std::string s;
+      if (cp < 0x80) s += char(cp);
+      else s += char(0xC0 | (cp >> 6)), s += char(0x80 | (cp & 0x3F));
+      add_token(s, 0.f, 1);
+    }
+    for (uint32_t i = uint32_t(tokens.size()); i < o.n_vocab; ++i) add_token("\xC4\xA0w" + std::to_string(i), 0.f, 1);
+  } else {
+    for (int b = 0; b < 256; ++b) add_token(std::string("<0x") + hex[b >> 4] + hex[b & 15] + ">", 0.f, 6);
+    for (uint32_t i = uint32_t(tokens.size()); i < o.n_vocab; ++i)
+      add_token("\xE2\x96\x81w" + std::to_string(i), -float(i), 1);  // "▁w<i>"
+  }
+  w.add_string("tokenizer.ggml.model", qwen ? "gpt2" : "llama");
   w.add_array("tokenizer.ggml.tokens", tokens);
   w.add_array("tokenizer.ggml.scores", scores);
   w.add_array("tokenizer.ggml.token_type", types);
@@ -413,24 +438,36 @@ inline writer tiny_llama(const tiny_llama_options& o) {
   const auto mat = [&](const std::string& name, ggml_type t, uint64_t ne0, uint64_t ne1) {
     w.add_tensor(name, t, {ne0, ne1}, ggml::random_blocks(t, std::size_t(ne0 * ne1), seed++, 0.05f));
   };
-  const auto norm = [&](const std::string& name) {
-    w.add_tensor(name, ggml_type::f32, {uint64_t(o.n_embd)}, ggml::random_blocks(ggml_type::f32, o.n_embd, seed++, 0.1f));
+  const auto norm = [&](const std::string& name, uint64_t n) {
+    w.add_tensor(name, ggml_type::f32, {n}, ggml::random_blocks(ggml_type::f32, std::size_t(n), seed++, 0.1f));
   };
   const uint64_t head_dim = o.n_embd / o.n_head, n_kv = head_dim * o.n_head_kv;
   mat("token_embd.weight", o.embedding_type, o.n_embd, o.n_vocab);
   for (uint32_t l = 0; l < o.n_layer; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
-    norm(p + "attn_norm.weight");
+    norm(p + "attn_norm.weight", o.n_embd);
     mat(p + "attn_q.weight", o.matrix_type, o.n_embd, o.n_embd);
     mat(p + "attn_k.weight", o.matrix_type, o.n_embd, n_kv);
     mat(p + "attn_v.weight", o.matrix_type, o.n_embd, n_kv);
+    if (o.arch == "qwen2") {
+      const auto bias = [&](const std::string& name, uint64_t n) {
+        w.add_tensor(name, ggml_type::f32, {n}, ggml::random_blocks(ggml_type::f32, std::size_t(n), seed++, 0.02f));
+      };
+      bias(p + "attn_q.bias", o.n_embd);
+      bias(p + "attn_k.bias", n_kv);
+      bias(p + "attn_v.bias", n_kv);
+    }
+    if (o.arch == "qwen3") {
+      norm(p + "attn_q_norm.weight", head_dim);
+      norm(p + "attn_k_norm.weight", head_dim);
+    }
     mat(p + "attn_output.weight", o.matrix_type, o.n_embd, o.n_embd);
-    norm(p + "ffn_norm.weight");
+    norm(p + "ffn_norm.weight", o.n_embd);
     mat(p + "ffn_gate.weight", o.matrix_type, o.n_embd, o.n_ff);
     mat(p + "ffn_up.weight", o.matrix_type, o.n_embd, o.n_ff);
     mat(p + "ffn_down.weight", o.matrix_type, o.n_ff, o.n_embd);
   }
-  norm("output_norm.weight");
+  norm("output_norm.weight", o.n_embd);
   if (o.output_tensor) mat("output.weight", o.matrix_type, o.n_embd, o.n_vocab);
   return w;
 }

@@ -1,0 +1,149 @@
+// lutkit example engine — the forward pass of a decoder-only transformer on lutkit's kernels:
+//
+//   x = embed(tokens)                                            (the file's rows, dequantized)
+//   per layer:  h = RMSNorm(x) * attn_norm
+//               q, k, v = Wq h, Wk h, Wv h  (+ bias: qwen2)      matrix::apply: decode_gemv for a
+//               q, k = RMSNorm per head * q_norm, k_norm (qwen3)   few rows, dequant-GEMM for more
+//               RoPE(q, k) at each token's position
+//               K, V appended to the fp16 cache
+//               a = attention_prefill (a chunk) / attention_decode (one token)
+//               x += Wo a
+//               h = RMSNorm(x) * ffn_norm;  x += W_down (SiLU(W_gate h) * W_up h)
+//   logits = W_out (RMSNorm(x_last) * output_norm)
+//
+// A session holds the KV cache (fp16, head-major per layer, sized from the context length) and
+// the working buffers; forward() takes a chunk of tokens at the cache's end and returns the
+// logits of its last token.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "model.hpp"
+
+namespace llm {
+
+inline void rms_norm(const float* x, const float* w, float* y, std::size_t n, float eps) {
+  double ss = 0;
+  for (std::size_t i = 0; i < n; ++i) ss += double(x[i]) * double(x[i]);
+  const float r = float(1.0 / std::sqrt(ss / double(n) + double(eps)));
+  for (std::size_t i = 0; i < n; ++i) y[i] = x[i] * r * w[i];
+}
+
+// RoPE of one head (d values) at position pos: n_rot dimensions rotated, as pairs (2i, 2i + 1)
+// or halves (i, i + n_rot / 2), angle pos * base^(-2i / n_rot)
+inline void rope(float* v, std::size_t n_rot, rope_style st, const float* cs, const float* sn) {
+  const std::size_t h = n_rot / 2;
+  for (std::size_t i = 0; i < h; ++i) {
+    const std::size_t a = st == rope_style::pairs ? 2 * i : i, b = st == rope_style::pairs ? 2 * i + 1 : i + h;
+    const float x0 = v[a], x1 = v[b];
+    v[a] = x0 * cs[i] - x1 * sn[i];
+    v[b] = x0 * sn[i] + x1 * cs[i];
+  }
+}
+
+struct session {
+  const model& m;
+  std::size_t n_ctx;
+  lutkit::kv_type kv = lutkit::kv_type::f16;
+  std::size_t pos = 0;  // tokens in the cache
+  std::vector<std::vector<uint16_t>> kc, vc;  // per layer: [head][n_ctx][head_dim]
+  std::vector<float> x, h, q, k, v, att, o, g, u, logits, cs, sn;
+
+  session(const model& mdl, std::size_t ctx, lutkit::kv_type t = lutkit::kv_type::f16) : m(mdl), n_ctx(ctx), kv(t) {
+    lutkit::detail::require(t == lutkit::kv_type::f16 || t == lutkit::kv_type::bf16, "llm: the KV cache is fp16 or bf16");
+    const hparams& hp = m.hp;
+    kc.assign(hp.n_layer, std::vector<uint16_t>(hp.n_head_kv * n_ctx * hp.head_dim));
+    vc.assign(hp.n_layer, std::vector<uint16_t>(hp.n_head_kv * n_ctx * hp.head_dim));
+    logits.resize(hp.n_vocab);
+  }
+  // bytes of K and V a decode step at `len` cached tokens reads
+  std::size_t kv_bytes(std::size_t len) const { return 2 * m.hp.n_layer * m.hp.n_head_kv * len * m.hp.head_dim * 2; }
+
+  uint16_t to_kv(float f) const { return kv == lutkit::kv_type::f16 ? lutkit::f32_to_f16(f) : lutkit::f32_to_bf16(f); }
+
+  // n tokens at positions pos .. pos + n - 1; returns the logits of the last one
+  const std::vector<float>& forward(const int32_t* tokens, std::size_t n, lutkit::thread_pool* pool) {
+    const hparams& hp = m.hp;
+    lutkit::detail::require(n > 0 && pos + n <= n_ctx, "llm: ", pos, " + ", n, " tokens exceed the context of ", n_ctx);
+    const std::size_t E = hp.n_embd, QD = hp.q_dim(), KD = hp.kv_dim(), hd = hp.head_dim, F = hp.n_ff;
+    x.resize(n * E), h.resize(n * E), q.resize(n * QD), k.resize(n * KD), v.resize(n * KD), att.resize(n * QD);
+    o.resize(n * E), g.resize(n * F), u.resize(n * F);
+    for (std::size_t t = 0; t < n; ++t) m.embed(tokens[t], x.data() + t * E);
+    // the rotation of every position of the chunk
+    const std::size_t hr = hp.n_rot / 2;
+    cs.resize(n * hr), sn.resize(n * hr);
+    for (std::size_t t = 0; t < n; ++t)
+      for (std::size_t i = 0; i < hr; ++i) {
+        const double th = double(pos + t) * std::pow(double(hp.rope_base), -2.0 * double(i) / double(hp.n_rot));
+        cs[t * hr + i] = float(std::cos(th));
+        sn[t * hr + i] = float(std::sin(th));
+      }
+    lutkit::attention_options ao;
+    ao.heads_q = hp.n_head;
+    ao.heads_kv = hp.n_head_kv;
+    ao.head_dim = hd;
+    ao.scale = float(1.0 / std::sqrt(double(hd)));
+    for (std::size_t l = 0; l < hp.n_layer; ++l) {
+      const layer& L = m.layers[l];
+      for (std::size_t t = 0; t < n; ++t) rms_norm(x.data() + t * E, L.attn_norm.data(), h.data() + t * E, E, hp.rms_eps);
+      L.wq.apply(h.data(), n, q.data(), pool);
+      L.wk.apply(h.data(), n, k.data(), pool);
+      L.wv.apply(h.data(), n, v.data(), pool);
+      for (std::size_t t = 0; t < n; ++t) {
+        if (hp.qkv_bias) {
+          for (std::size_t i = 0; i < QD; ++i) q[t * QD + i] += L.bq[i];
+          for (std::size_t i = 0; i < KD; ++i) k[t * KD + i] += L.bk[i];
+          for (std::size_t i = 0; i < KD; ++i) v[t * KD + i] += L.bv[i];
+        }
+        for (std::size_t hh = 0; hh < hp.n_head; ++hh) {
+          float* qh = q.data() + t * QD + hh * hd;
+          if (hp.qk_norm) rms_norm(qh, L.q_norm.data(), qh, hd, hp.rms_eps);
+          rope(qh, hp.n_rot, hp.rope, cs.data() + t * hr, sn.data() + t * hr);
+        }
+        for (std::size_t hh = 0; hh < hp.n_head_kv; ++hh) {
+          float* kh = k.data() + t * KD + hh * hd;
+          if (hp.qk_norm) rms_norm(kh, L.k_norm.data(), kh, hd, hp.rms_eps);
+          rope(kh, hp.n_rot, hp.rope, cs.data() + t * hr, sn.data() + t * hr);
+          // append to the cache: head-major [head][n_ctx][hd]
+          uint16_t* kd = kc[l].data() + (hh * n_ctx + pos + t) * hd;
+          uint16_t* vd = vc[l].data() + (hh * n_ctx + pos + t) * hd;
+          for (std::size_t c = 0; c < hd; ++c) {
+            kd[c] = to_kv(kh[c]);
+            vd[c] = to_kv(v[t * KD + hh * hd + c]);
+          }
+        }
+      }
+      const lutkit::kv_cache_view view{kc[l].data(), vc[l].data(), kv, pos + n, std::ptrdiff_t(hd),
+                                       std::ptrdiff_t(n_ctx * hd)};
+      if (n == 1)
+        lutkit::attention_decode(ao, q.data(), view, att.data(), nullptr, pool);
+      else
+        lutkit::attention_prefill(ao, q.data(), n, int64_t(pos), view, att.data(), nullptr, nullptr, 0, pool);
+      L.wo.apply(att.data(), n, o.data(), pool);
+      for (std::size_t i = 0; i < n * E; ++i) x[i] += o[i];
+      for (std::size_t t = 0; t < n; ++t) rms_norm(x.data() + t * E, L.ffn_norm.data(), h.data() + t * E, E, hp.rms_eps);
+      L.w_gate.apply(h.data(), n, g.data(), pool);
+      L.w_up.apply(h.data(), n, u.data(), pool);
+      for (std::size_t i = 0; i < n * F; ++i) g[i] = g[i] / (1.f + std::exp(-g[i])) * u[i];  // SiLU(gate) * up
+      L.w_down.apply(g.data(), n, o.data(), pool);
+      for (std::size_t i = 0; i < n * E; ++i) x[i] += o[i];
+    }
+    rms_norm(x.data() + (n - 1) * E, m.out_norm.data(), h.data(), E, hp.rms_eps);
+    m.output.apply(h.data(), 1, logits.data(), pool);
+    pos += n;
+    return logits;
+  }
+
+  // a prompt in chunks of `chunk` tokens; the logits of its last token
+  const std::vector<float>& prefill(const std::vector<int32_t>& prompt, std::size_t chunk, lutkit::thread_pool* pool) {
+    lutkit::detail::require(!prompt.empty(), "llm: empty prompt");
+    for (std::size_t i = 0; i < prompt.size(); i += chunk)
+      forward(prompt.data() + i, std::min(chunk, prompt.size() - i), pool);
+    return logits;
+  }
+};
+
+}  // namespace llm

@@ -1,0 +1,184 @@
+// lutkit example engine — the command line and the generation loop:
+//
+//   lutkit_llm --model M.gguf [--prompt-ids 1,15043,3186 | --random-prompt N] [-n 64] [--threads 2]
+//              [--ctx 4096] [--chunk 512] [--temp 0] [--top-k 40] [--top-p 0.95] [--seed 1]
+//              [--kv bf16] [--quiet]
+//   lutkit_llm --write-model M.gguf --shape llama-3.2-1b|tiny [--type q4_0|q8_0|iq4_nl]
+//              (a random-weight model of that shape, for benchmarks)
+//
+// Prints the generated token ids (and their text where the file has a vocabulary), then the
+// timings: load (file mapped -> every matrix packed), time to first token, prefill and decode
+// tokens/s, and decode's fraction of the memory roofline: (packed weight bytes + K/V bytes read
+// per token) / the time a plain read of as many bytes takes, measured at start.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "forward.hpp"
+#include "vocab.hpp"
+
+namespace {
+using clk = std::chrono::steady_clock;
+double secs(clk::time_point a, clk::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+
+// GB/s of a plain read of a buffer larger than the last-level cache over the pool's threads
+double read_bandwidth(lutkit::thread_pool* pool) {
+  const std::size_t n = std::size_t(256) << 20, T = pool ? pool->size() : 1;
+  std::vector<uint64_t> buf(n / 8, 1);
+  std::vector<uint64_t> sums(T);
+  double best = 0;
+  for (int rep = 0; rep < 3; ++rep) {
+    const auto t0 = clk::now();
+    auto part = [&](std::size_t i) {
+      uint64_t s = 0;
+      const std::size_t b = buf.size() * i / T, e = buf.size() * (i + 1) / T;
+      for (std::size_t j = b; j < e; ++j) s += buf[j];
+      sums[i] = s;
+    };
+    if (pool && T > 1) pool->run(T, part);
+    else part(0);
+    best = std::max(best, double(n) / secs(t0, clk::now()) * 1e-9);
+  }
+  return best;
+}
+
+std::vector<int32_t> parse_ids(const std::string& s) {
+  std::vector<int32_t> out;
+  std::size_t i = 0;
+  while (i < s.size()) {
+    std::size_t j = s.find(',', i);
+    if (j == std::string::npos) j = s.size();
+    out.push_back(int32_t(std::stol(s.substr(i, j - i))));
+    i = j + 1;
+  }
+  return out;
+}
+
+int usage() {
+  std::fprintf(stderr,
+               "usage: lutkit_llm --model M.gguf [--prompt-ids a,b,c | --random-prompt N] [-n N] [--threads T] "
+               "[--ctx N] [--chunk N] [--temp T] [--top-k K] [--top-p P] [--seed S] [--kv bf16] [--quiet]\n"
+               "       lutkit_llm --write-model M.gguf --shape llama-3.2-1b|tiny [--type q4_0|q8_0|iq4_nl]\n");
+  return 2;
+}
+}  // namespace
+
+int main(int argc, char** argv) try {
+  std::string path, ids, write_path, shape = "tiny", type = "q4_0";
+  std::size_t n_gen = 32, threads = 2, ctx = 4096, chunk = 512, random_prompt = 0;
+  float temp = 0.f, top_p = 1.f;
+  int32_t top_k = 0;
+  uint64_t seed = 1;
+  bool quiet = false, bf16_kv = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      lutkit::detail::require(i + 1 < argc, "lutkit_llm: ", a, " needs a value");
+      return argv[++i];
+    };
+    if (a == "--model") path = next();
+    else if (a == "--prompt-ids") ids = next();
+    else if (a == "--random-prompt") random_prompt = std::stoul(next());
+    else if (a == "-n") n_gen = std::stoul(next());
+    else if (a == "--threads") threads = std::stoul(next());
+    else if (a == "--ctx") ctx = std::stoul(next());
+    else if (a == "--chunk") chunk = std::stoul(next());
+    else if (a == "--temp") temp = std::stof(next());
+    else if (a == "--top-k") top_k = int32_t(std::stol(next()));
+    else if (a == "--top-p") top_p = std::stof(next());
+    else if (a == "--seed") seed = std::stoull(next());
+    else if (a == "--kv") bf16_kv = next() == "bf16";
+    else if (a == "--quiet") quiet = true;
+    else if (a == "--write-model") write_path = next();
+    else if (a == "--shape") shape = next();
+    else if (a == "--type") type = next();
+    else return usage();
+  }
+  if (!write_path.empty()) {
+    lutkit::gguf::tiny_llama_options o;
+    o.matrix_type = type == "q8_0" ? lutkit::ggml_type::q8_0 : type == "iq4_nl" ? lutkit::ggml_type::iq4_nl
+                                                                              : lutkit::ggml_type::q4_0;
+    o.embedding_type = o.matrix_type;
+    if (shape == "llama-3.2-1b") {  // Llama 3.2 1B: 16 layers, 2048 wide, 32 / 8 heads of 64, FFN 8192
+      o.n_vocab = 128256, o.n_embd = 2048, o.n_ff = 8192, o.n_layer = 16, o.n_head = 32, o.n_head_kv = 8;
+      o.n_ctx = 131072, o.rope_freq_base = 500000.f, o.output_tensor = false;
+    } else {
+      lutkit::detail::require(shape == "tiny", "lutkit_llm: unknown shape ", shape);
+    }
+    lutkit::gguf::tiny_llama(o).write(write_path);
+    std::printf("wrote %s (%s, %s)\n", write_path.c_str(), shape.c_str(), type.c_str());
+    return 0;
+  }
+  if (path.empty()) return usage();
+  lutkit::thread_pool pool(threads);
+  lutkit::thread_pool* tp = threads > 1 ? &pool : nullptr;
+  const double gbps = read_bandwidth(tp);
+
+  const auto t0 = clk::now();
+  auto mdl = llm::load_model(lutkit::gguf::file(path), tp, !quiet);
+  const auto t1 = clk::now();
+  const llm::vocab voc = llm::vocab::from(mdl->file);
+  const llm::hparams& hp = mdl->hp;
+  std::vector<int32_t> prompt = parse_ids(ids);
+  if (random_prompt) {
+    std::mt19937_64 rng(seed);
+    std::uniform_int_distribution<int32_t> pick(0, int32_t(hp.n_vocab) - 1);
+    prompt.resize(random_prompt);
+    for (auto& t : prompt) t = pick(rng);
+  }
+  if (prompt.empty()) prompt.push_back(voc.bos >= 0 ? voc.bos : 1);
+  ctx = std::min(ctx, prompt.size() + n_gen);
+  llm::session s(*mdl, ctx, bf16_kv ? lutkit::kv_type::bf16 : lutkit::kv_type::f16);
+
+  lutkit::ar_params sp;
+  sp.temperature = temp;
+  sp.top_k = top_k;
+  sp.top_p = top_p;
+  sp.seed = seed;
+  std::vector<int32_t> out;
+  const auto t2 = clk::now();
+  s.prefill(prompt, chunk, tp);
+  const auto t3 = clk::now();
+  int32_t tok = 0;
+  double decode_s = 0;
+  std::size_t decode_bytes = 0;
+  for (std::size_t i = 0; i < n_gen; ++i) {
+    sp.seed = seed + i;
+    lutkit::ar_sample(lutkit::logits_view::f32(s.logits.data(), 1, hp.n_vocab), &sp, &tok, tp);
+    out.push_back(tok);
+    if (i + 1 == n_gen || tok == voc.eos) break;
+    const auto a = clk::now();
+    s.forward(&tok, 1, tp);
+    decode_s += secs(a, clk::now());
+    decode_bytes += mdl->matrix_bytes() + s.kv_bytes(s.pos);
+  }
+  const auto t4 = clk::now();
+
+  std::printf("tokens:");
+  for (int32_t t : out) std::printf(" %d", t);
+  std::printf("\n");
+  if (voc.k != llm::vocab::kind::none) {
+    std::string text;
+    for (int32_t t : out) text += voc.piece(t);
+    std::printf("text: %s\n", text.c_str());
+  }
+  const std::size_t nd = out.size() > 1 ? out.size() - 1 : 0;
+  std::printf("model: %s, %zu layers, %zu wide, %zu / %zu heads, %zu MiB packed; threads %zu\n", hp.arch_name.c_str(),
+              hp.n_layer, hp.n_embd, hp.n_head, hp.n_head_kv, mdl->matrix_bytes() >> 20, threads);
+  std::printf("load %.2f s | prompt %zu tokens: TTFT %.3f s, prefill %.1f tok/s | decode %zu tokens: %.2f tok/s",
+              secs(t0, t1), prompt.size(), secs(t2, t3), double(prompt.size()) / secs(t2, t3), nd,
+              nd ? double(nd) / decode_s : 0.0);
+  if (nd) {
+    const double roof = double(decode_bytes) / (gbps * 1e9);  // seconds a plain read of those bytes takes
+    std::printf(", %.2f of the memory roofline (read %.1f GB/s)", roof / decode_s, gbps);
+  }
+  std::printf(" | total %.2f s\n", secs(t0, t4));
+  return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "lutkit_llm: %s\n", e.what());
+  return 1;
+}

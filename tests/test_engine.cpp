@@ -1,0 +1,335 @@
+// The example engine (examples/llm/) against a double-precision reference forward pass on tiny
+// random models written by the GGUF writer, for every architecture and matrix type it serves:
+// prefill logits and 16 greedy decode steps within the bound below, the greedy path equal to
+// the reference's argmax wherever the reference's top-2 margin exceeds twice the bound, prefill
+// of n then decode = prefill of n + 1, 1 and 2 threads the same bits, and clear errors for an
+// unsupported architecture or matrix type.
+//
+// The bound: the engine's matrices take int8 activations (one scale per group of 32: the int8
+// decode and the dequant-GEMM's default paradigm), as llama.cpp's CPU kernels do for these block
+// types (activations on the q8_0 grid). So the yardstick is llama.cpp's arithmetic: a second
+// double reference whose every matrix product first rounds its input to the q8_0 grid
+// (d = max|x| / 127 per 32, x = d round(x / d)). The engine's worst logit error against the exact
+// reference, over a model's prefill and decode steps, is at most twice that reference's (and
+// both are printed). The K/V cache is fp16 in all three (the references round K and V the same way).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "../examples/llm/forward.hpp"
+#include "../examples/llm/vocab.hpp"
+#include "scaled_cases.hpp"
+
+namespace {
+
+// greedy steps are compared where the reference's top-2 margin exceeds this many logit rms
+constexpr double margin_rms = 0.2;
+
+// the weights of a tensor as doubles (llama.cpp's own dequantization)
+std::vector<double> deq(const lutkit::gguf::tensor& t) {
+  std::vector<float> f(std::size_t(t.n_elements()));
+  const std::size_t K = std::size_t(t.ne[0]);
+  for (std::size_t r = 0; r < std::size_t(t.n_rows()); ++r) {
+    const auto row = t.row(r);
+    lutkit::ggml::dequantize_row(t.type, row.data(), row.size(), f.data() + r * K, K);
+  }
+  return std::vector<double>(f.begin(), f.end());
+}
+
+struct ref_model {
+  const llm::hparams& hp;
+  const lutkit::gguf::file& F;
+  std::vector<double> emb, out, out_norm;
+  struct L {
+    std::vector<double> an, fn, wq, wk, wv, wo, wg, wu, wd, bq, bk, bv, qn, kn;
+  };
+  std::vector<L> layers;
+  std::vector<std::vector<double>> kc, vc;  // per layer [pos][kv_dim], rounded to fp16
+  std::size_t pos = 0;
+  bool q8 = false;  // matrix inputs rounded to the q8_0 grid (llama.cpp's CPU arithmetic)
+
+  ref_model(const llm::hparams& h, const lutkit::gguf::file& f, bool q8_acts = false) : hp(h), F(f), q8(q8_acts) {
+    emb = deq(F.get_tensor("token_embd.weight"));
+    out = deq(F.find_tensor("output.weight") ? F.get_tensor("output.weight") : F.get_tensor("token_embd.weight"));
+    out_norm = deq(F.get_tensor("output_norm.weight"));
+    layers.resize(hp.n_layer);
+    for (std::size_t l = 0; l < hp.n_layer; ++l) {
+      const std::string p = "blk." + std::to_string(l) + ".";
+      L& y = layers[l];
+      y.an = deq(F.get_tensor(p + "attn_norm.weight"));
+      y.fn = deq(F.get_tensor(p + "ffn_norm.weight"));
+      y.wq = deq(F.get_tensor(p + "attn_q.weight"));
+      y.wk = deq(F.get_tensor(p + "attn_k.weight"));
+      y.wv = deq(F.get_tensor(p + "attn_v.weight"));
+      y.wo = deq(F.get_tensor(p + "attn_output.weight"));
+      y.wg = deq(F.get_tensor(p + "ffn_gate.weight"));
+      y.wu = deq(F.get_tensor(p + "ffn_up.weight"));
+      y.wd = deq(F.get_tensor(p + "ffn_down.weight"));
+      if (hp.qkv_bias) {
+        y.bq = deq(F.get_tensor(p + "attn_q.bias"));
+        y.bk = deq(F.get_tensor(p + "attn_k.bias"));
+        y.bv = deq(F.get_tensor(p + "attn_v.bias"));
+      }
+      if (hp.qk_norm) {
+        y.qn = deq(F.get_tensor(p + "attn_q_norm.weight"));
+        y.kn = deq(F.get_tensor(p + "attn_k_norm.weight"));
+      }
+    }
+    kc.resize(hp.n_layer);
+    vc.resize(hp.n_layer);
+  }
+  std::vector<double> matvec(const std::vector<double>& W, std::vector<double> x, std::size_t M) const {
+    const std::size_t K = x.size();
+    if (q8)
+      for (std::size_t g = 0; g < K; g += 32) {
+        double amax = 0;
+        for (std::size_t i = g; i < g + 32; ++i) amax = std::max(amax, std::fabs(x[i]));
+        const double d = double(float(amax / 127));  // llama.cpp keeps d as fp16 ...
+        const double dh = double(lutkit::f16_to_f32(lutkit::f32_to_f16(float(d))));  // ... in the block
+        for (std::size_t i = g; i < g + 32; ++i) x[i] = d > 0 ? std::nearbyint(x[i] / d) * dh : 0.0;
+      }
+    std::vector<double> y(M, 0.0);
+    for (std::size_t m = 0; m < M; ++m)
+      for (std::size_t k = 0; k < K; ++k) y[m] += W[m * K + k] * x[k];
+    return y;
+  }
+  static void rms(std::vector<double>& x, const double* w, std::size_t off, std::size_t n, double eps) {
+    double ss = 0;
+    for (std::size_t i = 0; i < n; ++i) ss += x[off + i] * x[off + i];
+    const double r = 1.0 / std::sqrt(ss / double(n) + eps);
+    for (std::size_t i = 0; i < n; ++i) x[off + i] = x[off + i] * r * w[i];
+  }
+  void rope(std::vector<double>& v, std::size_t off, std::size_t p) const {
+    const std::size_t h = hp.n_rot / 2;
+    for (std::size_t i = 0; i < h; ++i) {
+      const double th = double(p) * std::pow(double(hp.rope_base), -2.0 * double(i) / double(hp.n_rot));
+      const std::size_t a = hp.rope == llm::rope_style::pairs ? off + 2 * i : off + i;
+      const std::size_t b = hp.rope == llm::rope_style::pairs ? off + 2 * i + 1 : off + i + h;
+      const double x0 = v[a], x1 = v[b];
+      v[a] = x0 * std::cos(th) - x1 * std::sin(th);
+      v[b] = x0 * std::sin(th) + x1 * std::cos(th);
+    }
+  }
+  // one token at the next position: its logits
+  std::vector<double> step(int32_t tok) {
+    const std::size_t E = hp.n_embd, hd = hp.head_dim, G = hp.n_head / hp.n_head_kv;
+    std::vector<double> x(emb.begin() + std::ptrdiff_t(std::size_t(tok) * E), emb.begin() + std::ptrdiff_t(std::size_t(tok + 1) * E));
+    for (std::size_t l = 0; l < hp.n_layer; ++l) {
+      L& y = layers[l];
+      auto h = x;
+      rms(h, y.an.data(), 0, E, hp.rms_eps);
+      auto q = matvec(y.wq, h, hp.q_dim()), k = matvec(y.wk, h, hp.kv_dim()), v = matvec(y.wv, h, hp.kv_dim());
+      if (hp.qkv_bias) {
+        for (std::size_t i = 0; i < q.size(); ++i) q[i] += y.bq[i];
+        for (std::size_t i = 0; i < k.size(); ++i) k[i] += y.bk[i], v[i] += y.bv[i];
+      }
+      for (std::size_t hh = 0; hh < hp.n_head; ++hh) {
+        if (hp.qk_norm) rms(q, y.qn.data(), hh * hd, hd, hp.rms_eps);
+        rope(q, hh * hd, pos);
+      }
+      for (std::size_t hh = 0; hh < hp.n_head_kv; ++hh) {
+        if (hp.qk_norm) rms(k, y.kn.data(), hh * hd, hd, hp.rms_eps);
+        rope(k, hh * hd, pos);
+      }
+      for (auto& e : k) e = lutkit::f16_to_f32(lutkit::f32_to_f16(float(e)));  // the fp16 cache
+      for (auto& e : v) e = lutkit::f16_to_f32(lutkit::f32_to_f16(float(e)));
+      kc[l].insert(kc[l].end(), k.begin(), k.end());
+      vc[l].insert(vc[l].end(), v.begin(), v.end());
+      std::vector<double> a(hp.q_dim(), 0.0);
+      const std::size_t n = pos + 1, KD = hp.kv_dim();
+      for (std::size_t hh = 0; hh < hp.n_head; ++hh) {
+        const std::size_t g = hh / G;
+        std::vector<double> s(n);
+        double mx = -1e300;
+        for (std::size_t j = 0; j < n; ++j) {
+          double d = 0;
+          for (std::size_t c = 0; c < hd; ++c) d += q[hh * hd + c] * kc[l][j * KD + g * hd + c];
+          s[j] = d / std::sqrt(double(hd));
+          mx = std::max(mx, s[j]);
+        }
+        double sum = 0;
+        for (auto& e : s) sum += (e = std::exp(e - mx));
+        for (std::size_t j = 0; j < n; ++j)
+          for (std::size_t c = 0; c < hd; ++c) a[hh * hd + c] += s[j] / sum * vc[l][j * KD + g * hd + c];
+      }
+      const auto o = matvec(y.wo, a, E);
+      for (std::size_t i = 0; i < E; ++i) x[i] += o[i];
+      h = x;
+      rms(h, y.fn.data(), 0, E, hp.rms_eps);
+      auto gt = matvec(y.wg, h, hp.n_ff);
+      const auto up = matvec(y.wu, h, hp.n_ff);
+      for (std::size_t i = 0; i < gt.size(); ++i) gt[i] = gt[i] / (1.0 + std::exp(-gt[i])) * up[i];
+      const auto dn = matvec(y.wd, gt, E);
+      for (std::size_t i = 0; i < E; ++i) x[i] += dn[i];
+    }
+    rms(x, out_norm.data(), 0, E, hp.rms_eps);
+    ++pos;
+    return matvec(out, x, hp.n_vocab);
+  }
+};
+
+double rms_of(const std::vector<double>& r) {
+  double s = 0;
+  for (double e : r) s += e * e;
+  return std::sqrt(s / double(r.size()));
+}
+// the worst |engine - reference| over the logits, in units of the reference's rms
+double logit_err(const std::vector<float>& e, const std::vector<double>& r) {
+  double w = 0;
+  for (std::size_t i = 0; i < r.size(); ++i) w = std::max(w, std::fabs(double(e[i]) - r[i]));
+  return w / rms_of(r);
+}
+std::size_t argmax(const std::vector<double>& r) { return std::size_t(std::max_element(r.begin(), r.end()) - r.begin()); }
+int32_t argmax(const std::vector<float>& r) { return int32_t(std::max_element(r.begin(), r.end()) - r.begin()); }
+
+std::vector<uint8_t> model_bytes(const std::string& arch, lutkit::ggml_type t, uint64_t seed) {
+  lutkit::gguf::tiny_llama_options o;
+  o.arch = arch;
+  o.matrix_type = t;
+  o.embedding_type = t;
+  o.seed = seed;
+  o.output_tensor = seed % 2 == 0;  // tied embeddings every other model
+  return lutkit::gguf::tiny_llama(o).to_bytes();
+}
+
+}  // namespace
+
+TEST_CASE("engine: prefill and greedy decode against the double reference, every architecture and type", "[engine]") {
+  lutkit::thread_pool pool(2);
+  double worst = 0;
+  int steps_checked = 0, steps_margin = 0;
+  uint64_t seed = 11;
+  for (const char* arch : {"llama", "qwen2", "qwen3"})
+    for (auto t : {lutkit::ggml_type::q4_0, lutkit::ggml_type::q8_0, lutkit::ggml_type::iq4_nl}) {
+      const auto bytes = model_bytes(arch, t, seed++);
+      auto m = llm::load_model(lutkit::gguf::file(std::span<const uint8_t>(bytes)), &pool, false);
+      ref_model ref(m->hp, m->file), rq(m->hp, m->file, true);
+      llm::session s(*m, 64);
+      double worst_here = 0, worst_q8 = 0;
+      std::mt19937_64 rng(seed);
+      std::vector<int32_t> prompt(12);
+      for (auto& e : prompt) e = int32_t(rng() % m->hp.n_vocab);
+      s.prefill(prompt, 5, &pool);  // chunks of 5, 5, 2: the dequant-GEMM, and decode_gemv for the last
+      std::vector<double> r, r8;
+      for (int32_t e : prompt) r = ref.step(e), r8 = rq.step(e);
+      INFO("arch " << arch << " type " << lutkit::ggml_info(t).name);
+      auto track = [&] {
+        const double e = logit_err(s.logits, r);
+        std::vector<float> f8(r8.begin(), r8.end());
+        worst_here = std::max(worst_here, e);
+        worst_q8 = std::max(worst_q8, logit_err(f8, r));
+      };
+      track();
+      // 16 greedy steps; the reference follows the engine's tokens (teacher forcing)
+      for (int step = 0; step < 16; ++step) {
+        const int32_t tok = argmax(s.logits);
+        const std::size_t rt = argmax(r);
+        std::vector<double> sorted = r;
+        std::nth_element(sorted.begin(), sorted.begin() + 1, sorted.end(), std::greater<double>());
+        if (sorted[0] - sorted[1] > margin_rms * rms_of(r)) {
+          INFO("step " << step << " engine token " << tok << " reference argmax " << rt);
+          REQUIRE(std::size_t(tok) == rt);
+          ++steps_margin;
+        }
+        ++steps_checked;
+        s.forward(&tok, 1, &pool);
+        r = ref.step(tok);
+        r8 = rq.step(tok);
+        track();
+      }
+      INFO("engine " << worst_here << ", q8_0-activation reference " << worst_q8 << " (of the logits' rms)");
+      REQUIRE(worst_here <= 2 * worst_q8);
+      worst = std::max(worst, worst_here / worst_q8);
+      WARN("engine " << arch << " " << std::string(lutkit::ggml_info(t).name) << ": worst logit error " << worst_here
+                     << " of the rms, llama.cpp's arithmetic " << worst_q8);
+    }
+  WARN("engine: worst error / llama.cpp arithmetic's " << worst << "; " << steps_margin << " of " << steps_checked
+                                                        << " greedy steps had a top-2 margin above " << margin_rms
+                                                        << " rms and were compared");
+}
+
+TEST_CASE("engine: prefill of n then decode equals prefill of n + 1; 1 and 2 threads the same bits", "[engine]") {
+  lutkit::thread_pool pool(2);
+  const auto bytes = model_bytes("qwen3", lutkit::ggml_type::q4_0, 3);
+  auto m = llm::load_model(lutkit::gguf::file(std::span<const uint8_t>(bytes)), &pool, false);
+  std::vector<int32_t> prompt{5, 77, 300, 12, 9, 260, 41, 41, 7, 100};
+  llm::session a(*m, 32), b(*m, 32);
+  a.prefill(std::vector<int32_t>(prompt.begin(), prompt.end() - 1), 16, &pool);
+  a.forward(&prompt.back(), 1, &pool);
+  b.prefill(prompt, 16, &pool);
+  ref_model ref(m->hp, m->file), rq(m->hp, m->file, true);
+  std::vector<double> r, r8;
+  for (int32_t e : prompt) r = ref.step(e), r8 = rq.step(e);
+  const double e8 = logit_err(std::vector<float>(r8.begin(), r8.end()), r);
+  const double ea = logit_err(a.logits, r), eb = logit_err(b.logits, r);
+  INFO("prefill n + decode: " << ea << ", prefill n + 1: " << eb << ", llama.cpp's arithmetic " << e8);
+  REQUIRE(ea <= 2 * e8);
+  REQUIRE(eb <= 2 * e8);
+  // the two caches hold the same positions: the next decode step of both near the reference
+  const int32_t nxt = 17;
+  a.forward(&nxt, 1, &pool);
+  b.forward(&nxt, 1, &pool);
+  r = ref.step(nxt);
+  r8 = rq.step(nxt);
+  const double f8 = logit_err(std::vector<float>(r8.begin(), r8.end()), r);
+  REQUIRE(logit_err(a.logits, r) <= 2 * f8);
+  REQUIRE(logit_err(b.logits, r) <= 2 * f8);
+  // threads: prefill and 4 decode steps, bit for bit
+  llm::session s1(*m, 32), s2(*m, 32);
+  s1.prefill(prompt, 4, nullptr);
+  s2.prefill(prompt, 4, &pool);
+  for (int i = 0; i < 4; ++i) {
+    REQUIRE(std::memcmp(s1.logits.data(), s2.logits.data(), s1.logits.size() * 4) == 0);
+    const int32_t t = argmax(s1.logits);
+    s1.forward(&t, 1, nullptr);
+    s2.forward(&t, 1, &pool);
+  }
+  REQUIRE(std::memcmp(s1.logits.data(), s2.logits.data(), s1.logits.size() * 4) == 0);
+}
+
+TEST_CASE("engine: unsupported architectures and matrix types are errors naming them", "[engine]") {
+  {
+    const auto bytes = model_bytes("gemma7", lutkit::ggml_type::q4_0, 1);
+    CHECK_THROWS_WITH(llm::load_model(lutkit::gguf::file(std::span<const uint8_t>(bytes)), nullptr, false),
+                      Catch::Contains("gemma7"));
+  }
+  {
+    lutkit::gguf::tiny_llama_options o;
+    o.matrix_type = lutkit::ggml_type::q4_k;
+    const auto bytes = lutkit::gguf::tiny_llama(o).to_bytes();
+    CHECK_THROWS_WITH(llm::load_model(lutkit::gguf::file(std::span<const uint8_t>(bytes)), nullptr, false),
+                      Catch::Contains("q4_K") && Catch::Contains("attn_q"));
+  }
+  {
+    const auto bytes = model_bytes("llama", lutkit::ggml_type::q8_0, 2);
+    auto m = llm::load_model(lutkit::gguf::file(std::span<const uint8_t>(bytes)), nullptr, false);
+    llm::session s(*m, 8);
+    const int32_t bad = int32_t(m->hp.n_vocab);
+    CHECK_THROWS_WITH(s.forward(&bad, 1, nullptr), Catch::Contains("outside the vocabulary"));
+    std::vector<int32_t> many(9, 1);
+    CHECK_THROWS_WITH(s.prefill(many, 4, nullptr), Catch::Contains("exceed the context"));
+  }
+}
+
+TEST_CASE("engine: detokenization of SentencePiece and byte-level BPE pieces", "[engine]") {
+  for (const char* arch : {"llama", "qwen2"}) {
+    const auto bytes = model_bytes(arch, lutkit::ggml_type::q8_0, 4);
+    lutkit::gguf::file f{std::span<const uint8_t>(bytes)};
+    const llm::vocab v = llm::vocab::from(f);
+    INFO(arch);
+    if (std::string(arch) == "llama") {
+      REQUIRE(v.k == llm::vocab::kind::spm);
+      REQUIRE(v.piece(3 + 'A') == "A");    // <0x41>
+      REQUIRE(v.piece(3 + 10) == "\n");    // <0x0A>
+      REQUIRE(v.piece(300) == " w300");    // "▁w300"
+      REQUIRE(v.piece(1).empty());         // <s>, control
+    } else {
+      REQUIRE(v.k == llm::vocab::kind::bpe);
+      for (int b = 0; b < 256; ++b) REQUIRE(v.piece(3 + b) == std::string(1, char(b)));
+      REQUIRE(v.piece(300) == " w300");    // "Ġw300"
+    }
+  }
+}
