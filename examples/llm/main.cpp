@@ -1,11 +1,13 @@
 // lutkit example engine — the command line and the generation loop:
 //
-//   lutkit_llm --model M.gguf [--prompt-ids 1,15043,3186 | --random-prompt N] [-n 64] [--threads 2]
+//   lutkit_llm --model M.gguf [--prompt-ids 1,15043,3186 | --random-prompt N | --fill N] [-n 64] [--threads 2]
 //              [--ctx 4096] [--chunk 512] [--temp 0] [--top-k 40] [--top-p 0.95] [--seed 1]
 //              [--kv bf16] [--quiet]
 //   lutkit_llm --write-model M.gguf --shape llama-3.2-1b|tiny [--type q4_0|q8_0|iq4_nl]
 //              (a random-weight model of that shape, for benchmarks)
 //
+// --fill N: a context of N positions whose K/V cache holds random values (no prefill), then the
+// decode from one token: decode's speed at a long context without the prompt's time.
 // Prints the generated token ids (and their text where the file has a vocabulary), then the
 // timings: load (file mapped -> every matrix packed), time to first token, prefill and decode
 // tokens/s, and decode's fraction of the memory roofline: (packed weight bytes + K/V bytes read
@@ -60,7 +62,7 @@ std::vector<int32_t> parse_ids(const std::string& s) {
 
 int usage() {
   std::fprintf(stderr,
-               "usage: lutkit_llm --model M.gguf [--prompt-ids a,b,c | --random-prompt N] [-n N] [--threads T] "
+               "usage: lutkit_llm --model M.gguf [--prompt-ids a,b,c | --random-prompt N | --fill N] [-n N] [--threads T] "
                "[--ctx N] [--chunk N] [--temp T] [--top-k K] [--top-p P] [--seed S] [--kv bf16] [--quiet]\n"
                "       lutkit_llm --write-model M.gguf --shape llama-3.2-1b|tiny [--type q4_0|q8_0|iq4_nl]\n");
   return 2;
@@ -69,7 +71,7 @@ int usage() {
 
 int main(int argc, char** argv) try {
   std::string path, ids, write_path, shape = "tiny", type = "q4_0";
-  std::size_t n_gen = 32, threads = 2, ctx = 4096, chunk = 512, random_prompt = 0;
+  std::size_t n_gen = 32, threads = 2, ctx = 4096, chunk = 512, random_prompt = 0, fill = 0;
   float temp = 0.f, top_p = 1.f;
   int32_t top_k = 0;
   uint64_t seed = 1;
@@ -83,6 +85,7 @@ int main(int argc, char** argv) try {
     if (a == "--model") path = next();
     else if (a == "--prompt-ids") ids = next();
     else if (a == "--random-prompt") random_prompt = std::stoul(next());
+    else if (a == "--fill") fill = std::stoul(next());
     else if (a == "-n") n_gen = std::stoul(next());
     else if (a == "--threads") threads = std::stoul(next());
     else if (a == "--ctx") ctx = std::stoul(next());
@@ -131,8 +134,19 @@ int main(int argc, char** argv) try {
     for (auto& t : prompt) t = pick(rng);
   }
   if (prompt.empty()) prompt.push_back(voc.bos >= 0 ? voc.bos : 1);
-  ctx = std::min(ctx, prompt.size() + n_gen);
+  ctx = std::max(std::min(ctx, prompt.size() + n_gen), fill + prompt.size() + n_gen);
   llm::session s(*mdl, ctx, bf16_kv ? lutkit::kv_type::bf16 : lutkit::kv_type::f16);
+  if (fill) {
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<float> nd;
+    for (std::size_t l = 0; l < hp.n_layer; ++l)
+      for (std::size_t h = 0; h < hp.n_head_kv; ++h)
+        for (std::size_t i = 0; i < fill * hp.head_dim; ++i) {
+          s.kc[l][h * ctx * hp.head_dim + i] = s.to_kv(nd(rng));
+          s.vc[l][h * ctx * hp.head_dim + i] = s.to_kv(nd(rng));
+        }
+    s.pos = fill;
+  }
 
   lutkit::ar_params sp;
   sp.temperature = temp;
@@ -169,8 +183,9 @@ int main(int argc, char** argv) try {
   const std::size_t nd = out.size() > 1 ? out.size() - 1 : 0;
   std::printf("model: %s, %zu layers, %zu wide, %zu / %zu heads, %zu MiB packed; threads %zu\n", hp.arch_name.c_str(),
               hp.n_layer, hp.n_embd, hp.n_head, hp.n_head_kv, mdl->matrix_bytes() >> 20, threads);
-  std::printf("load %.2f s | prompt %zu tokens: TTFT %.3f s, prefill %.1f tok/s | decode %zu tokens: %.2f tok/s",
-              secs(t0, t1), prompt.size(), secs(t2, t3), double(prompt.size()) / secs(t2, t3), nd,
+  std::printf("load %.2f s | prompt %zu tokens: TTFT %.3f s, prefill %.1f tok/s | decode %zu tokens at context %zu: "
+              "%.2f tok/s",
+              secs(t0, t1), prompt.size(), secs(t2, t3), double(prompt.size()) / secs(t2, t3), nd, fill + prompt.size(),
               nd ? double(nd) / decode_s : 0.0);
   if (nd) {
     const double roof = double(decode_bytes) / (gbps * 1e9);  // seconds a plain read of those bytes takes
