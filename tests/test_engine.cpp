@@ -44,7 +44,7 @@ struct ref_model {
   const lutkit::gguf::file& F;
   std::vector<double> emb, out, out_norm;
   struct L {
-    std::vector<double> an, fn, wq, wk, wv, wo, wg, wu, wd, bq, bk, bv, qn, kn;
+    std::vector<double> an, fn, wq, wk, wv, wo, wg, wu, wd, bq, bk, bv, qn, kn, pa, pf;
   };
   std::vector<L> layers;
   std::vector<std::vector<double>> kc, vc;  // per layer [pos][kv_dim], rounded to fp16
@@ -77,6 +77,10 @@ struct ref_model {
         y.qn = deq(F.get_tensor(p + "attn_q_norm.weight"));
         y.kn = deq(F.get_tensor(p + "attn_k_norm.weight"));
       }
+      if (hp.post_norms) {
+        y.pa = deq(F.get_tensor(p + "post_attention_norm.weight"));
+        y.pf = deq(F.get_tensor(p + "post_ffw_norm.weight"));
+      }
     }
     kc.resize(hp.n_layer);
     vc.resize(hp.n_layer);
@@ -102,10 +106,12 @@ struct ref_model {
     const double r = 1.0 / std::sqrt(ss / double(n) + eps);
     for (std::size_t i = 0; i < n; ++i) x[off + i] = x[off + i] * r * w[i];
   }
-  void rope(std::vector<double>& v, std::size_t off, std::size_t p) const {
+  void rope(std::vector<double>& v, std::size_t off, std::size_t p, bool local) const {
     const std::size_t h = hp.n_rot / 2;
+    const double base = local ? double(hp.rope_base_local) : double(hp.rope_base);
+    const double scale = local ? 1.0 : double(hp.rope_scale);
     for (std::size_t i = 0; i < h; ++i) {
-      const double th = double(p) * std::pow(double(hp.rope_base), -2.0 * double(i) / double(hp.n_rot));
+      const double th = double(p) / scale * std::pow(base, -2.0 * double(i) / double(hp.n_rot));
       const std::size_t a = hp.rope == llm::rope_style::pairs ? off + 2 * i : off + i;
       const std::size_t b = hp.rope == llm::rope_style::pairs ? off + 2 * i + 1 : off + i + h;
       const double x0 = v[a], x1 = v[b];
@@ -117,8 +123,10 @@ struct ref_model {
   std::vector<double> step(int32_t tok) {
     const std::size_t E = hp.n_embd, hd = hp.head_dim, G = hp.n_head / hp.n_head_kv;
     std::vector<double> x(emb.begin() + std::ptrdiff_t(std::size_t(tok) * E), emb.begin() + std::ptrdiff_t(std::size_t(tok + 1) * E));
+    for (auto& e : x) e *= double(hp.emb_scale);
     for (std::size_t l = 0; l < hp.n_layer; ++l) {
       L& y = layers[l];
+      const bool local = hp.local(l);
       auto h = x;
       rms(h, y.an.data(), 0, E, hp.rms_eps);
       auto q = matvec(y.wq, h, hp.q_dim()), k = matvec(y.wk, h, hp.kv_dim()), v = matvec(y.wv, h, hp.kv_dim());
@@ -128,11 +136,11 @@ struct ref_model {
       }
       for (std::size_t hh = 0; hh < hp.n_head; ++hh) {
         if (hp.qk_norm) rms(q, y.qn.data(), hh * hd, hd, hp.rms_eps);
-        rope(q, hh * hd, pos);
+        rope(q, hh * hd, pos, local);
       }
       for (std::size_t hh = 0; hh < hp.n_head_kv; ++hh) {
         if (hp.qk_norm) rms(k, y.kn.data(), hh * hd, hd, hp.rms_eps);
-        rope(k, hh * hd, pos);
+        rope(k, hh * hd, pos, local);
       }
       for (auto& e : k) e = lutkit::f16_to_f32(lutkit::f32_to_f16(float(e)));  // the fp16 cache
       for (auto& e : v) e = lutkit::f16_to_f32(lutkit::f32_to_f16(float(e)));
@@ -148,6 +156,7 @@ struct ref_model {
           double d = 0;
           for (std::size_t c = 0; c < hd; ++c) d += q[hh * hd + c] * kc[l][j * KD + g * hd + c];
           s[j] = d / std::sqrt(double(hd));
+          if (local && pos - j >= hp.window) s[j] = -INFINITY;  // outside the window: p - w < k <= p
           mx = std::max(mx, s[j]);
         }
         double sum = 0;
@@ -155,14 +164,19 @@ struct ref_model {
         for (std::size_t j = 0; j < n; ++j)
           for (std::size_t c = 0; c < hd; ++c) a[hh * hd + c] += s[j] / sum * vc[l][j * KD + g * hd + c];
       }
-      const auto o = matvec(y.wo, a, E);
+      auto o = matvec(y.wo, a, E);
+      if (hp.post_norms) rms(o, y.pa.data(), 0, E, hp.rms_eps);
       for (std::size_t i = 0; i < E; ++i) x[i] += o[i];
       h = x;
       rms(h, y.fn.data(), 0, E, hp.rms_eps);
       auto gt = matvec(y.wg, h, hp.n_ff);
       const auto up = matvec(y.wu, h, hp.n_ff);
-      for (std::size_t i = 0; i < gt.size(); ++i) gt[i] = gt[i] / (1.0 + std::exp(-gt[i])) * up[i];
-      const auto dn = matvec(y.wd, gt, E);
+      for (std::size_t i = 0; i < gt.size(); ++i)
+        gt[i] = (hp.gelu ? 0.5 * gt[i] * (1.0 + std::tanh(0.7978845608028654 * (gt[i] + 0.044715 * gt[i] * gt[i] * gt[i])))
+                         : gt[i] / (1.0 + std::exp(-gt[i]))) *
+                up[i];
+      auto dn = matvec(y.wd, gt, E);
+      if (hp.post_norms) rms(dn, y.pf.data(), 0, E, hp.rms_eps);
       for (std::size_t i = 0; i < E; ++i) x[i] += dn[i];
     }
     rms(x, out_norm.data(), 0, E, hp.rms_eps);
@@ -192,6 +206,7 @@ std::vector<uint8_t> model_bytes(const std::string& arch, lutkit::ggml_type t, u
   o.embedding_type = t;
   o.seed = seed;
   o.output_tensor = seed % 2 == 0;  // tied embeddings every other model
+  if (arch == "gemma3") o.n_layer = 6, o.sliding_window = 8;  // 5 local layers and a global one
   return lutkit::gguf::tiny_llama(o).to_bytes();
 }
 
@@ -202,7 +217,7 @@ TEST_CASE("engine: prefill and greedy decode against the double reference, every
   double worst = 0;
   int steps_checked = 0, steps_margin = 0;
   uint64_t seed = 11;
-  for (const char* arch : {"llama", "qwen2", "qwen3"})
+  for (const char* arch : {"llama", "qwen2", "qwen3", "gemma3"})
     for (auto t : {lutkit::ggml_type::q4_0, lutkit::ggml_type::q8_0, lutkit::ggml_type::iq4_nl}) {
       const auto bytes = model_bytes(arch, t, seed++);
       auto m = llm::load_model(lutkit::gguf::file(std::span<const uint8_t>(bytes)), &pool, false);
@@ -292,7 +307,7 @@ TEST_CASE("engine: prefill of n then decode equals prefill of n + 1; 1 and 2 thr
 
 TEST_CASE("engine: unsupported architectures and matrix types are errors naming them", "[engine]") {
   {
-    const auto bytes = model_bytes("gemma7", lutkit::ggml_type::q4_0, 1);
+    const auto bytes = model_bytes("gemma7", lutkit::ggml_type::q4_0, 1);  // not an architecture
     CHECK_THROWS_WITH(llm::load_model(lutkit::gguf::file(std::span<const uint8_t>(bytes)), nullptr, false),
                       Catch::Contains("gemma7"));
   }

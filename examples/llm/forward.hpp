@@ -7,8 +7,10 @@
 //               RoPE(q, k) at each token's position
 //               K, V appended to the fp16 cache
 //               a = attention_prefill (a chunk) / attention_decode (one token)
-//               x += Wo a
+//                   (gemma3's local layers: a sliding window, and their own RoPE base)
+//               x += Wo a                       (gemma3: x += RMSNorm(Wo a) * post_attn_norm)
 //               h = RMSNorm(x) * ffn_norm;  x += W_down (SiLU(W_gate h) * W_up h)
+//                                               (gemma3: GELU-tanh, and the post-FFN norm)
 //   logits = W_out (RMSNorm(x_last) * output_norm)
 //
 // A session holds the KV cache (fp16, head-major per layer, sized from the context length) and
@@ -44,13 +46,18 @@ inline void rope(float* v, std::size_t n_rot, rope_style st, const float* cs, co
   }
 }
 
+// GELU, tanh approximation (Gemma's gelu_pytorch_tanh)
+inline float gelu_tanh(float x) {
+  return 0.5f * x * (1.f + std::tanh(0.7978845608f * (x + 0.044715f * x * x * x)));
+}
+
 struct session {
   const model& m;
   std::size_t n_ctx;
   lutkit::kv_type kv = lutkit::kv_type::f16;
   std::size_t pos = 0;  // tokens in the cache
   std::vector<std::vector<uint16_t>> kc, vc;  // per layer: [head][n_ctx][head_dim]
-  std::vector<float> x, h, q, k, v, att, o, g, u, logits, cs, sn;
+  std::vector<float> x, h, q, k, v, att, o, g, u, logits, cs, sn, csl, snl;
 
   session(const model& mdl, std::size_t ctx, lutkit::kv_type t = lutkit::kv_type::f16) : m(mdl), n_ctx(ctx), kv(t) {
     lutkit::detail::require(t == lutkit::kv_type::f16 || t == lutkit::kv_type::bf16, "llm: the KV cache is fp16 or bf16");
@@ -72,15 +79,19 @@ struct session {
     x.resize(n * E), h.resize(n * E), q.resize(n * QD), k.resize(n * KD), v.resize(n * KD), att.resize(n * QD);
     o.resize(n * E), g.resize(n * F), u.resize(n * F);
     for (std::size_t t = 0; t < n; ++t) m.embed(tokens[t], x.data() + t * E);
-    // the rotation of every position of the chunk
+    // the rotation of every position of the chunk (global layers; gemma3's local ones: csl, snl)
     const std::size_t hr = hp.n_rot / 2;
-    cs.resize(n * hr), sn.resize(n * hr);
-    for (std::size_t t = 0; t < n; ++t)
-      for (std::size_t i = 0; i < hr; ++i) {
-        const double th = double(pos + t) * std::pow(double(hp.rope_base), -2.0 * double(i) / double(hp.n_rot));
-        cs[t * hr + i] = float(std::cos(th));
-        sn[t * hr + i] = float(std::sin(th));
-      }
+    auto angles = [&](std::vector<float>& c, std::vector<float>& s_, double base, double scale) {
+      c.resize(n * hr), s_.resize(n * hr);
+      for (std::size_t t = 0; t < n; ++t)
+        for (std::size_t i = 0; i < hr; ++i) {
+          const double th = double(pos + t) / scale * std::pow(base, -2.0 * double(i) / double(hp.n_rot));
+          c[t * hr + i] = float(std::cos(th));
+          s_[t * hr + i] = float(std::sin(th));
+        }
+    };
+    angles(cs, sn, double(hp.rope_base), double(hp.rope_scale));
+    if (hp.swa_pattern) angles(csl, snl, double(hp.rope_base_local), 1.0);
     lutkit::attention_options ao;
     ao.heads_q = hp.n_head;
     ao.heads_kv = hp.n_head_kv;
@@ -88,6 +99,11 @@ struct session {
     ao.scale = float(1.0 / std::sqrt(double(hd)));
     for (std::size_t l = 0; l < hp.n_layer; ++l) {
       const layer& L = m.layers[l];
+      const bool local = hp.local(l);
+      const float* rc = local ? csl.data() : cs.data();
+      const float* rs = local ? snl.data() : sn.data();
+      ao.mask = local ? lutkit::mask_kind::window : lutkit::mask_kind::causal;
+      ao.window = local ? hp.window : 0;
       for (std::size_t t = 0; t < n; ++t) rms_norm(x.data() + t * E, L.attn_norm.data(), h.data() + t * E, E, hp.rms_eps);
       L.wq.apply(h.data(), n, q.data(), pool);
       L.wk.apply(h.data(), n, k.data(), pool);
@@ -101,12 +117,12 @@ struct session {
         for (std::size_t hh = 0; hh < hp.n_head; ++hh) {
           float* qh = q.data() + t * QD + hh * hd;
           if (hp.qk_norm) rms_norm(qh, L.q_norm.data(), qh, hd, hp.rms_eps);
-          rope(qh, hp.n_rot, hp.rope, cs.data() + t * hr, sn.data() + t * hr);
+          rope(qh, hp.n_rot, hp.rope, rc + t * hr, rs + t * hr);
         }
         for (std::size_t hh = 0; hh < hp.n_head_kv; ++hh) {
           float* kh = k.data() + t * KD + hh * hd;
           if (hp.qk_norm) rms_norm(kh, L.k_norm.data(), kh, hd, hp.rms_eps);
-          rope(kh, hp.n_rot, hp.rope, cs.data() + t * hr, sn.data() + t * hr);
+          rope(kh, hp.n_rot, hp.rope, rc + t * hr, rs + t * hr);
           // append to the cache: head-major [head][n_ctx][hd]
           uint16_t* kd = kc[l].data() + (hh * n_ctx + pos + t) * hd;
           uint16_t* vd = vc[l].data() + (hh * n_ctx + pos + t) * hd;
@@ -123,12 +139,19 @@ struct session {
       else
         lutkit::attention_prefill(ao, q.data(), n, int64_t(pos), view, att.data(), nullptr, nullptr, 0, pool);
       L.wo.apply(att.data(), n, o.data(), pool);
+      if (hp.post_norms)
+        for (std::size_t t = 0; t < n; ++t) rms_norm(o.data() + t * E, L.post_attn_norm.data(), o.data() + t * E, E, hp.rms_eps);
       for (std::size_t i = 0; i < n * E; ++i) x[i] += o[i];
       for (std::size_t t = 0; t < n; ++t) rms_norm(x.data() + t * E, L.ffn_norm.data(), h.data() + t * E, E, hp.rms_eps);
       L.w_gate.apply(h.data(), n, g.data(), pool);
       L.w_up.apply(h.data(), n, u.data(), pool);
-      for (std::size_t i = 0; i < n * F; ++i) g[i] = g[i] / (1.f + std::exp(-g[i])) * u[i];  // SiLU(gate) * up
+      if (hp.gelu)
+        for (std::size_t i = 0; i < n * F; ++i) g[i] = gelu_tanh(g[i]) * u[i];
+      else
+        for (std::size_t i = 0; i < n * F; ++i) g[i] = g[i] / (1.f + std::exp(-g[i])) * u[i];  // SiLU(gate) * up
       L.w_down.apply(g.data(), n, o.data(), pool);
+      if (hp.post_norms)
+        for (std::size_t t = 0; t < n; ++t) rms_norm(o.data() + t * E, L.post_ffn_norm.data(), o.data() + t * E, E, hp.rms_eps);
       for (std::size_t i = 0; i < n * E; ++i) x[i] += o[i];
     }
     rms_norm(x.data() + (n - 1) * E, m.out_norm.data(), h.data(), E, hp.rms_eps);

@@ -3,7 +3,9 @@
 // vectors, the token embedding kept in the file and dequantized a row at a time.
 //
 // Architectures: `llama` (Llama 2 / 3.x, Mistral, TinyLlama), `qwen2` (biases on Q, K, V),
-// `qwen3` (per-head RMSNorm of q and k). Matrix types: Q4_0, Q8_0, IQ4_NL (the llama.cpp blocks
+// `qwen3` (per-head RMSNorm of q and k), `gemma3` (5 local : 1 global layers, the local ones a
+// sliding window with their own RoPE base, q / k norms, post-attention and post-FFN norms,
+// GELU-tanh gated MLP, the embedding scaled by sqrt(n_embd)). Matrix types: Q4_0, Q8_0, IQ4_NL (the llama.cpp blocks
 // lutkit packs in place); norms, biases and the embedding in any type lutkit dequantizes. Any
 // other architecture or matrix type is an error naming it.
 #pragma once
@@ -24,7 +26,7 @@ using q4_0_policy = lutkit::policy<lutkit::fmt::uint_sym<4>, lutkit::group<32>>;
 using q8_0_policy = lutkit::policy<lutkit::fmt::uint_sym<8>, lutkit::group<32>>;
 using iq4_nl_policy = lutkit::policy<lutkit::fmt::codebook4<lutkit::book::iq4_nl>, lutkit::group<32>>;
 
-enum class arch { llama, qwen2, qwen3 };
+enum class arch { llama, qwen2, qwen3, gemma3 };
 enum class rope_style { pairs, halves };  // llama: adjacent pairs (2i, 2i+1); neox: (i, i + d/2)
 
 struct hparams {
@@ -35,6 +37,14 @@ struct hparams {
   float rms_eps = 1e-5f, rope_base = 10000.f;
   rope_style rope = rope_style::pairs;
   bool qkv_bias = false, qk_norm = false;
+  // gemma3: post-attention / post-FFN norms, GELU-tanh instead of SiLU, embedding scale, local
+  // layers (il % swa_pattern < swa_pattern - 1) with a window and their own RoPE base; the
+  // global layers' positions divided by rope_scale (linear RoPE scaling)
+  bool post_norms = false, gelu = false;
+  float emb_scale = 1.f;
+  std::size_t swa_pattern = 0, window = 0;
+  float rope_base_local = 10000.f, rope_scale = 1.f;
+  bool local(std::size_t il) const { return swa_pattern > 0 && il % swa_pattern < swa_pattern - 1; }
   std::size_t q_dim() const { return n_head * head_dim; }
   std::size_t kv_dim() const { return n_head_kv * head_dim; }
 };
@@ -53,8 +63,13 @@ inline hparams read_hparams(const lutkit::gguf::file& f) {
     h.a = arch::qwen3;
     h.rope = rope_style::halves;
     h.qk_norm = true;
+  } else if (h.arch_name == "gemma3") {
+    h.a = arch::gemma3;
+    h.rope = rope_style::halves;
+    h.qk_norm = h.post_norms = h.gelu = true;
+    h.swa_pattern = 6;
   } else {
-    require(false, "llm: architecture '", h.arch_name, "' is not supported (llama, qwen2, qwen3)");
+    require(false, "llm: architecture '", h.arch_name, "' is not supported (llama, qwen2, qwen3, gemma3)");
   }
   const std::string p = h.arch_name + ".";
   auto u = [&](const std::string& k) { return std::size_t(f.get(p + k).to_uint()); };
@@ -80,6 +95,14 @@ inline hparams read_hparams(const lutkit::gguf::file& f) {
   require(h.n_rot <= h.head_dim && h.n_rot % 2 == 0, "llm: rope.dimension_count ", h.n_rot, " does not fit the head");
   h.rms_eps = fo("attention.layer_norm_rms_epsilon", 1e-5f);
   h.rope_base = fo("rope.freq_base", 10000.f);
+  if (h.a == arch::gemma3) {
+    h.emb_scale = float(std::sqrt(double(h.n_embd)));
+    h.window = u("attention.sliding_window");
+    require(h.window > 0, "llm: gemma3.attention.sliding_window is 0");
+    const float factor = fo("rope.scaling.factor", 1.f);
+    require(factor > 0.f, "llm: rope.scaling.factor must be > 0");
+    h.rope_scale = factor;
+  }
   const lutkit::gguf::tensor& emb = f.get_tensor("token_embd.weight");
   h.n_vocab = std::size_t(emb.ne[1]);
   require(emb.ne[0] == h.n_embd, "llm: token_embd.weight rows are ", emb.ne[0], " wide, n_embd is ", h.n_embd);
@@ -163,7 +186,7 @@ inline std::vector<float> load_vector(const lutkit::gguf::tensor& t, std::size_t
 }
 
 struct layer {
-  std::vector<float> attn_norm, ffn_norm, bq, bk, bv, q_norm, k_norm;
+  std::vector<float> attn_norm, ffn_norm, bq, bk, bv, q_norm, k_norm, post_attn_norm, post_ffn_norm;
   matrix wq, wk, wv, wo, w_gate, w_up, w_down;
 };
 
@@ -183,6 +206,8 @@ struct model {
                             hp.n_vocab, ")");
     const auto row = tok_embd->row(uint64_t(id));
     lutkit::ggml::dequantize_row(tok_embd->type, row.data(), row.size(), x, hp.n_embd);
+    if (hp.emb_scale != 1.f)
+      for (std::size_t i = 0; i < hp.n_embd; ++i) x[i] *= hp.emb_scale;
   }
   // packed bytes of every matrix (what a decode step reads once)
   std::size_t matrix_bytes() const {
@@ -229,6 +254,10 @@ inline std::unique_ptr<model> load_model(lutkit::gguf::file f, lutkit::thread_po
     if (h.qk_norm) {
       L.q_norm = load_vector(F.get_tensor(p + "attn_q_norm.weight"), h.head_dim);
       L.k_norm = load_vector(F.get_tensor(p + "attn_k_norm.weight"), h.head_dim);
+    }
+    if (h.post_norms) {
+      L.post_attn_norm = load_vector(F.get_tensor(p + "post_attention_norm.weight"), h.n_embd);
+      L.post_ffn_norm = load_vector(F.get_tensor(p + "post_ffw_norm.weight"), h.n_embd);
     }
     want(p + "attn_q.weight", L.wq, h.q_dim(), h.n_embd);
     want(p + "attn_k.weight", L.wk, h.kv_dim(), h.n_embd);

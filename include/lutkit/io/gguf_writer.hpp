@@ -337,8 +337,11 @@ class writer {
 struct tiny_llama_options {
   // "llama"; "qwen2" adds F32 biases of Q, K and V (blk.N.attn_{q,k,v}.bias); "qwen3" adds the
   // per-head norms blk.N.attn_{q,k}_norm.weight {head_dim}; both qwen ones a "gpt2" vocabulary
-  // (byte-level BPE pieces). Any other name is written as given (for tests of a loader's refusal).
+  // (byte-level BPE pieces). "gemma3" adds the per-head norms, blk.N.post_attention_norm and
+  // blk.N.post_ffw_norm, and gemma3.attention.sliding_window. Any other name is written as given
+  // (for tests of a loader's refusal).
   std::string arch = "llama";
+  uint32_t sliding_window = 8;  // gemma3: the local layers' window
   ggml_type matrix_type = ggml_type::q4_0;     // attention and feed-forward matrices, output.weight
   ggml_type embedding_type = ggml_type::f32;   // token_embd.weight
   uint32_t n_vocab = 320;
@@ -388,7 +391,8 @@ inline writer tiny_llama(const tiny_llama_options& o) {
   w.add_f32(a + "rope.freq_base", o.rope_freq_base);
   w.add_u32(a + "rope.dimension_count", o.n_embd / o.n_head);
   w.add_u32(a + "vocab_size", o.n_vocab);
-  if (o.arch == "qwen3") {
+  if (o.arch == "gemma3") w.add_u32(a + "attention.sliding_window", o.sliding_window);
+  if (o.arch == "qwen3" || o.arch == "gemma3") {
     w.add_u32(a + "attention.key_length", o.n_embd / o.n_head);
     w.add_u32(a + "attention.value_length", o.n_embd / o.n_head);
   }
@@ -457,15 +461,17 @@ inline writer tiny_llama(const tiny_llama_options& o) {
       bias(p + "attn_k.bias", n_kv);
       bias(p + "attn_v.bias", n_kv);
     }
-    if (o.arch == "qwen3") {
+    if (o.arch == "qwen3" || o.arch == "gemma3") {
       norm(p + "attn_q_norm.weight", head_dim);
       norm(p + "attn_k_norm.weight", head_dim);
     }
     mat(p + "attn_output.weight", o.matrix_type, o.n_embd, o.n_embd);
+    if (o.arch == "gemma3") norm(p + "post_attention_norm.weight", o.n_embd);
     norm(p + "ffn_norm.weight", o.n_embd);
     mat(p + "ffn_gate.weight", o.matrix_type, o.n_embd, o.n_ff);
     mat(p + "ffn_up.weight", o.matrix_type, o.n_embd, o.n_ff);
     mat(p + "ffn_down.weight", o.matrix_type, o.n_ff, o.n_embd);
+    if (o.arch == "gemma3") norm(p + "post_ffw_norm.weight", o.n_embd);
   }
   norm("output_norm.weight", o.n_embd);
   if (o.output_tensor) mat("output.weight", o.matrix_type, o.n_embd, o.n_vocab);
