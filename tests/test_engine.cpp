@@ -348,3 +348,43 @@ TEST_CASE("engine: detokenization of SentencePiece and byte-level BPE pieces", "
     }
   }
 }
+
+TEST_CASE("engine: Best-of-N batch over a shared prompt against the reference per sequence", "[engine]") {
+  lutkit::thread_pool pool(2);
+  for (const char* arch : {"llama", "gemma3"}) {
+    const auto bytes = model_bytes(arch, lutkit::ggml_type::q4_0, 21);
+    auto m = llm::load_model(lutkit::gguf::file(std::span<const uint8_t>(bytes)), &pool, false);
+    const std::vector<int32_t> prompt{9, 33, 270, 5, 5, 101, 64, 12, 300, 7, 2, 88};
+    llm::session s(*m, prompt.size());
+    s.prefill(prompt, 8, &pool);
+    const std::size_t B = 3, steps = 10;
+    llm::batch bt(s, B, steps);
+    // sequence b's tokens: a fixed pseudo-random walk of its own
+    std::vector<std::vector<int32_t>> toks(B);
+    for (std::size_t b = 0; b < B; ++b)
+      for (std::size_t i = 0; i < steps; ++i) toks[b].push_back(int32_t((b * 97 + i * 31 + 5) % m->hp.n_vocab));
+    std::vector<ref_model> ref, rq;
+    for (std::size_t b = 0; b < B; ++b) {
+      ref.emplace_back(m->hp, m->file);
+      rq.emplace_back(m->hp, m->file, true);
+      for (int32_t e : prompt) ref[b].step(e), rq[b].step(e);
+    }
+    std::vector<double> worst(B, 0.0), worst8(B, 0.0);
+    for (std::size_t i = 0; i < steps; ++i) {
+      std::vector<int32_t> step_toks(B);
+      for (std::size_t b = 0; b < B; ++b) step_toks[b] = toks[b][i];
+      const auto& lg = bt.step(step_toks.data(), &pool);
+      for (std::size_t b = 0; b < B; ++b) {
+        const auto r = ref[b].step(step_toks[b]), r8 = rq[b].step(step_toks[b]);
+        const std::vector<float> mine(lg.begin() + std::ptrdiff_t(b * m->hp.n_vocab),
+                                      lg.begin() + std::ptrdiff_t((b + 1) * m->hp.n_vocab));
+        worst[b] = std::max(worst[b], logit_err(mine, r));
+        worst8[b] = std::max(worst8[b], logit_err(std::vector<float>(r8.begin(), r8.end()), r));
+      }
+    }
+    for (std::size_t b = 0; b < B; ++b) {
+      INFO(arch << " sequence " << b << ": engine " << worst[b] << ", llama.cpp's arithmetic " << worst8[b]);
+      REQUIRE(worst[b] <= 2 * worst8[b]);
+    }
+  }
+}

@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "model.hpp"
@@ -165,6 +166,107 @@ struct session {
     lutkit::detail::require(!prompt.empty(), "llm: empty prompt");
     for (std::size_t i = 0; i < prompt.size(); i += chunk)
       forward(prompt.data() + i, std::min(chunk, prompt.size() - i), pool);
+    return logits;
+  }
+};
+
+// Best-of-N: B sequences that share a prompt (its K/V in `prefix`, a session that ran the
+// prefill) and continue on their own. A step takes one token per sequence: the projections run
+// at N = B, and attention_decode reads the shared prefix's K/V once for all B sequences (the
+// batched decode), each sequence's own K/V (its tokens after the prompt) on its own.
+struct batch {
+  const session& prefix;
+  std::size_t B, cap;  // sequences, own tokens each can hold
+  std::size_t len = 0;  // own tokens so far (the same for every sequence)
+  std::vector<std::vector<uint16_t>> kc, vc;  // per layer: [B][head][cap][head_dim]
+  std::vector<float> x, h, q, k, v, att, o, g, u, logits, cs, sn;
+
+  batch(const session& pre, std::size_t b, std::size_t own_cap) : prefix(pre), B(b), cap(own_cap) {
+    const hparams& hp = pre.m.hp;
+    lutkit::detail::require(B >= 1 && B <= 64, "llm: a batch holds 1 .. 64 sequences");
+    kc.assign(hp.n_layer, std::vector<uint16_t>(B * hp.n_head_kv * cap * hp.head_dim));
+    vc.assign(hp.n_layer, std::vector<uint16_t>(B * hp.n_head_kv * cap * hp.head_dim));
+    logits.resize(B * hp.n_vocab);
+  }
+
+  // one token per sequence (tokens[b]); returns the logits, [B][n_vocab]
+  const std::vector<float>& step(const int32_t* tokens, lutkit::thread_pool* pool) {
+    const model& m = prefix.m;
+    const hparams& hp = m.hp;
+    lutkit::detail::require(len < cap, "llm: the batch's own caches are full (", cap, " tokens)");
+    const std::size_t E = hp.n_embd, QD = hp.q_dim(), KD = hp.kv_dim(), hd = hp.head_dim, F = hp.n_ff;
+    const std::size_t P = prefix.pos, p = P + len, hr = hp.n_rot / 2;
+    x.resize(B * E), h.resize(B * E), q.resize(B * QD), k.resize(B * KD), v.resize(B * KD), att.resize(B * QD);
+    o.resize(B * E), g.resize(B * F), u.resize(B * F), cs.resize(2 * hr), sn.resize(2 * hr);
+    for (std::size_t b = 0; b < B; ++b) m.embed(tokens[b], x.data() + b * E);
+    for (std::size_t i = 0; i < hr; ++i) {  // [0, hr): global layers, [hr, 2 hr): local ones
+      const double e = -2.0 * double(i) / double(hp.n_rot);
+      const double tg = double(p) / double(hp.rope_scale) * std::pow(double(hp.rope_base), e);
+      const double tl = double(p) * std::pow(double(hp.rope_base_local), e);
+      cs[i] = float(std::cos(tg)), sn[i] = float(std::sin(tg));
+      cs[hr + i] = float(std::cos(tl)), sn[hr + i] = float(std::sin(tl));
+    }
+    lutkit::attention_options ao;
+    ao.heads_q = hp.n_head;
+    ao.heads_kv = hp.n_head_kv;
+    ao.head_dim = hd;
+    ao.scale = float(1.0 / std::sqrt(double(hd)));
+    std::vector<lutkit::decode_sequence> seqs(B);
+    for (std::size_t l = 0; l < hp.n_layer; ++l) {
+      const layer& L = m.layers[l];
+      const bool local = hp.local(l);
+      const float* rc = cs.data() + (local ? hr : 0);
+      const float* rs = sn.data() + (local ? hr : 0);
+      ao.mask = local ? lutkit::mask_kind::window : lutkit::mask_kind::causal;
+      ao.window = local ? hp.window : 0;
+      for (std::size_t b = 0; b < B; ++b) rms_norm(x.data() + b * E, L.attn_norm.data(), h.data() + b * E, E, hp.rms_eps);
+      L.wq.apply(h.data(), B, q.data(), pool);
+      L.wk.apply(h.data(), B, k.data(), pool);
+      L.wv.apply(h.data(), B, v.data(), pool);
+      for (std::size_t b = 0; b < B; ++b) {
+        if (hp.qkv_bias) {
+          for (std::size_t i = 0; i < QD; ++i) q[b * QD + i] += L.bq[i];
+          for (std::size_t i = 0; i < KD; ++i) k[b * KD + i] += L.bk[i], v[b * KD + i] += L.bv[i];
+        }
+        for (std::size_t hh = 0; hh < hp.n_head; ++hh) {
+          float* qh = q.data() + b * QD + hh * hd;
+          if (hp.qk_norm) rms_norm(qh, L.q_norm.data(), qh, hd, hp.rms_eps);
+          rope(qh, hp.n_rot, hp.rope, rc, rs);
+        }
+        for (std::size_t hh = 0; hh < hp.n_head_kv; ++hh) {
+          float* kh = k.data() + b * KD + hh * hd;
+          if (hp.qk_norm) rms_norm(kh, L.k_norm.data(), kh, hd, hp.rms_eps);
+          rope(kh, hp.n_rot, hp.rope, rc, rs);
+          uint16_t* kd = kc[l].data() + ((b * hp.n_head_kv + hh) * cap + len) * hd;
+          uint16_t* vd = vc[l].data() + ((b * hp.n_head_kv + hh) * cap + len) * hd;
+          for (std::size_t c = 0; c < hd; ++c) kd[c] = prefix.to_kv(kh[c]), vd[c] = prefix.to_kv(v[b * KD + hh * hd + c]);
+        }
+        lutkit::decode_sequence& sq = seqs[b];
+        sq.q = q.data() + b * QD;
+        sq.out = att.data() + b * QD;
+        sq.own = {kc[l].data() + b * hp.n_head_kv * cap * hd, vc[l].data() + b * hp.n_head_kv * cap * hd, prefix.kv,
+                  len + 1, std::ptrdiff_t(hd), std::ptrdiff_t(cap * hd)};
+      }
+      const lutkit::kv_cache_view pv{prefix.kc[l].data(), prefix.vc[l].data(), prefix.kv, P, std::ptrdiff_t(hd),
+                                     std::ptrdiff_t(prefix.n_ctx * hd)};
+      lutkit::attention_decode(ao, pv, std::span<const lutkit::decode_sequence>(seqs), pool);
+      L.wo.apply(att.data(), B, o.data(), pool);
+      if (hp.post_norms)
+        for (std::size_t b = 0; b < B; ++b) rms_norm(o.data() + b * E, L.post_attn_norm.data(), o.data() + b * E, E, hp.rms_eps);
+      for (std::size_t i = 0; i < B * E; ++i) x[i] += o[i];
+      for (std::size_t b = 0; b < B; ++b) rms_norm(x.data() + b * E, L.ffn_norm.data(), h.data() + b * E, E, hp.rms_eps);
+      L.w_gate.apply(h.data(), B, g.data(), pool);
+      L.w_up.apply(h.data(), B, u.data(), pool);
+      for (std::size_t i = 0; i < B * F; ++i)
+        g[i] = (hp.gelu ? gelu_tanh(g[i]) : g[i] / (1.f + std::exp(-g[i]))) * u[i];
+      L.w_down.apply(g.data(), B, o.data(), pool);
+      if (hp.post_norms)
+        for (std::size_t b = 0; b < B; ++b) rms_norm(o.data() + b * E, L.post_ffn_norm.data(), o.data() + b * E, E, hp.rms_eps);
+      for (std::size_t i = 0; i < B * E; ++i) x[i] += o[i];
+    }
+    for (std::size_t b = 0; b < B; ++b) rms_norm(x.data() + b * E, m.out_norm.data(), h.data() + b * E, E, hp.rms_eps);
+    m.output.apply(h.data(), B, logits.data(), pool);
+    ++len;
     return logits;
   }
 };

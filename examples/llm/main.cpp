@@ -2,10 +2,12 @@
 //
 //   lutkit_llm --model M.gguf [--prompt-ids 1,15043,3186 | --random-prompt N | --fill N] [-n 64] [--threads 2]
 //              [--ctx 4096] [--chunk 512] [--temp 0] [--top-k 40] [--top-p 0.95] [--seed 1]
-//              [--kv bf16] [--quiet]
+//              [--kv bf16] [--batch B] [--quiet]
 //   lutkit_llm --write-model M.gguf --shape llama-3.2-1b|tiny [--type q4_0|q8_0|iq4_nl]
 //              (a random-weight model of that shape, for benchmarks)
 //
+// --batch B: Best-of-N, B sequences continue the prompt, each with its own sampler seed (give a
+// temperature > 0); the prompt's K/V is read once per step for all of them (llm::batch).
 // --fill N: a context of N positions whose K/V cache holds random values (no prefill), then the
 // decode from one token: decode's speed at a long context without the prompt's time.
 // Prints the generated token ids (and their text where the file has a vocabulary), then the
@@ -63,7 +65,7 @@ std::vector<int32_t> parse_ids(const std::string& s) {
 int usage() {
   std::fprintf(stderr,
                "usage: lutkit_llm --model M.gguf [--prompt-ids a,b,c | --random-prompt N | --fill N] [-n N] [--threads T] "
-               "[--ctx N] [--chunk N] [--temp T] [--top-k K] [--top-p P] [--seed S] [--kv bf16] [--quiet]\n"
+               "[--ctx N] [--chunk N] [--temp T] [--top-k K] [--top-p P] [--seed S] [--kv bf16] [--batch B] [--quiet]\n"
                "       lutkit_llm --write-model M.gguf --shape llama-3.2-1b|tiny [--type q4_0|q8_0|iq4_nl]\n");
   return 2;
 }
@@ -71,7 +73,7 @@ int usage() {
 
 int main(int argc, char** argv) try {
   std::string path, ids, write_path, shape = "tiny", type = "q4_0";
-  std::size_t n_gen = 32, threads = 2, ctx = 4096, chunk = 512, random_prompt = 0, fill = 0;
+  std::size_t n_gen = 32, threads = 2, ctx = 4096, chunk = 512, random_prompt = 0, fill = 0, n_batch = 1;
   float temp = 0.f, top_p = 1.f;
   int32_t top_k = 0;
   uint64_t seed = 1;
@@ -86,6 +88,7 @@ int main(int argc, char** argv) try {
     else if (a == "--prompt-ids") ids = next();
     else if (a == "--random-prompt") random_prompt = std::stoul(next());
     else if (a == "--fill") fill = std::stoul(next());
+    else if (a == "--batch") n_batch = std::stoul(next());
     else if (a == "-n") n_gen = std::stoul(next());
     else if (a == "--threads") threads = std::stoul(next());
     else if (a == "--ctx") ctx = std::stoul(next());
@@ -157,6 +160,37 @@ int main(int argc, char** argv) try {
   const auto t2 = clk::now();
   s.prefill(prompt, chunk, tp);
   const auto t3 = clk::now();
+  if (n_batch > 1) {  // Best-of-N over the shared prompt
+    llm::batch bt(s, n_batch, n_gen);
+    std::vector<lutkit::ar_params> ps(n_batch, sp);
+    std::vector<int32_t> toks(n_batch);
+    std::vector<std::vector<int32_t>> seqs(n_batch);
+    const float* lg = s.logits.data();
+    std::vector<float> first(n_batch * hp.n_vocab);
+    for (std::size_t b = 0; b < n_batch; ++b) std::copy(lg, lg + hp.n_vocab, first.begin() + std::ptrdiff_t(b * hp.n_vocab));
+    lg = first.data();
+    double step_s = 0;
+    std::size_t steps = 0;
+    for (std::size_t i = 0; i < n_gen; ++i) {
+      for (std::size_t b = 0; b < n_batch; ++b) ps[b].seed = seed + 1000003 * b + i;
+      lutkit::ar_sample(lutkit::logits_view::f32(lg, n_batch, hp.n_vocab), ps.data(), toks.data(), tp);
+      for (std::size_t b = 0; b < n_batch; ++b) seqs[b].push_back(toks[b]);
+      if (i + 1 == n_gen) break;
+      const auto a = clk::now();
+      lg = bt.step(toks.data(), tp).data();
+      step_s += secs(a, clk::now());
+      ++steps;
+    }
+    for (std::size_t b = 0; b < n_batch; ++b) {
+      std::printf("sequence %zu:", b);
+      for (int32_t t : seqs[b]) std::printf(" %d", t);
+      std::printf("\n");
+    }
+    std::printf("model: %s; threads %zu | prompt %zu tokens: %.1f tok/s | batch %zu, %zu steps: %.2f tok/s (%.2f steps/s)\n",
+                hp.arch_name.c_str(), threads, prompt.size(), double(prompt.size()) / secs(t2, t3), n_batch, steps,
+                steps ? double(steps * n_batch) / step_s : 0.0, steps ? double(steps) / step_s : 0.0);
+    return 0;
+  }
   int32_t tok = 0;
   double decode_s = 0;
   std::size_t decode_bytes = 0;
