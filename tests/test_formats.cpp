@@ -406,6 +406,60 @@ TEST_CASE("import_iq4_nl reproduces llama.cpp's dequantization bit for bit", "[f
   });
 }
 
+// TQ2_0 / TQ1_0 super-blocks of random bytes with finite fp16 d, the importer's values against
+// llama.cpp's dequantization written from its block definitions (ggml::dequantize_row), bit for bit
+template <class Import>
+void check_ternary_import(lutkit::ggml_type type, std::size_t block_bytes, std::size_t d_offset, Import import) {
+  using P = policy<fmt::uint_asym<2>, group<256>, i8>;
+  using FT = format_traits<P::format>;
+  std::mt19937_64 rng(uint64_t(type) * 977 + 3);
+  for (int trial = 0; trial < 6; ++trial) {
+    const std::size_t M = std::uniform_int_distribution<std::size_t>(1, 70)(rng);
+    const std::size_t K = 256 * std::uniform_int_distribution<std::size_t>(1, 4)(rng);
+    INFO(lutkit::ggml_info(type).name << " M=" << M << " K=" << K);
+    std::vector<uint8_t> b(M * K / 256 * block_bytes);
+    for (auto& v : b) v = uint8_t(rng());
+    for (std::size_t i = 0; i < M * K / 256; ++i) {
+      uint8_t& hi = b[i * block_bytes + d_offset + 1];
+      if ((hi & 0x7C) == 0x7C) hi &= 0xFB;  // finite d
+      if (trial == 0 && i % 5 == 0) b[i * block_bytes + d_offset] = 0, hi &= 0x80;  // d = +-0
+      if (trial == 1 && i % 3 == 0) hi &= 0x83;                                       // subnormal d
+    }
+    const quantized<P> q = import(b.data(), M, K, b.size());
+    const auto u = unpack<P>(pack<P>(q));
+    REQUIRE(u.codes == q.codes);
+    std::vector<float> y(K);
+    bool exact = true;
+    for (std::size_t m = 0; m < M && exact; ++m) {
+      lutkit::ggml::dequantize_row(type, b.data() + m * (K / 256) * block_bytes, K / 256 * block_bytes, y.data(), K);
+      for (std::size_t k = 0; k < K; ++k) {
+        const float v = FT::value(u.scale(m, k / 256), u.zero(m, k / 256), u.codes[m * K + k]);
+        exact = exact && same_bits(v, y[k]) && same_bits(float(u.weight(m, k)), y[k]);
+        if (!exact) INFO("first mismatch: row " << m << " k " << k << " got " << v << " want " << y[k]);
+      }
+    }
+    CHECK(exact);
+  }
+}
+
+TEST_CASE("import_tq2_0 / import_tq1_0 reproduce llama.cpp's dequantization bit for bit", "[formats]") {
+  using P = policy<fmt::uint_asym<2>, group<256>, i8>;
+  check_ternary_import(lutkit::ggml_type::tq2_0, 66, 64, [](const void* b, std::size_t M, std::size_t K, std::size_t n) {
+    return import_tq2_0<P>(b, M, K, n);
+  });
+  check_ternary_import(lutkit::ggml_type::tq1_0, 54, 52, [](const void* b, std::size_t M, std::size_t K, std::size_t n) {
+    return import_tq1_0<P>(b, M, K, n);
+  });
+  // the policy must be uint_asym<2> with group<256>; K a multiple of 256
+  std::vector<uint8_t> b(66 * 4, 0);
+  using G64 = policy<fmt::uint_asym<2>, group<64>>;
+  CHECK_THROWS_WITH(import_tq2_0<G64>(b.data(), 4, 256, b.size()), Catch::Contains("group<256>"));
+  CHECK_THROWS_WITH(import_tq2_0<P>(b.data(), 2, 384, b.size()), Catch::Contains("multiple of the block size 256"));
+  CHECK_THROWS_WITH(import_tq1_0<P>(b.data(), 4, 256, 54 * 4 - 1), Catch::Contains("holds fewer than"));
+  b[64 + 1] = 0x7C;  // block 0: d = +inf
+  CHECK_THROWS_WITH(import_tq2_0<P>(b.data(), 4, 256, b.size()), Catch::Contains("non-finite scale"));
+}
+
 TEST_CASE("llama.cpp block layout: nibble order and int8 sign", "[formats]") {
   // one q4_0 block: qs[0] = 0x1F -> weight 0 has q = 15, weight 16 has q = 1
   unsigned char blk[18] = {};

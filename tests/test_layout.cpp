@@ -498,6 +498,43 @@ TEST_CASE("llama.cpp blocks packed in place: the bytes of pack(import), ragged s
       [](auto& w, auto... a) { pack_iq4_nl_into<NL>(w, a...); });
 }
 
+TEST_CASE("TQ2_0 / TQ1_0 super-blocks packed in place: the bytes of pack(import), 1-3 threads", "[layout][import]") {
+  using TQ = policy<fmt::uint_asym<2>, group<256>>;  // mirrored int8 tables (the default)
+  using TQ16 = policy<fmt::uint_asym<2>, group<256>, table::lut4<int16_t, false>, target::sme>;  // plane order
+  auto check = [&]<class P>(std::size_t bb, std::size_t d_off, auto import, auto direct, auto into) {
+    std::mt19937_64 rng(policy_hash(P::name()) + bb);
+    thread_pool pool2(2), pool3(3);
+    for (int c = 0; c < 6; ++c) {
+      const std::size_t M = 1 + rng() % 150, K = 256 * (1 + rng() % 5);
+      INFO(P::name() << " block " << bb << " M = " << M << " K = " << K);
+      std::vector<uint8_t> b(M * (K / 256) * bb);
+      for (auto& v : b) v = uint8_t(rng());
+      for (std::size_t i = 0; i < M * (K / 256); ++i)
+        if ((b[i * bb + d_off + 1] & 0x7C) == 0x7C) b[i * bb + d_off + 1] &= 0xFB;
+      const auto want = pack(import(b.data(), M, K, b.size()));
+      for (thread_pool* pool : {static_cast<thread_pool*>(nullptr), &pool2, &pool3}) {
+        const auto got = direct(b.data(), M, K, b.size(), pool);
+        REQUIRE(got.size_bytes() == want.size_bytes());
+        CHECK(std::memcmp(got.bytes(), want.bytes(), want.size_bytes()) == 0);
+        packed_weights<P> reused(M, K);
+        std::memset(reused.data(), 0xA5, reused.layout().total_bytes);
+        into(reused, b.data(), M, K, b.size(), pool);
+        CHECK(std::memcmp(reused.bytes(), want.bytes(), want.size_bytes()) == 0);
+      }
+    }
+  };
+  auto both = [&]<class P>() {
+    check.template operator()<P>(
+        66, 64, [](auto... a) { return import_tq2_0<P>(a...); }, [](auto... a) { return pack_tq2_0<P>(a...); },
+        [](auto& w, auto... a) { pack_tq2_0_into<P>(w, a...); });
+    check.template operator()<P>(
+        54, 52, [](auto... a) { return import_tq1_0<P>(a...); }, [](auto... a) { return pack_tq1_0<P>(a...); },
+        [](auto& w, auto... a) { pack_tq1_0_into<P>(w, a...); });
+  };
+  both.operator()<TQ>();
+  both.operator()<TQ16>();
+}
+
 TEST_CASE("llama.cpp blocks packed in place: the importers' errors, and a blob of another shape refused", "[layout][import]") {
   using Q4 = policy<fmt::uint_sym<4>, group<32>>;
   using Q8 = policy<fmt::uint_sym<8>, group<32>>;

@@ -81,7 +81,8 @@ struct quantized_source {
 };
 template <class P, class Block>
 struct ggml_source {
-  // (check_ggml_tensor has refused any policy but the block's format with group<32>)
+  // (check_ggml_tensor has refused any policy but the block's format with group<E>)
+  static constexpr std::size_t E = Block::block_elems;
   const char* what;
   const unsigned char* blocks;
   std::size_t M_, K_;
@@ -89,32 +90,43 @@ struct ggml_source {
     const unsigned char* b;  // the row's first block
     std::size_t K;
     uint64_t codes8(std::size_t k0) const {
-      return Block::codes8(b + (k0 / 32) * Block::block_bytes + 2, unsigned(k0 % 32));
+      return Block::codes8(b + (k0 / E) * Block::block_bytes + Block::qs_offset, unsigned(k0 % E));
     }
     static constexpr code_form form = Block::form;
     static constexpr std::size_t stride = Block::block_bytes;
-    bool whole64(std::size_t k0) const { return k0 + 64 <= K; }
-    const uint8_t* at(std::size_t k0) const { return b + (k0 / 32) * Block::block_bytes + 2; }
+    // the 64-code fast path reads two 32-weight blocks in their own form
+    bool whole64(std::size_t k0) const { return E == 32 && k0 + 64 <= K; }
+    const uint8_t* at(std::size_t k0) const { return b + (k0 / E) * Block::block_bytes + Block::qs_offset; }
     // 64 codes from k0 (a multiple of 32, as K is: a row may end half way)
     void codes64(std::size_t k0, uint8_t* out) const {
-      const unsigned char* blk = b + (k0 / 32) * Block::block_bytes + 2;
-      Block::codes32(blk, out);
-      if (k0 + 64 <= K) Block::codes32(blk + Block::block_bytes, out + 32);
-      else std::memset(out + 32, 0, 32);
+      if constexpr (E == 32) {
+        const unsigned char* blk = b + (k0 / 32) * Block::block_bytes + Block::qs_offset;
+        Block::codes32(blk, out);
+        if (k0 + 64 <= K) Block::codes32(blk + Block::block_bytes, out + 32);
+        else std::memset(out + 32, 0, 32);
+      } else {  // (K a multiple of E >= 64: the 64 codes lie in one block)
+        for (std::size_t j = 0; j < 8; ++j) {
+          const uint64_t x = codes8(k0 + 8 * j);
+          std::memcpy(out + 8 * j, &x, 8);
+        }
+      }
     }
   };
   std::size_t M() const { return M_; }
   std::size_t K() const { return K_; }
   // the block's fp16 d, checked finite, as the blob's fp16 slot holds it (the same bits)
   uint16_t scale_bits(std::size_t m, std::size_t g) const {
-    const std::size_t i = m * (K_ / 32) + g;
+    const std::size_t i = m * (K_ / E) + g;
     const unsigned char* b = blocks + i * Block::block_bytes;
-    const uint16_t h = uint16_t(b[0] | (unsigned(b[1]) << 8));
-    if ((h & 0x7C00u) == 0x7C00u) ggml_block_scale(what, b, i, K_);  // throws: not finite
+    const uint16_t h = uint16_t(b[Block::d_offset] | (unsigned(b[Block::d_offset + 1]) << 8));
+    if ((h & 0x7C00u) == 0x7C00u) ggml_block_scale<Block>(what, b, i, K_);  // throws: not finite
     if constexpr (P::spec.bf16_params) return encode_param(P::spec, f16_to_f32(h));
     else return h;
   }
-  uint16_t zero_bits(std::size_t, std::size_t) const { return encode_param(P::spec, P::spec.sym_zero); }
+  // the zero slot: the block type's zero for asymmetric policies (TQ: 1), else the format's
+  uint16_t zero_bits(std::size_t, std::size_t) const {
+    return encode_param(P::spec, P::spec.asymmetric ? Block::zero : P::spec.sym_zero);
+  }
   void zero_bits_rows(std::size_t, std::size_t n, std::size_t, uint8_t* out) const {
     const uint16_t z = zero_bits(0, 0);
     for (std::size_t i = 0; i < n; ++i) std::memcpy(out + 2 * i, &z, 2);
@@ -127,8 +139,8 @@ struct ggml_source {
         std::memcpy(out + 2 * i, &h, 2);
       }
     } else {
-      const std::size_t row_bytes = (K_ / 32) * Block::block_bytes;
-      const unsigned char* b = blocks + m0 * row_bytes + g * Block::block_bytes;
+      const std::size_t row_bytes = (K_ / E) * Block::block_bytes;
+      const unsigned char* b = blocks + m0 * row_bytes + g * Block::block_bytes + Block::d_offset;
       unsigned inf = 0;  // the exponents or-ed: a non-finite one is looked for once
       for (std::size_t i = 0; i < n; ++i, b += row_bytes) {
         uint16_t h;
@@ -140,7 +152,7 @@ struct ggml_source {
         for (std::size_t i = 0; i < n; ++i) scale_bits(m0 + i, g);  // throws, naming the block
     }
   }
-  row_cursor row(std::size_t m) const { return {blocks + m * (K_ / 32) * Block::block_bytes, K_}; }
+  row_cursor row(std::size_t m) const { return {blocks + m * (K_ / E) * Block::block_bytes, K_}; }
 };
 
 // Planes 2 q and 2 q + 1 of a row's step sit in adjacent bytes (pshufb order's paired chunks):
@@ -448,6 +460,26 @@ packed_weights<P> pack_iq4_nl(const void* blocks, std::size_t M, std::size_t K, 
                               thread_pool* pool = nullptr) {
   return detail::pack_source<P>(detail::ggml_tensor<P, detail::ggml_iq4_nl>("pack_iq4_nl", blocks, M, K, nbytes),
                                 pool);
+}
+template <class P>
+packed_weights<P> pack_tq2_0(const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes = unknown_size,
+                             thread_pool* pool = nullptr) {
+  return detail::pack_source<P>(detail::ggml_tensor<P, detail::ggml_tq2_0>("pack_tq2_0", blocks, M, K, nbytes), pool);
+}
+template <class P>
+packed_weights<P> pack_tq1_0(const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes = unknown_size,
+                             thread_pool* pool = nullptr) {
+  return detail::pack_source<P>(detail::ggml_tensor<P, detail::ggml_tq1_0>("pack_tq1_0", blocks, M, K, nbytes), pool);
+}
+template <class P>
+void pack_tq2_0_into(packed_weights<P>& out, const void* blocks, std::size_t M, std::size_t K,
+                     std::size_t nbytes = unknown_size, thread_pool* pool = nullptr) {
+  detail::pack_source_into(out, detail::ggml_tensor<P, detail::ggml_tq2_0>("pack_tq2_0", blocks, M, K, nbytes), pool);
+}
+template <class P>
+void pack_tq1_0_into(packed_weights<P>& out, const void* blocks, std::size_t M, std::size_t K,
+                     std::size_t nbytes = unknown_size, thread_pool* pool = nullptr) {
+  detail::pack_source_into(out, detail::ggml_tensor<P, detail::ggml_tq1_0>("pack_tq1_0", blocks, M, K, nbytes), pool);
 }
 template <class P>
 void pack_q4_0_into(packed_weights<P>& out, const void* blocks, std::size_t M, std::size_t K,

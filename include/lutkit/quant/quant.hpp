@@ -305,8 +305,9 @@ quantized<P> import_gptq(const int32_t* qweight, const uint16_t* scales_f16, con
 }
 
 // ---------------------------------------------------------------- llama.cpp (GGUF) blocks
-// Byte layouts: docs/llama_formats.md. A tensor of M rows x K columns is M * K/32 blocks, the
-// K/32 blocks of a row consecutive; each block holds its fp16 scale d (little-endian) first.
+// Byte layouts: docs/llama_formats.md. A tensor of M rows x K columns is M * K/E blocks of E
+// weights (E = 32; 256 for TQ1_0 / TQ2_0), the K/E blocks of a row consecutive; each block holds
+// one fp16 scale d (little-endian) at d_offset and its codes from qs_offset.
 // The decoded codes reproduce llama.cpp's dequantization bit for bit through
 // format_traits::value (tests/test_formats.cpp). `nbytes` is the size of the caller's buffer,
 // which must hold all M * K/32 blocks; left out (unknown_size), the caller promises that it does.
@@ -318,9 +319,15 @@ namespace detail {
 // or in two consecutive llama.cpp blocks (`stride` bytes apart) as nibbles or as int8
 enum class code_form { bytes, ggml_nibbles, ggml_int8 };
 
+// What every block type gives: its weights (block_elems), bytes, where d and the codes start, the
+// zero of asymmetric policies, codes8 (8 codes from a multiple of 8) and codes_block (all of them)
+struct ggml_block_32 {
+  static constexpr std::size_t block_elems = 32, d_offset = 0, qs_offset = 2;
+  static constexpr float zero = 0.f;  // (symmetric formats: the policy's own zero)
+};
 // 16 bytes of nibbles: weight j < 16 is the low nibble of byte j, weight j >= 16 the high
 // nibble of byte j - 16 (q4_0, iq4_nl)
-struct ggml_nibble_codes {
+struct ggml_nibble_codes : ggml_block_32 {
   static constexpr std::size_t block_bytes = 18;
   static constexpr code_form form = code_form::ggml_nibbles;
   // the 8 codes of weights j0 .. j0 + 7 (j0 a multiple of 8), byte i the code of j0 + i
@@ -336,6 +343,7 @@ struct ggml_nibble_codes {
       out[j + 16] = uint8_t(qs[j] >> 4);
     }
   }
+  static void codes_block(const unsigned char* qs, uint8_t* out) { codes32(qs, out); }
 };
 struct ggml_q4_0 : ggml_nibble_codes {
   using format = fmt::uint_sym<4>;  // code = q, zero 8: w = d * (q - 8)
@@ -345,7 +353,7 @@ struct ggml_iq4_nl : ggml_nibble_codes {
   using format = fmt::codebook4<book::iq4_nl>;  // code = q, level kvalues[q] + 128, zero 128
   static constexpr const char* name = "iq4_nl";
 };
-struct ggml_q8_0 {
+struct ggml_q8_0 : ggml_block_32 {
   using format = fmt::uint_sym<8>;  // code = q + 128, zero 128: w = d * q
   static constexpr const char* name = "q8_0";
   static constexpr std::size_t block_bytes = 34;
@@ -358,25 +366,76 @@ struct ggml_q8_0 {
   LUTKIT_VECTORIZE static void codes32(const unsigned char* qs, uint8_t* out) {
     for (int j = 0; j < 32; ++j) out[j] = uint8_t(qs[j] ^ 0x80u);
   }
+  static void codes_block(const unsigned char* qs, uint8_t* out) { codes32(qs, out); }
+};
+// The ternary super-blocks of 256 (BitNet b1.58), as uint_asym<2> with group<256> and zero 1:
+// w = d * (code - 1), the code 0..2 (TQ2_0: 0..3). Exact: d * (code - 1) is llama.cpp's value.
+struct ggml_ternary_256 {
+  using format = fmt::uint_asym<2>;
+  static constexpr std::size_t block_elems = 256, qs_offset = 0;
+  static constexpr float zero = 1.f;
+  static constexpr code_form form = code_form::bytes;  // (no 64-code fast path: codes8 per 8)
+};
+// TQ2_0 (66 bytes: 64 bytes of 2-bit codes, fp16 d): weight 128 g + 32 p + m is bits 2p..2p+1 of
+// qs[32 g + m]
+struct ggml_tq2_0 : ggml_ternary_256 {
+  static constexpr const char* name = "tq2_0";
+  static constexpr std::size_t block_bytes = 66, d_offset = 64;
+  static uint64_t codes8(const unsigned char* qs, unsigned j0) {
+    uint64_t x;
+    std::memcpy(&x, qs + 32 * (j0 / 128) + j0 % 32, 8);
+    return (x >> (2 * ((j0 % 128) / 32))) & 0x0303030303030303ull;
+  }
+  static void codes_block(const unsigned char* qs, uint8_t* out) {
+    for (unsigned j = 0; j < 256; ++j) out[j] = uint8_t((qs[32 * (j / 128) + j % 32] >> (2 * ((j % 128) / 32))) & 3u);
+  }
+};
+// TQ1_0 (54 bytes: 48 bytes of 5 base-3 digits each, 4 bytes of 4, fp16 d): digit n of byte x is
+// ((x * 3^n mod 256) * 3) >> 8; weights 0..159: digit n = j / 32 of qs[j % 32]; 160..239: digit
+// (j - 160) / 16 of qs[32 + j % 16]; 240..255: digit (j - 240) / 4 of qs[48 + j % 4]
+struct ggml_tq1_0 : ggml_ternary_256 {
+  static constexpr const char* name = "tq1_0";
+  static constexpr std::size_t block_bytes = 54, d_offset = 52;
+  static uint8_t code(const unsigned char* qs, unsigned j) {
+    static constexpr uint8_t pow3[5] = {1, 3, 9, 27, 81};
+    unsigned byte, n;
+    if (j < 160) byte = j % 32, n = j / 32;
+    else if (j < 240) byte = 32 + (j - 160) % 16, n = (j - 160) / 16;
+    else byte = 48 + (j - 240) % 4, n = (j - 240) / 4;
+    const uint8_t q = uint8_t(qs[byte] * pow3[n]);
+    return uint8_t((unsigned(q) * 3u) >> 8);
+  }
+  static uint64_t codes8(const unsigned char* qs, unsigned j0) {
+    uint64_t x = 0;
+    for (unsigned i = 0; i < 8; ++i) x |= uint64_t(code(qs, j0 + i)) << (8 * i);
+    return x;
+  }
+  static void codes_block(const unsigned char* qs, uint8_t* out) {
+    for (unsigned j = 0; j < 256; ++j) out[j] = code(qs, j);
+  }
 };
 
 // The checks every reader of a block tensor makes before touching it: the policy holds the
-// block's format with group<32>, K a multiple of 32, the buffer large enough.
+// block's format with group<E> (E the block's weights), K a multiple of E, the buffer large enough.
 template <class P, class Block>
 void check_ggml_tensor(const char* what, const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes) {
-  constexpr bool policy_ok = std::is_same_v<typename P::format, typename Block::format> && P::spec.group_k == 32;
-  require(policy_ok, what, ": the policy must have the block's format and group<32>, got ", P::name());
+  constexpr std::size_t E = Block::block_elems;
+  constexpr bool policy_ok =
+      std::is_same_v<typename P::format, typename Block::format> && P::spec.group_k == int(E) && !P::spec.per_tensor;
+  require(policy_ok, what, ": the policy must have the block's format and group<", E, ">, got ", P::name());
   require(blocks != nullptr, what, ": null block pointer");
   check_matrix_shape(M, K, what);
-  require(K % 32 == 0, what, ": K (", K, ") is not a multiple of the block size 32");
-  const std::size_t nblocks = M * (K / 32);
+  require(K % E == 0, what, ": K (", K, ") is not a multiple of the block size ", E);
+  const std::size_t nblocks = M * (K / E);
   require(nbytes == unknown_size || nbytes >= nblocks * Block::block_bytes, what, ": buffer of ", nbytes,
           " bytes holds fewer than ", nblocks, " blocks of ", Block::block_bytes, " bytes");
 }
-// block i's scale d, checked finite
-inline float ggml_block_scale(const char* what, const unsigned char* b, std::size_t i, std::size_t K) {
+// block i's scale d (its fp16 at d_offset of the block at b), checked finite
+template <class Block>
+float ggml_block_scale(const char* what, const unsigned char* b, std::size_t i, std::size_t K) {
+  b += Block::d_offset;
   const float d = f16_to_f32(uint16_t(b[0] | (unsigned(b[1]) << 8)));
-  require(std::isfinite(d), what, ": block ", i, " (row ", i / (K / 32), ") has a non-finite scale");
+  require(std::isfinite(d), what, ": block ", i, " (row ", i / (K / Block::block_elems), ") has a non-finite scale");
   return d;
 }
 
@@ -384,21 +443,23 @@ template <class P, class Block>
 quantized<P> import_ggml_blocks(const char* what, const void* blocks, std::size_t M, std::size_t K,
                                 std::size_t nbytes, thread_pool* pool) {
   check_ggml_tensor<P, Block>(what, blocks, M, K, nbytes);
-  const std::size_t nblocks = M * (K / 32);
+  constexpr std::size_t E = Block::block_elems;
+  const std::size_t nblocks = M * (K / E);
   quantized<P> q = make_quantized<P>(M, K);
   // blocks [i0, i1), rows split over the pool's threads (a bad block throws from its thread: the
   // pool rethrows it)
   auto part = [&](std::size_t i0, std::size_t i1) {
     const auto* b = static_cast<const unsigned char*>(blocks) + i0 * Block::block_bytes;
     for (std::size_t i = i0; i < i1; ++i, b += Block::block_bytes) {
-      q.scales[i] = ggml_block_scale(what, b, i, K);  // block i is group i % (K/32) of row i / (K/32)
-      Block::codes32(b + 2, q.codes.data() + i * 32);
+      q.scales[i] = ggml_block_scale<Block>(what, b, i, K);  // block i is group i % (K/E) of row i / (K/E)
+      if constexpr (P::spec.asymmetric) q.zeros[i] = Block::zero;
+      Block::codes_block(b + Block::qs_offset, q.codes.data() + i * E);
     }
   };
   if (pool == nullptr || pool->size() <= 1 || M <= 1) {
     part(0, nblocks);
   } else {
-    const std::size_t parts = std::min(pool->size(), M), bpr = K / 32;
+    const std::size_t parts = std::min(pool->size(), M), bpr = K / E;
     pool->run(parts, [&](std::size_t i) { part(M * i / parts * bpr, M * (i + 1) / parts * bpr); });
   }
   return q;
@@ -428,6 +489,21 @@ template <class P>
 quantized<P> import_iq4_nl(const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes = unknown_size,
                            thread_pool* pool = nullptr) {
   return detail::import_ggml_blocks<P, detail::ggml_iq4_nl>("import_iq4_nl", blocks, M, K, nbytes, pool);
+}
+
+// block_tq2_0 (66 bytes: 256 2-bit codes q, fp16 d) and block_tq1_0 (54 bytes: 256 base-3 digits
+// t, fp16 d), BitNet b1.58's ternary weights: w = d * (q - 1). Policy: uint_asym<2>, group<256>
+// (code = q, zero 1), which every kernel serves (the LUT-GEMV included). Direct to a blob:
+// pack_tq2_0, pack_tq1_0.
+template <class P>
+quantized<P> import_tq2_0(const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes = unknown_size,
+                          thread_pool* pool = nullptr) {
+  return detail::import_ggml_blocks<P, detail::ggml_tq2_0>("import_tq2_0", blocks, M, K, nbytes, pool);
+}
+template <class P>
+quantized<P> import_tq1_0(const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes = unknown_size,
+                          thread_pool* pool = nullptr) {
+  return detail::import_ggml_blocks<P, detail::ggml_tq1_0>("import_tq1_0", blocks, M, K, nbytes, pool);
 }
 
 }  // namespace lutkit
