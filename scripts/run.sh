@@ -14,12 +14,17 @@ echo "== end-to-end example"
 echo "== accuracy on llama.cpp formats (docs/llama_formats.md, \"Accuracy\")"
 ./build/release/examples/lutkit_accuracy
 
-echo "== engine (examples/llm, docs/engine.md): a random-weight Llama-3.2-1B-shaped Q4_0 GGUF"
-model=build/release/llama-3.2-1b-q4_0.gguf
-[ -f "$model" ] || ./build/release/examples/lutkit_llm --write-model "$model" --shape llama-3.2-1b --type q4_0
-for t in 1 2; do
-  ./build/release/examples/lutkit_llm --model "$model" --random-prompt 512 -n 65 --threads "$t" --quiet | tail -1
-  ./build/release/examples/lutkit_llm --model "$model" --fill 4095 -n 65 --threads "$t" --quiet | tail -1
+echo "== engine (examples/llm, docs/engine.md): random-weight GGUF files of Llama-3.2-1B's shape in Q4_0"
+echo "   and of BitNet-2B's in TQ2_0 (written once into build/release/)"
+for m in llama-3.2-1b:q4_0 bitnet-2b:tq2_0; do
+  shape=${m%%:*} type=${m##*:}
+  model=build/release/$shape-$type.gguf
+  [ -f "$model" ] || ./build/release/examples/lutkit_llm --write-model "$model" --shape "$shape" --type "$type"
+  for t in 1 2; do
+    echo "$shape $type, $t thread(s):"
+    ./build/release/examples/lutkit_llm --model "$model" --random-prompt 512 -n 65 --threads "$t" --quiet | tail -1
+    ./build/release/examples/lutkit_llm --model "$model" --fill 4095 -n 65 --threads "$t" --quiet | tail -1
+  done
 done
 
 filter='dram_read|/4096x14336/n:1/|/2560x6912/n:1/|w2_g64_asym.*/4096x14336/n:(4|16)/|convert_dq/w2.*/4096x14336/n:(4|16)/|lut_precompute|peak/|_gemm/.*/4096x14336/n:128/threads:2/|^dequant/.*/threads:2/|^dllm_[a-z_]*/B:16/L:32/V:126464/.*/threads:2|^ar_[a-z_]*/B:(1|16)/V:151936/.*threads:2/|^(attention_(decode|prefill|prefill_bf16|naive)|kv_read)/.*/threads:2/|^decode_read/.*/4096x14336/|^(load_memcpy|load_pages|pack|import_pack|pack_q4_0|pack_q4_0_into|pack_q8_0|pack_q8_0_into)/|^aie/'

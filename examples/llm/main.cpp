@@ -3,7 +3,7 @@
 //   lutkit_llm --model M.gguf [--prompt-ids 1,15043,3186 | --random-prompt N | --fill N] [-n 64] [--threads 2]
 //              [--ctx 4096] [--chunk 512] [--temp 0] [--top-k 40] [--top-p 0.95] [--seed 1]
 //              [--kv bf16] [--batch B] [--quiet]
-//   lutkit_llm --write-model M.gguf --shape llama-3.2-1b|tiny [--type q4_0|q8_0|iq4_nl]
+//   lutkit_llm --write-model M.gguf --shape llama-3.2-1b|bitnet-2b|tiny [--type q4_0|q8_0|iq4_nl|tq2_0|tq1_0]
 //              (a random-weight model of that shape, for benchmarks)
 //
 // --batch B: Best-of-N, B sequences continue the prompt, each with its own sampler seed (give a
@@ -66,7 +66,8 @@ int usage() {
   std::fprintf(stderr,
                "usage: lutkit_llm --model M.gguf [--prompt-ids a,b,c | --random-prompt N | --fill N] [-n N] [--threads T] "
                "[--ctx N] [--chunk N] [--temp T] [--top-k K] [--top-p P] [--seed S] [--kv bf16] [--batch B] [--quiet]\n"
-               "       lutkit_llm --write-model M.gguf --shape llama-3.2-1b|tiny [--type q4_0|q8_0|iq4_nl]\n");
+               "       lutkit_llm --write-model M.gguf --shape llama-3.2-1b|bitnet-2b|tiny "
+               "[--type q4_0|q8_0|iq4_nl|tq2_0|tq1_0]\n");
   return 2;
 }
 }  // namespace
@@ -106,12 +107,20 @@ int main(int argc, char** argv) try {
   }
   if (!write_path.empty()) {
     lutkit::gguf::tiny_llama_options o;
-    o.matrix_type = type == "q8_0" ? lutkit::ggml_type::q8_0 : type == "iq4_nl" ? lutkit::ggml_type::iq4_nl
-                                                                              : lutkit::ggml_type::q4_0;
+    o.matrix_type = type == "q8_0"     ? lutkit::ggml_type::q8_0
+                    : type == "iq4_nl" ? lutkit::ggml_type::iq4_nl
+                    : type == "tq2_0"  ? lutkit::ggml_type::tq2_0
+                    : type == "tq1_0"  ? lutkit::ggml_type::tq1_0
+                                       : lutkit::ggml_type::q4_0;
+    lutkit::detail::require(type == "q4_0" || o.matrix_type != lutkit::ggml_type::q4_0, "lutkit_llm: unknown type ", type);
     o.embedding_type = o.matrix_type;
     if (shape == "llama-3.2-1b") {  // Llama 3.2 1B: 16 layers, 2048 wide, 32 / 8 heads of 64, FFN 8192
       o.n_vocab = 128256, o.n_embd = 2048, o.n_ff = 8192, o.n_layer = 16, o.n_head = 32, o.n_head_kv = 8;
       o.n_ctx = 131072, o.rope_freq_base = 500000.f, o.output_tensor = false;
+    } else if (shape == "bitnet-2b") {  // BitNet b1.58 2B: 30 layers, 2560 wide, 20 / 5 heads of 128, FFN 6912
+      o.n_vocab = 128256, o.n_embd = 2560, o.n_ff = 6912, o.n_layer = 30, o.n_head = 20, o.n_head_kv = 5;
+      o.n_ctx = 4096, o.rope_freq_base = 500000.f, o.output_tensor = true;  // output.weight in the matrix type
+      o.embedding_type = lutkit::ggml_type::f16;  // (BitNet keeps its embedding in 16 bits)
     } else {
       lutkit::detail::require(shape == "tiny", "lutkit_llm: unknown shape ", shape);
     }
