@@ -54,7 +54,8 @@ using dq_policy_list = append_policies<
     policy<fmt::codebook4<book::iq4_nl>, group<32>, i8>,  // llama.cpp IQ4_NL blocks
     policy<fmt::uint_sym<8>, group<32>, i8>,              // llama.cpp Q8_0 blocks
     policy<fmt::uint_sym<4>, group<32>, i8>,              // llama.cpp Q4_0 blocks
-    policy<fmt::q4nx, group<32>, i8>>::type;              // Q4NX: bf16 scale and min per 32
+    policy<fmt::q4nx, group<32>, i8>,                     // Q4NX: bf16 scale and min per 32
+    policy<fmt::q4_1, group<32>, i8>>::type;              // llama.cpp Q4_1 blocks: fp16 scale and min per 32
 inline constexpr std::size_t dq_policy_count = std::tuple_size_v<dq_policy_list>;
 
 // The policies of a list with their target replaced (the layout tests run every target's layout).

@@ -116,7 +116,8 @@ TEST_CASE("canonical names of the new formats", "[formats]") {
   std::set<std::string> names;
   for_each_policy_in<dq_policy_list>([&]<class P>() { names.insert(P::name()); });
   CHECK(names.size() == dq_policy_count);
-  CHECK(dq_policy_count == policy_count + 6);
+  CHECK(dq_policy_count == policy_count + 7);
+  CHECK(policy<fmt::q4_1, group<32>>::name() == "w4q41_g32_asym_notab_host_b32");
 }
 
 TEST_CASE("tiling spec of non-LUT formats: min(16, group/4) steps, no int16 bound", "[formats]") {
@@ -458,6 +459,50 @@ TEST_CASE("import_tq2_0 / import_tq1_0 reproduce llama.cpp's dequantization bit 
   CHECK_THROWS_WITH(import_tq1_0<P>(b.data(), 4, 256, 54 * 4 - 1), Catch::Contains("holds fewer than"));
   b[64 + 1] = 0x7C;  // block 0: d = +inf
   CHECK_THROWS_WITH(import_tq2_0<P>(b.data(), 4, 256, b.size()), Catch::Contains("non-finite scale"));
+}
+
+TEST_CASE("import_q4_1 reproduces llama.cpp's dequantization bit for bit", "[formats]") {
+  using P = policy<fmt::q4_1, group<32>>;
+  using FT = format_traits<P::format>;
+  std::mt19937_64 rng(41);
+  for (int trial = 0; trial < 6; ++trial) {
+    const std::size_t M = std::uniform_int_distribution<std::size_t>(1, 90)(rng);
+    const std::size_t K = 32 * std::uniform_int_distribution<std::size_t>(1, 12)(rng);
+    INFO("M=" << M << " K=" << K);
+    std::vector<uint8_t> b(M * K / 32 * 20);
+    for (auto& v : b) v = uint8_t(rng());
+    for (std::size_t i = 0; i < M * K / 32; ++i)
+      for (std::size_t o : {1, 3}) {  // finite d and m; zero and subnormal ones in the first trials
+        uint8_t& hi = b[i * 20 + o];
+        if ((hi & 0x7C) == 0x7C) hi &= 0xFB;
+        if (trial == 0 && i % 4 == 0) b[i * 20 + o - 1] = 0, hi &= 0x80;
+        if (trial == 1 && i % 3 == 0) hi &= 0x83;
+      }
+    const quantized<P> q = import_q4_1<P>(b.data(), M, K, b.size());
+    const auto u = unpack<P>(pack<P>(q));
+    REQUIRE(u.codes == q.codes);
+    std::vector<float> y(K);
+    bool exact = true;
+    for (std::size_t m = 0; m < M && exact; ++m) {
+      lutkit::ggml::dequantize_row(lutkit::ggml_type::q4_1, b.data() + m * (K / 32) * 20, K / 32 * 20, y.data(), K);
+      for (std::size_t k = 0; k < K; ++k)
+        exact = exact && same_bits(FT::value(u.scale(m, k / 32), u.zero(m, k / 32), u.codes[m * K + k]), y[k]) &&
+                same_bits(float(u.weight(m, k)), y[k]);
+    }
+    CHECK(exact);
+  }
+  std::vector<uint8_t> b(20 * 2, 0);
+  b[3] = 0x7E;  // block 0: m = NaN
+  CHECK_THROWS_WITH(import_q4_1<P>(b.data(), 1, 64, b.size()), Catch::Contains("non-finite minimum"));
+  CHECK_THROWS_WITH(pack_q4_1<P>(b.data(), 1, 64, b.size()), Catch::Contains("non-finite minimum"));
+  // quantize with the Q4_1 rule: every weight within half a step of d q + m
+  std::vector<float> w(4 * 64);
+  std::normal_distribution<float> nd;
+  for (auto& x : w) x = nd(rng);
+  const auto qq = quantize<P>(w.data(), 4, 64);
+  for (std::size_t m = 0; m < 4; ++m)
+    for (std::size_t k = 0; k < 64; ++k)
+      REQUIRE(std::fabs(qq.weight(m, k) - double(w[m * 64 + k])) <= 0.5 * double(qq.scale(m, k / 32)) * (1 + 1e-6));
 }
 
 TEST_CASE("llama.cpp block layout: nibble order and int8 sign", "[formats]") {

@@ -496,6 +496,20 @@ TEST_CASE("llama.cpp blocks packed in place: the bytes of pack(import), ragged s
   check_direct_pack<NL>(
       18, [](auto... a) { return import_iq4_nl<NL>(a...); }, [](auto... a) { return pack_iq4_nl<NL>(a...); },
       [](auto& w, auto... a) { pack_iq4_nl_into<NL>(w, a...); });
+  // Q4_1: the minimum at bytes 2-3 made finite too (the generator fixes the scale's only)
+  using Q41 = policy<fmt::q4_1, group<32>>;
+  auto fix_min = [](const void* p, std::size_t n) {
+    auto* b = const_cast<uint8_t*>(static_cast<const uint8_t*>(p));
+    for (std::size_t i = 0; i < n / 20; ++i)
+      if ((b[i * 20 + 3] & 0x7C) == 0x7C) b[i * 20 + 3] &= 0xFB;
+  };
+  check_direct_pack<Q41>(
+      20,
+      [&](const void* b, std::size_t M, std::size_t K, std::size_t n) {
+        fix_min(b, n);
+        return import_q4_1<Q41>(b, M, K, n);
+      },
+      [](auto... a) { return pack_q4_1<Q41>(a...); }, [](auto& w, auto... a) { pack_q4_1_into<Q41>(w, a...); });
 }
 
 TEST_CASE("TQ2_0 / TQ1_0 super-blocks packed in place: the bytes of pack(import), 1-3 threads", "[layout][import]") {

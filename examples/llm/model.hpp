@@ -5,8 +5,8 @@
 // Architectures: `llama` (Llama 2 / 3.x, Mistral, TinyLlama), `qwen2` (biases on Q, K, V),
 // `qwen3` (per-head RMSNorm of q and k), `gemma3` (5 local : 1 global layers, the local ones a
 // sliding window with their own RoPE base, q / k norms, post-attention and post-FFN norms,
-// GELU-tanh gated MLP, the embedding scaled by sqrt(n_embd)). Matrix types: Q4_0, Q8_0, IQ4_NL,
-// TQ2_0, TQ1_0 (the llama.cpp blocks lutkit packs in place); norms, biases and the embedding in
+// GELU-tanh gated MLP, the embedding scaled by sqrt(n_embd)). Matrix types: Q4_0, Q4_1, Q8_0,
+// IQ4_NL, TQ2_0, TQ1_0 (the llama.cpp blocks lutkit packs in place); norms, biases and the embedding in
 // any type lutkit dequantizes. Any other architecture or matrix type is an error naming it.
 #pragma once
 #include <cmath>
@@ -25,6 +25,7 @@ namespace llm {
 using q4_0_policy = lutkit::policy<lutkit::fmt::uint_sym<4>, lutkit::group<32>>;
 using q8_0_policy = lutkit::policy<lutkit::fmt::uint_sym<8>, lutkit::group<32>>;
 using iq4_nl_policy = lutkit::policy<lutkit::fmt::codebook4<lutkit::book::iq4_nl>, lutkit::group<32>>;
+using q4_1_policy = lutkit::policy<lutkit::fmt::q4_1, lutkit::group<32>>;
 // TQ2_0 and TQ1_0 (BitNet b1.58): codes 0..2 with zero 1 and one scale per 256
 using tq_policy = lutkit::policy<lutkit::fmt::uint_asym<2>, lutkit::group<256>>;
 
@@ -126,7 +127,8 @@ struct matrix {
   std::size_t M = 0, K = 0;
   lutkit::ggml_type type = lutkit::ggml_type::f32;
   std::variant<std::monostate, lutkit::packed_weights<q4_0_policy>, lutkit::packed_weights<q8_0_policy>,
-               lutkit::packed_weights<iq4_nl_policy>, lutkit::packed_weights<tq_policy>>
+               lutkit::packed_weights<iq4_nl_policy>, lutkit::packed_weights<q4_1_policy>,
+               lutkit::packed_weights<tq_policy>>
       w;
 
   static constexpr std::size_t gemv_rows = 4;  // N above this: the dequant-GEMM
@@ -172,11 +174,12 @@ inline matrix pack_matrix(const lutkit::gguf::tensor& t, lutkit::thread_pool* po
     case ggml_type::q4_0: m.w = lutkit::pack_q4_0<q4_0_policy>(b, m.M, m.K, nb, pool); break;
     case ggml_type::q8_0: m.w = lutkit::pack_q8_0<q8_0_policy>(b, m.M, m.K, nb, pool); break;
     case ggml_type::iq4_nl: m.w = lutkit::pack_iq4_nl<iq4_nl_policy>(b, m.M, m.K, nb, pool); break;
+    case ggml_type::q4_1: m.w = lutkit::pack_q4_1<q4_1_policy>(b, m.M, m.K, nb, pool); break;
     case ggml_type::tq2_0: m.w = lutkit::pack_tq2_0<tq_policy>(b, m.M, m.K, nb, pool); break;
     case ggml_type::tq1_0: m.w = lutkit::pack_tq1_0<tq_policy>(b, m.M, m.K, nb, pool); break;
     default:
       lutkit::detail::require(false, "llm: tensor '", t.name, "' has type ", t.info().name,
-                              "; the engine packs Q4_0, Q8_0, IQ4_NL, TQ2_0 and TQ1_0 matrices");
+                              "; the engine packs Q4_0, Q4_1, Q8_0, IQ4_NL, TQ2_0 and TQ1_0 matrices");
   }
   return m;
 }

@@ -123,13 +123,23 @@ struct ggml_source {
     if constexpr (P::spec.bf16_params) return encode_param(P::spec, f16_to_f32(h));
     else return h;
   }
-  // the zero slot: the block type's zero for asymmetric policies (TQ: 1), else the format's
-  uint16_t zero_bits(std::size_t, std::size_t) const {
-    return encode_param(P::spec, P::spec.asymmetric ? Block::zero : P::spec.sym_zero);
+  // the zero slot: the block's minimum (Q4_1), the block type's zero for asymmetric policies
+  // (TQ: 1), else the format's
+  uint16_t zero_bits(std::size_t m, std::size_t g) const {
+    if constexpr (Block::has_min) {
+      const std::size_t i = m * (K_ / E) + g;
+      const unsigned char* b = blocks + i * Block::block_bytes;
+      return encode_param(P::spec, ggml_block_min<Block>(what, b, i, K_));
+    } else {
+      (void)m, (void)g;
+      return encode_param(P::spec, P::spec.asymmetric ? Block::zero : P::spec.sym_zero);
+    }
   }
-  void zero_bits_rows(std::size_t, std::size_t n, std::size_t, uint8_t* out) const {
-    const uint16_t z = zero_bits(0, 0);
-    for (std::size_t i = 0; i < n; ++i) std::memcpy(out + 2 * i, &z, 2);
+  void zero_bits_rows(std::size_t m0, std::size_t n, std::size_t g, uint8_t* out) const {
+    for (std::size_t i = 0; i < n; ++i) {
+      const uint16_t z = zero_bits(Block::has_min ? m0 + i : 0, Block::has_min ? g : 0);
+      std::memcpy(out + 2 * i, &z, 2);
+    }
   }
   // scale_bits of rows m0 .. m0 + n - 1 of group g, to out (2 bytes each)
   void scale_bits_rows(std::size_t m0, std::size_t n, std::size_t g, uint8_t* out) const {
@@ -460,6 +470,16 @@ packed_weights<P> pack_iq4_nl(const void* blocks, std::size_t M, std::size_t K, 
                               thread_pool* pool = nullptr) {
   return detail::pack_source<P>(detail::ggml_tensor<P, detail::ggml_iq4_nl>("pack_iq4_nl", blocks, M, K, nbytes),
                                 pool);
+}
+template <class P>
+packed_weights<P> pack_q4_1(const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes = unknown_size,
+                            thread_pool* pool = nullptr) {
+  return detail::pack_source<P>(detail::ggml_tensor<P, detail::ggml_q4_1>("pack_q4_1", blocks, M, K, nbytes), pool);
+}
+template <class P>
+void pack_q4_1_into(packed_weights<P>& out, const void* blocks, std::size_t M, std::size_t K,
+                    std::size_t nbytes = unknown_size, thread_pool* pool = nullptr) {
+  detail::pack_source_into(out, detail::ggml_tensor<P, detail::ggml_q4_1>("pack_q4_1", blocks, M, K, nbytes), pool);
 }
 template <class P>
 packed_weights<P> pack_tq2_0(const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes = unknown_size,

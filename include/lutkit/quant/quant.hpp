@@ -21,6 +21,69 @@
 
 namespace lutkit {
 
+// llama.cpp's Q4_1 as a policy format: 4-bit codes q, an fp16 scale d and an fp16 minimum m per
+// group, w = d * q + m (min-form, like Q4NX but with fp16 parameters). Whole codes (no LUT-GEMV);
+// the int8 decode, FusedDQP and the dequant-GEMM serve it.
+namespace fmt {
+struct q4_1 {
+  static constexpr int bits = 4;
+  static constexpr bool is_ternary = false;
+  static constexpr bool asymmetric = true;
+};
+}  // namespace fmt
+
+namespace detail {
+// the fp16 value next to the fp16 value v, toward +inf (up) or -inf
+inline float f16_step(float v, bool up) {
+  const uint16_t h = f32_to_f16(v);
+  if ((h & 0x7FFFu) == 0) return up ? f16_to_f32(0x0001) : f16_to_f32(0x8001);
+  const bool neg = (h & 0x8000u) != 0;
+  return f16_to_f32(uint16_t(up != neg ? h + 1 : h - 1));
+}
+}  // namespace detail
+
+template <>
+struct format_traits<fmt::q4_1> {
+  static constexpr bool is_ternary = false;
+  static constexpr int bits = 4;
+  static constexpr bool asymmetric = true;
+  static constexpr int planes = 4;
+  static constexpr int k_per_step = 4;
+  static constexpr int max_code = 15;
+  static constexpr float sym_zero = 0.0f;  // unused: every group stores its own minimum
+  static constexpr int plane_weight_sum = 15;
+  static constexpr bool integer_levels = true;
+  static constexpr float level(int code) { return float(code); }
+  static constexpr bool min_form = true;
+  static constexpr bool bf16_params = false;
+  static constexpr float value(float scale, float min, int code) { return scale * level(code) + min; }
+  static constexpr bool lut_gemv_capable = false;
+  static constexpr bool is_codebook = false;
+  static constexpr const char* book_name = "q41";  // policy names read w4q41_g32_asym_...
+  // min = the largest fp16 <= min(w), scale = the smallest fp16 >= (max(w) - min) / 15: every
+  // weight within scale / 2 of d q + m. False when they are not finite in fp16.
+  static bool fit_group(const float* w, std::size_t n, std::size_t stride, float& scale, float& min) {
+    float lo = w[0], hi = w[0];
+    for (std::size_t i = 1; i < n; ++i) {
+      lo = std::min(lo, w[i * stride]);
+      hi = std::max(hi, w[i * stride]);
+    }
+    float mn = round_to_f16(lo);
+    if (mn > lo) mn = detail::f16_step(mn, false);
+    const double range = double(hi) - double(mn);
+    float d = round_to_f16(float(range / 15.0));
+    if (double(d) * 15.0 < range) d = detail::f16_step(d, true);
+    scale = d;
+    min = mn;
+    return std::isfinite(mn) && std::isfinite(d) && std::isfinite(d * 15.0f + mn);
+  }
+  static uint8_t code_of(float w, float scale, float min) {
+    if (!(scale > 0)) return 0;
+    const double t = std::nearbyint((double(w) - double(min)) / double(scale));
+    return uint8_t(t < 0 ? 0 : (t > 15 ? 15 : int(t)));
+  }
+};
+
 template <class P>
 struct quantized {
   std::size_t M = 0, K = 0;
@@ -324,6 +387,8 @@ enum class code_form { bytes, ggml_nibbles, ggml_int8 };
 struct ggml_block_32 {
   static constexpr std::size_t block_elems = 32, d_offset = 0, qs_offset = 2;
   static constexpr float zero = 0.f;  // (symmetric formats: the policy's own zero)
+  static constexpr bool has_min = false;  // true: an fp16 minimum per block at m_offset (Q4_1)
+  static constexpr std::size_t m_offset = 0;
 };
 // 16 bytes of nibbles: weight j < 16 is the low nibble of byte j, weight j >= 16 the high
 // nibble of byte j - 16 (q4_0, iq4_nl)
@@ -353,6 +418,12 @@ struct ggml_iq4_nl : ggml_nibble_codes {
   using format = fmt::codebook4<book::iq4_nl>;  // code = q, level kvalues[q] + 128, zero 128
   static constexpr const char* name = "iq4_nl";
 };
+struct ggml_q4_1 : ggml_nibble_codes {  // 20 bytes: fp16 d, fp16 m, 16 bytes of nibbles
+  using format = fmt::q4_1;             // code = q: w = d * q + m
+  static constexpr const char* name = "q4_1";
+  static constexpr std::size_t block_bytes = 20, qs_offset = 4, m_offset = 2;
+  static constexpr bool has_min = true;
+};
 struct ggml_q8_0 : ggml_block_32 {
   using format = fmt::uint_sym<8>;  // code = q + 128, zero 128: w = d * q
   static constexpr const char* name = "q8_0";
@@ -374,6 +445,8 @@ struct ggml_ternary_256 {
   using format = fmt::uint_asym<2>;
   static constexpr std::size_t block_elems = 256, qs_offset = 0;
   static constexpr float zero = 1.f;
+  static constexpr bool has_min = false;
+  static constexpr std::size_t m_offset = 0;
   static constexpr code_form form = code_form::bytes;  // (no 64-code fast path: codes8 per 8)
 };
 // TQ2_0 (66 bytes: 64 bytes of 2-bit codes, fp16 d): weight 128 g + 32 p + m is bits 2p..2p+1 of
@@ -438,6 +511,14 @@ float ggml_block_scale(const char* what, const unsigned char* b, std::size_t i, 
   require(std::isfinite(d), what, ": block ", i, " (row ", i / (K / Block::block_elems), ") has a non-finite scale");
   return d;
 }
+// block i's minimum m (Q4_1), checked finite
+template <class Block>
+float ggml_block_min(const char* what, const unsigned char* b, std::size_t i, std::size_t K) {
+  b += Block::m_offset;
+  const float m = f16_to_f32(uint16_t(b[0] | (unsigned(b[1]) << 8)));
+  require(std::isfinite(m), what, ": block ", i, " (row ", i / (K / Block::block_elems), ") has a non-finite minimum");
+  return m;
+}
 
 template <class P, class Block>
 quantized<P> import_ggml_blocks(const char* what, const void* blocks, std::size_t M, std::size_t K,
@@ -452,7 +533,8 @@ quantized<P> import_ggml_blocks(const char* what, const void* blocks, std::size_
     const auto* b = static_cast<const unsigned char*>(blocks) + i0 * Block::block_bytes;
     for (std::size_t i = i0; i < i1; ++i, b += Block::block_bytes) {
       q.scales[i] = ggml_block_scale<Block>(what, b, i, K);  // block i is group i % (K/E) of row i / (K/E)
-      if constexpr (P::spec.asymmetric) q.zeros[i] = Block::zero;
+      if constexpr (Block::has_min) q.zeros[i] = ggml_block_min<Block>(what, b, i, K);
+      else if constexpr (P::spec.asymmetric) q.zeros[i] = Block::zero;
       Block::codes_block(b + Block::qs_offset, q.codes.data() + i * E);
     }
   };
@@ -489,6 +571,14 @@ template <class P>
 quantized<P> import_iq4_nl(const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes = unknown_size,
                            thread_pool* pool = nullptr) {
   return detail::import_ggml_blocks<P, detail::ggml_iq4_nl>("import_iq4_nl", blocks, M, K, nbytes, pool);
+}
+
+// block_q4_1 (20 bytes: fp16 d, fp16 m, 16 bytes of nibbles like q4_0): w = d * q + m. Policy:
+// fmt::q4_1, group<32> (code = q, the minimum in the zero slot). Direct to a blob: pack_q4_1.
+template <class P>
+quantized<P> import_q4_1(const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes = unknown_size,
+                         thread_pool* pool = nullptr) {
+  return detail::import_ggml_blocks<P, detail::ggml_q4_1>("import_q4_1", blocks, M, K, nbytes, pool);
 }
 
 // block_tq2_0 (66 bytes: 256 2-bit codes q, fp16 d) and block_tq1_0 (54 bytes: 256 base-3 digits
