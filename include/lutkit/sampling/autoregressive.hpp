@@ -317,14 +317,8 @@ inline void ar_top_p_all(const ar_row_ctx& c, double M, double beta, double targ
     const bool narrowed = nlo != lo || nhi_t != hi;
     lo = nlo, hi = nhi_t;
     // the band [lo, hi) of the searched values
-    std::size_t k = 0;
-    for (std::size_t i = 0; i < pn; ++i) {
-      const float z = pv[i];
-      bv[k] = z;
-      bi[k] = pv == cv ? ci[i] : bi[i];
-      k += (z >= lo && z < hi) ? 1 : 0;
-    }
-    pv = bv, pn = k;
+    pn = c.ks->collect_range(pv, pv == cv ? ci : bi, pn, lo, hi, bv, bi);
+    pv = bv;
     if (pn <= few || !narrowed || !(std::nextafter(lo, inf) < (hi == inf ? std::nextafter(float(M), inf) : hi))) break;
   }
   // sort the band, walk it from F(hi)
@@ -338,24 +332,55 @@ inline void ar_top_p_all(const ar_row_ctx& c, double M, double beta, double targ
     cum += q(e.z);
     ++m;
   }
-  // 4. the kept values in token order
-  w.reserve(nhi + m);
-  if (m == 0) {
-    for (std::size_t i = 0; i < n; ++i)
-      if (cv[i] >= hi) w.push_back({ci[i], cv[i]});
-  } else {
-    const ar_cand last = band[m - 1];
-    for (std::size_t i = 0; i < n; ++i)
-      if (cv[i] > last.z || (cv[i] == last.z && ci[i] <= last.i)) w.push_back({ci[i], cv[i]});
+  // 4. the kept values in token order: the nhi values >= hi and the m first of the band, i.e.
+  // the collected values at least as good as the last kept one
+  const ar_cand last = m ? band[m - 1] : ar_cand{0xFFFFFFFFu, hi};
+  const std::size_t nk = c.ks->collect_range(cv, ci, n, last.z, inf, bv, bi);
+  w.resize(nk);
+  std::size_t k = 0;
+  for (std::size_t i = 0; i < nk; ++i) {  // (ties with the last kept value after its token: out)
+    w[k] = {bi[i], bv[i]};
+    k += (bv[i] == last.z && bi[i] > last.i) ? 0 : 1;
   }
+  w.resize(k);
 }
 
-// the final draw from an explicit candidate set: ascending token order, inverse CDF of u
-inline uint32_t ar_draw(std::vector<ar_cand>& w, double beta, double u) {
-  double M = -std::numeric_limits<double>::infinity();
-  for (const auto& c : w) M = std::max(M, double(c.z));
+// the final draw from an explicit candidate set: ascending token order, inverse CDF of u, in
+// double: the first token whose cumulative exp(beta (z - M)) reaches u times their sum. Many
+// candidates (a top-p cut on the whole vocabulary): the sum and the cumulative sums of blocks of
+// 256 come from the kernels' float exp sums, the crossing block is walked in double, and the token
+// is taken only if the cumulative sum is clear of u * sum by far more than the float sums' error
+// (2^-14 of the sum against ~2^-19); else (rarely) the plain walk in double decides. The result is
+// the plain walk's, bit for bit, either way.
+// M: the largest candidate value (the row's maximum: every stage keeps the top candidate).
+inline uint32_t ar_draw(std::vector<ar_cand>& w, double M, double beta, double u, const sampling_kernel_set& ks) {
   const auto by_token = [](const ar_cand& a, const ar_cand& b) { return a.i < b.i; };
   if (!std::is_sorted(w.begin(), w.end(), by_token)) std::sort(w.begin(), w.end(), by_token);
+  if (w.size() >= 1024) {
+    const std::size_t n = w.size(), nb = (n + ar_block - 1) / ar_block;
+    std::vector<float> z(n);
+    for (std::size_t i = 0; i < n; ++i) z[i] = w[i].z;
+    std::vector<double> bs(nb);
+    double tot = 0.0;
+    for (std::size_t b = 0; b < nb; ++b) {
+      const std::size_t b0 = b * ar_block;
+      tot += bs[b] = double(ks.sum_exp(z.data() + b0, std::min(ar_block, n - b0), float(M), float(beta), nullptr, nullptr, 0));
+    }
+    const double target = u * tot, tol = 0x1p-14 * tot;
+    double cum = 0.0;
+    std::size_t b = 0;
+    while (b < nb && cum + bs[b] < target - tol) cum += bs[b++];
+    if (b < nb) {
+      for (std::size_t i = b * ar_block, e = std::min(n, i + ar_block); i < e; ++i) {
+        const double q = std::exp(beta * (double(w[i].z) - M));
+        if (cum + q >= target - tol) {
+          if (cum < target - tol && cum + q >= target + tol) return w[i].i;
+          break;  // too close to call: the plain walk
+        }
+        cum += q;
+      }
+    }
+  }
   double total = 0.0;
   for (const auto& c : w) total += std::exp(beta * (double(c.z) - M));
   const double target = u * total;
@@ -454,7 +479,7 @@ inline uint32_t ar_row(const ar_row_ctx& c, const ar_params& p, const max_state&
       for (const auto& e : w) tr->kept.push_back(e.i);
       std::sort(tr->kept.begin(), tr->kept.end());
     }
-    return ar_draw(w, beta, u);
+    return ar_draw(w, M, beta, u, *c.ks);
   }
   // the draw over the whole vocabulary: chunk sums in float, the crossing chunk in double
   const double target = u * S;

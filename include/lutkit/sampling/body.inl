@@ -378,6 +378,32 @@ LUTKIT_OPS_FN inline std::size_t collect_ge(const float* x, std::size_t n, uint3
   return c;
 }
 
+template <class O = Ops>
+LUTKIT_OPS_FN inline std::size_t collect_range(const float* v, const uint32_t* ix, std::size_t n, float lo, float hi,
+                                               float* ov, uint32_t* oi) {
+  const F vlo = Ops::set1(lo), vhi = Ops::set1(hi);
+  std::size_t c = 0;
+  for (std::size_t i = 0; i < n; i += W) {
+    const M k = Ops::tail(n - i);
+    const F x = Ops::loadz(v + i, k);
+    const U t = U(Ops::loadz(reinterpret_cast<const float*>(ix + i), k));  // (the token bits)
+    const M in = Ops::both(k, Ops::both(Ops::ge(x, vlo), Ops::gt(vhi, x)));
+    // (in place: the lanes are in registers before the stores, which end at or before i + W)
+    if constexpr (requires { O::compress(in, x, t, ov, oi); }) {
+      if (Ops::bits(in)) c += O::compress(in, x, t, ov + c, oi + c);
+    } else {
+      for (unsigned b = Ops::bits(in); b; b &= b - 1) {
+        const unsigned l = unsigned(__builtin_ctz(b));
+        const float z = v[i + l];
+        const uint32_t tk = ix[i + l];
+        ov[c] = z;
+        oi[c++] = tk;
+      }
+    }
+  }
+  return c;
+}
+
 // n elements of a row converted by `conv` (W at a time; the tail through a zero-padded copy)
 template <class T, class Conv>
 LUTKIT_OPS_FN inline void decode_row(const T* s, std::size_t n, float* out, Conv conv) {
@@ -423,5 +449,5 @@ LUTKIT_OPS_FN inline void decode_mxfp8(const uint8_t* codes, const uint8_t* scal
 }
 
 inline sampling_kernel_set kernel_set(const char* name) {
-  return {name, max_argmax, sum_exp, max_sum_exp, gumbel_argmax, mass_ge, collect_ge<>, decode_bf16, decode_f16, decode_mxfp8};
+  return {name, max_argmax, sum_exp, max_sum_exp, gumbel_argmax, mass_ge, collect_ge<>, collect_range<>, decode_bf16, decode_f16, decode_mxfp8};
 }
