@@ -202,7 +202,7 @@ inline std::size_t ar_collect_soa(const ar_row_ctx& c, float t, float* val, uint
 //  1. the top: h = the 32nd largest block maximum; the values >= h (few, from the blocks that
 //     reach h) give F(h) exactly; if F(h) >= p S the cut lies among them (sorted, walked).
 //  2. else an estimate of where F crosses p S (plus a quarter of the rest, as a safety margin)
-//     from a sample of 1 in 16 values (16 of every block of 256), F^(t) = F(h) + 16 F_sample([t, h)):
+//     from a sample of 1 in 32 values (16 of every other block of 256), F^(t) = F(h) + 32 F_sample([t, h)):
 //     the threshold lo.
 //  3. ONE pass over the row collects the values >= lo (ascending token), checks F(lo) >= p S (else
 //     collects the whole row), then brackets [lo, hi) with 8 thresholds per pass over the
@@ -241,11 +241,11 @@ inline void ar_top_p_all(const ar_row_ctx& c, double M, double beta, double targ
       std::sort(w.begin(), w.end(), [](const ar_cand& a, const ar_cand& b) { return a.i < b.i; });
       return;
     }
-    // the sample: values [b0 + 32 (b % 8), + 16) of every block b
+    // the sample: values [b0 + 32 (b % 8), + 16) of every other block b
     std::vector<float> smp;
-    smp.reserve(nb * 16);
-    for (std::size_t b = 0; b < nb; ++b) {
-      const std::size_t b0 = b * ar_block + 32 * (b % 8);
+    smp.reserve(nb * 8 + 16);
+    for (std::size_t b = 0; b < nb; b += 2) {
+      const std::size_t b0 = b * ar_block + 32 * ((b / 2) % 8);
       if (b0 >= V) continue;
       const std::size_t n = std::min<std::size_t>(16, V - b0);
       const float* x = read_chunk(*c.lv, *c.ks, c.r, b0, n, c.scratch, c.pl);
@@ -337,12 +337,14 @@ inline void ar_top_p_all(const ar_row_ctx& c, double M, double beta, double targ
   const ar_cand last = m ? band[m - 1] : ar_cand{0xFFFFFFFFu, hi};
   const std::size_t nk = c.ks->collect_range(cv, ci, n, last.z, inf, bv, bi);
   w.resize(nk);
-  std::size_t k = 0;
-  for (std::size_t i = 0; i < nk; ++i) {  // (ties with the last kept value after its token: out)
-    w[k] = {bi[i], bv[i]};
-    k += (bv[i] == last.z && bi[i] > last.i) ? 0 : 1;
+  ar_cand* o = w.data();
+  std::size_t ties = 0;
+  for (std::size_t i = 0; i < nk; ++i) {
+    o[i] = {bi[i], bv[i]};
+    ties += bv[i] == last.z ? 1 : 0;
   }
-  w.resize(k);
+  if (ties > 1)  // ties with the last kept value after its token are out
+    w.erase(std::remove_if(w.begin(), w.end(), [&](const ar_cand& e) { return e.z == last.z && e.i > last.i; }), w.end());
 }
 
 // the final draw from an explicit candidate set: ascending token order, inverse CDF of u, in

@@ -360,9 +360,10 @@ LUTKIT_OPS_FN inline std::size_t collect_ge(const float* x, std::size_t n, uint3
   U ix = lane_index(base);
   std::size_t c = 0;
   for (std::size_t i = 0; i < n; i += W) {
-    const M k = Ops::tail(n - i);
-    const F v = Ops::loadz(x + i, k);
-    const M ge = Ops::both(k, Ops::ge(v, vt));
+    const bool full = i + W <= n;
+    const M k = full ? M{} : Ops::tail(n - i);
+    const F v = full ? Ops::load(x + i) : Ops::loadz(x + i, k);
+    const M ge = full ? Ops::ge(v, vt) : Ops::both(k, Ops::ge(v, vt));
     if constexpr (requires { O::compress(ge, v, ix, val, idx); }) {
       if (Ops::bits(ge)) c += O::compress(ge, v, ix, val + c, idx + c);
       ix += W;
