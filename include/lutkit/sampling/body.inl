@@ -205,111 +205,11 @@ LUTKIT_OPS_FN inline void max_argmax(const float* x, std::size_t n, uint32_t bas
   merge_max(st, c);
 }
 
-// Sources of W lanes for the fused pass: full(i) = lanes [i, i + W), part(i, left) = the first
-// `left` lanes and -inf after them, floats() = the chunk as floats (for the rare index search).
-struct f32_src {
-  const float* x;
-  LUTKIT_OPS_FN F full(std::size_t i) const { return Ops::load(x + i); }
-  LUTKIT_OPS_FN F part(std::size_t i, std::size_t left) const { return Ops::load_or(x + i, Ops::tail(left), ninf()); }
-  LUTKIT_OPS_FN const float* floats(std::size_t) const { return x; }
-};
-// n elements of a row converted by `conv` (W at a time; the tail through a zero-padded copy)
-template <class T, class Conv>
-LUTKIT_OPS_FN inline void decode_row(const T* s, std::size_t n, float* out, Conv conv) {
-  std::size_t i = 0;
-  for (; i + W <= n; i += W) Ops::store(out + i, conv(s + i, i));
-  if (i < n) {
-    T in[W] = {};
-    float o[W];
-    __builtin_memcpy(in, s + i, (n - i) * sizeof(T));
-    Ops::store(o, conv(in, i));
-    __builtin_memcpy(out + i, o, (n - i) * sizeof(float));
-  }
-}
-LUTKIT_OPS_FN inline F bf16_lanes(const uint16_t* p) { return F(Ops::load_u16(p) << 16); }
-// E4M3 -> float by bit arithmetic: normal codes rebias the exponent (7 -> 127) and shift the
-// mantissa, subnormals are m * 2^-9, S.1111.111 is NaN; then the exact product with the E8M0
-// scale 2^(e - 127) (e = 0: the float subnormal 2^-127; 0xFF: NaN)
-LUTKIT_OPS_FN inline F mx_lanes(const uint8_t* p, uint8_t e) {
-  const U c = Ops::load_u8(p);
-  const U mag = c & 0x7Fu;
-  const U sign = (c & 0x80u) << 24;
-  const F normal = F((mag << 20) + (120u << 23));
-  const F sub = Ops::to_float(mag) * Ops::set1(0x1p-9f);
-  F v = Ops::select(Ops::less(mag, Ops::set1u(8)), normal, sub);
-  v = F(U(v) | sign);
-  v = Ops::select(Ops::eq(mag, Ops::set1u(0x7F)), v, Ops::set1(__builtin_nanf("")));
-  float sc;
-  if (e == 0xFF) {
-    sc = __builtin_nanf("");
-  } else {
-    const uint32_t b = e == 0 ? 0x00400000u : uint32_t(e) << 23;
-    __builtin_memcpy(&sc, &b, 4);
-  }
-  return v * Ops::set1(sc);
-}
-LUTKIT_OPS_FN inline void decode_bf16(const uint16_t* s, std::size_t n, float* out) {
-  decode_row(s, n, out, [&](const uint16_t* p, std::size_t) LUTKIT_OPS_FN { return bf16_lanes(p); });
-}
-LUTKIT_OPS_FN inline void decode_f16(const uint16_t* s, std::size_t n, float* out) {
-  decode_row(s, n, out, [&](const uint16_t* p, std::size_t) LUTKIT_OPS_FN { return Ops::load_f16(p); });
-}
-// (W divides 32: the W values of a vector lie in one MX block)
-LUTKIT_OPS_FN inline void decode_mxfp8(const uint8_t* codes, const uint8_t* scales, std::size_t n, float* out) {
-  decode_row(codes, n, out,
-             [scales](const uint8_t* p, std::size_t i) LUTKIT_OPS_FN { return mx_lanes(p, scales[i / mx_block]); });
-}
-// bf16 / fp16 / MXFP8 elements decoded in registers (bit-exact: the decoders above); the tail
-// through a zero-padded copy; floats() decodes the chunk into the scratch
-struct bf16_src {
-  const uint16_t* p;
-  float* scratch;
-  LUTKIT_OPS_FN F full(std::size_t i) const { return bf16_lanes(p + i); }
-  LUTKIT_OPS_FN F part(std::size_t i, std::size_t left) const {
-    uint16_t in[W] = {};
-    __builtin_memcpy(in, p + i, left * sizeof(uint16_t));
-    return Ops::select(Ops::tail(left), ninf(), bf16_lanes(in));
-  }
-  LUTKIT_OPS_FN const float* floats(std::size_t n) const {
-    decode_bf16(p, n, scratch);
-    return scratch;
-  }
-};
-struct f16_src {
-  const uint16_t* p;
-  float* scratch;
-  LUTKIT_OPS_FN F full(std::size_t i) const { return Ops::load_f16(p + i); }
-  LUTKIT_OPS_FN F part(std::size_t i, std::size_t left) const {
-    uint16_t in[W] = {};
-    __builtin_memcpy(in, p + i, left * sizeof(uint16_t));
-    return Ops::select(Ops::tail(left), ninf(), Ops::load_f16(in));
-  }
-  LUTKIT_OPS_FN const float* floats(std::size_t n) const {
-    decode_f16(p, n, scratch);
-    return scratch;
-  }
-};
-struct mx_src {
-  const uint8_t* p;
-  const uint8_t* scales;
-  float* scratch;
-  LUTKIT_OPS_FN F full(std::size_t i) const { return mx_lanes(p + i, scales[i / mx_block]); }
-  LUTKIT_OPS_FN F part(std::size_t i, std::size_t left) const {
-    uint8_t in[W] = {};
-    __builtin_memcpy(in, p + i, left);
-    return Ops::select(Ops::tail(left), ninf(), mx_lanes(in, scales[i / mx_block]));
-  }
-  LUTKIT_OPS_FN const float* floats(std::size_t n) const {
-    decode_mxfp8(p, scales, n, scratch);
-    return scratch;
-  }
-};
-
 // Fused pass over a chunk: the running maximum (as max_argmax) and the sum of exp(beta (x - ref))
 // for a reference ref (the caller's running maximum: values above it give terms > 1, which the
 // caller rescales; it recomputes the chunk if the maximum exceeds ref by more than 64 / beta).
-template <bool Top2, bool Ent, class Src>
-LUTKIT_OPS_FN inline float max_sum_body(const Src& x, std::size_t n, uint32_t base, max_state& st, float ref,
+template <bool Top2, bool Ent>
+LUTKIT_OPS_FN inline float max_sum_body(const float* x, std::size_t n, uint32_t base, max_state& st, float ref,
                                         float beta, float* ent, prefetcher& pf) {
   F vm = ninf(), v2 = ninf();
   U vi = Ops::set1u(no_index);
@@ -333,14 +233,14 @@ LUTKIT_OPS_FN inline float max_sum_body(const Src& x, std::size_t n, uint32_t ba
   std::size_t i = 0;
   for (; i + 2 * W <= n; i += 2 * W) {
     pf.run();
-    one(x.full(i), s0, t0);
-    one(x.full(i + W), s1, t1);
+    one(Ops::load(x + i), s0, t0);
+    one(Ops::load(x + i + W), s1, t1);
   }
-  for (; i < n; i += W) one(i + W <= n ? x.full(i) : x.part(i, n - i), s0, t0);
+  for (; i < n; i += W) one(Ops::load_or(x + i, Ops::tail(n - i), ninf()), s0, t0);
   max_state c;
   if constexpr (!Top2) {
     c.m1 = Ops::hmax(vm);
-    if (c.m1 > st.m1) c.i1 = base + find_first(x.floats(n), n, c.m1);  // a new maximum (NaN never; ties keep the earlier index)
+    if (c.m1 > st.m1) c.i1 = base + find_first(x, n, c.m1);  // a new maximum (NaN never; ties keep the earlier index)
     if (c.i1 == no_index) c.m1 = -__builtin_inff();
   } else {
     reduce_argmax(vm, vi, c.m1, c.i1);
@@ -352,38 +252,13 @@ LUTKIT_OPS_FN inline float max_sum_body(const Src& x, std::size_t n, uint32_t ba
   return Ops::hsum(s0 + s1);
 }
 
-template <class Src>
-LUTKIT_OPS_FN inline float max_sum_src(const Src& x, std::size_t n, uint32_t base, bool top2, max_state& st,
+LUTKIT_OPS_FN inline float max_sum_exp(const float* x, std::size_t n, uint32_t base, bool top2, max_state& st,
                                        float ref, float beta, float* ent, const void* pf, std::size_t pf_bytes) {
   prefetcher p(pf, pf_bytes, n, 2 * W);
   if (top2) return ent ? max_sum_body<true, true>(x, n, base, st, ref, beta, ent, p)
                        : max_sum_body<true, false>(x, n, base, st, ref, beta, ent, p);
   return ent ? max_sum_body<false, true>(x, n, base, st, ref, beta, ent, p)
              : max_sum_body<false, false>(x, n, base, st, ref, beta, ent, p);
-}
-
-LUTKIT_OPS_FN inline float max_sum_exp(const float* x, std::size_t n, uint32_t base, bool top2, max_state& st,
-                                       float ref, float beta, float* ent, const void* pf, std::size_t pf_bytes) {
-  return max_sum_src(f32_src{x}, n, base, top2, st, ref, beta, ent, pf, pf_bytes);
-}
-
-// the same over the row's own elements (bf16, fp16, MXFP8: decoded in registers, never stored)
-LUTKIT_OPS_FN inline float max_sum_exp_packed(logit_type type, const void* src, const uint8_t* scales, std::size_t n,
-                                              uint32_t base, bool top2, max_state& st, float ref, float beta,
-                                              float* ent, const void* pf, std::size_t pf_bytes, float* scratch) {
-  switch (type) {
-    case logit_type::bf16:
-      return max_sum_src(bf16_src{static_cast<const uint16_t*>(src), scratch}, n, base, top2, st, ref, beta, ent, pf,
-                         pf_bytes);
-    case logit_type::f16:
-      return max_sum_src(f16_src{static_cast<const uint16_t*>(src), scratch}, n, base, top2, st, ref, beta, ent, pf,
-                         pf_bytes);
-    case logit_type::mxfp8:
-      return max_sum_src(mx_src{static_cast<const uint8_t*>(src), scales, scratch}, n, base, top2, st, ref, beta, ent,
-                         pf, pf_bytes);
-    case logit_type::f32: break;
-  }
-  return max_sum_src(f32_src{static_cast<const float*>(src)}, n, base, top2, st, ref, beta, ent, pf, pf_bytes);
 }
 
 LUTKIT_OPS_FN inline float sum_exp(const float* x, std::size_t n, float m, float beta, float* ent, const void* pf,
@@ -530,7 +405,54 @@ LUTKIT_OPS_FN inline std::size_t collect_range(const float* v, const uint32_t* i
   return c;
 }
 
+// n elements of a row converted by `conv` (W at a time; the tail through a zero-padded copy)
+template <class T, class Conv>
+LUTKIT_OPS_FN inline void decode_row(const T* s, std::size_t n, float* out, Conv conv) {
+  std::size_t i = 0;
+  for (; i + W <= n; i += W) Ops::store(out + i, conv(s + i, i));
+  if (i < n) {
+    T in[W] = {};
+    float o[W];
+    __builtin_memcpy(in, s + i, (n - i) * sizeof(T));
+    Ops::store(o, conv(in, i));
+    __builtin_memcpy(out + i, o, (n - i) * sizeof(float));
+  }
+}
+LUTKIT_OPS_FN inline void decode_bf16(const uint16_t* s, std::size_t n, float* out) {
+  decode_row(s, n, out, [&](const uint16_t* p, std::size_t) LUTKIT_OPS_FN { return F(Ops::load_u16(p) << 16); });
+}
+LUTKIT_OPS_FN inline void decode_f16(const uint16_t* s, std::size_t n, float* out) {
+  decode_row(s, n, out, [&](const uint16_t* p, std::size_t) LUTKIT_OPS_FN { return Ops::load_f16(p); });
+}
+// E4M3 -> float by bit arithmetic: the code's sign, exponent and mantissa placed in a float's
+// (bits 31, 23-26, 20-22) make a float of the code's value times 2^-120, subnormal codes included
+// (they become float subnormals); times 2^120 (exact) gives the value; S.1111.111 is NaN. Then the
+// exact product with the block's 2^(e - 127).
+LUTKIT_OPS_FN inline F e4m3_lanes(const uint8_t* p) {
+  const U c = Ops::load_u8(p);
+  const U mag = c & 0x7Fu;
+  const F v = F((mag << 20) | ((c & 0x80u) << 24)) * Ops::set1(0x1p120f);
+  return Ops::select(Ops::eq(mag, Ops::set1u(0x7F)), v, Ops::set1(__builtin_nanf("")));
+}
+// a block of 32 at a time: its scale once, then 32 / W vectors (the tail through a padded copy)
+LUTKIT_OPS_FN inline void decode_mxfp8(const uint8_t* codes, const uint8_t* scales, std::size_t n, float* out) {
+  static_assert(mx_block % W == 0, "a vector lies in one MX block");
+  std::size_t i = 0;
+  for (; i + mx_block <= n; i += mx_block) {
+    const F sc = Ops::set1(e8m0_to_f32(scales[i / mx_block]));
+#pragma GCC unroll 4
+    for (std::size_t j = 0; j < mx_block; j += W) Ops::store(out + i + j, e4m3_lanes(codes + i + j) * sc);
+  }
+  if (i < n) {
+    uint8_t in[mx_block] = {};
+    float o[mx_block];
+    __builtin_memcpy(in, codes + i, n - i);
+    const F sc = Ops::set1(e8m0_to_f32(scales[i / mx_block]));
+    for (std::size_t j = 0; j < mx_block; j += W) Ops::store(o + j, e4m3_lanes(in + j) * sc);
+    __builtin_memcpy(out + i, o, (n - i) * sizeof(float));
+  }
+}
+
 inline sampling_kernel_set kernel_set(const char* name) {
-  return {name, max_argmax, sum_exp, max_sum_exp, gumbel_argmax, mass_ge, collect_ge<>, collect_range<>, decode_bf16, decode_f16, decode_mxfp8,
-          max_sum_exp_packed};
+  return {name, max_argmax, sum_exp, max_sum_exp, gumbel_argmax, mass_ge, collect_ge<>, collect_range<>, decode_bf16, decode_f16, decode_mxfp8};
 }

@@ -106,26 +106,18 @@ inline dllm_pos_out dllm_position(const logits_view& lv, const sampling_kernel_s
   uint32_t gi = no_index;
   for (std::size_t b = 0; b < V; b += chunk) {
     const std::size_t n = std::min(chunk, V - b);
-    // bf16 / fp16 / MXFP8 chunks without patches are decoded in registers by the fused pass (each
-    // element read once); the others (and every chunk of a Gumbel step, the first chunk of a row,
-    // a recomputation) as floats: the fp32 row itself, or decoded into the scratch
-    const bool packed = lv.type != logit_type::f32 && !gumbel && M > -std::numeric_limits<float>::infinity() &&
-                        !chunk_patched(pl, b, n);
-    const float* x = packed ? nullptr : read_chunk(lv, ks, r, b, n, scratch, pl);
+    const float* x = read_chunk(lv, ks, r, b, n, scratch, pl);
     // prefetch the next chunk (the next row's first one after the last: positions run in order)
     const auto pf = chunk_bytes(lv, b + n < V ? r : r + 1, b + n < V ? b + n : 0, chunk);
     if (gumbel) ks.gumbel_argmax(x, n, uint32_t(b), key, beta, gy, gi);
     float e = 0.f, s;
     if (M > -std::numeric_limits<float>::infinity()) {
       // one pass: max and sum exp(x - M) relative to the running maximum M
-      s = packed ? ks.max_sum_exp_packed(lv.type, chunk_elements(lv, r, b), chunk_scales(lv, r, b), n, uint32_t(b),
-                                         margin, st, M, 1.f, ent ? &e : nullptr, pf.first, pf.second, scratch)
-                 : ks.max_sum_exp(x, n, uint32_t(b), margin, st, M, 1.f, ent ? &e : nullptr, pf.first, pf.second);
+      s = ks.max_sum_exp(x, n, uint32_t(b), margin, st, M, 1.f, ent ? &e : nullptr, pf.first, pf.second);
       if (!(st.m1 < std::numeric_limits<float>::infinity())) break;  // +inf: reported below
       if (st.m1 > M + 64.f) {  // terms up to e^64 in float would lose the small ones: redo
         e = 0.f;
         const float m = st.m1;
-        if (!x) x = read_chunk(lv, ks, r, b, n, scratch, pl);
         s = ks.sum_exp(x, n, m, 1.f, ent ? &e : nullptr, nullptr, 0);
         const double c = std::exp(double(M) - double(m));
         E = c * (E + (double(M) - double(m)) * S);

@@ -9,7 +9,6 @@
 #include <limits>
 
 #include "../core/target.hpp"
-#include "logits.hpp"
 #include "rng.hpp"
 
 namespace lutkit {
@@ -73,13 +72,6 @@ struct sampling_kernel_set {
   void (*decode_f16)(const uint16_t* s, std::size_t n, float* out);
   // n values from ceil(n / 32) MX blocks (codes, one exponent per 32)
   void (*decode_mxfp8)(const uint8_t* codes, const uint8_t* scales, std::size_t n, float* out);
-  // max_sum_exp over n of the row's own elements at src (bf16 / fp16: uint16; MXFP8: E4M3 codes,
-  // scales: the exponent of the block holding src[0], n from a block's start), decoded as the
-  // decoders above do (bit-exact) without storing them; scratch (n floats) is used only to find
-  // the index of a new maximum
-  float (*max_sum_exp_packed)(logit_type type, const void* src, const uint8_t* scales, std::size_t n, uint32_t base,
-                              bool top2, max_state& st, float ref, float beta, float* ent, const void* pf,
-                              std::size_t pf_bytes, float* scratch);
 };
 
 }  // namespace detail

@@ -132,19 +132,6 @@ inline void decode_mxfp8(const uint8_t* codes, const uint8_t* scales, std::size_
   for (std::size_t i = 0; i < n; ++i) out[i] = table.v[codes[i]] * e8m0_to_f32(scales[i / mx_block]);
 }
 
-inline float max_sum_exp_packed(logit_type type, const void* src, const uint8_t* scales, std::size_t n, uint32_t base,
-                                bool top2, max_state& st, float ref, float beta, float* ent, const void* pf,
-                                std::size_t pf_bytes, float* scratch) {
-  const float* x = static_cast<const float*>(src);
-  switch (type) {
-    case logit_type::bf16: decode_bf16(static_cast<const uint16_t*>(src), n, scratch), x = scratch; break;
-    case logit_type::f16: decode_f16(static_cast<const uint16_t*>(src), n, scratch), x = scratch; break;
-    case logit_type::mxfp8: decode_mxfp8(static_cast<const uint8_t*>(src), scales, n, scratch), x = scratch; break;
-    case logit_type::f32: break;
-  }
-  return max_sum_exp(x, n, base, top2, st, ref, beta, ent, pf, pf_bytes);
-}
-
 }  // namespace portable_sampling
 
 inline const sampling_kernel_set& portable_sampling_kernels() {
@@ -158,8 +145,7 @@ inline const sampling_kernel_set& portable_sampling_kernels() {
                                       portable_sampling::collect_range,
                                       portable_sampling::decode_bf16,
                                       portable_sampling::decode_f16,
-                                      portable_sampling::decode_mxfp8,
-                                      portable_sampling::max_sum_exp_packed};
+                                      portable_sampling::decode_mxfp8};
   return ks;
 }
 

@@ -59,20 +59,6 @@ inline const float* read_chunk(const logits_view& lv, const sampling_kernel_set&
   return scratch;
 }
 
-// a patch falls in [begin, begin + n)
-inline bool chunk_patched(patch_list pl, std::size_t begin, std::size_t n) {
-  if (!pl.n) return false;
-  const token_patch* pb = pl.lower(uint32_t(begin));
-  return pb != pl.p + pl.n && pb->token < begin + n;
-}
-// the row's own elements from value `begin` (a multiple of 32) and, for MXFP8, their first exponent
-inline const void* chunk_elements(const logits_view& lv, std::size_t r, std::size_t begin) {
-  return static_cast<const char*>(lv.data) + (r * lv.vocab + begin) * lv.element_bytes();
-}
-inline const uint8_t* chunk_scales(const logits_view& lv, std::size_t r, std::size_t begin) {
-  return lv.type == logit_type::mxfp8 ? lv.scales + r * lv.blocks_per_row() + begin / mx_block : nullptr;
-}
-
 // the source bytes of values [begin, begin + n) of row r (the elements; MX exponents aside),
 // clamped to the logits: what a prefetch of that chunk covers
 inline std::pair<const void*, std::size_t> chunk_bytes(const logits_view& lv, std::size_t r, std::size_t begin,
