@@ -545,9 +545,9 @@ inline void ar_sample_impl(const logits_view& lv, const ar_params* params, int32
       ar_part& o = part[r * nchunks + ci];
       const std::size_t b = ci * chunk, n = std::min(chunk, V - b);
       const float* x = read_chunk(lv, ks, r, b, n, scratch, pl);
-      // (no software prefetch: this pass is light, the hardware prefetcher keeps up, and the
-      // prefetches cost more than they save: docs/sampling.md, "design decisions")
-      ks.max_argmax(x, n, uint32_t(b), false, o.st, bmax.data() + r * nblocks + b / ar_block, nullptr, 0);
+      // the next chunk (the next row's first after the last) is prefetched meanwhile
+      const auto pf = ci + 1 < nchunks ? chunk_bytes(lv, r, b + n, chunk) : chunk_bytes(lv, r + 1, 0, chunk);
+      ks.max_argmax(x, n, uint32_t(b), false, o.st, bmax.data() + r * nblocks + b / ar_block, pf.first, pf.second);
       if (beta != 0.f && o.st.i1 != no_index && o.st.m1 < std::numeric_limits<float>::infinity())
         o.s = ks.sum_exp(x, n, o.st.m1, beta, nullptr, nullptr, 0);
     }

@@ -153,15 +153,17 @@ LUTKIT_OPS_FN inline F max_tree(const F* m) {
 
 LUTKIT_OPS_FN inline void max_argmax(const float* x, std::size_t n, uint32_t base, bool top2, max_state& st,
                                      float* bmax, const void* pf, std::size_t pf_bytes) {
-  if (bmax && !top2 && !pf) {
+  if (bmax && !top2) {
     // block maxima only (one max per vector); the index is searched in the block holding a new
-    // running maximum, which is rare after the first blocks
+    // running maximum, which is rare after the first blocks (the prefetch: a share per block)
+    prefetcher pfr(pf, pf_bytes, n, ar_block);
     constexpr int NA = 32 / W;
     float run = st.m1;
     bool found = false;
     std::size_t at_b = 0;
     for (std::size_t b0 = 0; b0 < n; b0 += ar_block) {
       const std::size_t len = b0 + ar_block < n ? ar_block : n - b0;
+      pfr.run();
       F m[NA];
 #pragma GCC unroll 4
       for (int u = 0; u < NA; ++u) m[u] = ninf();
