@@ -205,9 +205,9 @@ inline std::size_t ar_collect_soa(const ar_row_ctx& c, float t, float* val, uint
 //     from a sample of 1 in 32 values (16 of every other block of 256), F^(t) = F(h) + 32 F_sample([t, h)):
 //     the threshold lo.
 //  3. ONE pass over the row collects the values >= lo (ascending token), checks F(lo) >= p S (else
-//     collects the whole row), then brackets [lo, hi) with 8 thresholds per pass over the
-//     collected values, then over the band alone, until few values are left in [lo, hi): those
-//     are sorted and walked from F(hi) to find the last kept (value, token).
+//     collects the whole row), then brackets [lo, hi) (first hi = h, F(h) known) with 8
+//     thresholds per pass over the band of collected values, until few values are left in
+//     [lo, hi): those are sorted and walked from F(hi) to find the last kept (value, token).
 //  4. the kept set = the collected values at least as good as the last kept, in token order.
 inline void ar_top_p_all(const ar_row_ctx& c, double M, double beta, double target, double S, std::vector<ar_cand>& w) {
   constexpr int J = mass_thresholds;
@@ -280,18 +280,26 @@ inline void ar_top_p_all(const ar_row_ctx& c, double M, double beta, double targ
   uint32_t* ci = reinterpret_cast<uint32_t*>(cv + V + 16);
   float* bv = reinterpret_cast<float*>(ci + V + 16);
   uint32_t* bi = reinterpret_cast<uint32_t*>(bv + V + 16);
-  std::size_t n = ar_collect_soa(c, lo, cv, ci);
+  std::size_t n = 0, pn = 0;
   float hi = inf;
   double Fhi = 0.0;
-  uint64_t nhi = 0;  // values >= hi
+  uint64_t nhi = 0;      // values >= hi
   const float* pv = cv;  // the values searched: C, then the band
-  std::size_t pn = n;
+  auto start = [&] {     // C = the values >= lo; with the top known, the band [lo, h) and F(h)
+    n = ar_collect_soa(c, lo, cv, ci);
+    pv = cv, pn = n, hi = inf, Fhi = 0.0, nhi = 0;
+    if (h > -inf && h > lo) {
+      pn = c.ks->collect_range(cv, ci, n, lo, h, bv, bi);
+      pv = bv, hi = h, Fhi = Fh, nhi = n - pn;
+    }
+  };
+  start();
   for (int round = 0; round < 40; ++round) {
     const float top = hi == inf ? std::nextafter(float(M), inf) : hi;
     float t[J];
     t[0] = lo;
     if (lo == -inf)
-      for (int j = 1; j < J; ++j) t[j] = float(double(top) - double(1 << (J - j)) * 0.25 / beta);  // 16 .. 0.5
+      for (int j = 1; j < J; ++j) t[j] = float(double(top) - double(1 << (J - j)) * 0.25 / beta);  // 32 .. 0.5
     else
       for (int j = 1; j < J; ++j) t[j] = lo + (top - lo) * float(j) / float(J);
     double mass[J] = {};
@@ -299,8 +307,7 @@ inline void ar_top_p_all(const ar_row_ctx& c, double M, double beta, double targ
     c.ks->mass_ge(pv, pn, float(M), float(beta), t, mass, cnt);
     if (round == 0 && Fhi + mass[0] < target && lo > -inf) {  // the estimate was too high: the whole row
       lo = -inf;
-      n = ar_collect_soa(c, lo, cv, ci);
-      pv = cv, pn = n;
+      start();
       --round;
       continue;
     }
