@@ -56,8 +56,10 @@ struct logits_data {
 
 // Random logits: normal with a random spread; some rows snapped to a coarse grid (ties),
 // sprinkled with -inf and NaN, or all equal (`specials` off: finite values only).
+// spikes: that many tokens per row set 6 .. 6 + 2 spikes above the row's largest (the peaked
+// tokens of a real LM head; they hold most of the mass)
 inline logits_data random_logits(std::mt19937_64& rng, logit_type type, std::size_t rows, std::size_t V,
-                                 bool specials = true) {
+                                 bool specials = true, int spikes = 0) {
   logits_data d;
   d.type = type;
   d.rows = rows;
@@ -80,6 +82,13 @@ inline logits_data random_logits(std::mt19937_64& rng, logit_type type, std::siz
       f[r * V + i] = v;
     }
     if (specials && kind == 3) f[r * V + rng() % V] = 3.f;  // at least one finite value
+    if (spikes > 0) {
+      float top = -std::numeric_limits<float>::infinity();
+      for (std::size_t i = 0; i < V; ++i)
+        if (f[r * V + i] > top) top = f[r * V + i];
+      if (!std::isfinite(top)) top = 0.f;
+      for (int k = 0; k < spikes; ++k) f[r * V + rng() % V] = top + 6.f + 2.f * float(k);
+    }
   }
   switch (type) {
     case logit_type::f32: d.f = f; break;

@@ -136,6 +136,65 @@ TEST_CASE("ar_sample matches the reference: chains, penalties, formats, chunks, 
   CHECK(same_set * 10 >= compared * 9);  // boundary cases are rare
 }
 
+// Top-p as the first truncation on rows of 16k-80k tokens (the threshold estimate from a sample,
+// one collect pass, the bracketing of the collected values): both chains, with and without
+// peaked tokens, ties (values on a grid of 1/2, all equal), NaN / -inf, every format and backend;
+// the kept set equals the reference's, or lies within the streamed sum's error bound of it.
+TEST_CASE("ar: top-p alone on large rows matches the reference (both chains, ties, peaks)", "[sampling][ar]") {
+  std::mt19937_64 rng(9090);
+  thread_pool pool(2);
+  const logit_type types[] = {logit_type::f32, logit_type::bf16, logit_type::f16, logit_type::mxfp8};
+  const float ps[] = {0.f, 0.2f, 0.5f, 0.8f, 0.9f, 0.95f, 0.99f, 0.999f};
+  const float Ts[] = {0.5f, 0.8f, 1.f, 1.7f};
+  std::size_t compared = 0, same_set = 0;
+  for (int it = 0; it < 36; ++it) {
+    const std::size_t rows = 1 + rng() % 3;
+    const std::size_t V = 16385 + rng() % 64000;
+    const auto d = random_logits(rng, types[it % 4], rows, V, true, it % 3 == 0 ? 8 : 0);
+    std::vector<ar_params> pr(rows);
+    for (auto& p : pr) {
+      p.top_p = rng() % 3 == 0 ? float(rng() % 1000) / 1000.f : ps[rng() % 8];
+      p.temperature = Ts[rng() % 4];
+      p.chain = rng() % 2 ? llama_cpp_chain : vllm_chain;
+      p.min_p = rng() % 4 == 0 && p.chain.s[1] == ar_stage::top_k ? 0.05f : 0.f;  // after top-p (llama.cpp order)
+      p.seed = rng();
+    }
+    std::vector<reference::ar_result> ref;
+    for (std::size_t r = 0; r < rows; ++r) ref.push_back(reference::ar_row(d.view(), r, pr[r]));
+    const std::size_t chunk = sampling_chunk(target::host::desc);
+    for (const auto be : backends()) {
+      std::vector<int32_t> tok(rows);
+      std::vector<detail::ar_trace> tr(rows);
+      detail::ar_sample_impl(d.view(), pr.data(), tok.data(), it % 2 ? &pool : nullptr, be, target::host::desc, tr.data());
+      for (std::size_t r = 0; r < rows; ++r) {
+        const auto& p = pr[r];
+        INFO("backend " << backend_name(be) << " type " << logit_type_name(d.type) << " V=" << V << " row " << r
+                        << " T=" << p.temperature << " p=" << p.top_p << " min_p=" << p.min_p << " chain "
+                        << (p.chain.s[1] == ar_stage::top_k ? "llama.cpp" : "vLLM"));
+        REQUIRE(top_p_first(p, V) == (p.top_p < 1.f));
+        REQUIRE(!tr[r].all);
+        const auto& kept = tr[r].kept;
+        ++compared;
+        if (kept == ref[r].kept) {
+          ++same_set;
+          REQUIRE(tok[r] == ref[r].token);
+        } else {
+          const std::size_t nch = (V + chunk - 1) / chunk;
+          const double rel = u24 * (double(chunk) / 16 + 12 + 2 * double(nch) + double(V) + 1);
+          auto lo = p, hi = p;
+          lo.top_p = float(double(p.top_p) * (1 - 4 * rel));
+          hi.top_p = std::min(1.f, float(double(p.top_p) * (1 + 4 * rel)));
+          const auto rl = reference::ar_row(d.view(), r, lo), rh = reference::ar_row(d.view(), r, hi);
+          REQUIRE(subset(rl.kept, kept));
+          REQUIRE(subset(kept, rh.kept));
+          REQUIRE(std::binary_search(kept.begin(), kept.end(), uint32_t(tok[r])));
+        }
+      }
+    }
+  }
+  CHECK(same_set * 10 >= compared * 9);
+}
+
 TEST_CASE("ar_sample_choices: log-probs and candidates against the double reference", "[sampling][ar]") {
   std::mt19937_64 rng(777);
   thread_pool pool(2);
@@ -449,6 +508,16 @@ TEST_CASE("sampling kernels: every SIMD set against the portable one, ragged len
         ixa.resize(na), ixb.resize(nb), va.resize(na), vb.resize(nb);
         CHECK(ixa == ixb);
         CHECK(va == vb);
+        // the band [t[2], t[5]) of those pairs, to other arrays and in place
+        std::vector<uint32_t> ra(na), rb(na);
+        std::vector<float> wa(na), wb(na);
+        const std::size_t ka = ref.collect_range(va.data(), ixa.data(), na, t[2], t[5], wa.data(), ra.data());
+        const std::size_t kb = ks.collect_range(vb.data(), ixb.data(), na, t[2], t[5], vb.data(), ixb.data());
+        REQUIRE(ka == kb);
+        for (std::size_t i = 0; i < ka; ++i) {
+          CHECK(wa[i] == vb[i]);
+          CHECK(ra[i] == ixb[i]);
+        }
       }
     }
   }

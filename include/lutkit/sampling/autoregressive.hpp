@@ -185,69 +185,211 @@ inline void ar_collect(const ar_row_ctx& c, float t, std::vector<ar_cand>& out) 
   }
 }
 
-// Top-p on the whole vocabulary without sorting it: with F(t) = sum of exp(beta (z - M)) over
-// z >= t, search thresholds lo < hi with F(lo) >= p S > F(hi), 8 per streaming pass over the
-// blocks that reach the lowest one, until few values lie in [lo, hi); then the values >= hi are
-// kept as they are and only those in [lo, hi) are sorted, to find where the cumulative mass
-// reaches p S.
-inline void ar_top_p_all(const ar_row_ctx& c, double M, double beta, double target, std::vector<ar_cand>& w) {
-  constexpr int J = mass_thresholds;
-  const std::size_t few = std::max<std::size_t>(64, c.lv->vocab / 64);  // values of [lo, hi) left to sort
-  const float inf = std::numeric_limits<float>::infinity();
-  float lo = -inf, hi = inf;
-  double Fhi = 0.0;
-  uint64_t nlo = ~uint64_t(0), nhi = 0;
-  float t[J];
-  const double cs[J] = {32, 16, 8, 4, 2, 1, 0.5, 0};
-  for (int j = 0; j < J; ++j) t[j] = float(M - cs[j] / beta);
+// the values >= t of row r (NaN never) as two arrays, in ascending token order; returns their count
+inline std::size_t ar_collect_soa(const ar_row_ctx& c, float t, float* val, uint32_t* idx) {
   const std::size_t V = c.lv->vocab;
-  for (int pass = 0; pass < 16; ++pass) {
-    double mass[J] = {};
-    uint64_t cnt[J] = {};
-    for (std::size_t b = 0; b < c.nblocks; ++b) {
-      if (!(c.bmax[b] >= t[0])) continue;
-      const std::size_t b0 = b * ar_block, n = std::min(ar_block, V - b0);
-      c.ks->mass_ge(read_chunk(*c.lv, *c.ks, c.r, b0, n, c.scratch, c.pl), n, float(M), float(beta), t, mass, cnt);
-    }
-    int js = -1;
-    for (int j = 0; j < J; ++j)
-      if (mass[j] >= target) js = j;
-    if (js < 0) {  // even the lowest threshold holds too little: take everything (p ~ 1)
-      hi = t[0], Fhi = mass[0], nhi = cnt[0];
-      lo = -inf;
-      break;
-    }
-    lo = t[js], nlo = cnt[js];
-    if (js + 1 < J) hi = t[js + 1], Fhi = mass[js + 1], nhi = cnt[js + 1];
-    const float top = hi == inf ? std::nextafter(float(M), inf) : hi;
-    if (nlo - nhi <= few || std::nextafter(lo, inf) >= top) break;
-    for (int j = 0; j < J; ++j) t[j] = lo + (top - lo) * float(j) / float(J);  // t[0] = lo
-  }
-  // keep z >= hi; sort [lo, hi) and walk it from Fhi
-  std::vector<ar_cand> band;
-  ar_collect(c, lo, w);
   std::size_t k = 0;
-  for (const auto& e : w) {
-    if (e.z >= hi)
-      w[k++] = e;
-    else
-      band.push_back(e);
+  for (std::size_t b = 0; b < c.nblocks; ++b) {
+    if (!(c.bmax[b] >= t)) continue;
+    const std::size_t b0 = b * ar_block, n = std::min(ar_block, V - b0);
+    k += c.ks->collect_ge(read_chunk(*c.lv, *c.ks, c.r, b0, n, c.scratch, c.pl), n, uint32_t(b0), t, idx + k, val + k);
   }
-  w.resize(k);
-  std::sort(band.begin(), band.end(), ar_better);
-  double cum = Fhi;
-  for (const auto& e : band) {
-    if (!w.empty() && cum >= target) break;
-    cum += std::exp(beta * (double(e.z) - M));
-    w.push_back(e);
-  }
+  return k;
 }
 
-// the final draw from an explicit candidate set: ascending token order, inverse CDF of u
-inline uint32_t ar_draw(std::vector<ar_cand>& w, double beta, double u) {
-  double M = -std::numeric_limits<double>::infinity();
-  for (const auto& c : w) M = std::max(M, double(c.z));
-  std::sort(w.begin(), w.end(), [](const ar_cand& a, const ar_cand& b) { return a.i < b.i; });
+// Top-p on the whole vocabulary without sorting it. With F(t) = the sum of exp(beta (z - M)) over
+// z >= t and the target p S:
+//  1. the top: h = the 32nd largest block maximum; the values >= h (few, from the blocks that
+//     reach h) give F(h) exactly; if F(h) >= p S the cut lies among them (sorted, walked).
+//  2. else an estimate of where F crosses p S (plus a quarter of the rest, as a safety margin)
+//     from a sample of 1 in 32 values (16 of every other block of 256), F^(t) = F(h) + 32 F_sample([t, h)):
+//     the threshold lo.
+//  3. ONE pass over the row collects the values >= lo (ascending token), checks F(lo) >= p S (else
+//     collects the whole row), then brackets [lo, hi) (first hi = h, F(h) known) with 8
+//     thresholds per pass over the band of collected values, until few values are left in
+//     [lo, hi): those are sorted and walked from F(hi) to find the last kept (value, token).
+//  4. the kept set = the collected values at least as good as the last kept, in token order.
+inline void ar_top_p_all(const ar_row_ctx& c, double M, double beta, double target, double S, std::vector<ar_cand>& w) {
+  constexpr int J = mass_thresholds;
+  constexpr std::size_t few = 64;
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::size_t V = c.lv->vocab, nb = c.nblocks;
+  auto q = [&](float z) { return std::exp(beta * (double(z) - M)); };
+  w.clear();
+  float h = -inf;
+  double Fh = 0.0;
+  float lo = -inf;
+  if (nb > 64) {
+    std::vector<float> bm(c.bmax, c.bmax + nb);
+    std::nth_element(bm.begin(), bm.begin() + 31, bm.end(), std::greater<float>());
+    h = bm[31];
+  }
+  if (h > -inf) {
+    std::vector<ar_cand> x;
+    ar_collect(c, h, x);
+    for (const auto& e : x) Fh += q(e.z);
+    if (Fh >= target) {  // the cut lies among the values >= h
+      std::sort(x.begin(), x.end(), ar_better);
+      double cum = 0.0;
+      std::size_t n = 0;
+      while (n < x.size()) {
+        cum += q(x[n].z);
+        ++n;
+        if (cum >= target) break;
+      }
+      w.assign(x.begin(), x.begin() + std::ptrdiff_t(std::max<std::size_t>(n, 1)));
+      std::sort(w.begin(), w.end(), [](const ar_cand& a, const ar_cand& b) { return a.i < b.i; });
+      return;
+    }
+    // the sample: values [b0 + 32 (b % 8), + 16) of every other block b
+    std::vector<float> smp;
+    smp.reserve(nb * 8 + 16);
+    for (std::size_t b = 0; b < nb; b += 2) {
+      const std::size_t b0 = b * ar_block + 32 * ((b / 2) % 8);
+      if (b0 >= V) continue;
+      const std::size_t n = std::min<std::size_t>(16, V - b0);
+      const float* x = read_chunk(*c.lv, *c.ks, c.r, b0, n, c.scratch, c.pl);
+      smp.insert(smp.end(), x, x + n);
+    }
+    const double scale = double(V) / double(smp.size());
+    const double goal = target + 0.25 * (S - target);
+    const double cs[J] = {32, 16, 8, 4, 2, 1, 0.5, 0};
+    float t[J];
+    for (int j = 0; j < J; ++j) t[j] = float(double(h) - cs[j] / beta);
+    double fs_h = 0.0;  // the sample's mass >= h
+    bool first = true, found = false;
+    for (int round = 0; round < 3; ++round) {
+      double mass[J] = {};
+      uint64_t cnt[J] = {};
+      c.ks->mass_ge(smp.data(), smp.size(), float(M), float(beta), t, mass, cnt);
+      if (first) fs_h = mass[J - 1], first = false;
+      int js = -1;
+      for (int j = 0; j < J; ++j)
+        if (Fh + scale * (mass[j] - fs_h) >= goal) js = j;
+      if (js < 0) break;  // (round 0: even h - 32 / beta holds too little: collect everything)
+      lo = t[js], found = true;
+      const float top = js + 1 < J ? t[js + 1] : h;
+      if (!(lo < top)) break;
+      for (int j = 0; j < J; ++j) t[j] = lo + (top - lo) * float(j) / float(J);
+    }
+    if (!found) lo = -inf;
+  }
+  // 3. collect, check, bracket
+  reusable_bytes<sampling_buffer> buf(sampling_buffer::cand, 16 * (V + 16));
+  float* cv = reinterpret_cast<float*>(buf.get());
+  uint32_t* ci = reinterpret_cast<uint32_t*>(cv + V + 16);
+  float* bv = reinterpret_cast<float*>(ci + V + 16);
+  uint32_t* bi = reinterpret_cast<uint32_t*>(bv + V + 16);
+  std::size_t n = 0, pn = 0;
+  float hi = inf;
+  double Fhi = 0.0;
+  uint64_t nhi = 0;      // values >= hi
+  const float* pv = cv;  // the values searched: C, then the band
+  auto start = [&] {     // C = the values >= lo; with the top known, the band [lo, h) and F(h)
+    n = ar_collect_soa(c, lo, cv, ci);
+    pv = cv, pn = n, hi = inf, Fhi = 0.0, nhi = 0;
+    if (h > -inf && h > lo) {
+      pn = c.ks->collect_range(cv, ci, n, lo, h, bv, bi);
+      pv = bv, hi = h, Fhi = Fh, nhi = n - pn;
+    }
+  };
+  start();
+  for (int round = 0; round < 40; ++round) {
+    const float top = hi == inf ? std::nextafter(float(M), inf) : hi;
+    float t[J];
+    t[0] = lo;
+    if (lo == -inf)
+      for (int j = 1; j < J; ++j) t[j] = float(double(top) - double(1 << (J - j)) * 0.25 / beta);  // 32 .. 0.5
+    else
+      for (int j = 1; j < J; ++j) t[j] = lo + (top - lo) * float(j) / float(J);
+    double mass[J] = {};
+    uint64_t cnt[J] = {};
+    c.ks->mass_ge(pv, pn, float(M), float(beta), t, mass, cnt);
+    if (round == 0 && Fhi + mass[0] < target && lo > -inf) {  // the estimate was too high: the whole row
+      lo = -inf;
+      start();
+      --round;
+      continue;
+    }
+    // the largest j with F(t_j) >= p S and a value >= t_j (so F(t_j+1) < p S); js = 0 also when F(lo) < p S, which
+    // happens only with lo = -inf and p ~ 1 (the float sums round under p S): then all is kept
+    int js = 0;
+    for (int j = 1; j < J; ++j)
+      if (Fhi + mass[j] >= target && nhi + cnt[j] > 0) js = j;  // (p = 0: target 0, at least one)
+    const float nlo = t[js], nhi_t = js + 1 < J ? t[js + 1] : hi;
+    if (js + 1 < J) {
+      Fhi += mass[js + 1];
+      nhi += cnt[js + 1];
+    }
+    const bool narrowed = nlo != lo || nhi_t != hi;
+    lo = nlo, hi = nhi_t;
+    // the band [lo, hi) of the searched values
+    pn = c.ks->collect_range(pv, pv == cv ? ci : bi, pn, lo, hi, bv, bi);
+    pv = bv;
+    if (pn <= few || !narrowed || !(std::nextafter(lo, inf) < (hi == inf ? std::nextafter(float(M), inf) : hi))) break;
+  }
+  // sort the band, walk it from F(hi)
+  std::vector<ar_cand> band(pn);
+  for (std::size_t i = 0; i < pn; ++i) band[i] = {bi[i], bv[i]};
+  std::sort(band.begin(), band.end(), ar_better);
+  double cum = Fhi;
+  std::size_t m = 0;
+  for (const auto& e : band) {
+    if ((nhi > 0 || m > 0) && cum >= target) break;
+    cum += q(e.z);
+    ++m;
+  }
+  // 4. the kept values in token order: the nhi values >= hi and the m first of the band, i.e.
+  // the collected values at least as good as the last kept one
+  const ar_cand last = m ? band[m - 1] : ar_cand{0xFFFFFFFFu, hi};
+  const std::size_t nk = c.ks->collect_range(cv, ci, n, last.z, inf, bv, bi);
+  w.resize(nk);
+  ar_cand* o = w.data();
+  std::size_t ties = 0;
+  for (std::size_t i = 0; i < nk; ++i) {
+    o[i] = {bi[i], bv[i]};
+    ties += bv[i] == last.z ? 1 : 0;
+  }
+  if (ties > 1)  // ties with the last kept value after its token are out
+    w.erase(std::remove_if(w.begin(), w.end(), [&](const ar_cand& e) { return e.z == last.z && e.i > last.i; }), w.end());
+}
+
+// the final draw from an explicit candidate set: ascending token order, inverse CDF of u, in
+// double: the first token whose cumulative exp(beta (z - M)) reaches u times their sum. Many
+// candidates (a top-p cut on the whole vocabulary): the sum and the cumulative sums of blocks of
+// 256 come from the kernels' float exp sums, the crossing block is walked in double, and the token
+// is taken only if the cumulative sum is clear of u * sum by far more than the float sums' error
+// (2^-14 of the sum against ~2^-19); else (rarely) the plain walk in double decides. The result is
+// the plain walk's, bit for bit, either way.
+// M: the largest candidate value (the row's maximum: every stage keeps the top candidate).
+inline uint32_t ar_draw(std::vector<ar_cand>& w, double M, double beta, double u, const sampling_kernel_set& ks) {
+  const auto by_token = [](const ar_cand& a, const ar_cand& b) { return a.i < b.i; };
+  if (!std::is_sorted(w.begin(), w.end(), by_token)) std::sort(w.begin(), w.end(), by_token);
+  if (w.size() >= 1024) {
+    const std::size_t n = w.size(), nb = (n + ar_block - 1) / ar_block;
+    std::vector<float> z(n);
+    for (std::size_t i = 0; i < n; ++i) z[i] = w[i].z;
+    std::vector<double> bs(nb);
+    double tot = 0.0;
+    for (std::size_t b = 0; b < nb; ++b) {
+      const std::size_t b0 = b * ar_block;
+      tot += bs[b] = double(ks.sum_exp(z.data() + b0, std::min(ar_block, n - b0), float(M), float(beta), nullptr, nullptr, 0));
+    }
+    const double target = u * tot, tol = 0x1p-14 * tot;
+    double cum = 0.0;
+    std::size_t b = 0;
+    while (b < nb && cum + bs[b] < target - tol) cum += bs[b++];
+    if (b < nb) {
+      for (std::size_t i = b * ar_block, e = std::min(n, i + ar_block); i < e; ++i) {
+        const double q = std::exp(beta * (double(w[i].z) - M));
+        if (cum + q >= target - tol) {
+          if (cum < target - tol && cum + q >= target + tol) return w[i].i;
+          break;  // too close to call: the plain walk
+        }
+        cum += q;
+      }
+    }
+  }
   double total = 0.0;
   for (const auto& c : w) total += std::exp(beta * (double(c.z) - M));
   const double target = u * total;
@@ -302,7 +444,7 @@ inline uint32_t ar_row(const ar_row_ctx& c, const ar_params& p, const max_state&
       case ar_stage::top_p: {
         const double pp = p.top_p;
         if (all) {
-          ar_top_p_all(c, M, beta, pp * S, w);
+          ar_top_p_all(c, M, beta, pp * S, S, w);
           all = false;
           break;
         }
@@ -346,7 +488,7 @@ inline uint32_t ar_row(const ar_row_ctx& c, const ar_params& p, const max_state&
       for (const auto& e : w) tr->kept.push_back(e.i);
       std::sort(tr->kept.begin(), tr->kept.end());
     }
-    return ar_draw(w, beta, u);
+    return ar_draw(w, M, beta, u, *c.ks);
   }
   // the draw over the whole vocabulary: chunk sums in float, the crossing chunk in double
   const double target = u * S;
@@ -410,9 +552,9 @@ inline void ar_sample_impl(const logits_view& lv, const ar_params* params, int32
       ar_part& o = part[r * nchunks + ci];
       const std::size_t b = ci * chunk, n = std::min(chunk, V - b);
       const float* x = read_chunk(lv, ks, r, b, n, scratch, pl);
-      // (no software prefetch: this pass is light, the hardware prefetcher keeps up, and the
-      // prefetches cost more than they save: docs/sampling.md, "design decisions")
-      ks.max_argmax(x, n, uint32_t(b), false, o.st, bmax.data() + r * nblocks + b / ar_block, nullptr, 0);
+      // the next chunk (the next row's first after the last) is prefetched meanwhile
+      const auto pf = ci + 1 < nchunks ? chunk_bytes(lv, r, b + n, chunk) : chunk_bytes(lv, r + 1, 0, chunk);
+      ks.max_argmax(x, n, uint32_t(b), false, o.st, bmax.data() + r * nblocks + b / ar_block, pf.first, pf.second);
       if (beta != 0.f && o.st.i1 != no_index && o.st.m1 < std::numeric_limits<float>::infinity())
         o.s = ks.sum_exp(x, n, o.st.m1, beta, nullptr, nullptr, 0);
     }

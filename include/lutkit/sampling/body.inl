@@ -153,15 +153,17 @@ LUTKIT_OPS_FN inline F max_tree(const F* m) {
 
 LUTKIT_OPS_FN inline void max_argmax(const float* x, std::size_t n, uint32_t base, bool top2, max_state& st,
                                      float* bmax, const void* pf, std::size_t pf_bytes) {
-  if (bmax && !top2 && !pf) {
+  if (bmax && !top2) {
     // block maxima only (one max per vector); the index is searched in the block holding a new
-    // running maximum, which is rare after the first blocks
+    // running maximum, which is rare after the first blocks (the prefetch: a share per block)
+    prefetcher pfr(pf, pf_bytes, n, ar_block);
     constexpr int NA = 32 / W;
     float run = st.m1;
     bool found = false;
     std::size_t at_b = 0;
     for (std::size_t b0 = 0; b0 < n; b0 += ar_block) {
       const std::size_t len = b0 + ar_block < n ? ar_block : n - b0;
+      pfr.run();
       F m[NA];
 #pragma GCC unroll 4
       for (int u = 0; u < NA; ++u) m[u] = ninf();
@@ -360,9 +362,10 @@ LUTKIT_OPS_FN inline std::size_t collect_ge(const float* x, std::size_t n, uint3
   U ix = lane_index(base);
   std::size_t c = 0;
   for (std::size_t i = 0; i < n; i += W) {
-    const M k = Ops::tail(n - i);
-    const F v = Ops::loadz(x + i, k);
-    const M ge = Ops::both(k, Ops::ge(v, vt));
+    const bool full = i + W <= n;
+    const M k = full ? M{} : Ops::tail(n - i);
+    const F v = full ? Ops::load(x + i) : Ops::loadz(x + i, k);
+    const M ge = full ? Ops::ge(v, vt) : Ops::both(k, Ops::ge(v, vt));
     if constexpr (requires { O::compress(ge, v, ix, val, idx); }) {
       if (Ops::bits(ge)) c += O::compress(ge, v, ix, val + c, idx + c);
       ix += W;
@@ -372,6 +375,32 @@ LUTKIT_OPS_FN inline std::size_t collect_ge(const float* x, std::size_t n, uint3
         const unsigned l = unsigned(__builtin_ctz(b));
         idx[c] = base + uint32_t(i) + l;
         val[c++] = x[i + l];
+      }
+    }
+  }
+  return c;
+}
+
+template <class O = Ops>
+LUTKIT_OPS_FN inline std::size_t collect_range(const float* v, const uint32_t* ix, std::size_t n, float lo, float hi,
+                                               float* ov, uint32_t* oi) {
+  const F vlo = Ops::set1(lo), vhi = Ops::set1(hi);
+  std::size_t c = 0;
+  for (std::size_t i = 0; i < n; i += W) {
+    const M k = Ops::tail(n - i);
+    const F x = Ops::loadz(v + i, k);
+    const U t = U(Ops::loadz(reinterpret_cast<const float*>(ix + i), k));  // (the token bits)
+    const M in = Ops::both(k, Ops::both(Ops::ge(x, vlo), Ops::gt(vhi, x)));
+    // (in place: the lanes are in registers before the stores, which end at or before i + W)
+    if constexpr (requires { O::compress(in, x, t, ov, oi); }) {
+      if (Ops::bits(in)) c += O::compress(in, x, t, ov + c, oi + c);
+    } else {
+      for (unsigned b = Ops::bits(in); b; b &= b - 1) {
+        const unsigned l = unsigned(__builtin_ctz(b));
+        const float z = v[i + l];
+        const uint32_t tk = ix[i + l];
+        ov[c] = z;
+        oi[c++] = tk;
       }
     }
   }
@@ -397,31 +426,35 @@ LUTKIT_OPS_FN inline void decode_bf16(const uint16_t* s, std::size_t n, float* o
 LUTKIT_OPS_FN inline void decode_f16(const uint16_t* s, std::size_t n, float* out) {
   decode_row(s, n, out, [&](const uint16_t* p, std::size_t) LUTKIT_OPS_FN { return Ops::load_f16(p); });
 }
-// E4M3 -> float by bit arithmetic: normal codes rebias the exponent (7 -> 127) and shift the
-// mantissa, subnormals are m * 2^-9, S.1111.111 is NaN; then the exact product with 2^(e - 127)
+// E4M3 -> float by bit arithmetic: the code's sign, exponent and mantissa placed in a float's
+// (bits 31, 23-26, 20-22) make a float of the code's value times 2^-120, subnormal codes included
+// (they become float subnormals); times 2^120 (exact) gives the value; S.1111.111 is NaN. Then the
+// exact product with the block's 2^(e - 127).
+LUTKIT_OPS_FN inline F e4m3_lanes(const uint8_t* p) {
+  const U c = Ops::load_u8(p);
+  const U mag = c & 0x7Fu;
+  const F v = F((mag << 20) | ((c & 0x80u) << 24)) * Ops::set1(0x1p120f);
+  return Ops::select(Ops::eq(mag, Ops::set1u(0x7F)), v, Ops::set1(__builtin_nanf("")));
+}
+// a block of 32 at a time: its scale once, then 32 / W vectors (the tail through a padded copy)
 LUTKIT_OPS_FN inline void decode_mxfp8(const uint8_t* codes, const uint8_t* scales, std::size_t n, float* out) {
-  decode_row(codes, n, out, [scales](const uint8_t* p, std::size_t i) LUTKIT_OPS_FN {
-    const U c = Ops::load_u8(p);
-    const U mag = c & 0x7Fu;
-    const U sign = (c & 0x80u) << 24;
-    const F normal = F((mag << 20) + (120u << 23));
-    const F sub = Ops::to_float(mag) * Ops::set1(0x1p-9f);
-    F v = Ops::select(Ops::less(mag, Ops::set1u(8)), normal, sub);
-    v = F(U(v) | sign);
-    v = Ops::select(Ops::eq(mag, Ops::set1u(0x7F)), v, Ops::set1(__builtin_nanf("")));
-    // the W values lie in one MX block (i is a multiple of W, blocks are 32)
-    const uint8_t e = scales[i / mx_block];
-    float sc;
-    if (e == 0xFF) {
-      sc = __builtin_nanf("");
-    } else {
-      const uint32_t b = e == 0 ? 0x00400000u : uint32_t(e) << 23;
-      __builtin_memcpy(&sc, &b, 4);
-    }
-    return v * Ops::set1(sc);
-  });
+  static_assert(mx_block % W == 0, "a vector lies in one MX block");
+  std::size_t i = 0;
+  for (; i + mx_block <= n; i += mx_block) {
+    const F sc = Ops::set1(e8m0_to_f32(scales[i / mx_block]));
+#pragma GCC unroll 4
+    for (std::size_t j = 0; j < mx_block; j += W) Ops::store(out + i + j, e4m3_lanes(codes + i + j) * sc);
+  }
+  if (i < n) {
+    uint8_t in[mx_block] = {};
+    float o[mx_block];
+    __builtin_memcpy(in, codes + i, n - i);
+    const F sc = Ops::set1(e8m0_to_f32(scales[i / mx_block]));
+    for (std::size_t j = 0; j < mx_block; j += W) Ops::store(o + j, e4m3_lanes(in + j) * sc);
+    __builtin_memcpy(out + i, o, (n - i) * sizeof(float));
+  }
 }
 
 inline sampling_kernel_set kernel_set(const char* name) {
-  return {name, max_argmax, sum_exp, max_sum_exp, gumbel_argmax, mass_ge, collect_ge<>, decode_bf16, decode_f16, decode_mxfp8};
+  return {name, max_argmax, sum_exp, max_sum_exp, gumbel_argmax, mass_ge, collect_ge<>, collect_range<>, decode_bf16, decode_f16, decode_mxfp8};
 }

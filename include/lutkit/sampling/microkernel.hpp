@@ -63,6 +63,10 @@ struct sampling_kernel_set {
   void (*mass_ge)(const float* x, std::size_t n, float m, float beta, const float* t, double* mass, uint64_t* count);
   // the values >= t (NaN never) with their indices base + i; returns their count (<= n)
   std::size_t (*collect_ge)(const float* x, std::size_t n, uint32_t base, float t, uint32_t* idx, float* val);
+  // the pairs (v[i], ix[i]) with lo <= v[i] < hi, in order, into (ov, oi); returns their count.
+  // ov / oi may be v / ix (in place).
+  std::size_t (*collect_range)(const float* v, const uint32_t* ix, std::size_t n, float lo, float hi, float* ov,
+                               uint32_t* oi);
   // decoders into floats: n values
   void (*decode_bf16)(const uint16_t* s, std::size_t n, float* out);
   void (*decode_f16)(const uint16_t* s, std::size_t n, float* out);

@@ -102,6 +102,19 @@ inline std::size_t collect_ge(const float* x, std::size_t n, uint32_t base, floa
   return c;
 }
 
+inline std::size_t collect_range(const float* v, const uint32_t* ix, std::size_t n, float lo, float hi, float* ov,
+                                 uint32_t* oi) {
+  std::size_t c = 0;
+  for (std::size_t i = 0; i < n; ++i)
+    if (v[i] >= lo && v[i] < hi) {
+      const float z = v[i];
+      const uint32_t t = ix[i];
+      ov[c] = z;
+      oi[c++] = t;
+    }
+  return c;
+}
+
 inline void decode_bf16(const uint16_t* s, std::size_t n, float* out) {
   for (std::size_t i = 0; i < n; ++i) out[i] = bf16_to_f32(s[i]);
 }
@@ -129,6 +142,7 @@ inline const sampling_kernel_set& portable_sampling_kernels() {
                                       portable_sampling::gumbel_argmax,
                                       portable_sampling::mass_ge,
                                       portable_sampling::collect_ge,
+                                      portable_sampling::collect_range,
                                       portable_sampling::decode_bf16,
                                       portable_sampling::decode_f16,
                                       portable_sampling::decode_mxfp8};

@@ -27,7 +27,8 @@ struct patch_list {
   }
 };
 
-enum class sampling_buffer { chunk, count };
+// chunk: a decoded chunk of a row; cand: the AR top-p candidates of a row (values, tokens)
+enum class sampling_buffer { chunk, cand, count };
 
 // values [begin, begin + n) of row r as floats; begin is a multiple of 32 (MX blocks)
 inline const float* read_chunk(const logits_view& lv, const sampling_kernel_set& ks, std::size_t r,
