@@ -61,7 +61,7 @@ struct session {
   std::vector<float> x, h, q, k, v, att, o, g, u, logits, cs, sn, csl, snl;
 
   session(const model& mdl, std::size_t ctx, lutkit::kv_type t = lutkit::kv_type::f16) : m(mdl), n_ctx(ctx), kv(t) {
-    lutkit::detail::require(t == lutkit::kv_type::f16 || t == lutkit::kv_type::bf16, "llm: the KV cache is fp16 or bf16");
+    llm::require(t == lutkit::kv_type::f16 || t == lutkit::kv_type::bf16, "llm: the KV cache is fp16 or bf16");
     const hparams& hp = m.hp;
     kc.assign(hp.n_layer, std::vector<uint16_t>(hp.n_head_kv * n_ctx * hp.head_dim));
     vc.assign(hp.n_layer, std::vector<uint16_t>(hp.n_head_kv * n_ctx * hp.head_dim));
@@ -75,7 +75,7 @@ struct session {
   // n tokens at positions pos .. pos + n - 1; returns the logits of the last one
   const std::vector<float>& forward(const int32_t* tokens, std::size_t n, lutkit::thread_pool* pool) {
     const hparams& hp = m.hp;
-    lutkit::detail::require(n > 0 && pos + n <= n_ctx, "llm: ", pos, " + ", n, " tokens exceed the context of ", n_ctx);
+    llm::require(n > 0 && pos + n <= n_ctx, "llm: ", pos, " + ", n, " tokens exceed the context of ", n_ctx);
     const std::size_t E = hp.n_embd, QD = hp.q_dim(), KD = hp.kv_dim(), hd = hp.head_dim, F = hp.n_ff;
     x.resize(n * E), h.resize(n * E), q.resize(n * QD), k.resize(n * KD), v.resize(n * KD), att.resize(n * QD);
     o.resize(n * E), g.resize(n * F), u.resize(n * F);
@@ -163,7 +163,7 @@ struct session {
 
   // a prompt in chunks of `chunk` tokens; the logits of its last token
   const std::vector<float>& prefill(const std::vector<int32_t>& prompt, std::size_t chunk, lutkit::thread_pool* pool) {
-    lutkit::detail::require(!prompt.empty(), "llm: empty prompt");
+    llm::require(!prompt.empty(), "llm: empty prompt");
     for (std::size_t i = 0; i < prompt.size(); i += chunk)
       forward(prompt.data() + i, std::min(chunk, prompt.size() - i), pool);
     return logits;
@@ -183,7 +183,7 @@ struct batch {
 
   batch(const session& pre, std::size_t b, std::size_t own_cap) : prefix(pre), B(b), cap(own_cap) {
     const hparams& hp = pre.m.hp;
-    lutkit::detail::require(B >= 1 && B <= 64, "llm: a batch holds 1 .. 64 sequences");
+    llm::require(B >= 1 && B <= 64, "llm: a batch holds 1 .. 64 sequences");
     kc.assign(hp.n_layer, std::vector<uint16_t>(B * hp.n_head_kv * cap * hp.head_dim));
     vc.assign(hp.n_layer, std::vector<uint16_t>(B * hp.n_head_kv * cap * hp.head_dim));
     logits.resize(B * hp.n_vocab);
@@ -193,7 +193,7 @@ struct batch {
   const std::vector<float>& step(const int32_t* tokens, lutkit::thread_pool* pool) {
     const model& m = prefix.m;
     const hparams& hp = m.hp;
-    lutkit::detail::require(len < cap, "llm: the batch's own caches are full (", cap, " tokens)");
+    llm::require(len < cap, "llm: the batch's own caches are full (", cap, " tokens)");
     const std::size_t E = hp.n_embd, QD = hp.q_dim(), KD = hp.kv_dim(), hd = hp.head_dim, F = hp.n_ff;
     const std::size_t P = prefix.pos, p = P + len, hr = hp.n_rot / 2;
     x.resize(B * E), h.resize(B * E), q.resize(B * QD), k.resize(B * KD), v.resize(B * KD), att.resize(B * QD);

@@ -82,7 +82,7 @@ int main(int argc, char** argv) try {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
-      lutkit::detail::require(i + 1 < argc, "lutkit_llm: ", a, " needs a value");
+      llm::require(i + 1 < argc, "lutkit_llm: ", a, " needs a value");
       return argv[++i];
     };
     if (a == "--model") path = next();
@@ -113,7 +113,7 @@ int main(int argc, char** argv) try {
                     : type == "tq2_0"  ? lutkit::ggml_type::tq2_0
                     : type == "tq1_0"  ? lutkit::ggml_type::tq1_0
                                        : lutkit::ggml_type::q4_0;
-    lutkit::detail::require(type == "q4_0" || o.matrix_type != lutkit::ggml_type::q4_0, "lutkit_llm: unknown type ", type);
+    llm::require(type == "q4_0" || o.matrix_type != lutkit::ggml_type::q4_0, "lutkit_llm: unknown type ", type);
     o.embedding_type = o.matrix_type;
     if (shape == "llama-3.2-1b") {  // Llama 3.2 1B: 16 layers, 2048 wide, 32 / 8 heads of 64, FFN 8192
       o.n_vocab = 128256, o.n_embd = 2048, o.n_ff = 8192, o.n_layer = 16, o.n_head = 32, o.n_head_kv = 8;
@@ -123,7 +123,7 @@ int main(int argc, char** argv) try {
       o.n_ctx = 4096, o.rope_freq_base = 500000.f, o.output_tensor = true;  // output.weight in the matrix type
       o.embedding_type = lutkit::ggml_type::f16;  // (BitNet keeps its embedding in 16 bits)
     } else {
-      lutkit::detail::require(shape == "tiny", "lutkit_llm: unknown shape ", shape);
+      llm::require(shape == "tiny", "lutkit_llm: unknown shape ", shape);
     }
     lutkit::gguf::tiny_llama(o).write(write_path);
     std::printf("wrote %s (%s, %s)\n", write_path.c_str(), shape.c_str(), type.c_str());

@@ -13,6 +13,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <sstream>
+#include <stdexcept>
 #include <string>
 #include <variant>
 #include <vector>
@@ -20,6 +22,15 @@
 #include <lutkit/lutkit.hpp>
 
 namespace llm {
+
+// the engine's own argument check: throws std::runtime_error with the parts of the message
+template <class... A>
+void require(bool ok, const A&... parts) {
+  if (ok) return;
+  std::ostringstream os;
+  (os << ... << parts);
+  throw std::runtime_error(os.str());
+}
 
 // the policies of the three block types (group<32>: one llama.cpp block per group)
 using q4_0_policy = lutkit::policy<lutkit::fmt::uint_sym<4>, lutkit::group<32>>;
@@ -53,7 +64,6 @@ struct hparams {
 };
 
 inline hparams read_hparams(const lutkit::gguf::file& f) {
-  using lutkit::detail::require;
   hparams h;
   h.arch_name = std::string(f.get_string("general.architecture"));
   if (h.arch_name == "llama") {
@@ -165,7 +175,7 @@ inline matrix pack_matrix(const lutkit::gguf::tensor& t, lutkit::thread_pool* po
   matrix m;
   m.name = std::string(t.name);
   m.type = t.type;
-  lutkit::detail::require(t.n_dims == 2, "llm: tensor '", t.name, "' is not a matrix");
+  llm::require(t.n_dims == 2, "llm: tensor '", t.name, "' is not a matrix");
   m.K = std::size_t(t.ne[0]);
   m.M = std::size_t(t.ne[1]);
   const void* b = t.data;
@@ -178,7 +188,7 @@ inline matrix pack_matrix(const lutkit::gguf::tensor& t, lutkit::thread_pool* po
     case ggml_type::tq2_0: m.w = lutkit::pack_tq2_0<tq_policy>(b, m.M, m.K, nb, pool); break;
     case ggml_type::tq1_0: m.w = lutkit::pack_tq1_0<tq_policy>(b, m.M, m.K, nb, pool); break;
     default:
-      lutkit::detail::require(false, "llm: tensor '", t.name, "' has type ", t.info().name,
+      llm::require(false, "llm: tensor '", t.name, "' has type ", t.info().name,
                               "; the engine packs Q4_0, Q4_1, Q8_0, IQ4_NL, TQ2_0 and TQ1_0 matrices");
   }
   return m;
@@ -186,7 +196,7 @@ inline matrix pack_matrix(const lutkit::gguf::tensor& t, lutkit::thread_pool* po
 
 // a vector tensor (norm weight, bias) as floats, checked to hold n values
 inline std::vector<float> load_vector(const lutkit::gguf::tensor& t, std::size_t n) {
-  lutkit::detail::require(t.n_elements() == n, "llm: tensor '", t.name, "' holds ", t.n_elements(), " values, expected ", n);
+  llm::require(t.n_elements() == n, "llm: tensor '", t.name, "' holds ", t.n_elements(), " values, expected ", n);
   std::vector<float> v(n);
   lutkit::ggml::dequantize_row(t.type, t.data, std::size_t(t.n_bytes), v.data(), n);
   return v;
@@ -209,7 +219,7 @@ struct model {
 
   // the embedding of token id into x (n_embd floats)
   void embed(int32_t id, float* x) const {
-    lutkit::detail::require(id >= 0 && std::size_t(id) < hp.n_vocab, "llm: token ", id, " outside the vocabulary (",
+    llm::require(id >= 0 && std::size_t(id) < hp.n_vocab, "llm: token ", id, " outside the vocabulary (",
                             hp.n_vocab, ")");
     const auto row = tok_embd->row(uint64_t(id));
     lutkit::ggml::dequantize_row(tok_embd->type, row.data(), row.size(), x, hp.n_embd);
@@ -232,7 +242,7 @@ inline std::unique_ptr<model> load_model(lutkit::gguf::file f, lutkit::thread_po
   const hparams& h = m->hp;
   const auto& F = m->file;
   m->tok_embd = &F.get_tensor("token_embd.weight");
-  lutkit::detail::require(lutkit::ggml::can_dequantize(m->tok_embd->type), "llm: token_embd.weight has type ",
+  llm::require(lutkit::ggml::can_dequantize(m->tok_embd->type), "llm: token_embd.weight has type ",
                           m->tok_embd->info().name, ", which lutkit does not dequantize");
   m->layers.resize(h.n_layer);
   // the matrices to pack, with where each goes and its expected shape
@@ -244,7 +254,7 @@ inline std::unique_ptr<model> load_model(lutkit::gguf::file f, lutkit::thread_po
   std::vector<job> jobs;
   auto want = [&](const std::string& name, matrix& dst, std::size_t M, std::size_t K) {
     const auto& t = F.get_tensor(name);
-    lutkit::detail::require(t.ne[0] == K && t.ne[1] == M, "llm: tensor '", name, "' is ", t.ne[0], " x ", t.ne[1],
+    llm::require(t.ne[0] == K && t.ne[1] == M, "llm: tensor '", name, "' is ", t.ne[0], " x ", t.ne[1],
                             ", expected ", K, " x ", M, " (ggml order)");
     jobs.push_back({&t, &dst, M, K});
   };
