@@ -380,6 +380,15 @@ inline writer tiny_llama(const tiny_llama_options& o) {
   const bool qwen = o.arch == "qwen2" || o.arch == "qwen3";
   w.add_string("general.architecture", o.arch);
   w.add_string("general.name", "lutkit tiny " + o.arch);
+  // llama.cpp's file type of the matrices (LLAMA_FTYPE_MOSTLY_*: its loader prints it; 0: F32)
+  const uint32_t ftype = o.matrix_type == ggml_type::q4_0     ? 2
+                         : o.matrix_type == ggml_type::q4_1   ? 3
+                         : o.matrix_type == ggml_type::q8_0   ? 7
+                         : o.matrix_type == ggml_type::iq4_nl ? 25
+                         : o.matrix_type == ggml_type::tq1_0  ? 36
+                         : o.matrix_type == ggml_type::tq2_0  ? 37
+                                                              : 0;
+  if (ftype) w.add_u32("general.file_type", ftype);
   w.set_alignment(default_alignment);
   w.add_u32(a + "context_length", o.n_ctx);
   w.add_u32(a + "embedding_length", o.n_embd);
