@@ -13,9 +13,10 @@
 //                                               (gemma3: GELU-tanh, and the post-FFN norm)
 //   logits = W_out (RMSNorm(x_last) * output_norm)
 //
-// A session holds the KV cache (fp16, head-major per layer, sized from the context length) and
-// the working buffers; forward() takes a chunk of tokens at the cache's end and returns the
-// logits of its last token.
+// One pass (the buffers and this loop) serves both callers: a session, which holds the KV cache
+// (fp16, head-major per layer, sized from the context length) and takes a chunk of tokens at the
+// cache's end (forward() returns the logits of its last token), and a batch, which takes one
+// token of each of B sequences that continue a shared prompt.
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -52,13 +53,103 @@ inline float gelu_tanh(float x) {
   return 0.5f * x * (1.f + std::tanh(0.7978845608f * (x + 0.044715f * x * x * x)));
 }
 
+// The buffers of a forward pass over n rows and its layer loop. Row t is at position
+// `position(t)`; `append(l, t, hh, k, v)` stores row t's K and V of KV head hh in layer l (head_dim
+// floats each); `attend(l, ao, q, att)` runs layer l's attention of the n query rows (the options
+// carry the layer's mask). Leaves the rows' final hidden states in x.
+struct pass {
+  std::vector<float> x, h, q, k, v, att, o, g, u, cs, sn, csl, snl;
+
+  template <class Position, class Append, class Attend>
+  void run(const model& m, const int32_t* tokens, std::size_t n, Position position, Append append, Attend attend,
+           lutkit::thread_pool* pool) {
+    const hparams& hp = m.hp;
+    const std::size_t E = hp.n_embd, QD = hp.q_dim(), KD = hp.kv_dim(), hd = hp.head_dim, F = hp.n_ff;
+    x.resize(n * E), h.resize(n * E), q.resize(n * QD), k.resize(n * KD), v.resize(n * KD), att.resize(n * QD);
+    o.resize(n * E), g.resize(n * F), u.resize(n * F);
+    for (std::size_t t = 0; t < n; ++t) m.embed(tokens[t], x.data() + t * E);
+    // the rotation of every row's position (global layers; gemma3's local ones: csl, snl)
+    const std::size_t hr = hp.n_rot / 2;
+    auto angles = [&](std::vector<float>& c, std::vector<float>& s_, double base, double scale) {
+      c.resize(n * hr), s_.resize(n * hr);
+      for (std::size_t t = 0; t < n; ++t)
+        for (std::size_t i = 0; i < hr; ++i) {
+          const double th = double(position(t)) / scale * std::pow(base, -2.0 * double(i) / double(hp.n_rot));
+          c[t * hr + i] = float(std::cos(th));
+          s_[t * hr + i] = float(std::sin(th));
+        }
+    };
+    angles(cs, sn, double(hp.rope_base), double(hp.rope_scale));
+    if (hp.swa_pattern) angles(csl, snl, double(hp.rope_base_local), 1.0);
+    lutkit::attention_options ao;
+    ao.heads_q = hp.n_head;
+    ao.heads_kv = hp.n_head_kv;
+    ao.head_dim = hd;
+    ao.scale = float(1.0 / std::sqrt(double(hd)));
+    auto norm_rows = [&](const float* in, const std::vector<float>& w, float* out) {
+      for (std::size_t t = 0; t < n; ++t) rms_norm(in + t * E, w.data(), out + t * E, E, hp.rms_eps);
+    };
+    for (std::size_t l = 0; l < hp.n_layer; ++l) {
+      const layer& L = m.layers[l];
+      const bool local = hp.local(l);
+      const float* rc = local ? csl.data() : cs.data();
+      const float* rs = local ? snl.data() : sn.data();
+      ao.mask = local ? lutkit::mask_kind::window : lutkit::mask_kind::causal;
+      ao.window = local ? hp.window : 0;
+      norm_rows(x.data(), L.attn_norm, h.data());
+      L.wq.apply(h.data(), n, q.data(), pool);
+      L.wk.apply(h.data(), n, k.data(), pool);
+      L.wv.apply(h.data(), n, v.data(), pool);
+      for (std::size_t t = 0; t < n; ++t) {
+        if (hp.qkv_bias) {
+          for (std::size_t i = 0; i < QD; ++i) q[t * QD + i] += L.bq[i];
+          for (std::size_t i = 0; i < KD; ++i) k[t * KD + i] += L.bk[i], v[t * KD + i] += L.bv[i];
+        }
+        for (std::size_t hh = 0; hh < hp.n_head; ++hh) {
+          float* qh = q.data() + t * QD + hh * hd;
+          if (hp.qk_norm) rms_norm(qh, L.q_norm.data(), qh, hd, hp.rms_eps);
+          rope(qh, hp.n_rot, hp.rope, rc + t * hr, rs + t * hr);
+        }
+        for (std::size_t hh = 0; hh < hp.n_head_kv; ++hh) {
+          float* kh = k.data() + t * KD + hh * hd;
+          if (hp.qk_norm) rms_norm(kh, L.k_norm.data(), kh, hd, hp.rms_eps);
+          rope(kh, hp.n_rot, hp.rope, rc + t * hr, rs + t * hr);
+          append(l, t, hh, kh, v.data() + t * KD + hh * hd);
+        }
+      }
+      attend(l, ao, q.data(), att.data());
+      L.wo.apply(att.data(), n, o.data(), pool);
+      if (hp.post_norms) norm_rows(o.data(), L.post_attn_norm, o.data());
+      for (std::size_t i = 0; i < n * E; ++i) x[i] += o[i];
+      norm_rows(x.data(), L.ffn_norm, h.data());
+      L.w_gate.apply(h.data(), n, g.data(), pool);
+      L.w_up.apply(h.data(), n, u.data(), pool);
+      if (hp.gelu)
+        for (std::size_t i = 0; i < n * F; ++i) g[i] = gelu_tanh(g[i]) * u[i];
+      else
+        for (std::size_t i = 0; i < n * F; ++i) g[i] = g[i] / (1.f + std::exp(-g[i])) * u[i];  // SiLU(gate) * up
+      L.w_down.apply(g.data(), n, o.data(), pool);
+      if (hp.post_norms) norm_rows(o.data(), L.post_ffn_norm, o.data());
+      for (std::size_t i = 0; i < n * E; ++i) x[i] += o[i];
+    }
+  }
+  // the logits of rows [r0, r0 + nr) into out ([nr][n_vocab])
+  void logits(const model& m, std::size_t r0, std::size_t nr, float* out, lutkit::thread_pool* pool) {
+    const std::size_t E = m.hp.n_embd;
+    for (std::size_t t = 0; t < nr; ++t)
+      rms_norm(x.data() + (r0 + t) * E, m.out_norm.data(), h.data() + t * E, E, m.hp.rms_eps);
+    m.output.apply(h.data(), nr, out, pool);
+  }
+};
+
 struct session {
   const model& m;
   std::size_t n_ctx;
   lutkit::kv_type kv = lutkit::kv_type::f16;
   std::size_t pos = 0;  // tokens in the cache
   std::vector<std::vector<uint16_t>> kc, vc;  // per layer: [head][n_ctx][head_dim]
-  std::vector<float> x, h, q, k, v, att, o, g, u, logits, cs, sn, csl, snl;
+  std::vector<float> logits;
+  pass work;
 
   session(const model& mdl, std::size_t ctx, lutkit::kv_type t = lutkit::kv_type::f16) : m(mdl), n_ctx(ctx), kv(t) {
     llm::require(t == lutkit::kv_type::f16 || t == lutkit::kv_type::bf16, "llm: the KV cache is fp16 or bf16");
@@ -71,92 +162,30 @@ struct session {
   std::size_t kv_bytes(std::size_t len) const { return 2 * m.hp.n_layer * m.hp.n_head_kv * len * m.hp.head_dim * 2; }
 
   uint16_t to_kv(float f) const { return kv == lutkit::kv_type::f16 ? lutkit::f32_to_f16(f) : lutkit::f32_to_bf16(f); }
+  // a K and V row (head_dim floats each) into the caches kd, vd at element `at`, in the cache type
+  void store(std::vector<uint16_t>& kd, std::vector<uint16_t>& vd, std::size_t at, const float* k, const float* v) const {
+    for (std::size_t c = 0; c < m.hp.head_dim; ++c) kd[at + c] = to_kv(k[c]), vd[at + c] = to_kv(v[c]);
+  }
 
   // n tokens at positions pos .. pos + n - 1; returns the logits of the last one
   const std::vector<float>& forward(const int32_t* tokens, std::size_t n, lutkit::thread_pool* pool) {
-    const hparams& hp = m.hp;
     llm::require(n > 0 && pos + n <= n_ctx, "llm: ", pos, " + ", n, " tokens exceed the context of ", n_ctx);
-    const std::size_t E = hp.n_embd, QD = hp.q_dim(), KD = hp.kv_dim(), hd = hp.head_dim, F = hp.n_ff;
-    x.resize(n * E), h.resize(n * E), q.resize(n * QD), k.resize(n * KD), v.resize(n * KD), att.resize(n * QD);
-    o.resize(n * E), g.resize(n * F), u.resize(n * F);
-    for (std::size_t t = 0; t < n; ++t) m.embed(tokens[t], x.data() + t * E);
-    // the rotation of every position of the chunk (global layers; gemma3's local ones: csl, snl)
-    const std::size_t hr = hp.n_rot / 2;
-    auto angles = [&](std::vector<float>& c, std::vector<float>& s_, double base, double scale) {
-      c.resize(n * hr), s_.resize(n * hr);
-      for (std::size_t t = 0; t < n; ++t)
-        for (std::size_t i = 0; i < hr; ++i) {
-          const double th = double(pos + t) / scale * std::pow(base, -2.0 * double(i) / double(hp.n_rot));
-          c[t * hr + i] = float(std::cos(th));
-          s_[t * hr + i] = float(std::sin(th));
-        }
-    };
-    angles(cs, sn, double(hp.rope_base), double(hp.rope_scale));
-    if (hp.swa_pattern) angles(csl, snl, double(hp.rope_base_local), 1.0);
-    lutkit::attention_options ao;
-    ao.heads_q = hp.n_head;
-    ao.heads_kv = hp.n_head_kv;
-    ao.head_dim = hd;
-    ao.scale = float(1.0 / std::sqrt(double(hd)));
-    for (std::size_t l = 0; l < hp.n_layer; ++l) {
-      const layer& L = m.layers[l];
-      const bool local = hp.local(l);
-      const float* rc = local ? csl.data() : cs.data();
-      const float* rs = local ? snl.data() : sn.data();
-      ao.mask = local ? lutkit::mask_kind::window : lutkit::mask_kind::causal;
-      ao.window = local ? hp.window : 0;
-      for (std::size_t t = 0; t < n; ++t) rms_norm(x.data() + t * E, L.attn_norm.data(), h.data() + t * E, E, hp.rms_eps);
-      L.wq.apply(h.data(), n, q.data(), pool);
-      L.wk.apply(h.data(), n, k.data(), pool);
-      L.wv.apply(h.data(), n, v.data(), pool);
-      for (std::size_t t = 0; t < n; ++t) {
-        if (hp.qkv_bias) {
-          for (std::size_t i = 0; i < QD; ++i) q[t * QD + i] += L.bq[i];
-          for (std::size_t i = 0; i < KD; ++i) k[t * KD + i] += L.bk[i];
-          for (std::size_t i = 0; i < KD; ++i) v[t * KD + i] += L.bv[i];
-        }
-        for (std::size_t hh = 0; hh < hp.n_head; ++hh) {
-          float* qh = q.data() + t * QD + hh * hd;
-          if (hp.qk_norm) rms_norm(qh, L.q_norm.data(), qh, hd, hp.rms_eps);
-          rope(qh, hp.n_rot, hp.rope, rc + t * hr, rs + t * hr);
-        }
-        for (std::size_t hh = 0; hh < hp.n_head_kv; ++hh) {
-          float* kh = k.data() + t * KD + hh * hd;
-          if (hp.qk_norm) rms_norm(kh, L.k_norm.data(), kh, hd, hp.rms_eps);
-          rope(kh, hp.n_rot, hp.rope, rc + t * hr, rs + t * hr);
-          // append to the cache: head-major [head][n_ctx][hd]
-          uint16_t* kd = kc[l].data() + (hh * n_ctx + pos + t) * hd;
-          uint16_t* vd = vc[l].data() + (hh * n_ctx + pos + t) * hd;
-          for (std::size_t c = 0; c < hd; ++c) {
-            kd[c] = to_kv(kh[c]);
-            vd[c] = to_kv(v[t * KD + hh * hd + c]);
-          }
-        }
-      }
-      const lutkit::kv_cache_view view{kc[l].data(), vc[l].data(), kv, pos + n, std::ptrdiff_t(hd),
-                                       std::ptrdiff_t(n_ctx * hd)};
-      if (n == 1)
-        lutkit::attention_decode(ao, q.data(), view, att.data(), nullptr, pool);
-      else
-        lutkit::attention_prefill(ao, q.data(), n, int64_t(pos), view, att.data(), nullptr, nullptr, 0, pool);
-      L.wo.apply(att.data(), n, o.data(), pool);
-      if (hp.post_norms)
-        for (std::size_t t = 0; t < n; ++t) rms_norm(o.data() + t * E, L.post_attn_norm.data(), o.data() + t * E, E, hp.rms_eps);
-      for (std::size_t i = 0; i < n * E; ++i) x[i] += o[i];
-      for (std::size_t t = 0; t < n; ++t) rms_norm(x.data() + t * E, L.ffn_norm.data(), h.data() + t * E, E, hp.rms_eps);
-      L.w_gate.apply(h.data(), n, g.data(), pool);
-      L.w_up.apply(h.data(), n, u.data(), pool);
-      if (hp.gelu)
-        for (std::size_t i = 0; i < n * F; ++i) g[i] = gelu_tanh(g[i]) * u[i];
-      else
-        for (std::size_t i = 0; i < n * F; ++i) g[i] = g[i] / (1.f + std::exp(-g[i])) * u[i];  // SiLU(gate) * up
-      L.w_down.apply(g.data(), n, o.data(), pool);
-      if (hp.post_norms)
-        for (std::size_t t = 0; t < n; ++t) rms_norm(o.data() + t * E, L.post_ffn_norm.data(), o.data() + t * E, E, hp.rms_eps);
-      for (std::size_t i = 0; i < n * E; ++i) x[i] += o[i];
-    }
-    rms_norm(x.data() + (n - 1) * E, m.out_norm.data(), h.data(), E, hp.rms_eps);
-    m.output.apply(h.data(), 1, logits.data(), pool);
+    const std::size_t hd = m.hp.head_dim;
+    work.run(
+        m, tokens, n, [&](std::size_t t) { return pos + t; },
+        [&](std::size_t l, std::size_t t, std::size_t hh, const float* k, const float* v) {
+          store(kc[l], vc[l], (hh * n_ctx + pos + t) * hd, k, v);
+        },
+        [&](std::size_t l, const lutkit::attention_options& ao, const float* q, float* att) {
+          const lutkit::kv_cache_view view{kc[l].data(), vc[l].data(), kv, pos + n, std::ptrdiff_t(hd),
+                                           std::ptrdiff_t(n_ctx * hd)};
+          if (n == 1)
+            lutkit::attention_decode(ao, q, view, att, nullptr, pool);
+          else
+            lutkit::attention_prefill(ao, q, n, int64_t(pos), view, att, nullptr, nullptr, 0, pool);
+        },
+        pool);
+    work.logits(m, n - 1, 1, logits.data(), pool);
     pos += n;
     return logits;
   }
@@ -179,7 +208,9 @@ struct batch {
   std::size_t B, cap;  // sequences, own tokens each can hold
   std::size_t len = 0;  // own tokens so far (the same for every sequence)
   std::vector<std::vector<uint16_t>> kc, vc;  // per layer: [B][head][cap][head_dim]
-  std::vector<float> x, h, q, k, v, att, o, g, u, logits, cs, sn;
+  std::vector<float> logits;
+  std::vector<lutkit::decode_sequence> seqs;
+  pass work;
 
   batch(const session& pre, std::size_t b, std::size_t own_cap) : prefix(pre), B(b), cap(own_cap) {
     const hparams& hp = pre.m.hp;
@@ -187,6 +218,7 @@ struct batch {
     kc.assign(hp.n_layer, std::vector<uint16_t>(B * hp.n_head_kv * cap * hp.head_dim));
     vc.assign(hp.n_layer, std::vector<uint16_t>(B * hp.n_head_kv * cap * hp.head_dim));
     logits.resize(B * hp.n_vocab);
+    seqs.resize(B);
   }
 
   // one token per sequence (tokens[b]); returns the logits, [B][n_vocab]
@@ -194,78 +226,25 @@ struct batch {
     const model& m = prefix.m;
     const hparams& hp = m.hp;
     llm::require(len < cap, "llm: the batch's own caches are full (", cap, " tokens)");
-    const std::size_t E = hp.n_embd, QD = hp.q_dim(), KD = hp.kv_dim(), hd = hp.head_dim, F = hp.n_ff;
-    const std::size_t P = prefix.pos, p = P + len, hr = hp.n_rot / 2;
-    x.resize(B * E), h.resize(B * E), q.resize(B * QD), k.resize(B * KD), v.resize(B * KD), att.resize(B * QD);
-    o.resize(B * E), g.resize(B * F), u.resize(B * F), cs.resize(2 * hr), sn.resize(2 * hr);
-    for (std::size_t b = 0; b < B; ++b) m.embed(tokens[b], x.data() + b * E);
-    for (std::size_t i = 0; i < hr; ++i) {  // [0, hr): global layers, [hr, 2 hr): local ones
-      const double e = -2.0 * double(i) / double(hp.n_rot);
-      const double tg = double(p) / double(hp.rope_scale) * std::pow(double(hp.rope_base), e);
-      const double tl = double(p) * std::pow(double(hp.rope_base_local), e);
-      cs[i] = float(std::cos(tg)), sn[i] = float(std::sin(tg));
-      cs[hr + i] = float(std::cos(tl)), sn[hr + i] = float(std::sin(tl));
-    }
-    lutkit::attention_options ao;
-    ao.heads_q = hp.n_head;
-    ao.heads_kv = hp.n_head_kv;
-    ao.head_dim = hd;
-    ao.scale = float(1.0 / std::sqrt(double(hd)));
-    std::vector<lutkit::decode_sequence> seqs(B);
-    for (std::size_t l = 0; l < hp.n_layer; ++l) {
-      const layer& L = m.layers[l];
-      const bool local = hp.local(l);
-      const float* rc = cs.data() + (local ? hr : 0);
-      const float* rs = sn.data() + (local ? hr : 0);
-      ao.mask = local ? lutkit::mask_kind::window : lutkit::mask_kind::causal;
-      ao.window = local ? hp.window : 0;
-      for (std::size_t b = 0; b < B; ++b) rms_norm(x.data() + b * E, L.attn_norm.data(), h.data() + b * E, E, hp.rms_eps);
-      L.wq.apply(h.data(), B, q.data(), pool);
-      L.wk.apply(h.data(), B, k.data(), pool);
-      L.wv.apply(h.data(), B, v.data(), pool);
-      for (std::size_t b = 0; b < B; ++b) {
-        if (hp.qkv_bias) {
-          for (std::size_t i = 0; i < QD; ++i) q[b * QD + i] += L.bq[i];
-          for (std::size_t i = 0; i < KD; ++i) k[b * KD + i] += L.bk[i], v[b * KD + i] += L.bv[i];
-        }
-        for (std::size_t hh = 0; hh < hp.n_head; ++hh) {
-          float* qh = q.data() + b * QD + hh * hd;
-          if (hp.qk_norm) rms_norm(qh, L.q_norm.data(), qh, hd, hp.rms_eps);
-          rope(qh, hp.n_rot, hp.rope, rc, rs);
-        }
-        for (std::size_t hh = 0; hh < hp.n_head_kv; ++hh) {
-          float* kh = k.data() + b * KD + hh * hd;
-          if (hp.qk_norm) rms_norm(kh, L.k_norm.data(), kh, hd, hp.rms_eps);
-          rope(kh, hp.n_rot, hp.rope, rc, rs);
-          uint16_t* kd = kc[l].data() + ((b * hp.n_head_kv + hh) * cap + len) * hd;
-          uint16_t* vd = vc[l].data() + ((b * hp.n_head_kv + hh) * cap + len) * hd;
-          for (std::size_t c = 0; c < hd; ++c) kd[c] = prefix.to_kv(kh[c]), vd[c] = prefix.to_kv(v[b * KD + hh * hd + c]);
-        }
-        lutkit::decode_sequence& sq = seqs[b];
-        sq.q = q.data() + b * QD;
-        sq.out = att.data() + b * QD;
-        sq.own = {kc[l].data() + b * hp.n_head_kv * cap * hd, vc[l].data() + b * hp.n_head_kv * cap * hd, prefix.kv,
-                  len + 1, std::ptrdiff_t(hd), std::ptrdiff_t(cap * hd)};
-      }
-      const lutkit::kv_cache_view pv{prefix.kc[l].data(), prefix.vc[l].data(), prefix.kv, P, std::ptrdiff_t(hd),
-                                     std::ptrdiff_t(prefix.n_ctx * hd)};
-      lutkit::attention_decode(ao, pv, std::span<const lutkit::decode_sequence>(seqs), pool);
-      L.wo.apply(att.data(), B, o.data(), pool);
-      if (hp.post_norms)
-        for (std::size_t b = 0; b < B; ++b) rms_norm(o.data() + b * E, L.post_attn_norm.data(), o.data() + b * E, E, hp.rms_eps);
-      for (std::size_t i = 0; i < B * E; ++i) x[i] += o[i];
-      for (std::size_t b = 0; b < B; ++b) rms_norm(x.data() + b * E, L.ffn_norm.data(), h.data() + b * E, E, hp.rms_eps);
-      L.w_gate.apply(h.data(), B, g.data(), pool);
-      L.w_up.apply(h.data(), B, u.data(), pool);
-      for (std::size_t i = 0; i < B * F; ++i)
-        g[i] = (hp.gelu ? gelu_tanh(g[i]) : g[i] / (1.f + std::exp(-g[i]))) * u[i];
-      L.w_down.apply(g.data(), B, o.data(), pool);
-      if (hp.post_norms)
-        for (std::size_t b = 0; b < B; ++b) rms_norm(o.data() + b * E, L.post_ffn_norm.data(), o.data() + b * E, E, hp.rms_eps);
-      for (std::size_t i = 0; i < B * E; ++i) x[i] += o[i];
-    }
-    for (std::size_t b = 0; b < B; ++b) rms_norm(x.data() + b * E, m.out_norm.data(), h.data() + b * E, E, hp.rms_eps);
-    m.output.apply(h.data(), B, logits.data(), pool);
+    const std::size_t hd = hp.head_dim, QD = hp.q_dim(), P = prefix.pos;
+    work.run(
+        m, tokens, B, [&](std::size_t) { return P + len; },
+        [&](std::size_t l, std::size_t b, std::size_t hh, const float* k, const float* v) {
+          prefix.store(kc[l], vc[l], ((b * hp.n_head_kv + hh) * cap + len) * hd, k, v);
+        },
+        [&](std::size_t l, const lutkit::attention_options& ao, const float* q, float* att) {
+          for (std::size_t b = 0; b < B; ++b) {
+            seqs[b].q = q + b * QD;
+            seqs[b].out = att + b * QD;
+            seqs[b].own = {kc[l].data() + b * hp.n_head_kv * cap * hd, vc[l].data() + b * hp.n_head_kv * cap * hd,
+                           prefix.kv, len + 1, std::ptrdiff_t(hd), std::ptrdiff_t(cap * hd)};
+          }
+          const lutkit::kv_cache_view pv{prefix.kc[l].data(), prefix.vc[l].data(), prefix.kv, P, std::ptrdiff_t(hd),
+                                         std::ptrdiff_t(prefix.n_ctx * hd)};
+          lutkit::attention_decode(ao, pv, std::span<const lutkit::decode_sequence>(seqs), pool);
+        },
+        pool);
+    work.logits(m, 0, B, logits.data(), pool);
     ++len;
     return logits;
   }
