@@ -36,23 +36,8 @@ struct q4nx {
 }  // namespace fmt
 
 template <>
-struct format_traits<fmt::q4nx> {
-  static constexpr bool is_ternary = false;
-  static constexpr int bits = 4;
-  static constexpr bool asymmetric = true;
-  static constexpr int planes = 4;
-  static constexpr int k_per_step = 4;
-  static constexpr int max_code = 15;
-  static constexpr float sym_zero = 0.0f;  // unused: every group stores its own min
-  static constexpr int plane_weight_sum = 15;
-  static constexpr bool integer_levels = true;
-  static constexpr float level(int code) { return float(code); }
-  // min-form: the second argument is the group minimum m, weight = scale * level + m
-  static constexpr bool min_form = true;
+struct format_traits<fmt::q4nx> : detail::min_form4_traits {  // (quant/quant.hpp)
   static constexpr bool bf16_params = true;
-  static constexpr float value(float scale, float min, int code) { return scale * level(code) + min; }
-  static constexpr bool lut_gemv_capable = false;
-  static constexpr bool is_codebook = false;
   static constexpr const char* book_name = "nx";  // policy names read w4nx_g32_asym_...
   // The group fit of quantize_q4nx (and of lutkit::quantize for Q4NX policies):
   //   min   = the largest bf16 <= min(w)              (rounded down: the grid starts below every w)
@@ -74,12 +59,6 @@ struct format_traits<fmt::q4nx> {
     scale = d;
     min = mn;
     return std::isfinite(mn) && std::isfinite(d) && std::isfinite(d * 15.0f);
-  }
-  // q = round((w - min) / scale) clamped to 0..15 (0 for a zero scale: a constant group)
-  static uint8_t code_of(float w, float scale, float min) {
-    if (!(scale > 0)) return 0;
-    const double t = std::nearbyint((double(w) - double(min)) / double(scale));
-    return uint8_t(t < 0 ? 0 : (t > 15 ? 15 : int(t)));
   }
 };
 

@@ -42,8 +42,11 @@ inline float f16_step(float v, bool up) {
 }
 }  // namespace detail
 
-template <>
-struct format_traits<fmt::q4_1> {
+namespace detail {
+// What the min-form 4-bit formats (Q4_1, Q4NX) share: codes 0..15 as whole codes (no LUT-GEMV),
+// level = code, weight = scale * code + min, the code of a weight rounded to nearest and clamped.
+// Each format adds its parameter type (bf16_params), its name and its group fit.
+struct min_form4_traits {
   static constexpr bool is_ternary = false;
   static constexpr int bits = 4;
   static constexpr bool asymmetric = true;
@@ -54,11 +57,23 @@ struct format_traits<fmt::q4_1> {
   static constexpr int plane_weight_sum = 15;
   static constexpr bool integer_levels = true;
   static constexpr float level(int code) { return float(code); }
+  // min-form: the second argument is the group minimum m, weight = scale * level + m
   static constexpr bool min_form = true;
-  static constexpr bool bf16_params = false;
   static constexpr float value(float scale, float min, int code) { return scale * level(code) + min; }
   static constexpr bool lut_gemv_capable = false;
   static constexpr bool is_codebook = false;
+  // q = round((w - min) / scale) clamped to 0..15 (0 for a zero scale: a constant group)
+  static uint8_t code_of(float w, float scale, float min) {
+    if (!(scale > 0)) return 0;
+    const double t = std::nearbyint((double(w) - double(min)) / double(scale));
+    return uint8_t(t < 0 ? 0 : (t > 15 ? 15 : int(t)));
+  }
+};
+}  // namespace detail
+
+template <>
+struct format_traits<fmt::q4_1> : detail::min_form4_traits {
+  static constexpr bool bf16_params = false;
   static constexpr const char* book_name = "q41";  // policy names read w4q41_g32_asym_...
   // min = the largest fp16 <= min(w), scale = the smallest fp16 >= (max(w) - min) / 15: every
   // weight within scale / 2 of d q + m. False when they are not finite in fp16.
@@ -76,11 +91,6 @@ struct format_traits<fmt::q4_1> {
     scale = d;
     min = mn;
     return std::isfinite(mn) && std::isfinite(d) && std::isfinite(d * 15.0f + mn);
-  }
-  static uint8_t code_of(float w, float scale, float min) {
-    if (!(scale > 0)) return 0;
-    const double t = std::nearbyint((double(w) - double(min)) / double(scale));
-    return uint8_t(t < 0 ? 0 : (t > 15 ? 15 : int(t)));
   }
 };
 
