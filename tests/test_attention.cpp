@@ -814,3 +814,34 @@ TEST_CASE("attention prefill: the default precision is within 2x a plain fp32 on
     for (std::size_t c = 0; c < d; ++c) REQUIRE(out[c] == detail::kv_load(kv.view.v, kv_type::f16, std::ptrdiff_t(c)));
   }
 }
+
+TEST_CASE("attention: a non-finite query whose keys the caller masks with -inf sees no key", "[attention]") {
+  // (fuzz finding: the non-finite check read the logits of keys the additive mask had removed)
+  const float inf = std::numeric_limits<float>::infinity();
+  for (auto be : all_backends())
+    for (auto prec : both_precisions) {
+      const std::size_t d = 64, n = 40;
+      std::mt19937_64 rng(5);
+      kv_store kv;
+      make_kv(kv, rng, kv_type::f16, n, 1, d, false);
+      attention_options o;
+      o.heads_q = o.heads_kv = 1;
+      o.head_dim = d;
+      o.scale = 0.125f;
+      o.backend = be;
+      o.precision = prec;
+      auto q = randn(rng, n * d);
+      std::vector<float> mask(n * n, 0.f), out(n * d), lse(n);
+      for (std::size_t j = 0; j < n; ++j) mask[7 * n + j] = -inf;  // row 7: every key masked
+      for (std::size_t j = 0; j < n; ++j) mask[9 * n + j] = j == 2 ? 0.f : -inf;  // row 9: key 2 only
+      q[7 * d] = inf;
+      q[9 * d + 1] = std::numeric_limits<float>::quiet_NaN();
+      attention_prefill(o, q.data(), n, 0, kv.view, out.data(), lse.data(), mask.data(), n);
+      INFO("backend " << int(be) << " precision " << int(prec));
+      for (std::size_t c = 0; c < d; ++c) REQUIRE(out[7 * d + c] == 0.f);
+      REQUIRE((std::isinf(lse[7]) && lse[7] < 0));
+      REQUIRE(std::isnan(lse[9]));  // row 9 reaches key 2 with a NaN query
+      for (std::size_t i = 0; i < n; ++i)
+        if (i != 7 && i != 9) REQUIRE(std::isfinite(lse[i]));
+    }
+}

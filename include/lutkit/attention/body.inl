@@ -108,12 +108,17 @@ LUTKIT_OPS_FN inline float row_softmax(float* s, std::size_t n, int64_t b, int64
     F x = Ops::load(s + j);
     const U kidx = Ops::iota() + Ops::set1u(uint32_t(k0 + int64_t(j)));
     const M vis = full ? all : Ops::both(Ops::less(vb, kidx), Ops::less(kidx, ve));  // b <= key < e
-    zr = Ops::add_if(vis, zr, x - x);
+    F d = x - x;  // 0 unless q.k is not finite
     if (softcap > 0.f) x = softcap_lanes(x, softcap);
     if (mrow) {
-      x = x + Ops::loadz(mrow + mask_base + k0 + int64_t(j), vis);
+      // a key the caller masks with -inf is not reached, whatever its logit
+      const F mv = Ops::loadz(mrow + mask_base + k0 + int64_t(j), vis);
+      const M cut = Ops::eq(mv, ninf);
+      d = Ops::select(cut, d, Ops::zero());
+      x = Ops::select(cut, x + mv, ninf);
       bad |= Ops::bits(vis) & ~Ops::bits(Ops::gt(pinf, x));
     }
+    zr = Ops::add_if(vis, zr, d);
     x = Ops::select(vis, ninf, x);
     Ops::store(s + j, x);
     vmax = Ops::max(vmax, x);

@@ -56,11 +56,17 @@ inline void portable_step(const att_step_args& a) {
     bool bad = false;  // a non-finite logit (docs/attention.md, "Non-finite values")
     for (std::size_t j = 0; j < n; ++j) {
       const std::ptrdiff_t key = std::ptrdiff_t(b) + std::ptrdiff_t(j);
+      // a key the caller masks with -inf is not reached, whatever its logit
+      const float mk = mrow ? mrow[a.mask_base + std::size_t(key)] : 0.f;
+      if (mk == -std::numeric_limits<float>::infinity()) {
+        s[j] = mk;
+        continue;
+      }
       float acc = 0.f;
       for (std::size_t c = 0; c < d; ++c) acc = std::fma(q[c], kv_load(a.k, a.type, key * a.row_stride + std::ptrdiff_t(c)), acc);
       bad = bad || !std::isfinite(acc);
       if (a.softcap > 0.f) acc = softcap_apply(acc, a.softcap);
-      if (mrow) acc += mrow[a.mask_base + std::size_t(key)];
+      acc += mk;
       bad = bad || acc != acc || acc == std::numeric_limits<float>::infinity();
       s[j] = acc;
     }
