@@ -59,7 +59,8 @@ inline att_tile_kind tile_kind(const att_kernel_set& ks, const attention_options
   if (o.precision == attention_precision::bf16 && ks.pack && ks.tile) return att_tile_kind::bf16;
   return ks.pack_f32 && ks.tile_f32 ? att_tile_kind::fp32 : att_tile_kind::none;
 }
-// bytes of one KV head's packed K and V panels of `keys` keys, then its V flags (one per 16 keys)
+// bytes of one KV head's packed K and V panels of `keys` keys (its V flags, one byte per 16 keys,
+// are placed after every head's panels)
 inline std::size_t panel_bytes(att_tile_kind t, std::size_t keys, std::size_t d) {
   return keys * d * 2 * (t == att_tile_kind::fp32 ? 4 : 2);
 }

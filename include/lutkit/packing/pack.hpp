@@ -136,9 +136,14 @@ struct ggml_source {
     }
   }
   void zero_bits_rows(std::size_t m0, std::size_t n, std::size_t g, uint8_t* out) const {
-    for (std::size_t i = 0; i < n; ++i) {
-      const uint16_t z = zero_bits(Block::has_min ? m0 + i : 0, Block::has_min ? g : 0);
-      std::memcpy(out + 2 * i, &z, 2);
+    if constexpr (Block::has_min) {
+      for (std::size_t i = 0; i < n; ++i) {
+        const uint16_t z = zero_bits(m0 + i, g);
+        std::memcpy(out + 2 * i, &z, 2);
+      }
+    } else {  // one zero for every row
+      const uint16_t z = zero_bits(0, 0);
+      for (std::size_t i = 0; i < n; ++i) std::memcpy(out + 2 * i, &z, 2);
     }
   }
   // scale_bits of rows m0 .. m0 + n - 1 of group g, to out (2 bytes each)
