@@ -7,6 +7,7 @@
 
 #include <lutkit/core/concepts.hpp>
 #include <lutkit/core/policy.hpp>
+#include <lutkit/quant/kquant.hpp>
 #include <lutkit/quant/q4nx.hpp>
 
 namespace lutkit_test {
@@ -55,7 +56,9 @@ using dq_policy_list = append_policies<
     policy<fmt::uint_sym<8>, group<32>, i8>,              // llama.cpp Q8_0 blocks
     policy<fmt::uint_sym<4>, group<32>, i8>,              // llama.cpp Q4_0 blocks
     policy<fmt::q4nx, group<32>, i8>,                     // Q4NX: bf16 scale and min per 32
-    policy<fmt::q4_1, group<32>, i8>>::type;              // llama.cpp Q4_1 blocks: fp16 scale and min per 32
+    policy<fmt::q4_1, group<32>, i8>,                     // llama.cpp Q4_1 blocks: fp16 scale and min per 32
+    policy<fmt::q4_k, group<32>, i8>,                     // llama.cpp Q4_K: fp32 scale and min per 32
+    policy<fmt::q6_k, group<16>, i8m>>::type;             // llama.cpp Q6_K: 6 bit planes, fp32 scale per 16
 inline constexpr std::size_t dq_policy_count = std::tuple_size_v<dq_policy_list>;
 
 // The policies of a list with their target replaced (the layout tests run every target's layout).

@@ -204,6 +204,7 @@ std::vector<uint8_t> model_bytes(const std::string& arch, lutkit::ggml_type t, u
   o.arch = arch;
   o.matrix_type = t;
   o.embedding_type = t;
+  o.q4_k_m = t == lutkit::ggml_type::q4_k;  // Q4_K with Q6_K where llama.cpp's Q4_K_M puts it
   o.seed = seed;
   o.output_tensor = seed % 2 == 0;  // tied embeddings every other model
   if (arch == "gemma3") o.n_layer = 6, o.sliding_window = 8;  // 5 local layers and a global one
@@ -219,7 +220,7 @@ TEST_CASE("engine: prefill and greedy decode against the double reference, every
   uint64_t seed = 11;
   for (const char* arch : {"llama", "qwen2", "qwen3", "gemma3"})
     for (auto t : {lutkit::ggml_type::q4_0, lutkit::ggml_type::q4_1, lutkit::ggml_type::q8_0, lutkit::ggml_type::iq4_nl,
-                   lutkit::ggml_type::tq2_0, lutkit::ggml_type::tq1_0}) {
+                   lutkit::ggml_type::q4_k, lutkit::ggml_type::tq2_0, lutkit::ggml_type::tq1_0}) {
       const auto bytes = model_bytes(arch, t, seed++);
       auto m = llm::load_model(lutkit::gguf::file(std::span<const uint8_t>(bytes)), &pool, false);
       ref_model ref(m->hp, m->file), rq(m->hp, m->file, true);
@@ -314,10 +315,10 @@ TEST_CASE("engine: unsupported architectures and matrix types are errors naming 
   }
   {
     lutkit::gguf::tiny_llama_options o;
-    o.matrix_type = lutkit::ggml_type::q4_k;
+    o.matrix_type = lutkit::ggml_type::q5_k;
     const auto bytes = lutkit::gguf::tiny_llama(o).to_bytes();
     CHECK_THROWS_WITH(llm::load_model(lutkit::gguf::file(std::span<const uint8_t>(bytes)), nullptr, false),
-                      Catch::Contains("q4_K") && Catch::Contains("attn_q"));
+                      Catch::Contains("q5_K") && Catch::Contains("attn_q"));
   }
   {
     const auto bytes = model_bytes("llama", lutkit::ggml_type::q8_0, 2);

@@ -116,8 +116,10 @@ TEST_CASE("canonical names of the new formats", "[formats]") {
   std::set<std::string> names;
   for_each_policy_in<dq_policy_list>([&]<class P>() { names.insert(P::name()); });
   CHECK(names.size() == dq_policy_count);
-  CHECK(dq_policy_count == policy_count + 7);
+  CHECK(dq_policy_count == policy_count + 9);
   CHECK(policy<fmt::q4_1, group<32>>::name() == "w4q41_g32_asym_notab_host_b32");
+  CHECK(policy<fmt::q4_k, group<32>>::name() == "w4q4k_g32_asym_notab_host_b32");
+  CHECK(policy<fmt::q6_k, group<16>>::name() == "w6q6k_g16_sym_lut4i8m_host_b16");
 }
 
 TEST_CASE("tiling spec of non-LUT formats: min(16, group/4) steps, no int16 bound", "[formats]") {
@@ -584,4 +586,83 @@ TEST_CASE("codebook and 8-bit policies reject bad input like the others", "[form
   STATIC_REQUIRE(!nf4_g64::lut_gemv_capable);
   STATIC_REQUIRE(!q8_0_p::lut_gemv_capable);
   STATIC_REQUIRE(q4_0_p::lut_gemv_capable);
+}
+
+// K-quant blocks with random bytes whose fp16 super-scales are finite; trial 0 puts zero and
+// subnormal scales in, trial 1 the largest fp16 (65504) and its negative.
+static std::vector<uint8_t> kquant_blocks(std::mt19937_64& rng, std::size_t nblocks, std::size_t bb,
+                                          std::initializer_list<std::size_t> d_offsets, int trial) {
+  std::vector<uint8_t> b(nblocks * bb);
+  for (auto& v : b) v = uint8_t(rng());
+  for (std::size_t i = 0; i < nblocks; ++i)
+    for (std::size_t o : d_offsets) {
+      uint8_t& lo = b[i * bb + o];
+      uint8_t& hi = b[i * bb + o + 1];
+      if ((hi & 0x7C) == 0x7C) hi &= 0xFB;
+      if (trial == 0 && i % 4 == 0) lo = 0, hi &= 0x80;  // +-0
+      if (trial == 0 && i % 4 == 1) hi &= 0x83;            // subnormal
+      if (trial == 1 && i % 3 == 0) lo = 0xFF, hi = uint8_t(0x7B | (hi & 0x80));  // +-65504
+    }
+  return b;
+}
+
+TEST_CASE("import_q4_k / import_q6_k reproduce llama.cpp's dequantization bit for bit", "[formats][kquant]") {
+  using Q4K = policy<fmt::q4_k, group<32>>;
+  using Q6K = policy<fmt::q6_k, group<16>>;
+  auto check = [&]<class P>(ggml_type t, std::size_t bb, std::initializer_list<std::size_t> d_off, auto import) {
+    using FT = format_traits<typename P::format>;
+    constexpr std::size_t G = P::spec.group_k;
+    std::mt19937_64 rng(policy_hash(P::name()));
+    for (int trial = 0; trial < 5; ++trial) {
+      const std::size_t M = std::uniform_int_distribution<std::size_t>(1, 70)(rng);
+      const std::size_t K = 256 * std::uniform_int_distribution<std::size_t>(1, 4)(rng);
+      INFO(P::name() << " trial " << trial << " M=" << M << " K=" << K);
+      const auto b = kquant_blocks(rng, M * K / 256, bb, d_off, trial);
+      const quantized<P> q = import(b.data(), M, K, b.size());
+      const auto u = unpack<P>(pack<P>(q));
+      REQUIRE(u.codes == q.codes);
+      std::vector<float> y(K);
+      std::size_t bad = 0;
+      for (std::size_t m = 0; m < M; ++m) {
+        ggml::dequantize_row(t, b.data() + m * (K / 256) * bb, K / 256 * bb, y.data(), K);
+        for (std::size_t k = 0; k < K; ++k)
+          bad += !same_bits(FT::value(u.scale(m, k / G), u.zero(m, k / G), u.codes[m * K + k]), y[k]) ||
+                 !same_bits(float(u.weight(m, k)), y[k]);
+      }
+      CHECK(bad == 0);
+    }
+    // every code value, powers-of-two super-scales: 4 blocks of random bytes (every code appears)
+    std::vector<uint8_t> b(bb * 4);
+    for (auto& v : b) v = uint8_t(rng());
+    for (std::size_t i = 0; i < 4; ++i)
+      for (std::size_t o : d_off) b[i * bb + o] = 0x00, b[i * bb + o + 1] = uint8_t(0x2C + i);  // d = 2^(-4 + i)
+    const auto q = import(b.data(), 1, 1024, b.size());
+    std::set<int> codes(q.codes.begin(), q.codes.end());
+    CHECK(int(codes.size()) == FT::max_code + 1);
+    std::vector<float> y(1024);
+    ggml::dequantize_row(t, b.data(), b.size(), y.data(), 1024);
+    for (std::size_t k = 0; k < 1024; ++k)
+      CHECK(same_bits(FT::value(q.scale(0, k / G), q.zero(0, k / G), q.codes[k]), y[k]));
+  };
+  check.operator()<Q4K>(ggml_type::q4_k, 144, {0, 2}, [](auto... a) { return import_q4_k<Q4K>(a...); });
+  check.operator()<Q6K>(ggml_type::q6_k, 210, {208}, [](auto... a) { return import_q6_k<Q6K>(a...); });
+  STATIC_REQUIRE(Q4K::spec.f32_params && Q6K::spec.f32_params && Q6K::spec.planes == 6 && Q6K::spec.block_k == 16);
+  STATIC_REQUIRE(Q4K::spec.scale_bytes() == 64 * 4 * 2 && Q6K::spec.scale_bytes() == 64 * 4);
+
+  // errors: a non-finite super-scale names its block; the policy, K and the buffer are checked
+  std::vector<uint8_t> b(144 * 2, 0);
+  b[144 + 3] = 0x7C;  // block 1: dmin = +inf
+  CHECK_THROWS_WITH(import_q4_k<Q4K>(b.data(), 1, 512, b.size()), Catch::Contains("block 1") && Catch::Contains("non-finite"));
+  CHECK_THROWS_WITH(pack_q4_k<Q4K>(b.data(), 1, 512, b.size()), Catch::Contains("block 1") && Catch::Contains("non-finite"));
+  CHECK_THROWS_WITH(import_q4_k<Q4K>(b.data(), 1, 512, b.size() - 1), Catch::Contains("holds fewer than"));
+  CHECK_THROWS_WITH(import_q4_k<Q4K>(b.data(), 2, 128, b.size()), Catch::Contains("multiple of the super-block size 256"));
+  using Q41 = policy<fmt::q4_1, group<32>>;
+  CHECK_THROWS_WITH(import_q4_k<Q41>(b.data(), 1, 256, b.size()), Catch::Contains("Q4_K format"));
+  CHECK_THROWS_WITH(import_q4_k<Q4K>(nullptr, 1, 256, 144), Catch::Contains("null"));
+  std::vector<uint8_t> c(210, 0);
+  c[209] = 0x7E;  // d = NaN
+  CHECK_THROWS_WITH(import_q6_k<Q6K>(c.data(), 1, 256, c.size()), Catch::Contains("non-finite"));
+  CHECK_THROWS_WITH(pack_q6_k<Q6K>(c.data(), 1, 256, c.size()), Catch::Contains("non-finite"));
+  using Q6Kg32 = policy<fmt::q6_k, group<32>>;
+  CHECK_THROWS_WITH(import_q6_k<Q6Kg32>(c.data(), 1, 256, c.size()), Catch::Contains("group<16>"));
 }

@@ -14,6 +14,7 @@
 #include "lutkit/core/tiling.hpp"
 #include "lutkit/quant/packed_weights.hpp"
 #include "lutkit/packing/pack.hpp"
+#include "lutkit/quant/kquant.hpp"
 #include "lutkit/quant/q4nx.hpp"
 #include "lutkit/quant/q4_0_supergroup.hpp"
 #include "lutkit/quant/quant.hpp"

@@ -131,8 +131,11 @@ struct format_traits {
   // Group parameters. `min_form`: the second per-group parameter is an additive minimum m and
   // value(scale, m, code) = scale * level(code) + m (Q4NX); otherwise it is the zero above.
   // `bf16_params`: the packed blob stores scale and zero/min as bf16 instead of fp16.
+  // `f32_params`: as fp32 (4-byte slots): the K-quants' group scales are products of a block
+  // scale and a 6- or 8-bit sub-scale, exact in fp32 and not in any 16-bit type.
   static constexpr bool min_form = false;
   static constexpr bool bf16_params = false;
+  static constexpr bool f32_params = false;
 };
 
 // Codebooks: the 4-bit plane structure of uint_sym<4> with the book's levels and zero.
@@ -159,8 +162,8 @@ struct per_channel {
 };
 template <int G>
 struct group {
-  static_assert(G >= 32 && G <= 256 && (G & (G - 1)) == 0,
-                "lutkit: group<G> needs G a power of two in [32, 256]");
+  static_assert(G >= 16 && G <= 256 && (G & (G - 1)) == 0,
+                "lutkit: group<G> needs G a power of two in [16, 256] (16: llama.cpp's Q6_K sub-blocks)");
   static constexpr int group_k = G;
   static constexpr bool tensor = false;
 };

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <utility>
 
 #include "bf16.hpp"
@@ -14,10 +15,34 @@
 
 namespace lutkit {
 
-// The 2-byte group parameters (scale; zero or min) of a packed blob: fp16, or bf16 for formats
-// with bf16_params. Every reader and writer of those slots goes through these two.
+// The group parameters (scale; zero or min) of a packed blob: fp16, bf16 for formats with
+// bf16_params, fp32 for formats with f32_params (spec.param_bytes() bytes a slot). Every reader
+// and writer of those slots goes through load_param and store_param; decode_param and
+// encode_param are their 2-byte halves.
 inline float decode_param(const tiling_spec& s, uint16_t bits) { return s.bf16_params ? bf16_to_f32(bits) : f16_to_f32(bits); }
 inline uint16_t encode_param(const tiling_spec& s, float v) { return s.bf16_params ? f32_to_bf16(v) : f32_to_f16(v); }
+// the value slot i of the parameter array at p holds
+inline float load_param(const tiling_spec& s, const uint8_t* p, std::size_t i = 0) {
+  if (s.f32_params) {
+    float v;
+    std::memcpy(&v, p + 4 * i, 4);
+    return v;
+  }
+  uint16_t h;
+  std::memcpy(&h, p + 2 * i, 2);
+  return decode_param(s, h);
+}
+// v as slot i of the parameter array at p stores it (rounded to fp16 / bf16 for 2-byte slots)
+inline void store_param(const tiling_spec& s, uint8_t* p, std::size_t i, float v) {
+  if (s.f32_params) {
+    std::memcpy(p + 4 * i, &v, 4);
+    return;
+  }
+  const uint16_t h = encode_param(s, v);
+  std::memcpy(p + 2 * i, &h, 2);
+}
+// v as the slot stores it
+inline float round_param(const tiling_spec& s, float v) { return s.f32_params ? v : decode_param(s, encode_param(s, v)); }
 
 // Every offset of a packed blob of M x K weights (layout_geometry), for a shape checked here:
 // within the size limits, K a multiple of the group.

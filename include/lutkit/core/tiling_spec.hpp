@@ -43,7 +43,8 @@
 //   block       block_k activations: the table-quantization granule and the int16 accumulation
 //               interval; its length is bounded at compile time so int16 sums cannot overflow.
 //   group       group_k activations sharing a scale (and zero): [fp16 scale x rows]
-//               [fp16 zero x rows, asymmetric only] [blocks ...].
+//               [fp16 zero x rows, asymmetric only] [blocks ...]; bf16 or fp32 slots for the
+//               formats with bf16_params or f32_params (param_bytes).
 //   band        band_blocks consecutive blocks of K (whole groups, or whole int8 flush groups
 //               without groups; at most band_k_max activations, band_table_bytes of tables and
 //               band_panel_bytes per panel, at least one group); a tile's part of a band is its panel: the band's groups (or, where a group
@@ -76,6 +77,7 @@ struct tiling_spec {
   bool lut = true;        // format_traits::lut_gemv_capable: the int16 bound applies
   bool min_form = false;     // format_traits::min_form: the zero slot holds an additive minimum
   bool bf16_params = false;  // format_traits::bf16_params: scale and zero/min slots are bf16
+  bool f32_params = false;   // format_traits::f32_params: they are fp32 (4-byte slots)
   // ---- tunables / derived
   int rows_per_tile = 64;   // from the target descriptor (tile_rows); a chunk has one byte per row
   int chunk_bytes = 64;
@@ -135,7 +137,9 @@ struct tiling_spec {
   // whole-K scales (per channel, per tensor): the int8 paradigm quantizes activations in flush
   // groups of about 256 k, whole blocks (gemm/geometry.hpp)
   constexpr int whole_k_flush_blocks() const { return (256 + block_k - 1) / block_k; }
-  constexpr int scale_bytes() const { return rows_per_tile * 2 * (asymmetric ? 2 : 1); }
+  // one group parameter of one row: 2 bytes (fp16, bf16) or 4 (fp32)
+  constexpr int param_bytes() const { return f32_params ? 4 : 2; }
+  constexpr int scale_bytes() const { return rows_per_tile * param_bytes() * (asymmetric ? 2 : 1); }
   // offsets inside a block (compile-time for a compile-time spec): kernels add these to
   // packed_layout::block_offset so the inner loop does no shape arithmetic
   constexpr int paired_chunk_in_block(int spi, int s, int p) const {
@@ -261,6 +265,7 @@ constexpr tiling_spec make_tiling_spec() {
   s.lut = FT::lut_gemv_capable;
   s.min_form = FT::min_form;
   s.bf16_params = FT::bf16_params;
+  s.f32_params = FT::f32_params;
   // Block length: as many steps as the int16 bound allows, at most 16 (64 activations) for
   // bit planes — a power of two dividing the group — and 32 steps (96 activations) for ternary.
   // Formats the LUT-GEMV cannot run have no int16 bound: min(16, group / 4) steps.
@@ -372,7 +377,7 @@ struct layout_geometry {
   }
   constexpr std::size_t scale_offset(std::size_t t, std::size_t g, const tiling_spec& S) const { return group_offset(t, g, S); }
   constexpr std::size_t zero_offset(std::size_t t, std::size_t g, const tiling_spec& S) const {
-    return group_offset(t, g, S) + std::size_t(S.rows_per_tile) * 2;
+    return group_offset(t, g, S) + std::size_t(S.rows_per_tile) * std::size_t(S.param_bytes());
   }
   constexpr std::size_t block_offset(std::size_t t, std::size_t blk, const tiling_spec& S) const {
     // (bands > 1: band_blocks is the spec's)

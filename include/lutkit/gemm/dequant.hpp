@@ -59,12 +59,9 @@ inline constexpr repack_tables repack = make_repack_tables();
 template <class P>
 inline void group_params(const uint8_t* data, const packed_layout& L, std::size_t t, std::size_t g, int r,
                          float& s, float& z) {
-  uint16_t h;
-  std::memcpy(&h, data + L.scale_offset(t, g) + 2 * std::size_t(r), 2);
-  s = decode_param(P::spec, h);
+  s = load_param(P::spec, data + L.scale_offset(t, g), std::size_t(r));
   if constexpr (P::spec.asymmetric) {
-    std::memcpy(&h, data + L.zero_offset(t, g) + 2 * std::size_t(r), 2);
-    z = decode_param(P::spec, h);
+    z = load_param(P::spec, data + L.zero_offset(t, g), std::size_t(r));
   } else {
     z = P::spec.sym_zero;
   }

@@ -129,18 +129,20 @@ struct lut_weight_source {
   // or bf16 in the blob; the format's fixed zero for symmetric formats)
   void scale_zero_rows(std::size_t t, std::size_t g, float* sc, float* zz) const {
     uint16_t h[64];
-    auto decode = [&](float* out) {
-      if constexpr (P::spec.bf16_params) {
+    auto decode = [&](const uint8_t* p, float* out) {
+      if constexpr (P::spec.f32_params) {
+        std::memcpy(out, p, 256);
+      } else if constexpr (P::spec.bf16_params) {
+        std::memcpy(h, p, 128);
         for (int r = 0; r < 64; ++r) out[r] = decode_param(P::spec, h[r]);
       } else {
+        std::memcpy(h, p, 128);
         ks->halves(h, 64, out);
       }
     };
-    std::memcpy(h, data + L->scale_offset(t, g, P::spec), 128);
-    decode(sc);
+    decode(data + L->scale_offset(t, g, P::spec), sc);
     if constexpr (P::spec.asymmetric) {
-      std::memcpy(h, data + L->zero_offset(t, g, P::spec), 128);
-      decode(zz);
+      decode(data + L->zero_offset(t, g, P::spec), zz);
     } else {
       for (int r = 0; r < 64; ++r) zz[r] = P::spec.sym_zero;
     }

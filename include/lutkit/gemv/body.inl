@@ -166,7 +166,9 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
   // the call and the block's scales (and zeros) in registers: the block epilogue then has no
   // stores, and the buffered form's store and reload per group is gone (W1 g64: 42 -> 22
   // epilogue instructions per block of 8 step pairs)
-  constexpr bool F16_AT_USE = requires(const uint16_t* h) { requires std::is_same_v<decltype(Ops::loadf16(h)), F>; };
+  // (fp32 parameter slots: the buffered form, copied)
+  constexpr bool F16_AT_USE =
+      !S.f32_params && requires(const uint16_t* h) { requires std::is_same_v<decltype(Ops::loadf16(h)), F>; };
   constexpr bool OUT_REGS = F16_AT_USE && NB <= 2;
   F outv[OUT_REGS ? NB : 1][4], sreg[4], zreg[4];
   if constexpr (OUT_REGS)
@@ -193,9 +195,11 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
         for (int q = 0; q < 4; ++q) zreg[q] = Ops::fmaf(Ops::loadf16(z16 + 16 * q), Ops::setf(-1.f), Ops::setf(c_mirror));
       }
     } else if (blk == blk0 || cur.in_group == 0) {
-      Ops::f16_to_f32(reinterpret_cast<const uint16_t*>(a.data + cur.params), s32, R);
+      if constexpr (S.f32_params) std::memcpy(s32, a.data + cur.params, 4 * R);
+      else Ops::f16_to_f32(reinterpret_cast<const uint16_t*>(a.data + cur.params), s32, R);
       if constexpr (S.asymmetric) {
-        Ops::f16_to_f32(reinterpret_cast<const uint16_t*>(a.data + cur.zeros()), z32, R);
+        if constexpr (S.f32_params) std::memcpy(z32, a.data + cur.zeros(), 4 * R);
+        else Ops::f16_to_f32(reinterpret_cast<const uint16_t*>(a.data + cur.zeros()), z32, R);
         for (int r = 0; r < R; ++r) z32[r] = c_mirror - z32[r];
       }
     }

@@ -344,6 +344,10 @@ struct tiny_llama_options {
   uint32_t sliding_window = 8;  // gemma3: the local layers' window
   ggml_type matrix_type = ggml_type::q4_0;     // attention and feed-forward matrices, output.weight
   ggml_type embedding_type = ggml_type::f32;   // token_embd.weight
+  // llama.cpp's Q4_K_M mix (with matrix_type Q4_K): attn_v and ffn_down in Q6_K in the layers its
+  // quantizer gives more bits (the first and last eighth, every third between), output.weight in
+  // Q6_K; general.file_type 15
+  bool q4_k_m = false;
   uint32_t n_vocab = 320;
   uint32_t n_embd = 256;
   uint32_t n_ff = 512;
@@ -387,6 +391,8 @@ inline writer tiny_llama(const tiny_llama_options& o) {
                          : o.matrix_type == ggml_type::iq4_nl ? 25
                          : o.matrix_type == ggml_type::tq1_0  ? 36
                          : o.matrix_type == ggml_type::tq2_0  ? 37
+                         : o.matrix_type == ggml_type::q4_k   ? (o.q4_k_m ? 15 : 14)
+                         : o.matrix_type == ggml_type::q6_k   ? 18
                                                               : 0;
   if (ftype) w.add_u32("general.file_type", ftype);
   w.set_alignment(default_alignment);
@@ -454,14 +460,20 @@ inline writer tiny_llama(const tiny_llama_options& o) {
   const auto norm = [&](const std::string& name, uint64_t n) {
     w.add_tensor(name, ggml_type::f32, {n}, ggml::random_blocks(ggml_type::f32, std::size_t(n), seed++, 0.1f));
   };
+  need(!o.q4_k_m || o.matrix_type == ggml_type::q4_k, "the Q4_K_M mix needs matrix_type Q4_K");
   const uint64_t head_dim = o.n_embd / o.n_head, n_kv = head_dim * o.n_head_kv;
+  // the Q4_K_M mix: Q6_K where llama.cpp's quantizer spends more bits
+  const auto more_bits = [&](uint32_t l) {
+    const uint32_t n = o.n_layer;
+    return o.q4_k_m && (l < n / 8 || l >= 7 * n / 8 || (l - n / 8) % 3 == 2);
+  };
   mat("token_embd.weight", o.embedding_type, o.n_embd, o.n_vocab);
   for (uint32_t l = 0; l < o.n_layer; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     norm(p + "attn_norm.weight", o.n_embd);
     mat(p + "attn_q.weight", o.matrix_type, o.n_embd, o.n_embd);
     mat(p + "attn_k.weight", o.matrix_type, o.n_embd, n_kv);
-    mat(p + "attn_v.weight", o.matrix_type, o.n_embd, n_kv);
+    mat(p + "attn_v.weight", more_bits(l) ? ggml_type::q6_k : o.matrix_type, o.n_embd, n_kv);
     if (o.arch == "qwen2") {
       const auto bias = [&](const std::string& name, uint64_t n) {
         w.add_tensor(name, ggml_type::f32, {n}, ggml::random_blocks(ggml_type::f32, std::size_t(n), seed++, 0.02f));
@@ -479,11 +491,11 @@ inline writer tiny_llama(const tiny_llama_options& o) {
     norm(p + "ffn_norm.weight", o.n_embd);
     mat(p + "ffn_gate.weight", o.matrix_type, o.n_embd, o.n_ff);
     mat(p + "ffn_up.weight", o.matrix_type, o.n_embd, o.n_ff);
-    mat(p + "ffn_down.weight", o.matrix_type, o.n_ff, o.n_embd);
+    mat(p + "ffn_down.weight", more_bits(l) ? ggml_type::q6_k : o.matrix_type, o.n_ff, o.n_embd);
     if (o.arch == "gemma3") norm(p + "post_ffw_norm.weight", o.n_embd);
   }
   norm("output_norm.weight", o.n_embd);
-  if (o.output_tensor) mat("output.weight", o.matrix_type, o.n_embd, o.n_vocab);
+  if (o.output_tensor) mat("output.weight", o.q4_k_m ? ggml_type::q6_k : o.matrix_type, o.n_embd, o.n_vocab);
   return w;
 }
 

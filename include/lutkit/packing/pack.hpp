@@ -17,6 +17,7 @@
 #include "../core/thread_pool.hpp"
 #include "../core/tiling.hpp"
 #include "../quant/packed_weights.hpp"
+#include "../quant/kquant.hpp"
 #include "../quant/quant.hpp"
 #include "targets.hpp"
 
@@ -56,7 +57,7 @@ struct quantized_source {
   std::size_t K() const { return q.K; }
   uint16_t scale_bits(std::size_t m, std::size_t g) const { return encode_param(P::spec, q.scale(m, g)); }
   uint16_t zero_bits(std::size_t m, std::size_t g) const { return encode_param(P::spec, q.zero(m, g)); }
-  // scale_bits / zero_bits of rows m0 .. m0 + n - 1 of group g, to out (2 bytes each)
+  // scale_bits / zero_bits of rows m0 .. m0 + n - 1 of group g, to out (param_bytes each)
   void scale_bits_rows(std::size_t m0, std::size_t n, std::size_t g, uint8_t* out) const {
     params_rows(q.scales.data(), m0, n, g, out);
   }
@@ -68,7 +69,9 @@ struct quantized_source {
     // (the rows' values 16 groups ahead: a stream per row, too many for the hardware prefetcher)
     if (g % 16 == 0 && g + 16 < q.groups)
       for (std::size_t i = 0; i < n; ++i) prefetch_line(s + i * q.groups + 16);
-    if constexpr (!P::spec.bf16_params) {
+    if constexpr (P::spec.f32_params) {
+      for (std::size_t i = 0; i < n; ++i, s += q.groups) std::memcpy(out + 4 * i, s, 4);
+    } else if constexpr (!P::spec.bf16_params) {
       f16_strided(s, q.groups, n, out);
     } else {
       for (std::size_t i = 0; i < n; ++i, s += q.groups) {
@@ -82,6 +85,7 @@ struct quantized_source {
 template <class P, class Block>
 struct ggml_source {
   // (check_ggml_tensor has refused any policy but the block's format with group<E>)
+  static_assert(!P::spec.f32_params, "the 32-weight block types carry 2-byte parameters");
   static constexpr std::size_t E = Block::block_elems;
   const char* what;
   const unsigned char* blocks;
@@ -165,6 +169,55 @@ struct ggml_source {
       }
       if (inf)
         for (std::size_t i = 0; i < n; ++i) scale_bits(m0 + i, g);  // throws, naming the block
+    }
+  }
+  row_cursor row(std::size_t m) const { return {blocks + m * (K_ / E) * Block::block_bytes, K_}; }
+};
+
+// A K-quant tensor (quant/kquant.hpp) read in place: each sub-block's fp32 scale (and minimum)
+// and its codes decoded from the super-block as the packer asks for them.
+template <class P, class Block>
+struct ggml_superblock_source {
+  static constexpr std::size_t E = Block::block_elems, G = E / Block::sub;
+  const char* what;
+  const unsigned char* blocks;
+  std::size_t M_, K_;
+  struct row_cursor {
+    const unsigned char* b;  // the row's first block
+    std::size_t K;
+    uint64_t codes8(std::size_t k0) const {
+      return k0 < K ? Block::codes8(b + (k0 / E) * Block::block_bytes, unsigned(k0 % E)) : 0;
+    }
+    static constexpr code_form form = code_form::bytes;
+    static constexpr std::size_t stride = 0;
+    bool whole64(std::size_t) const { return false; }  // (codes are not stored one a byte)
+    const uint8_t* at(std::size_t) const { return nullptr; }
+    void codes64(std::size_t k0, uint8_t* out) const {
+      for (std::size_t j = 0; j < 8; ++j) {
+        const uint64_t x = codes8(k0 + 8 * j);
+        std::memcpy(out + 8 * j, &x, 8);
+      }
+    }
+  };
+  std::size_t M() const { return M_; }
+  std::size_t K() const { return K_; }
+  const unsigned char* block(std::size_t m, std::size_t g) const {
+    const std::size_t i = m * (K_ / E) + g / G;
+    const unsigned char* b = blocks + i * Block::block_bytes;
+    check_superblock_finite<Block>(what, b, i, K_);
+    return b;
+  }
+  // the fp32 slots of rows m0 .. m0 + n - 1 of group g
+  void scale_bits_rows(std::size_t m0, std::size_t n, std::size_t g, uint8_t* out) const {
+    for (std::size_t i = 0; i < n; ++i) {
+      const float v = Block::scale(block(m0 + i, g), int(g % G));
+      std::memcpy(out + 4 * i, &v, 4);
+    }
+  }
+  void zero_bits_rows(std::size_t m0, std::size_t n, std::size_t g, uint8_t* out) const {
+    for (std::size_t i = 0; i < n; ++i) {
+      const float v = Block::minimum(block(m0 + i, g), int(g % G));
+      std::memcpy(out + 4 * i, &v, 4);
     }
   }
   row_cursor row(std::size_t m) const { return {blocks + m * (K_ / E) * Block::block_bytes, K_}; }
@@ -255,9 +308,9 @@ void pack_tiles(const Src& src, uint8_t* d, const packed_layout& L, std::size_t 
   auto params = [&](std::size_t t, int r0, int r1, std::size_t g0, std::size_t g1) {
     r1 = int(std::min<std::size_t>(std::size_t(r1), M - std::min(M, t * std::size_t(R))));
     for (std::size_t g = g0; g < g1; ++g) {
-      if (r1 > r0) src.scale_bits_rows(t * std::size_t(R) + std::size_t(r0), std::size_t(r1 - r0), g, d + L.scale_offset(t, g) + 2 * r0);
+      if (r1 > r0) src.scale_bits_rows(t * std::size_t(R) + std::size_t(r0), std::size_t(r1 - r0), g, d + L.scale_offset(t, g) + std::size_t(S.param_bytes()) * std::size_t(r0));
       if constexpr (S.asymmetric)
-        if (r1 > r0) src.zero_bits_rows(t * std::size_t(R) + std::size_t(r0), std::size_t(r1 - r0), g, d + L.zero_offset(t, g) + 2 * r0);
+        if (r1 > r0) src.zero_bits_rows(t * std::size_t(R) + std::size_t(r0), std::size_t(r1 - r0), g, d + L.zero_offset(t, g) + std::size_t(S.param_bytes()) * std::size_t(r0));
     }
   };
   // the groups that begin in [k0, k1)
@@ -440,6 +493,12 @@ ggml_source<P, Block> ggml_tensor(const char* what, const void* blocks, std::siz
   check_ggml_tensor<P, Block>(what, blocks, M, K, nbytes);
   return {what, static_cast<const unsigned char*>(blocks), M, K};
 }
+template <class P, class Block>
+ggml_superblock_source<P, Block> ggml_superblock_tensor(const char* what, const void* blocks, std::size_t M,
+                                                        std::size_t K, std::size_t nbytes) {
+  check_ggml_superblocks<P, Block>(what, blocks, M, K, nbytes);
+  return {what, static_cast<const unsigned char*>(blocks), M, K};
+}
 }  // namespace detail
 
 // The blob of q for P, tile by tile (over `pool`'s threads when given): the bytes the element map
@@ -520,6 +579,33 @@ template <class P>
 void pack_iq4_nl_into(packed_weights<P>& out, const void* blocks, std::size_t M, std::size_t K,
                       std::size_t nbytes = unknown_size, thread_pool* pool = nullptr) {
   detail::pack_source_into(out, detail::ggml_tensor<P, detail::ggml_iq4_nl>("pack_iq4_nl", blocks, M, K, nbytes),
+                           pool);
+}
+
+// llama.cpp K-quant tensors (quant/kquant.hpp) straight to a blob, the super-blocks read in
+// place: the same bytes as pack(import_q4_k<P>(...)), the same checks and errors.
+template <class P>
+packed_weights<P> pack_q4_k(const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes = unknown_size,
+                            thread_pool* pool = nullptr) {
+  return detail::pack_source<P>(detail::ggml_superblock_tensor<P, detail::ggml_q4_k>("pack_q4_k", blocks, M, K, nbytes),
+                                pool);
+}
+template <class P>
+void pack_q4_k_into(packed_weights<P>& out, const void* blocks, std::size_t M, std::size_t K,
+                    std::size_t nbytes = unknown_size, thread_pool* pool = nullptr) {
+  detail::pack_source_into(out, detail::ggml_superblock_tensor<P, detail::ggml_q4_k>("pack_q4_k", blocks, M, K, nbytes),
+                           pool);
+}
+template <class P>
+packed_weights<P> pack_q6_k(const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes = unknown_size,
+                            thread_pool* pool = nullptr) {
+  return detail::pack_source<P>(detail::ggml_superblock_tensor<P, detail::ggml_q6_k>("pack_q6_k", blocks, M, K, nbytes),
+                                pool);
+}
+template <class P>
+void pack_q6_k_into(packed_weights<P>& out, const void* blocks, std::size_t M, std::size_t K,
+                    std::size_t nbytes = unknown_size, thread_pool* pool = nullptr) {
+  detail::pack_source_into(out, detail::ggml_superblock_tensor<P, detail::ggml_q6_k>("pack_q6_k", blocks, M, K, nbytes),
                            pool);
 }
 

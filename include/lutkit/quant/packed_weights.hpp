@@ -132,10 +132,8 @@ class packed_weights {
     for (std::size_t t = 0; t < layout_.tiles; ++t)
       for (std::size_t g = 0; g < layout_.groups; ++g)
         for (int r = 0; r < S.rows_per_tile; ++r) {
-          uint16_t sb, zb = 0;
-          std::memcpy(&sb, d + layout_.scale_offset(t, g) + 2 * std::size_t(r), 2);
-          if (S.asymmetric) std::memcpy(&zb, d + layout_.zero_offset(t, g) + 2 * std::size_t(r), 2);
-          const float s = decode_param(S, sb), z = S.asymmetric ? decode_param(S, zb) : S.sym_zero;
+          const float s = load_param(S, d + layout_.scale_offset(t, g), std::size_t(r));
+          const float z = S.asymmetric ? load_param(S, d + layout_.zero_offset(t, g), std::size_t(r)) : S.sym_zero;
           const std::size_t row = t * std::size_t(S.rows_per_tile) + std::size_t(r);
           detail::require(std::isfinite(s) && std::isfinite(z), "packed blob: ", std::isfinite(s) ? "zero" : "scale",
                           " of row ", row, ", group ", g, " is not finite");
@@ -191,12 +189,8 @@ packed_weights<P> pack_by_element_map(const quantized<P>& q) {
   for (std::size_t m = 0; m < q.M; ++m)
     for (std::size_t g = 0; g < L.groups; ++g) {
       const std::size_t t = m / S.rows_per_tile, r = m % S.rows_per_tile;
-      const uint16_t s = encode_param(S, q.scale(m, g));
-      std::memcpy(d + L.scale_offset(t, g) + 2 * r, &s, 2);
-      if (S.asymmetric) {
-        const uint16_t z = encode_param(S, q.zero(m, g));
-        std::memcpy(d + L.zero_offset(t, g) + 2 * r, &z, 2);
-      }
+      store_param(S, d + L.scale_offset(t, g), r, q.scale(m, g));
+      if (S.asymmetric) store_param(S, d + L.zero_offset(t, g), r, q.zero(m, g));
     }
   if constexpr (S.ternary) {
     // padded weights (k >= K) are t = 0, i.e. code 1
@@ -248,8 +242,7 @@ void pack_ternary_tiles(const quantized<P>& q, uint8_t* d, const packed_layout& 
       const bool real = m < q.M;
       if (real)
         for (std::size_t g = 0; g < L.groups; ++g) {
-          const uint16_t sc = encode_param(S, q.scale(m, g));
-          std::memcpy(d + L.scale_offset(t, g) + 2 * std::size_t(r), &sc, 2);
+          store_param(S, d + L.scale_offset(t, g), std::size_t(r), q.scale(m, g));
         }
       const int ioff[2] = {S.index_byte_in_step_pair(r, 0, 0), S.index_byte_in_step_pair(r, 0, 1)};
       const int ish[2] = {S.index_shift(r, 0), S.index_shift(r, 1)};
@@ -316,14 +309,8 @@ quantized<P> unpack(const packed_weights<P>& w) {
   for (std::size_t m = 0; m < q.M; ++m)
     for (std::size_t g = 0; g < L.groups; ++g) {
       const std::size_t t = m / S.rows_per_tile, r = m % S.rows_per_tile;
-      uint16_t s;
-      std::memcpy(&s, d + L.scale_offset(t, g) + 2 * r, 2);
-      q.scales[m * q.groups + g] = decode_param(S, s);
-      if (S.asymmetric) {
-        uint16_t z;
-        std::memcpy(&z, d + L.zero_offset(t, g) + 2 * r, 2);
-        q.zeros[m * q.groups + g] = decode_param(S, z);
-      }
+      q.scales[m * q.groups + g] = load_param(S, d + L.scale_offset(t, g), r);
+      if (S.asymmetric) q.zeros[m * q.groups + g] = load_param(S, d + L.zero_offset(t, g), r);
     }
   if constexpr (S.ternary) {
     for (std::size_t m = 0; m < q.M; ++m)

@@ -62,6 +62,7 @@ struct min_form4_traits {
   static constexpr float value(float scale, float min, int code) { return scale * level(code) + min; }
   static constexpr bool lut_gemv_capable = false;
   static constexpr bool is_codebook = false;
+  static constexpr bool f32_params = false;  // (Q4_K: fp32)
   // q = round((w - min) / scale) clamped to 0..15 (0 for a zero scale: a constant group)
   static uint8_t code_of(float w, float scale, float min) {
     if (!(scale > 0)) return 0;
@@ -208,10 +209,10 @@ float fit_codebook_scale(const float* w, std::size_t n, std::size_t stride) {
 }
 
 // (scale, zero) of one group of weights for a non-ternary format
-// a group parameter as the blob stores it (fp16, or bf16 for bf16_params formats)
+// a group parameter as the blob stores it (fp16; bf16 or fp32 for bf16_params, f32_params formats)
 template <class P>
 float round_param(float v) {
-  return decode_param(P::spec, encode_param(P::spec, v));
+  return round_param(P::spec, v);
 }
 
 template <class P>

@@ -45,9 +45,10 @@ constexpr bool has_int8_fused() {
           (levels_are_codes<P>() || (FT::integer_levels && FT::max_code < 16) || split_levels<P>())) ||
          whole_codes_int8_fused<P>();
 }
-// 8 fp16 / bf16 group parameters -> fp32 (exact)
-template <bool BF16>
+// 8 fp16 / bf16 / fp32 group parameters -> fp32 (exact)
+template <bool BF16, bool F32 = false>
 LUTKIT_AVX2_DQ inline __m256 fused_param8(const uint8_t* p) {
+  if constexpr (F32) return _mm256_loadu_ps(reinterpret_cast<const float*>(p));
   const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
   if constexpr (BF16) return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
   else return _mm256_cvtph_ps(h);
@@ -59,10 +60,10 @@ LUTKIT_AVX2_DQ inline void fused_group_scales(const uint8_t* data, const packed_
   const uint8_t* ps = data + L.scale_offset(t, gi, S);
 #pragma GCC unroll 8
   for (int v = 0; v < 8; ++v) {
-    __m256 sc = fused_param8<S.bf16_params>(ps + 16 * v);
+    __m256 sc = fused_param8<S.bf16_params, S.f32_params>(ps + 8 * S.param_bytes() * v);
     __m256 zc;
     if constexpr (S.asymmetric) {
-      const __m256 zz = fused_param8<S.bf16_params>(data + L.zero_offset(t, gi, S) + 16 * v);
+      const __m256 zz = fused_param8<S.bf16_params, S.f32_params>(data + L.zero_offset(t, gi, S) + 8 * S.param_bytes() * v);
       zc = S.min_form ? _mm256_xor_ps(zz, _mm256_set1_ps(-0.f)) : _mm256_mul_ps(zz, sc);
     } else {
       zc = _mm256_mul_ps(_mm256_set1_ps(S.sym_zero), sc);

@@ -109,8 +109,15 @@ LUTKIT_AVX512_GFNI inline void from_pair_order(const __m512 f[4], float* rows) {
 }
 // register T's 16 fp16 / bf16 group parameters -> fp32 (exact), in row-pair order: p holds the
 // 64 rows' parameters (rows 8 T + m and 8 T + m + 32 to lanes 2 m, 2 m + 1)
-template <bool BF16>
+template <bool BF16, bool F32 = false>
 LUTKIT_AVX512_GFNI inline __m512 fused_param16(const uint8_t* p, int T) {
+  if constexpr (F32) {  // fp32 slots: rows 8 T + m in vector T / 2 at lane 8 (T % 2) + m, + 32 two vectors on
+    const int o = 8 * (T % 2);
+    const __m512i ix = _mm512_set_epi32(23 + o, 7 + o, 22 + o, 6 + o, 21 + o, 5 + o, 20 + o, 4 + o, 19 + o, 3 + o,
+                                        18 + o, 2 + o, 17 + o, 1 + o, 16 + o, o);
+    const float* f = reinterpret_cast<const float*>(p);
+    return _mm512_permutex2var_ps(_mm512_loadu_ps(f + 16 * (T / 2)), ix, _mm512_loadu_ps(f + 32 + 16 * (T / 2)));
+  }
   alignas(64) static constexpr uint16_t idx[4][32] = {
       {0, 32, 1, 33, 2, 34, 3, 35, 4, 36, 5, 37, 6, 38, 7, 39},
       {8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47},
@@ -129,10 +136,10 @@ LUTKIT_AVX512_GFNI inline void fused_group_scales(const uint8_t* ps, __m512 sw[4
   constexpr auto& S = P::spec;
 #pragma GCC unroll 4
   for (int T = 0; T < 4; ++T) {
-    __m512 sc = fused_param16<S.bf16_params>(ps, T);
+    __m512 sc = fused_param16<S.bf16_params, S.f32_params>(ps, T);
     __m512 zc;
     if constexpr (S.asymmetric) {
-      const __m512 zz = fused_param16<S.bf16_params>(ps + 2 * S.rows_per_tile, T);
+      const __m512 zz = fused_param16<S.bf16_params, S.f32_params>(ps + S.param_bytes() * S.rows_per_tile, T);
       zc = S.min_form ? _mm512_xor_ps(zz, _mm512_set1_ps(-0.f)) : _mm512_mul_ps(zz, sc);
     } else {
       zc = _mm512_mul_ps(_mm512_set1_ps(S.sym_zero), sc);
@@ -246,9 +253,10 @@ constexpr bool whole_codes_in_registers() {
       if (S.code_byte_in_step_pair(8 * o, s, 0) != 32 * o + (S.planes == 8 ? 256 * s : 0)) return false;
   return S.code_shift(1) == (S.planes == 8 ? 0 : 4);
 }
-// 16 fp16 / bf16 group parameters (rows in order) -> fp32 (exact)
-template <bool BF16>
+// 16 fp16 / bf16 / fp32 group parameters (rows in order) -> fp32 (exact)
+template <bool BF16, bool F32 = false>
 LUTKIT_AVX512_DQ inline __m512 param16(const uint8_t* p) {
+  if constexpr (F32) return _mm512_loadu_ps(reinterpret_cast<const float*>(p));
   const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
   if constexpr (BF16) return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
   else return _mm512_cvtph_ps(h);
@@ -289,9 +297,9 @@ LUTKIT_AVX512_DQ void mk_int8_whole(const uint8_t* data, const packed_layout& L,
     alignas(64) float sw[64], swz[64];
 #pragma GCC unroll 4
     for (int T = 0; T < 4; ++T) {
-      __m512 sc = param16<S.bf16_params>(ps + 32 * T), zc;
+      __m512 sc = param16<S.bf16_params, S.f32_params>(ps + 16 * S.param_bytes() * T), zc;
       if constexpr (S.asymmetric) {
-        const __m512 zz = param16<S.bf16_params>(data + L.zero_offset(t, gi, S) + 32 * T);
+        const __m512 zz = param16<S.bf16_params, S.f32_params>(data + L.zero_offset(t, gi, S) + 16 * S.param_bytes() * T);
         zc = S.min_form ? _mm512_xor_ps(zz, _mm512_set1_ps(-0.f)) : _mm512_mul_ps(zz, sc);
       } else {
         zc = _mm512_mul_ps(_mm512_set1_ps(S.sym_zero), sc);

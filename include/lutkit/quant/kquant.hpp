@@ -1,0 +1,211 @@
+// lutkit — llama.cpp's K-quants as policy formats: Q4_K and Q6_K.
+//
+// A K-quant super-block of 256 weights holds fp16 super-scales and 6- or 8-bit sub-block scales
+// (and minimums); the scale of a sub-block is their product, d * sc, which fp32 holds exactly (an
+// 11-bit significand times a 6- or 8-bit integer) and no 16-bit type does. These formats store it
+// so: their group parameters are fp32 slots (format_traits::f32_params), the group is the
+// sub-block, and every kernel reads the exact value llama.cpp's dequantization multiplies by.
+//   Q4_K  fmt::q4_k, group<32>: min-form 4-bit whole codes (as Q4_1), scale d * sc, minimum
+//         -(dmin * m); the int8 decode, FusedDQP and the dequant-GEMM serve it.
+//   Q6_K  fmt::q6_k, group<16>: 6-bit codes q in bit planes (6 planes: never widened to 8 bits),
+//         zero 32, scale d * sc (sc int8, so scales can be negative); the LUT-GEMV (16-k
+//         blocks keep its int16 sums in range) and the dequant-GEMM serve it.
+// The importers give, for every weight, the float llama.cpp's dequantize_row_q4_K / _q6_K gives
+// (io/ggml_blocks.hpp writes those out; tests/test_formats.cpp checks every code and scale).
+#pragma once
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "../io/ggml_blocks.hpp"
+#include "quant.hpp"
+
+namespace lutkit {
+
+namespace fmt {
+struct q4_k {
+  static constexpr int bits = 4;
+  static constexpr bool is_ternary = false;
+  static constexpr bool asymmetric = true;
+};
+struct q6_k {
+  static constexpr int bits = 6;
+  static constexpr bool is_ternary = false;
+  static constexpr bool asymmetric = false;
+};
+}  // namespace fmt
+
+template <>
+struct format_traits<fmt::q4_k> : detail::min_form4_traits {
+  static constexpr bool bf16_params = false;
+  static constexpr bool f32_params = true;
+  static constexpr const char* book_name = "q4k";  // policy names read w4q4k_g32_asym_...
+  // min = min(w), scale = the smallest float of 20 significant bits >= (max(w) - min) / 15:
+  // every weight within scale / 2 of scale * q + min (plus the sum's rounding), and scale * q
+  // exact in fp32 for every code (as llama.cpp's d * sc, of at most 17 bits, makes it), so a
+  // kernel's fused multiply-add and value()'s product and sum agree. False when not finite.
+  static bool fit_group(const float* w, std::size_t n, std::size_t stride, float& scale, float& min) {
+    float lo = w[0], hi = w[0];
+    for (std::size_t i = 1; i < n; ++i) {
+      lo = std::min(lo, w[i * stride]);
+      hi = std::max(hi, w[i * stride]);
+    }
+    const double range = double(hi) - double(lo);
+    int e = 0;
+    const double f = std::frexp(range / 15.0, &e);  // in [0.5, 1)
+    float d = float(std::ldexp(std::ceil(std::ldexp(f, 20)), e - 20));
+    scale = d;
+    min = lo;
+    return std::isfinite(lo) && std::isfinite(d) && std::isfinite(d * 15.0f + lo);
+  }
+};
+
+// 6 bit planes, weight = scale * (q - 32), fp32 parameters. The LUT-GEMV runs it (weights linear
+// in the bits); at 6 planes the int16 bound allows 4-step (16-k) blocks with int8 tables, one
+// block a group.
+template <>
+struct format_traits<fmt::q6_k> {
+  static constexpr bool is_ternary = false;
+  static constexpr int bits = 6;
+  static constexpr bool asymmetric = false;
+  static constexpr int planes = 6;
+  static constexpr int k_per_step = 4;
+  static constexpr int max_code = 63;
+  static constexpr float sym_zero = 32.0f;
+  static constexpr int plane_weight_sum = 63;
+  static constexpr bool integer_levels = true;
+  static constexpr float level(int code) { return float(code); }
+  static constexpr float value(float scale, float zero, int code) { return scale * (level(code) - zero); }
+  static constexpr bool lut_gemv_capable = true;
+  static constexpr bool is_codebook = false;
+  static constexpr const char* book_name = "q6k";  // policy names read w6q6k_g16_...
+  static constexpr bool min_form = false;
+  static constexpr bool bf16_params = false;
+  static constexpr bool f32_params = true;
+};
+
+namespace detail {
+// A K-quant super-block type as the importer and the direct packer read it: its format, weights
+// and bytes per block, the weights per sub-block (the policy's group), and of a block b: finite()
+// (its fp16 super-scales are), scale(b, j) and minimum(b, j) of sub-block j (the fp32 values
+// llama.cpp forms), codes8(b, e0) (codes e0 .. e0 + 7, e0 a multiple of 8; byte i: e0 + i).
+struct ggml_q4_k {
+  using format = fmt::q4_k;
+  static constexpr std::size_t block_elems = 256, block_bytes = 144, sub = 32;
+  static constexpr const char* name = "Q4_K";
+  static bool finite(const unsigned char* b) {
+    return std::isfinite(ggml::detail::load_f16(b)) && std::isfinite(ggml::detail::load_f16(b + 2));
+  }
+  static float scale(const unsigned char* b, int j) {
+    uint8_t sc, m;
+    ggml::detail::k_scale_min(b + 4, j, sc, m);
+    return ggml::detail::load_f16(b) * float(sc);
+  }
+  // w = (d sc) q - dmin m = scale * q + minimum
+  static float minimum(const unsigned char* b, int j) {
+    uint8_t sc, m;
+    ggml::detail::k_scale_min(b + 4, j, sc, m);
+    return -(ggml::detail::load_f16(b + 2) * float(m));
+  }
+  // sub-blocks 2c and 2c + 1 share qs[32 c .. 32 c + 31]: low nibbles, then high
+  static uint64_t codes8(const unsigned char* b, unsigned e0) {
+    const unsigned c = e0 / 64, l = e0 % 64, sh = l < 32 ? 0 : 4;
+    uint64_t x;
+    std::memcpy(&x, b + 16 + 32 * c + l % 32, 8);
+    return (x >> sh) & 0x0F0F0F0F0F0F0F0Full;
+  }
+};
+struct ggml_q6_k {
+  using format = fmt::q6_k;
+  static constexpr std::size_t block_elems = 256, block_bytes = 210, sub = 16;
+  static constexpr const char* name = "Q6_K";
+  static bool finite(const unsigned char* b) { return std::isfinite(ggml::detail::load_f16(b + 208)); }
+  static float scale(const unsigned char* b, int j) { return ggml::detail::load_f16(b + 208) * float(int8_t(b[192 + j])); }
+  static float minimum(const unsigned char*, int) { return 0.f; }
+  // weight e = 128 h + 32 c + l: low 4 bits from ql[64 h + 32 (c & 1) + l] (low nibble for
+  // c < 2), top 2 bits from bits 2c, 2c + 1 of qh[32 h + l]
+  static uint64_t codes8(const unsigned char* b, unsigned e0) {
+    const unsigned h = e0 / 128, c = (e0 / 32) % 4, l = e0 % 32;
+    uint64_t lo, hi;
+    std::memcpy(&lo, b + 64 * h + 32 * (c & 1) + l, 8);
+    std::memcpy(&hi, b + 128 + 32 * h + l, 8);
+    lo = (lo >> (c < 2 ? 0 : 4)) & 0x0F0F0F0F0F0F0F0Full;
+    hi = (hi >> (2 * c)) & 0x0303030303030303ull;
+    return lo | (hi << 4);
+  }
+};
+
+// the checks of every reader of a K-quant tensor: the policy holds the block's format with
+// group<sub>, K a multiple of the super-block, the buffer large enough
+template <class P, class Block>
+void check_ggml_superblocks(const char* what, const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes) {
+  constexpr std::size_t E = Block::block_elems;
+  constexpr bool policy_ok = std::is_same_v<typename P::format, typename Block::format> &&
+                             P::spec.group_k == int(Block::sub) && !P::spec.per_tensor;
+  require(policy_ok, what, ": the policy must have the ", Block::name, " format and group<", Block::sub, ">, got ",
+          P::name());
+  require(blocks != nullptr, what, ": null block pointer");
+  check_matrix_shape(M, K, what);
+  require(K % E == 0, what, ": K (", K, ") is not a multiple of the super-block size ", E);
+  const std::size_t nblocks = M * (K / E);
+  require(nbytes == unknown_size || nbytes >= nblocks * Block::block_bytes, what, ": buffer of ", nbytes,
+          " bytes holds fewer than ", nblocks, " blocks of ", Block::block_bytes, " bytes");
+}
+template <class Block>
+void check_superblock_finite(const char* what, const unsigned char* b, std::size_t i, std::size_t K) {
+  require(Block::finite(b), what, ": block ", i, " (row ", i / (K / Block::block_elems),
+          ") has a non-finite super-block scale");
+}
+
+template <class P, class Block>
+quantized<P> import_ggml_superblocks(const char* what, const void* blocks, std::size_t M, std::size_t K,
+                                     std::size_t nbytes, thread_pool* pool) {
+  check_ggml_superblocks<P, Block>(what, blocks, M, K, nbytes);
+  constexpr std::size_t E = Block::block_elems, G = E / Block::sub;
+  const std::size_t nblocks = M * (K / E);
+  quantized<P> q = make_quantized<P>(M, K);
+  // super-block i is groups G i .. G i + G - 1 of the scales (row i / (K / E))
+  auto part = [&](std::size_t i0, std::size_t i1) {
+    const auto* b = static_cast<const unsigned char*>(blocks) + i0 * Block::block_bytes;
+    for (std::size_t i = i0; i < i1; ++i, b += Block::block_bytes) {
+      check_superblock_finite<Block>(what, b, i, K);
+      for (std::size_t j = 0; j < G; ++j) {
+        q.scales[G * i + j] = Block::scale(b, int(j));
+        if constexpr (P::spec.asymmetric) q.zeros[G * i + j] = Block::minimum(b, int(j));
+      }
+      for (unsigned e = 0; e < E; e += 8) {
+        const uint64_t x = Block::codes8(b, e);
+        std::memcpy(q.codes.data() + E * i + e, &x, 8);
+      }
+    }
+  };
+  if (pool == nullptr || pool->size() <= 1 || M <= 1) {
+    part(0, nblocks);
+  } else {
+    const std::size_t parts = std::min(pool->size(), M), bpr = K / E;
+    pool->run(parts, [&](std::size_t i) { part(M * i / parts * bpr, M * (i + 1) / parts * bpr); });
+  }
+  return q;
+}
+}  // namespace detail
+
+// block_q4_k (144 bytes: fp16 d, fp16 dmin, 12 bytes of 6-bit sub-block scales and minimums, 128
+// bytes of nibbles): w = (d sc) q - dmin m per 32-weight sub-block. Policy: fmt::q4_k, group<32>
+// (scale d sc, minimum -(dmin m), both fp32). To a blob: pack_q4_k.
+template <class P>
+quantized<P> import_q4_k(const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes = unknown_size,
+                         thread_pool* pool = nullptr) {
+  return detail::import_ggml_superblocks<P, detail::ggml_q4_k>("import_q4_k", blocks, M, K, nbytes, pool);
+}
+// block_q6_k (210 bytes: 128 bytes of low nibbles, 64 of high 2-bit pairs, 16 int8 sub-block
+// scales, fp16 d): w = (d sc) (q - 32) per 16-weight sub-block. Policy: fmt::q6_k, group<16>
+// (code q, scale d sc in fp32). To a blob: pack_q6_k.
+template <class P>
+quantized<P> import_q6_k(const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes = unknown_size,
+                         thread_pool* pool = nullptr) {
+  return detail::import_ggml_superblocks<P, detail::ggml_q6_k>("import_q6_k", blocks, M, K, nbytes, pool);
+}
+
+}  // namespace lutkit
