@@ -160,7 +160,18 @@ TEST_CASE("aie array model: the GEMM megatile points (one fitted, two predicted)
     prev = t;
     if (p.t.m == 512) CHECK(std::fabs(rel(t, p.tops)) < 0.01);   // the fitted point
     if (p.t.m == 128) CHECK(std::fabs(rel(t, p.tops)) <= 0.15);  // predicted, within the band
-    if (p.t.m == 256) CHECK(std::fabs(rel(t, p.tops)) <= 0.30);  // predicted: OUTSIDE the +-15 % band (docs)
+    const double need = mdl::implied_dram_gbs(s, p.t, p.tops);
+    std::printf("  Eq. 5 traffic %.0f MiB; the published figure needs %.1f GB/s of DRAM reads\n", mdl::gemm_dram_bytes(s, p.t) / 1048576, need);
+    if (p.t.m == 256) {
+      // predicted, OUTSIDE the +-15 % band (docs): the published point needs 25 % more bandwidth
+      // than the fitted one under Eq. 5; a further bound (every other term is slower than DRAM
+      // here) can only lower the model, so the miss is pinned, with its cause
+      CHECK(rel(t, p.tops) < -0.15);
+      CHECK(rel(t, p.tops) > -0.30);
+      CHECK(need > 1.2 * mdl::dram_read_gbs_fitted);
+      for (int i = 0; i < e.n; ++i)
+        if (std::string(e.t[i].name) != "DRAM") CHECK(e.t[i].seconds < e.latency());
+    }
   }
 }
 
@@ -186,16 +197,26 @@ TEST_CASE("aie array model: Gemma 3 decode and prefill against the paper's table
     }
   };
   decode(mdl::gemma3_1b, mdl::gemma3_1b_decode, 6, 6);
-  decode(mdl::gemma3_4b, mdl::gemma3_4b_decode, 8, 7);
+  decode(mdl::gemma3_4b, mdl::gemma3_4b_decode, 8, 8);
+  // prefill: the two prefill constants fitted on the 1B's end points; everything else predicted
+  const mdl::prefill_fixed fx = mdl::fit_prefill(a, r, mdl::gemma3_1b, 1024, 1.02, 32768, 21.0);
+  CHECK(fx.layer_s * 1e3 == Approx(mdl::prefill_layer_fixed_ms_fitted).margin(0.05));
+  CHECK(fx.nonlinear_s_per_elem * 1.8e9 == Approx(mdl::prefill_nonlinear_cycles_per_elem_fitted).margin(0.005));
+  CHECK(fx.nonlinear_s_per_elem * 1.8e9 > mdl::nonlinear_stream_cycles_per_elem);  // above the stream floor
+  const mdl::prefill_fixed pf = mdl::prefill_fitted();
+  std::printf("prefill constants: %.2f ms per layer fixed, %.2f cycles per nonlinear element on one tile (stream floor %.1f)\n",
+              pf.layer_s * 1e3, pf.nonlinear_s_per_elem * 1.8e9, mdl::nonlinear_stream_cycles_per_elem);
   auto prefill = [&](const mdl::gemma3& g, const mdl::published_point* pts, std::size_t n) {
     double prev = 0;
     for (std::size_t i = 0; i < n; ++i) {
-      const auto p = mdl::prefill(a, r, g, pts[i].x, ovh);
-      std::printf("%s prefill %6.0f: modelled %6.2f s (published %5.2f, %+4.0f %%): GEMM %.2f, dequant %.3f, attention %.2f, dispatch %.3f\n",
-                  g.name, pts[i].x, p.total_s, pts[i].y, 100 * rel(p.total_s, pts[i].y), p.gemm_s, p.dequant_s, p.attn_s, p.overhead_s);
+      const auto p = mdl::prefill(a, r, g, pts[i].x, pf);
+      std::printf("%s prefill %6.0f: modelled %6.2f s (published %5.2f, %+4.0f %%): GEMM %.2f, dequant %.3f, attention %.2f, "
+                  "nonlinear %.2f, fixed %.2f\n",
+                  g.name, pts[i].x, p.total_s, pts[i].y, 100 * rel(p.total_s, pts[i].y), p.gemm_s, p.dequant_s, p.attn_s,
+                  p.nonlinear_s, p.fixed_s);
       CHECK(p.total_s > prev);
       prev = p.total_s;
-      CHECK(p.total_s < pts[i].y);  // the model misses a mechanism: faster than the paper everywhere (docs)
+      CHECK(std::fabs(rel(p.total_s, pts[i].y)) <= 0.30);  // fitted (1B 1k, 32k) or predicted within the band
     }
   };
   prefill(mdl::gemma3_1b, mdl::gemma3_1b_prefill, 6);
@@ -208,5 +229,5 @@ TEST_CASE("aie array model: every constant has a source", "[aie_perf]") {
     CHECK(std::string(c.source).size() > 5);
     fitted += c.fitted ? 1 : 0;
   }
-  CHECK(fitted == 2);  // one per mechanism: DRAM bandwidth, per-layer dispatch
+  CHECK(fitted == 4);  // one per mechanism: DRAM bandwidth, decode dispatch, prefill fixed cost, prefill nonlinear tile
 }

@@ -114,6 +114,12 @@ inline double fit_dram_gbs() {
   return gemm_dram_bytes(s, {512, 512, 512}) / (2 * s.M * s.K * s.N / 13.7e12) / 1e9;
 }
 
+// the DRAM bandwidth a published point needs if Eq. 5's reads were its only bound (the three
+// points need 55 / 67 / 53.5 GB/s: not one bandwidth; docs/targets/aie.md, inconsistency 4)
+inline double implied_dram_gbs(gemm_shape s, megatile t, double published_tops) {
+  return gemm_dram_bytes(s, t) / (2 * s.M * s.K * s.N / (published_tops * 1e12)) / 1e9;
+}
+
 // ---------------------------------------------------------------------------------- Gemma 3 decode
 struct gemma3 {
   const char* name;
@@ -158,10 +164,18 @@ inline eq1 flowkv_latency(const npu& a, const kernel_rates& r, const gemma3& g, 
   eq1 e;
   const double f = a.clock_ghz * 1e9;
   const double kv_bytes = 2 * g.kv_heads * g.head_dim * len * 2;  // K and V, bf16
-  const double pairs = 4, heads_per_pair = (g.kv_heads + pairs - 1) / pairs;
-  const double hpp = double(static_cast<long long>(heads_per_pair + 0.999));
+  // KV heads per tile pair: ceil(kv_heads / 4), one for the 4B (the paper: "one KV head (a group)
+  // mapped to each CT pair"), one for the 1B (its single KV head; three pairs idle)
+  const double pairs = 4;
+  const double hpp = double(static_cast<long long>((g.kv_heads + pairs - 1) / pairs));
   e.add("DRAM", kv_bytes / (a.dram_gbs * 1e9), true);
-  e.add("shim DMA (2 columns)", kv_bytes / (2 * a.shim_bytes_per_cycle * f), true);
+  // The K and V streams enter through the shim DMA of every column, not only FlowKV's two: the
+  // paper (Sec. 5) gives FlowKV a sustained read requirement above 60 GB/s at 1.8 GHz, which two
+  // columns' shim DMA (2 x 8 B / cycle = 28.8 GB/s) could not carry; a layer's kernels run one
+  // after another, so the projections' columns' shims are idle while attention runs, and the
+  // stream switch routes any shim to any tile (AM020; Sec. 2.1.2). The pair's own input channels
+  // stay the private bound (the K stream term below).
+  e.add("shim DMA (all columns)", kv_bytes / (a.columns * a.shim_bytes_per_cycle * f), true);
   // a pair: K on the first tile's input channel, V on the second's
   e.add("tile DMA in (K stream)", hpp * g.head_dim * len * 2 / (a.tile_in_bytes_per_cycle * f), false);
   e.add("score stage", hpp * len * r.att_score_cycles_per_key / f, false);
@@ -190,10 +204,33 @@ inline double fit_layer_overhead(const npu& a, const kernel_rates& r, const gemm
 }
 
 // ---------------------------------------------------------------------------------- Gemma 3 prefill
-struct prefill_breakdown {
-  double gemm_s = 0, dequant_s = 0, attn_s = 0, overhead_s = 0, total_s = 0;
+// Prefill = per layer: the dequantization engine (Sec. 3.1.1: each Q4NX block read, dequantized on
+// a CT and its bf16 written back to DDR), the seven projection GEMMs on the whole array (Eq. 5
+// traffic, megatile 512 x 512 x 512 or the smallest 128-multiple megatile for short prompts), the
+// FlowQKV attention (visible pairs at the attention kernel's modelled cycles, over all tiles), and
+// two mechanisms the decode mapping does not have:
+//  - the nonlinear ops (RoPE and QK-norm on q and k, four RMSNorms with the residual adds, GeLU x
+//    MUL; Fig. 4, Sec. 2.2.6), each on ONE tile as in the paper's mapping (Sec. 3.2.3). In decode
+//    they see one vector per layer and are negligible (the paper says so); in prefill they see L
+//    rows and serialize with the GEMMs. Their per-element cost is fitted (no RoPE / RMSNorm / GeLU
+//    kernel runs on the core model); its floor is the tile's stream (0.5 cycle per bf16 element on
+//    a 32-bit channel);
+//  - a fixed cost per layer: each prefill kernel occupies the whole array (the 8 x 4 supertile, the
+//    8 FlowQKV columns, every CT for the dequantization), so the array is reconfigured between them
+//    within each layer, which the resident decode mapping avoids. Fitted.
+struct prefill_fixed {
+  double layer_s = 0;               // fixed cost per layer (reconfiguration, dispatch)
+  double nonlinear_s_per_elem = 0;  // one tile's time per nonlinear element
 };
-inline prefill_breakdown prefill(const npu& a, const kernel_rates& r, const gemma3& g, double L, double layer_overhead_s) {
+// elements the nonlinear tiles stream per token and layer: 4 RMSNorms of D, QK-norm and RoPE on
+// q (heads x head_dim) and k (kv_heads x head_dim), GeLU x MUL over ffn
+inline double nonlinear_elements(const gemma3& g) {
+  return 4 * g.D + 2 * (g.heads + g.kv_heads) * g.head_dim + g.ffn;
+}
+struct prefill_breakdown {
+  double gemm_s = 0, dequant_s = 0, attn_s = 0, nonlinear_s = 0, fixed_s = 0, total_s = 0;
+};
+inline prefill_breakdown prefill(const npu& a, const kernel_rates& r, const gemma3& g, double L, prefill_fixed fx) {
   prefill_breakdown p;
   const megatile mt{L >= 512 ? 512.0 : ceil_to(L, 128), 512, 512};
   const double hd = g.heads * g.head_dim, kvd = g.kv_heads * g.head_dim;
@@ -201,8 +238,9 @@ inline prefill_breakdown prefill(const npu& a, const kernel_rates& r, const gemm
   double t = 0;
   for (const auto& s : shapes) t += gemm_latency(a, s, mt).latency();
   p.gemm_s = t * g.layers;
-  // the dequantization engine: every Q4NX weight read once, its bf16 written (reads counted)
-  p.dequant_s = g.layer_weights() * g.layers * 0.625 / (a.dram_gbs * 1e9);
+  // the dequantization engine: every Q4NX weight read once and its bf16 written back to DDR
+  // (Sec. 3.1.1); writes counted at the read bandwidth (the paper gives no write figure)
+  p.dequant_s = g.layer_weights() * g.layers * (0.625 + 2.0) / (a.dram_gbs * 1e9);
   // FlowQKV: visible (query, key) pairs per head, causal; local layers within the window
   const double global_pairs = L * (L + 1) / 2;
   const double w = g.window < L ? g.window : L;
@@ -210,9 +248,25 @@ inline prefill_breakdown prefill(const npu& a, const kernel_rates& r, const gemm
   const double pairs = g.heads * (global_pairs * g.global_layers() + local_pairs * g.local_layers());
   const int tiles = a.columns * a.rows;
   p.attn_s = pairs * r.att_prefill_cycles_per_pair / tiles / (a.clock_ghz * 1e9);
-  p.overhead_s = layer_overhead_s * g.layers;
-  p.total_s = p.gemm_s + p.dequant_s + p.attn_s + p.overhead_s;
+  p.nonlinear_s = L * nonlinear_elements(g) * g.layers * fx.nonlinear_s_per_elem;
+  p.fixed_s = fx.layer_s * g.layers;
+  p.total_s = p.gemm_s + p.dequant_s + p.attn_s + p.nonlinear_s + p.fixed_s;
   return p;
+}
+// The two prefill constants, fitted on Gemma3-1B's two end points (1k: the fixed cost dominates;
+// 32k: the per-token terms dominate), solved together since both terms appear in both points.
+inline prefill_fixed fit_prefill(const npu& a, const kernel_rates& r, const gemma3& g, double L1, double t1, double L2,
+                                 double t2) {
+  const prefill_breakdown b1 = prefill(a, r, g, L1, {}), b2 = prefill(a, r, g, L2, {});
+  const double n = g.layers, e1 = L1 * nonlinear_elements(g) * n, e2 = L2 * nonlinear_elements(g) * n;
+  const double c1 = t1 - b1.total_s, c2 = t2 - b2.total_s;
+  prefill_fixed f;
+  f.nonlinear_s_per_elem = (c2 - c1) / (e2 - e1);
+  f.layer_s = (c1 - e1 * f.nonlinear_s_per_elem) / n;
+  return f;
+}
+inline prefill_fixed prefill_fitted() {
+  return {prefill_layer_fixed_ms_fitted * 1e-3, prefill_nonlinear_cycles_per_elem_fitted / 1.8e9};
 }
 
 // ---------------------------------------------------------------------------------- published figures

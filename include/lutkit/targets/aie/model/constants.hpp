@@ -23,6 +23,14 @@ inline constexpr double dram_read_gbs_stated = 40.0;
 // synchronized by the host: RMSNorm, QKV, RoPE, attention, O, norm, gate / up, GeLU x MUL, down):
 // fitted on Gemma3-1B decode at 1k context (34.3 tok/s, Table 3).
 inline constexpr double layer_overhead_ms_fitted = 0.599;
+// Prefill's two mechanisms the decode mapping lacks (docs/targets/aie.md, "The array model"), fitted
+// together on Gemma3-1B prefill at 1k (1.02 s) and 32k (21 s) (Table 1): the fixed cost per layer
+// (the array reconfigured between the whole-array prefill kernels) and the cost of one nonlinear
+// element on its one tile (RoPE, RMSNorm, GeLU x MUL; Sec. 3.2.3's one-tile mapping).
+inline constexpr double prefill_layer_fixed_ms_fitted = 15.13;
+inline constexpr double prefill_nonlinear_cycles_per_elem_fitted = 2.221;
+// the floor of that per-element cost: one bf16 element on a 32-bit tile stream channel
+inline constexpr double nonlinear_stream_cycles_per_elem = 0.5;
 
 inline constexpr constant constants[] = {
     {"aie2 clock", 1.6, "GHz", "amd/xdna-driver npu1_regs.c power table (FACTS.md; uncertain, 1.0 elsewhere)", false},
@@ -50,6 +58,11 @@ inline constexpr constant constants[] = {
     {"DRAM read, stated", dram_read_gbs_stated, "GB/s", "Gemma 3 paper Sec. 5 ('capped below 40 GB/s')", false},
     {"DRAM read, effective", dram_read_gbs_fitted, "GB/s", "FITTED: 2048^3 GEMM, megatile 512x512x512, 13.7 TOPS (Eq. 5)", true},
     {"decode layer dispatch", layer_overhead_ms_fitted, "ms per layer", "FITTED: Gemma3-1B decode at 1k, 34.3 tok/s (Table 3)", true},
+    {"FlowKV read requirement", 60, "GB/s at 1.8 GHz (more than)", "Gemma 3 paper Sec. 5: FlowKV's K / V reads use every column's shim DMA, not two columns' 28.8 GB/s", false},
+    {"dequantization engine traffic", 2.625, "B per weight (Q4NX read + bf16 written to DDR)", "Gemma 3 paper Sec. 3.1.1", false},
+    {"nonlinear tile stream floor", nonlinear_stream_cycles_per_elem, "cycles per bf16 element", "32-bit stream channel (AM020, FACTS.md)", false},
+    {"prefill layer fixed cost", prefill_layer_fixed_ms_fitted, "ms per layer", "FITTED (with the next): Gemma3-1B prefill at 1k and 32k (Table 1)", true},
+    {"prefill nonlinear element", prefill_nonlinear_cycles_per_elem_fitted, "cycles per element on one tile", "FITTED (with the previous): Gemma3-1B prefill at 1k and 32k (Table 1)", true},
     {"Q4NX bytes per weight", 0.625, "B", "Gemma 3 paper Sec. 3.1.1: 5120 B per 32 x 256 block", false},
 };
 inline constexpr std::size_t constant_count = sizeof(constants) / sizeof(constants[0]);
