@@ -4,8 +4,8 @@ real output of one run on AMD EPYC (Zen 5), 2 vCPUs:
   bench.json     lutkit_bench --benchmark_filter=<scripts/run.sh's selection> --benchmark_min_time=0.05
                  --benchmark_out=bench.json --benchmark_out_format=json
   engine.txt     scripts/run.sh's engine lines (lutkit_llm on the two random-weight GGUF files)
-  sme_proxy.txt  scripts/isa_proxy.py on build/aarch64/tests/lutkit_sme_tests (the SME loops of
-                 docs/targets/arm.md)
+  sme_proxy.txt  the SME loops' static counts scripts/test.sh writes to build/aarch64/proxy.txt
+                 (scripts/isa_proxy.py on lutkit_sme_tests, docs/targets/arm.md)
 Checks: every figure is written, is a non-empty PNG the page references, and plotted data (each
 series of the manifest non-empty); inputs lacking a figure's rows leave that figure out with a
 line naming them, and no image; and, where chromium exists, that the browser loads every image
