@@ -75,9 +75,21 @@ def hbars(ax, labels, groups, xlabel, log=False, ref=None, ref_label=None):
         ax.set_xscale("log")
     if ref is not None:
         ax.axvline(ref, color="k", ls="--", lw=1, label=ref_label)
+    # room right of the longest bar for its value and the legend
+    vmax = max([v for _, _, vals in groups for v in vals if v is not None] + [ref or 0])
+    ax.set_xlim(right=vmax * 6 if log else vmax * 1.7)
     ax.set_xlabel(xlabel)
     ax.grid(axis="x", alpha=0.3)
-    ax.legend(fontsize=8, loc="best")
+    ax.legend(fontsize=8, loc="lower right")
+
+
+def log2_axis(ax):
+    """A base-2 log x axis ticked at the plotted x values, written plainly (512, 4096, 32768)."""
+    xs = sorted({float(x) for line in ax.get_lines() if not line.get_label().startswith("_") for x in line.get_xdata()})
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(xs)
+    ax.set_xticklabels([f"{x:g}" if x < 1024 else f"{x / 1024:g}k" for x in xs])
+    ax.minorticks_off()
 
 
 # ---- figures: each returns (matplotlib figure, {series label: [(x, y)]}, threads, caption) or raises Missing
@@ -192,7 +204,7 @@ def fig_attention(data):
             ax.plot([x for x, _ in pts], [y for _, y in pts], marker="o", label=lab,
                     ls="-" if q == "1" else "--", color=THREAD_COLORS.get(thr))
             series["decode " + lab] = pts
-        ax.set_xscale("log", base=2)
+        log2_axis(ax)
         ax.set_xlabel("context length (keys)")
         ax.set_ylabel("plain read time of the K/V / kernel time")
         ax.axhline(1, color="k", ls=":", lw=1)
@@ -291,7 +303,7 @@ def fig_engine(runs):
     series = {}
     keys = sorted({(r["model"], r["threads"]) for r in runs})
     markers = dict(zip(sorted({k[0] for k in keys}), "osD^v"))
-    for model, thr in keys:
+    for si, (model, thr) in enumerate(keys):
         rs = sorted((r for r in runs if (r["model"], r["threads"]) == (model, thr)), key=lambda r: r["context"])
         lab = f"{model}, {thr} thr"
         st = dict(marker=markers[model], color=THREAD_COLORS.get(thr), ls="-" if markers[model] == "o" else "--")
@@ -302,7 +314,8 @@ def fig_engine(runs):
         if pts:
             axes[1].plot(*zip(*pts), label=lab, **st)
             for x, y in pts:
-                axes[1].annotate(f"{y:.2f} s", (x, y), textcoords="offset points", xytext=(5, 3), fontsize=7)
+                axes[1].annotate(f"{y:.2f} s", (x, y), textcoords="offset points", fontsize=7, va="center",
+                                 xytext=(8, 0) if si % 2 else (-8, 0), ha="left" if si % 2 else "right")
             series["TTFT " + lab] = pts
         pts = [(r["context"], r["roof"]) for r in rs if r["roof"] is not None]
         if pts:
@@ -314,7 +327,7 @@ def fig_engine(runs):
                 title="decode roofline (weights + K/V read per token)")
     axes[2].axhline(1, color="k", ls=":", lw=1)
     for ax in axes:
-        ax.set_xscale("log", base=2)
+        log2_axis(ax)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
         ax.set_ylim(bottom=0)
@@ -362,7 +375,7 @@ def fig_aie(data):
                     label=f"{model} MODELLED")
             series[f"{kind} {model} published"] = [(x, p) for x, _, p in pts]
             series[f"{kind} {model} modelled"] = [(x, m) for x, m, _ in pts]
-        ax.set_xscale("log", base=2)
+        log2_axis(ax)
         ax.set(xlabel="context (tokens)", ylabel=unit, title=f"{kind.replace('_', ' ')}: MODELLED beside published")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
