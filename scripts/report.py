@@ -513,26 +513,30 @@ def main():
     engine_cmds = sorted({r["command"] for r in engine if r["command"]}) or \
         ([f"lutkit_llm lines in {a.engine}"] if a.engine else [])
     hvx, other = parse_proxy([p for p in a.proxy if os.path.exists(p)])
+    bench_in = f"in {a.bench}"
+    engine_in = f"in {a.engine}" if a.engine else "(no --engine file given)"
+    proxy_in = f"in {', '.join(a.proxy)}" if a.proxy else "(no --proxy file given)"
+    # name, title, figure, the commands behind its data, where its rows were looked for
     figures = [
-        ("decode", "Decode roofline", lambda: fig_decode(data), [bench_cmd]),
-        ("prefill", "Prefill GEMM against the measured peaks", lambda: fig_prefill(data), [bench_cmd]),
-        ("attention", "Attention", lambda: fig_attention(data), [bench_cmd]),
-        ("sampling", "Sampling", lambda: fig_sampling(data), [bench_cmd]),
-        ("engine", "The model runner", lambda: fig_engine(engine), engine_cmds),
-        ("aie", "target::aie (modelled)", lambda: fig_aie(data), [bench_cmd]),
+        ("decode", "Decode roofline", lambda: fig_decode(data), [bench_cmd], bench_in),
+        ("prefill", "Prefill GEMM against the measured peaks", lambda: fig_prefill(data), [bench_cmd], bench_in),
+        ("attention", "Attention", lambda: fig_attention(data), [bench_cmd], bench_in),
+        ("sampling", "Sampling", lambda: fig_sampling(data), [bench_cmd], bench_in),
+        ("engine", "The model runner", lambda: fig_engine(engine), engine_cmds, engine_in),
+        ("aie", "target::aie (modelled)", lambda: fig_aie(data), [bench_cmd], bench_in),
         ("static", "Targets without a device (static count)", lambda: fig_static(hvx, other),
-         [f"static-proxy output: {', '.join(a.proxy)}"] if a.proxy else []),
+         [f"static-proxy output: {', '.join(a.proxy)}"] if a.proxy else [], proxy_in),
     ]
     os.makedirs(a.out, exist_ok=True)
     manifest = {"figures": [], "omitted": []}
     body = []
-    for name, title, make, cmds in figures:
+    for name, title, make, cmds, source in figures:
         try:
             fig, series, threads, caption = make()
         except Missing as e:
             manifest["omitted"].append({"name": name, "missing": str(e)})
-            body.append(f'<h2>{html.escape(title)}</h2>\n<p class="missing">Figure omitted: {html.escape(str(e))}'
-                        f' in {html.escape(a.bench if name not in ("engine", "static") else "the given input")}.</p>')
+            body.append(f'<h2>{html.escape(title)}</h2>\n<p class="missing">Figure omitted: {html.escape(str(e))} '
+                        f'{html.escape(source)}.</p>')
             continue
         series = {k: v for k, v in series.items() if v}
         fig.tight_layout()
@@ -541,7 +545,8 @@ def main():
         fig.savefig(os.path.join(a.out, png), dpi=100, bbox_inches="tight")
         plt.close(fig)
         manifest["figures"].append({"name": name, "png": png, "series": {k: len(v) for k, v in series.items()},
-                                    "points": sum(len(v) for v in series.values())})
+                                    "points": sum(len(v) for v in series.values()), "threads": threads,
+                                    "commands": cmds})
         body.append(f'<h2>{html.escape(title)}</h2>\n<p>{html.escape(caption)}</p>\n'
                     f'<img src="{png}" alt="{html.escape(title)}">')
     text = io.StringIO()

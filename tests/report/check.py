@@ -3,7 +3,8 @@
 real output of one run on AMD EPYC (Zen 5), 2 vCPUs:
   bench.json     lutkit_bench --benchmark_filter=<scripts/run.sh's selection> --benchmark_min_time=0.05
                  --benchmark_out=bench.json --benchmark_out_format=json
-  engine.txt     scripts/run.sh's engine lines (lutkit_llm on the two random-weight GGUF files)
+  engine.txt     scripts/run.sh's build/release/engine.txt (lutkit_llm on the two random-weight GGUF
+                 files; the machine shared with a build, so its 2-thread figures are low)
   sme_proxy.txt  the SME loops' static counts scripts/test.sh writes to build/aarch64/proxy.txt
                  (scripts/isa_proxy.py on lutkit_sme_tests, docs/targets/arm.md)
 Checks: every figure is written, is a non-empty PNG the page references, and plotted data (each
@@ -108,6 +109,12 @@ def main(root, work):
                                 "--benchmark_min_time=0.05 --benchmark_out_format=json")
     fails = check_page(full, manifest, page)
     got = [f["name"] for f in manifest["figures"]]
+    fails += [f"figure {f['name']}: no command recorded" for f in manifest["figures"] if not f["commands"]]
+    with open(os.path.join(here, "engine.txt")) as f:
+        runs = sorted(line[2:].strip() for line in f if line.startswith("$ "))
+    eng = next((f for f in manifest["figures"] if f["name"] == "engine"), None)
+    if eng and sorted(eng["commands"]) != runs:
+        fails.append(f"figure engine: commands {eng['commands']}, expected the {len(runs)} of engine.txt")
     fails += [f"figure {n}: missing from the full inputs' report" for n in FIGURES if n not in got]
     print(f"full inputs: {len(got)} figures, " + ", ".join(f"{f['name']} {f['points']} points" for f in manifest["figures"]))
 
