@@ -18,6 +18,7 @@ import io
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import textwrap
@@ -492,6 +493,12 @@ def stamp(fig, cpu, threads, commit, commands):
     fig.text(0.0, -0.01, "\n".join(lines), fontsize=7, family="monospace", va="top", color="0.25")
 
 
+def command_line(args, hide=None):
+    """This script's command line, quoted; the value of option hide written as '...'."""
+    shown = ["..." if hide and prev == hide else x for prev, x in zip([None] + args, args)]
+    return "scripts/report.py " + " ".join(shlex.quote(x) for x in shown)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("bench", help="lutkit_bench JSON (--benchmark_out_format=json)")
@@ -508,7 +515,9 @@ def main():
     cpu += f", {ctx['num_cpus']} CPUs" if ctx.get("num_cpus") else ""
     commit = a.commit or git_commit()
     bench_cmd = a.bench_cmd or f"{ctx.get('executable', 'lutkit_bench')} (command line not recorded)"
-    report_cmd = "scripts/report.py " + " ".join(sys.argv[1:])
+    report_cmd = command_line(sys.argv[1:])
+    # in the figures, the data command is on its own line: not again inside the report's
+    fig_cmd = command_line(sys.argv[1:], hide="--bench-cmd")
     engine = parse_engine(a.engine) if a.engine and os.path.exists(a.engine) else []
     engine_cmds = sorted({r["command"] for r in engine if r["command"]}) or \
         ([f"lutkit_llm lines in {a.engine}"] if a.engine else [])
@@ -540,7 +549,7 @@ def main():
             continue
         series = {k: v for k, v in series.items() if v}
         fig.tight_layout()
-        stamp(fig, cpu, threads, commit, [f"data: {c}" for c in cmds] + [f"figure: {report_cmd}"])
+        stamp(fig, cpu, threads, commit, [f"data: {c}" for c in cmds] + [f"figure: {fig_cmd}"])
         png = f"{name}.png"
         fig.savefig(os.path.join(a.out, png), dpi=100, bbox_inches="tight")
         plt.close(fig)
@@ -557,7 +566,7 @@ def main():
     page = f"""<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>lutkit report</title>
 <style>body{{font-family:sans-serif;margin:1.5em;max-width:1900px}} img{{max-width:100%;border:1px solid #ccc}}
-.missing{{color:#a40}} pre{{font-size:11px;overflow-x:auto;background:#f6f6f6;padding:0.5em}}</style></head>
+.missing{{color:#a40}} code{{overflow-wrap:anywhere}} pre{{font-size:11px;overflow-x:auto;background:#f6f6f6;padding:0.5em}}</style></head>
 <body><h1>lutkit report</h1>
 <p>CPU: {html.escape(cpu)} &middot; commit {html.escape(commit)} &middot; benchmark run
 {html.escape(str(ctx.get('date', '')))}<br>benchmarks: <code>{html.escape(bench_cmd)}</code><br>
