@@ -56,6 +56,17 @@ def short_policy(pol):
     return "_".join(pol.split("_")[:3])
 
 
+def wrap_path(text, width):
+    """text on lines of about width characters, broken only after a '/' or a space."""
+    lines, cur = [], ""
+    for part in re.findall(r"[^/ ]+[/ ]?", text):
+        if cur and len(cur) + len(part) > width:
+            lines.append(cur.rstrip())
+            cur = ""
+        cur += part
+    return "\n".join(lines + [cur.rstrip()])
+
+
 def hbars(ax, labels, groups, xlabel, log=False, ref=None, ref_label=None):
     """Horizontal grouped bars: labels top to bottom, groups [(name, color, [value or None])]; value
     written beside each bar. ref: a vertical reference line (e.g. 1 = the plain read)."""
@@ -224,7 +235,7 @@ def fig_attention(data):
             b = [r[4] / r[6] for r in pre if r[1] == shape and r[0] == "attention_prefill_bf16"]
             fp32.append(f[0] if f else None)
             bf16.append(b[0] if b else None)
-        hbars(ax, [textwrap.fill(s, 30) for s in labels], [("fp32 (of peak/fp32_fma)", "tab:blue", fp32),
+        hbars(ax, [wrap_path(s, 30) for s in labels], [("fp32 (of peak/fp32_fma)", "tab:blue", fp32),
                                                           ("bf16 (of peak/bf16_dot)", "tab:purple", bf16)],
               "fraction of the measured peak")
         series["prefill fp32"] = [(v, i) for i, v in enumerate(fp32) if v is not None]
@@ -248,7 +259,7 @@ def fig_sampling(data):
         raise Missing("no dllm_sample rows with their dllm_read, nor ar_sample rows with their ar_read")
     panels = [p for p in (("dLLM step", dl), ("AR sampler", ar)) if p[1]]
     nrows = [len(p[1]) for p in panels]
-    fig, axes = plt.subplots(1, len(panels), figsize=(7.5 * len(panels), 1.6 + 0.5 * max(nrows)), squeeze=False)
+    fig, axes = plt.subplots(1, len(panels), figsize=(6.8 * len(panels), 1.6 + 0.5 * max(nrows)), squeeze=False)
     series = {}
     thrs = set()
     for ax, (title, rows) in zip(axes[0], panels):
@@ -300,7 +311,7 @@ def fig_engine(runs):
     a --fill run's prompt follows a filled cache) and the decode roofline fraction over context."""
     if not runs:
         raise Missing("no lutkit_llm result lines (scripts/run.sh's engine section)")
-    fig, axes = plt.subplots(1, 3, figsize=(17, 4.8))
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4.6))
     series = {}
     keys = sorted({(r["model"], r["threads"]) for r in runs})
     markers = dict(zip(sorted({k[0] for k in keys}), "osD^v"))
@@ -352,13 +363,13 @@ def fig_aie(data):
         raise Missing("no aie/ rows carrying both aie_modelled_X and published_X counters")
     curves = [p for p in pairs if p[0].startswith(("aie/gemma3_decode/", "aie/gemma3_prefill/"))]
     single = [p for p in pairs if p not in curves]
-    fig, axes = plt.subplots(1, 3, figsize=(18, 5.2), squeeze=False)
+    fig, axes = plt.subplots(1, 3, figsize=(14, 5.2), squeeze=False)
     axes = axes[0]
     series = {}
     if single:
         labels = [f"{n[len('aie/'):]} ({k})" for n, k, _, _ in single]
         vals = [m / p for _, _, m, p in single]
-        hbars(axes[0], [textwrap.fill(x, 34) for x in labels], [("modelled / published", "tab:green", vals)],
+        hbars(axes[0], [wrap_path(x, 26) for x in labels], [("modelled / published", "tab:green", vals)],
               "modelled / published", ref=1, ref_label="published")
         axes[0].set_title("kernels and megatiles (MODELLED)")
         series["kernels modelled/published"] = [(v, i) for i, v in enumerate(vals)]
