@@ -49,7 +49,7 @@ echo
 echo "== report"
 # the static proxies, where scripts/test.sh left them in this tree
 proxies=()
-for p in build/hvx/proxy.txt build/aarch64/proxy.txt; do [ -f "$p" ] && proxies+=(--proxy "$p"); done
+for p in build/hvx/proxy.txt build/aarch64/proxy.txt; do if [ -f "$p" ]; then proxies+=(--proxy "$p"); fi; done
 python3 scripts/report.py "$out" --engine "$engine" "${proxies[@]}" --out build/report \
   --bench-cmd "${bench[0]} --benchmark_filter='$filter' --benchmark_min_time=$min_time --benchmark_out=$out --benchmark_out_format=json"
 echo "open $PWD/build/report/index.html"
