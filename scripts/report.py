@@ -154,43 +154,55 @@ def fig_decode(data):
 
 def fig_prefill(data):
     """Prefill: GEMM GFLOP/s as a fraction of the same run's measured peak of its paradigm (int8:
-    peak/vnni_int8, bf16: peak/bf16_dot, fp32: peak/fp32_fma): one row per kernel and weight format,
-    one column per activation type, thread count and N (ascending N within each)."""
+    peak/vnni_int8, bf16: peak/bf16_dot, fp32: peak/fp32_fma): one heatmap per activation type, one
+    row per kernel and weight format, one column per thread count and N (ascending)."""
     _, gemm, _ = summary.prefill_rows(data)
     gemm = [r for r in gemm if r["of_peak"]]
     if not gemm:
         raise Missing("no dequant_gemm / convertdq_gemm / loadfull_gemm rows with an of_peak counter")
     order = {"act:int8": 0, "act:int8g": 1, "act:bf16": 2, "act:fp32": 3}
-    cols = sorted({(r["act"], int(r["thr"].split(":")[1]), int(r["n"].split(":")[1])) for r in gemm},
-                  key=lambda c: (order.get(c[0], 9), c[0], c[1], c[2]))
-    rows = sorted({(r["kernel"], r["pol"], r["shape"]) for r in gemm},
-                  key=lambda k: ({"dequant_gemm": 0, "convertdq_gemm": 1}.get(k[0], 2), k[1], k[2]))
-    val = {((r["kernel"], r["pol"], r["shape"]),
-            (r["act"], int(r["thr"].split(":")[1]), int(r["n"].split(":")[1]))): r["of_peak"] for r in gemm}
-    fig, ax = plt.subplots(figsize=(3.5 + 1.0 * len(cols), 1.8 + 0.32 * len(rows)))
-    grid = [[val.get((r, c), float("nan")) for c in cols] for r in rows]
-    im = ax.imshow(grid, cmap="viridis", vmin=0, vmax=1, aspect="auto")
+    acts = sorted({r["act"] for r in gemm}, key=lambda a: (order.get(a, 9), a))
+    num = lambda r, k: int(r[k].split(":")[1])  # noqa: E731
+    panels = []
+    for act in acts:
+        rs = [r for r in gemm if r["act"] == act]
+        cols = sorted({(num(r, "thr"), num(r, "n")) for r in rs})
+        rows = sorted({(r["kernel"], r["pol"], r["shape"]) for r in rs},
+                      key=lambda k: ({"dequant_gemm": 0, "convertdq_gemm": 1}.get(k[0], 2), k[1], k[2]))
+        val = {((r["kernel"], r["pol"], r["shape"]), (num(r, "thr"), num(r, "n"))): r["of_peak"] for r in rs}
+        panels.append((act, rows, cols, val))
+    nc = min(2, len(panels))
+    grid_rows = [panels[i:i + nc] for i in range(0, len(panels), nc)]
+    heights = [max(len(p[1]) for p in g) + 2 for g in grid_rows]
+    width = max(sum(4.5 + 0.9 * len(p[2]) for p in g) for g in grid_rows)
+    fig, axes = plt.subplots(len(grid_rows), nc, figsize=(width + 1, 0.8 + 0.32 * sum(heights)), squeeze=False,
+                             gridspec_kw={"height_ratios": heights})
     series = {}
-    for i, r in enumerate(rows):
-        for j, c in enumerate(cols):
-            if (r, c) in val:
-                v = val[(r, c)]
-                ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=8, color="w" if v < 0.6 else "k")
-                series.setdefault(f"{c[0]} {c[1]} thr", []).append((c[2], v))
-    for j in range(1, len(cols)):
-        if cols[j][0] != cols[j - 1][0]:
-            ax.axvline(j - 0.5, color="w", lw=3)
-    ax.set_yticks(range(len(rows)))
-    ax.set_yticklabels([f"{k} {p}  {sh}" for k, p, sh in rows], fontsize=8)
-    ax.set_xticks(range(len(cols)))
-    ax.set_xticklabels([f"{a.split(':')[1]}\n{t} thr\nN = {n}" for a, t, n in cols], fontsize=8)
-    ax.xaxis.tick_top()
-    fig.colorbar(im, ax=ax, shrink=0.6, pad=0.02, label="fraction of the measured peak")
-    ax.set_title("Prefill GEMM: fraction of the measured peak per format and activation paradigm", pad=10)
+    for gi, g in enumerate(grid_rows):
+        for ax, (act, rows, cols, val) in zip(axes[gi], g):
+            im = ax.imshow([[val.get((r, c), float("nan")) for c in cols] for r in rows], cmap="viridis", vmin=0,
+                           vmax=1, aspect="auto")
+            for i, r in enumerate(rows):
+                for j, c in enumerate(cols):
+                    if (r, c) in val:
+                        v = val[(r, c)]
+                        ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=8.5, color="w" if v < 0.6 else "k")
+                        series.setdefault(f"{act} {r[0]} {r[1]} {c[0]} thr", []).append((c[1], v))
+            ax.set_yticks(range(len(rows)))
+            ax.set_yticklabels([f"{k} {p}  {sh}" for k, p, sh in rows], fontsize=8)
+            ax.set_xticks(range(len(cols)))
+            ax.set_xticklabels([f"{t} thr\nN = {n}" for t, n in cols], fontsize=8)
+            ax.xaxis.tick_top()
+            ax.set_title(f"activations {act.split(':')[1]}", fontsize=10)
+        for ax in axes[gi][len(g):]:
+            ax.set_axis_off()
+    fig.colorbar(im, ax=axes[-1][len(grid_rows[-1]) - 1], shrink=0.8, pad=0.02, label="fraction of the peak")
+    fig.suptitle("Prefill GEMM: fraction of the measured peak per format and activation paradigm")
     thrs = sorted({r["thr"].split(":")[1] for r in gemm}, key=int)
     return fig, series, thrs, ("Each cell: GFLOP/s / the same run's register-only peak of the activation paradigm "
-                               "(int8 and int8g: peak/vnni_int8, bf16: peak/bf16_dot, fp32: peak/fp32_fma) at the row's "
-                               "thread count (the benchmark's of_peak counter); empty: not measured in this run.")
+                               "(int8 and int8g, int8 per scale group: peak/vnni_int8; bf16: peak/bf16_dot; fp32: "
+                               "peak/fp32_fma) at the row's thread count (the benchmark's of_peak counter); empty: not "
+                               "measured in this run.")
 
 
 def fig_attention(data):
@@ -270,14 +282,16 @@ def fig_sampling(data):
                       ("multi-pass baseline", "0.6", [rd / mp if mp else None for _, _, _, _, rd, mp, _ in rows])]
             thrs |= {r[1] for r in rows}
         else:
-            labels = [f"{chain}, {bb.replace(':', ' ')}, {thr.split(':')[1]} thr, {mode}"
-                      for bb, vv, chain, thr, mode, *_ in rows]
+            many_v = len({r[1] for r in rows}) > 1
+            labels = [f"{chain}, {bb.replace(':', ' ')}" + (f", {vv.replace(':', ' ')}" if many_v else "")
+                      + f", {thr.split(':')[1]} thr, {mode}" for bb, vv, chain, thr, mode, *_ in rows]
             groups = [("ar_sample", "tab:blue", [rd / t for *_, t, _, rd, _ in rows]),
                       ("sort baseline", "0.6", [rd / s if s else None for *_, rd, s in rows])]
             thrs |= {r[3].split(":")[1] for r in rows}
         hbars(ax, labels, groups, "plain read of the logits / time (1 = read speed)", log=True, ref=1,
               ref_label="the read")
-        ax.set_title(title + ("" if title != "AR sampler" else f" (fp32 logits, {rows[0][1].replace(':', ' = ')})"))
+        ax.set_title(title if title != "AR sampler" else
+                     title + " (fp32 logits" + ("" if many_v else f", {rows[0][1].replace(':', ' = ')}") + ")")
         for name, _, vals in groups:
             series[f"{title} {name}"] = [(v, i) for i, v in enumerate(vals) if v is not None]
     fig.suptitle("Sampling: fraction of a plain read of the logits")
