@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs lutkit's build dependencies from Debian packages when any is missing.
-#   scripts/deps.sh          the host build: compiler, CMake, Highway, xsimd, Boost.PFR, Catch2, Benchmark
+#   scripts/deps.sh          the host build: compiler, CMake, Highway, xsimd, Boost.PFR, Catch2, Benchmark;
+#                            matplotlib for the report (scripts/report.py) and its test
 #   scripts/deps.sh fuzz     and clang-19 with its runtimes (libFuzzer, sanitizers) for scripts/fuzz.sh
 #   scripts/deps.sh arm      and the aarch64 cross build: clang-19, lld-19, qemu-user, the aarch64 GCC
 #                            runtime, and Debian multiarch :arm64 builds of Highway and libstdc++
 #   scripts/deps.sh hexagon  and the Hexagon cross build: clang-19, lld-19, libc++ headers, qemu-user
 set -euo pipefail
-pkgs=(cmake ninja-build g++ libhwy-dev libxsimd-dev libboost1.81-dev catch2 libbenchmark-dev)
+pkgs=(cmake ninja-build g++ libhwy-dev libxsimd-dev libboost1.81-dev catch2 libbenchmark-dev python3-matplotlib)
 for extra in "$@"; do
   case "$extra" in
     fuzz) pkgs+=(clang-19 libclang-rt-19-dev) ;;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job: installs missing dependencies, builds Release, runs the end-to-end example and
-# a benchmark selection (or the full sweep with --full), then prints a summary table.
+# a benchmark selection (or the full sweep with --full), then prints a summary table and writes the
+# report (build/report/index.html: figures beside the same summary; scripts/report.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
@@ -16,14 +17,20 @@ echo "== accuracy on llama.cpp formats (docs/llama_formats.md, \"Accuracy\")"
 
 echo "== engine (examples/llm, docs/engine.md): random-weight GGUF files of Llama-3.2-1B's shape in Q4_0"
 echo "   and of BitNet-2B's in TQ2_0 (written once into build/release/)"
+# the result lines, each under its header and command, also go to build/release/engine.txt (the report's input)
+engine=build/release/engine.txt
+: >"$engine"
 for m in llama-3.2-1b:q4_0 bitnet-2b:tq2_0; do
   shape=${m%%:*} type=${m##*:}
   model=build/release/$shape-$type.gguf
   [ -f "$model" ] || ./build/release/examples/lutkit_llm --write-model "$model" --shape "$shape" --type "$type"
   for t in 1 2; do
-    echo "$shape $type, $t thread(s):"
-    ./build/release/examples/lutkit_llm --model "$model" --random-prompt 512 -n 65 --threads "$t" --quiet | tail -1
-    ./build/release/examples/lutkit_llm --model "$model" --fill 4095 -n 65 --threads "$t" --quiet | tail -1
+    echo "$shape $type, $t thread(s):" | tee -a "$engine"
+    for args in "--random-prompt 512" "--fill 4095"; do
+      cmd="./build/release/examples/lutkit_llm --model $model $args -n 65 --threads $t --quiet"
+      echo "\$ $cmd" >>"$engine"
+      $cmd | tail -1 | tee -a "$engine"
+    done
   done
 done
 
@@ -32,8 +39,17 @@ min_time=0.3
 if [ "${1:-}" = "--full" ]; then filter='.*'; min_time=0.5; fi
 echo "== benchmarks (filter: $filter)"
 out=build/release/bench.json
-./build/release/benchmarks/lutkit_bench --benchmark_filter="$filter" --benchmark_min_time="$min_time" \
-  --benchmark_out="$out" --benchmark_out_format=json
+bench=(./build/release/benchmarks/lutkit_bench --benchmark_filter="$filter" --benchmark_min_time="$min_time"
+       --benchmark_out="$out" --benchmark_out_format=json)
+"${bench[@]}"
 echo
 echo "== summary"
 python3 scripts/summary.py "$out"
+echo
+echo "== report"
+# the static proxies, where scripts/test.sh left them in this tree
+proxies=()
+for p in build/hvx/proxy.txt build/aarch64/proxy.txt; do if [ -f "$p" ]; then proxies+=(--proxy "$p"); fi; done
+python3 scripts/report.py "$out" --engine "$engine" "${proxies[@]}" --out build/report \
+  --bench-cmd "${bench[0]} --benchmark_filter='$filter' --benchmark_min_time=$min_time --benchmark_out=$out --benchmark_out_format=json"
+echo "open $PWD/build/report/index.html"
