@@ -16,11 +16,11 @@ echo "== accuracy on llama.cpp formats (docs/llama_formats.md, \"Accuracy\")"
 ./build/release/examples/lutkit_accuracy
 
 echo "== engine (examples/llm, docs/engine.md): random-weight GGUF files of Llama-3.2-1B's shape in Q4_0"
-echo "   and of BitNet-2B's in TQ2_0 (written once into build/release/)"
+echo "   and in Q4_K_M's mix, and of BitNet-2B's in TQ2_0 (written once into build/release/)"
 # the result lines, each under its header and command, also go to build/release/engine.txt (the report's input)
 engine=build/release/engine.txt
 : >"$engine"
-for m in llama-3.2-1b:q4_0 bitnet-2b:tq2_0; do
+for m in llama-3.2-1b:q4_0 llama-3.2-1b:q4_k_m bitnet-2b:tq2_0; do
   shape=${m%%:*} type=${m##*:}
   model=build/release/$shape-$type.gguf
   [ -f "$model" ] || ./build/release/examples/lutkit_llm --write-model "$model" --shape "$shape" --type "$type"

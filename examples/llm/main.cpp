@@ -128,6 +128,8 @@ int main(int argc, char** argv) try {
     } else {
       llm::require(shape == "tiny", "lutkit_llm: unknown shape ", shape);
     }
+    // Q4_K_M with tied embeddings: llama.cpp gives the embedding (the output projection) Q6_K
+    if (o.q4_k_m && !o.output_tensor) o.embedding_type = lutkit::ggml_type::q6_k;
     lutkit::gguf::tiny_llama(o).write(write_path);
     std::printf("wrote %s (%s, %s)\n", write_path.c_str(), shape.c_str(), type.c_str());
     return 0;

@@ -1,5 +1,5 @@
-// Fuzz target: packed_weights<P>::from_bytes on arbitrary bytes, for four policies (byte 0 picks
-// one), then every kernel on what it accepted — LUT-GEMV, dequant-GEMM (fp32 and int8 paradigms),
+// Fuzz target: packed_weights<P>::from_bytes on arbitrary bytes, for six policies (byte 0 picks
+// one: W2, ternary, IQ4_NL, Q4NX, and the K-quants' Q4_K and Q6_K with fp32 parameters), then every kernel on what it accepted — LUT-GEMV, dequant-GEMM (fp32 and int8 paradigms),
 // FusedDQP — each compared with the double reference on the unpacked blob. Anything accepted must
 // run within its bounds and give the reference's answer within the kernel's error bound.
 #include <lutkit/lutkit.hpp>
@@ -13,6 +13,8 @@ using W2 = policy<fmt::uint_asym<2>, group<64>, table::lut4<int8_t, true>>;
 using T3 = policy<fmt::ternary, per_channel, table::lut4<int8_t, false>>;
 using NL = policy<fmt::codebook4<book::iq4_nl>, group<32>, table::lut4<int8_t, false>>;
 using NX = policy<fmt::q4nx, group<32>, table::lut4<int8_t, false>>;
+using K4 = policy<fmt::q4_k, group<32>>;
+using K6 = policy<fmt::q6_k, group<16>>;
 constexpr const char* kTarget = "blob";
 
 template <class P>
@@ -56,11 +58,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   const uint8_t* blob = data + 1;
   const std::size_t n = size - 1;
   const uint64_t seed = uint64_t(size) * 0x9E3779B97F4A7C15ull + pick;
-  switch (pick % 4) {
+  switch (pick % 6) {
     case 0: blob_case<W2>(blob, n, seed); break;
     case 1: blob_case<T3>(blob, n, seed); break;
     case 2: blob_case<NL>(blob, n, seed); break;
-    default: blob_case<NX>(blob, n, seed); break;
+    case 3: blob_case<NX>(blob, n, seed); break;
+    case 4: blob_case<K4>(blob, n, seed); break;
+    default: blob_case<K6>(blob, n, seed); break;
   }
   return 0;
 }

@@ -1,4 +1,4 @@
-// Fuzz target: the llama.cpp block importers (Q4_0, Q8_0, IQ4_NL), the GPTQ importer and from_codes
+// Fuzz target: the llama.cpp block importers (Q4_0, Q8_0, IQ4_NL, Q4_K, Q6_K), the GPTQ importer and from_codes
 // on fuzzed shapes and bytes (NaN, Inf, subnormal and negative scales, truncated buffers). Byte 0
 // picks the importer, then M and K, then the tensor bytes. What an importer accepts must decode to
 // exactly the value the source format defines (recomputed here from the raw bytes), and pack and
@@ -16,6 +16,8 @@ using Q40 = policy<fmt::uint_sym<4>, group<32>, table::lut4<int8_t, false>>;
 using Q80 = policy<fmt::uint_sym<8>, group<32>, table::lut4<int8_t, false>>;
 using NL = policy<fmt::codebook4<book::iq4_nl>, group<32>, table::lut4<int8_t, false>>;
 using GP = policy<fmt::uint_asym<4>, group<32>, table::lut4<int8_t, false>>;
+using K4 = policy<fmt::q4_k, group<32>>;
+using K6 = policy<fmt::q6_k, group<16>>;
 constexpr const char* kTarget = "import";
 
 template <class P>
@@ -76,6 +78,45 @@ void ggml_case(int which, const uint8_t* d, std::size_t n, std::size_t M, std::s
   run_kernel(q, seed);
 }
 
+// the K-quants: the importer against ggml::dequantize_row (llama.cpp's definition, io/ggml_blocks.hpp),
+// the in-place packer against pack(import)
+template <class P>
+void kquant_case(const uint8_t* d, std::size_t n, std::size_t M, std::size_t K, uint64_t seed) {
+  constexpr bool q4 = std::is_same_v<P, K4>;
+  constexpr std::size_t bb = q4 ? 144 : 210;
+  constexpr ggml_type type = q4 ? ggml_type::q4_k : ggml_type::q6_k;
+  quantized<P> q;
+  packed_weights<P> direct;
+  bool direct_ok = true;
+  try {
+    direct = q4 ? pack_q4_k<P>(d, M, K, n) : pack_q6_k<P>(d, M, K, n);
+  } catch (const lutkit::error&) {
+    direct_ok = false;
+  }
+  try {
+    q = q4 ? import_q4_k<P>(d, M, K, n) : import_q6_k<P>(d, M, K, n);
+  } catch (const lutkit::error&) {
+    if (direct_ok) lutkit_fuzz::fail(kTarget, "a K-quant packer accepted blocks the importer refuses", double(M), double(K));
+    return;
+  }
+  if (!direct_ok) lutkit_fuzz::fail(kTarget, "a K-quant packer refused blocks the importer accepts", double(M), double(K));
+  {
+    const auto want = pack<P>(q);
+    if (direct.size_bytes() != want.size_bytes() || std::memcmp(direct.bytes(), want.bytes(), want.size_bytes()) != 0)
+      lutkit_fuzz::fail(kTarget, "a K-quant packer's blob differs from pack(import)", double(M), double(K));
+  }
+  if (n < M * (K / 256) * bb) lutkit_fuzz::fail(kTarget, "accepted a truncated K-quant buffer", double(n));
+  std::vector<float> y(K);
+  for (std::size_t m = 0; m < M; ++m) {
+    ggml::dequantize_row(type, d + m * (K / 256) * bb, K / 256 * bb, y.data(), K);
+    for (std::size_t k = 0; k < K; ++k) {
+      const float got = float(q.weight(m, k));
+      if (!(got == y[k])) lutkit_fuzz::fail(kTarget, "imported K-quant weight differs from llama.cpp's value", got, y[k]);
+    }
+  }
+  run_kernel(q, seed);
+}
+
 void gptq_case(lutkit_fuzz::reader& r, uint64_t seed) {
   // shapes the caller's buffers hold (a GPTQ tensor has no length field: its size is the caller's promise)
   const std::size_t M = 8 * (1 + r.u8() % 12), K = 32 * (1 + r.u8() % 6);
@@ -123,9 +164,13 @@ void codes_case(lutkit_fuzz::reader& r, uint64_t seed) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   lutkit_fuzz::reader r{data, size};
-  const int which = r.u8() % 5;
+  const int which = r.u8() % 7;
   const uint64_t seed = uint64_t(size) * 0x9E3779B97F4A7C15ull + uint64_t(which);
-  if (which <= 2) {
+  if (which >= 5) {  // K-quants: M small, K a few super-blocks or not a multiple of 256
+    const std::size_t M = r.u8() % 40, K = r.u8() & 0x80 ? std::size_t(r.u16()) : 256 * std::size_t(r.u8() % 4);
+    if (which == 5) kquant_case<K4>(r.p, r.n, M, K, seed);
+    else kquant_case<K6>(r.p, r.n, M, K, seed);
+  } else if (which <= 2) {
     // M and K straight from the input: zero, huge, not a multiple of 32, products that wrap
     const std::size_t M = r.u8() & 0x80 ? std::size_t(r.u64()) : std::size_t(r.u8()),
                       K = r.u8() & 0x80 ? std::size_t(r.u64()) : std::size_t(r.u16());

@@ -23,6 +23,8 @@ using W2 = policy<fmt::uint_asym<2>, group<64>, table::lut4<int8_t, true>>;
 using T3 = policy<fmt::ternary, per_channel, table::lut4<int8_t, false>>;
 using NL = policy<fmt::codebook4<book::iq4_nl>, group<32>, table::lut4<int8_t, false>>;
 using NX = policy<fmt::q4nx, group<32>, table::lut4<int8_t, false>>;
+using K4 = policy<fmt::q4_k, group<32>>;
+using K6 = policy<fmt::q6_k, group<16>>;
 
 std::vector<float> weights(std::size_t n, uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -83,13 +85,16 @@ int main(int argc, char** argv) {
     return 2;
   }
   const fs::path root(argv[1]);
-  // blob: byte 0 picks the policy (0 W2, 1 ternary, 2 IQ4_NL, 3 Q4NX), then a packed blob
+  // blob: byte 0 picks the policy (0 W2, 1 ternary, 2 IQ4_NL, 3 Q4NX, 4 Q4_K, 5 Q6_K), then a packed blob
   blob_seed<W2>(root / "blob", 0, 70, 128);
   blob_seed<W2>(root / "blob", 0, 1, 64);
   blob_seed<T3>(root / "blob", 1, 65, 100);
   blob_seed<NL>(root / "blob", 2, 33, 96);
   blob_seed<NX>(root / "blob", 3, 64, 64);
-  // import: 0 q4_0, 1 q8_0, 2 iq4_nl (shape prefix + blocks), 3 GPTQ, 4 from_codes (raw bytes)
+  blob_seed<K4>(root / "blob", 4, 40, 256);
+  blob_seed<K6>(root / "blob", 5, 70, 48);
+  // import: 0 q4_0, 1 q8_0, 2 iq4_nl (shape prefix + blocks), 3 GPTQ, 4 from_codes (raw bytes),
+  // 5 q4_k, 6 q6_k (below)
   ggml_seed<policy<fmt::uint_sym<4>, group<32>, table::lut4<int8_t, false>>>(root / "import", 0, 5, 64);
   ggml_seed<policy<fmt::uint_sym<8>, group<32>, table::lut4<int8_t, false>>>(root / "import", 1, 3, 96);
   ggml_seed<NL>(root / "import", 2, 4, 32);
@@ -118,6 +123,13 @@ int main(int argc, char** argv) {
       put(b, u, 4);
     }
     write(root / "import", "seed_from_codes", b);
+  }
+  // import: 5 Q4_K, 6 Q6_K (which, M, a flag byte < 0x80, K / 256, then random_blocks' blocks)
+  for (int which : {5, 6}) {
+    std::vector<uint8_t> b{uint8_t(which), 3, 0, 2};
+    const auto blocks = ggml::random_blocks(which == 5 ? ggml_type::q4_k : ggml_type::q6_k, 3 * 512, uint64_t(which));
+    b.insert(b.end(), blocks.begin(), blocks.end());
+    write(root / "import", which == 5 ? "seed_q4_k" : "seed_q6_k", b);
   }
   // streams: 0 Q4NX, 1 tile-group super-groups
   {
