@@ -10,8 +10,9 @@
 //   Q6_K  fmt::q6_k, group<16>: 6-bit codes q in bit planes (6 planes: never widened to 8 bits),
 //         zero 32, scale d * sc (sc int8, so scales can be negative); the LUT-GEMV (16-k
 //         blocks keep its int16 sums in range) and the dequant-GEMM serve it.
-// The importers give, for every weight, the float llama.cpp's dequantize_row_q4_K / _q6_K gives
-// (io/ggml_blocks.hpp writes those out; tests/test_formats.cpp checks every code and scale).
+// The importers give, for every weight, the float llama.cpp's dequantize_row_q4_K / _q6_K gives.
+// The block decoding here is written apart from io/ggml_blocks.hpp's row dequantizers (quant/
+// includes only core/), and tests/test_formats.cpp checks the two against each other.
 #pragma once
 #include <cmath>
 #include <cstddef>
@@ -19,7 +20,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "../io/ggml_blocks.hpp"
+#include "../core/half.hpp"
 #include "quant.hpp"
 
 namespace lutkit {
@@ -87,6 +88,21 @@ struct format_traits<fmt::q6_k> {
 };
 
 namespace detail {
+// a block's little-endian fp16 field as fp32
+inline float kq_f16(const unsigned char* p) { return f16_to_f32(uint16_t(p[0] | (unsigned(p[1]) << 8))); }
+// Q4_K's 6-bit scale and minimum of sub-block j (0..7) from its 12 scale bytes s: sub-blocks 0-3
+// in the low 6 bits of bytes j (scale) and j + 4 (minimum); sub-blocks 4-7 in the low and high
+// nibbles of byte j + 4, their top two bits in the top bits of bytes j - 4 and j
+inline void kq_scale_min(const unsigned char* s, int j, float& sc, float& m) {
+  if (j < 4) {
+    sc = float(s[j] & 63);
+    m = float(s[j + 4] & 63);
+  } else {
+    sc = float((s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4));
+    m = float((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
+  }
+}
+
 // A K-quant super-block type as the importer and the direct packer read it: its format, weights
 // and bytes per block, the weights per sub-block (the policy's group), and of a block b: finite()
 // (its fp16 super-scales are), scale(b, j) and minimum(b, j) of sub-block j (the fp32 values
@@ -95,19 +111,17 @@ struct ggml_q4_k {
   using format = fmt::q4_k;
   static constexpr std::size_t block_elems = 256, block_bytes = 144, sub = 32;
   static constexpr const char* name = "Q4_K";
-  static bool finite(const unsigned char* b) {
-    return std::isfinite(ggml::detail::load_f16(b)) && std::isfinite(ggml::detail::load_f16(b + 2));
-  }
+  static bool finite(const unsigned char* b) { return std::isfinite(kq_f16(b)) && std::isfinite(kq_f16(b + 2)); }
   static float scale(const unsigned char* b, int j) {
-    uint8_t sc, m;
-    ggml::detail::k_scale_min(b + 4, j, sc, m);
-    return ggml::detail::load_f16(b) * float(sc);
+    float sc, m;
+    kq_scale_min(b + 4, j, sc, m);
+    return kq_f16(b) * sc;
   }
   // w = (d sc) q - dmin m = scale * q + minimum
   static float minimum(const unsigned char* b, int j) {
-    uint8_t sc, m;
-    ggml::detail::k_scale_min(b + 4, j, sc, m);
-    return -(ggml::detail::load_f16(b + 2) * float(m));
+    float sc, m;
+    kq_scale_min(b + 4, j, sc, m);
+    return -(kq_f16(b + 2) * m);
   }
   // sub-blocks 2c and 2c + 1 share qs[32 c .. 32 c + 31]: low nibbles, then high
   static uint64_t codes8(const unsigned char* b, unsigned e0) {
@@ -121,8 +135,8 @@ struct ggml_q6_k {
   using format = fmt::q6_k;
   static constexpr std::size_t block_elems = 256, block_bytes = 210, sub = 16;
   static constexpr const char* name = "Q6_K";
-  static bool finite(const unsigned char* b) { return std::isfinite(ggml::detail::load_f16(b + 208)); }
-  static float scale(const unsigned char* b, int j) { return ggml::detail::load_f16(b + 208) * float(int8_t(b[192 + j])); }
+  static bool finite(const unsigned char* b) { return std::isfinite(kq_f16(b + 208)); }
+  static float scale(const unsigned char* b, int j) { return kq_f16(b + 208) * float(int8_t(b[192 + j])); }
   static float minimum(const unsigned char*, int) { return 0.f; }
   // weight e = 128 h + 32 c + l: low 4 bits from ql[64 h + 32 (c & 1) + l] (low nibble for
   // c < 2), top 2 bits from bits 2c, 2c + 1 of qh[32 h + l]
