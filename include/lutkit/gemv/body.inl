@@ -166,9 +166,8 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
   // the call and the block's scales (and zeros) in registers: the block epilogue then has no
   // stores, and the buffered form's store and reload per group is gone (W1 g64: 42 -> 22
   // epilogue instructions per block of 8 step pairs)
-  // (fp32 parameter slots: the buffered form, copied)
-  constexpr bool F16_AT_USE =
-      !S.f32_params && requires(const uint16_t* h) { requires std::is_same_v<decltype(Ops::loadf16(h)), F>; };
+  // (fp32 parameter slots: loaded as they are, where the Ops convert fp16 at use)
+  constexpr bool F16_AT_USE = requires(const uint16_t* h) { requires std::is_same_v<decltype(Ops::loadf16(h)), F>; };
   constexpr bool OUT_REGS = F16_AT_USE && NB <= 2;
   F outv[OUT_REGS ? NB : 1][4], sreg[4], zreg[4];
   if constexpr (OUT_REGS)
@@ -187,12 +186,15 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
     if constexpr (F16_AT_USE) {
       // at the block's start, as the buffered form: converted where the epilogue uses them, the
       // loads' latency would be exposed there
-      const uint16_t* s16 = reinterpret_cast<const uint16_t*>(a.data + cur.params);
-      for (int q = 0; q < 4; ++q) sreg[q] = Ops::loadf16(s16 + 16 * q);
+      // (fp32 slots: the parameters 64 bytes apart, loaded as they are)
+      auto param = [&](std::size_t off, int q) {
+        if constexpr (S.f32_params) return Ops::loadf(reinterpret_cast<const float*>(a.data + off) + 16 * q);
+        else return Ops::loadf16(reinterpret_cast<const uint16_t*>(a.data + off) + 16 * q);
+      };
+      for (int q = 0; q < 4; ++q) sreg[q] = param(cur.params, q);
       if constexpr (S.asymmetric) {
         // c_mirror - z in one rounding, as the buffered form's subtraction
-        const uint16_t* z16 = reinterpret_cast<const uint16_t*>(a.data + cur.zeros());
-        for (int q = 0; q < 4; ++q) zreg[q] = Ops::fmaf(Ops::loadf16(z16 + 16 * q), Ops::setf(-1.f), Ops::setf(c_mirror));
+        for (int q = 0; q < 4; ++q) zreg[q] = Ops::fmaf(param(cur.zeros(), q), Ops::setf(-1.f), Ops::setf(c_mirror));
       }
     } else if (blk == blk0 || cur.in_group == 0) {
       if constexpr (S.f32_params) std::memcpy(s32, a.data + cur.params, 4 * R);
