@@ -512,37 +512,43 @@ TEST_CASE("llama.cpp blocks packed in place: the bytes of pack(import), ragged s
       [](auto... a) { return pack_q4_1<Q41>(a...); }, [](auto& w, auto... a) { pack_q4_1_into<Q41>(w, a...); });
 }
 
+// Super-blocks of 256 (TQ2_0, TQ1_0, Q4_K, Q6_K: bb bytes, fp16 scale fields at d_off made
+// finite) packed in place: the bytes of pack(import), new and _into, serially and on 2 and 3 threads
+template <class P, class Import, class Direct, class Into>
+void check_superblock_pack(std::size_t bb, std::initializer_list<std::size_t> d_off, Import import, Direct direct,
+                           Into into) {
+  std::mt19937_64 rng(policy_hash(P::name()) + bb);
+  thread_pool pool2(2), pool3(3);
+  for (int c = 0; c < 6; ++c) {
+    const std::size_t M = 1 + rng() % 150, K = 256 * (1 + rng() % 5);
+    INFO(P::name() << " block " << bb << " M = " << M << " K = " << K);
+    std::vector<uint8_t> b(M * (K / 256) * bb);
+    for (auto& v : b) v = uint8_t(rng());
+    for (std::size_t i = 0; i < M * (K / 256); ++i)
+      for (std::size_t o : d_off)
+        if ((b[i * bb + o + 1] & 0x7C) == 0x7C) b[i * bb + o + 1] &= 0xFB;
+    const auto want = pack(import(b.data(), M, K, b.size()));
+    for (thread_pool* pool : {static_cast<thread_pool*>(nullptr), &pool2, &pool3}) {
+      const auto got = direct(b.data(), M, K, b.size(), pool);
+      REQUIRE(got.size_bytes() == want.size_bytes());
+      CHECK(std::memcmp(got.bytes(), want.bytes(), want.size_bytes()) == 0);
+      packed_weights<P> reused(M, K);
+      std::memset(reused.data(), 0xA5, reused.layout().total_bytes);
+      into(reused, b.data(), M, K, b.size(), pool);
+      CHECK(std::memcmp(reused.bytes(), want.bytes(), want.size_bytes()) == 0);
+    }
+  }
+}
+
 TEST_CASE("TQ2_0 / TQ1_0 super-blocks packed in place: the bytes of pack(import), 1-3 threads", "[layout][import]") {
   using TQ = policy<fmt::uint_asym<2>, group<256>>;  // mirrored int8 tables (the default)
   using TQ16 = policy<fmt::uint_asym<2>, group<256>, table::lut4<int16_t, false>, target::sme>;  // plane order
-  auto check = [&]<class P>(std::size_t bb, std::size_t d_off, auto import, auto direct, auto into) {
-    std::mt19937_64 rng(policy_hash(P::name()) + bb);
-    thread_pool pool2(2), pool3(3);
-    for (int c = 0; c < 6; ++c) {
-      const std::size_t M = 1 + rng() % 150, K = 256 * (1 + rng() % 5);
-      INFO(P::name() << " block " << bb << " M = " << M << " K = " << K);
-      std::vector<uint8_t> b(M * (K / 256) * bb);
-      for (auto& v : b) v = uint8_t(rng());
-      for (std::size_t i = 0; i < M * (K / 256); ++i)
-        if ((b[i * bb + d_off + 1] & 0x7C) == 0x7C) b[i * bb + d_off + 1] &= 0xFB;
-      const auto want = pack(import(b.data(), M, K, b.size()));
-      for (thread_pool* pool : {static_cast<thread_pool*>(nullptr), &pool2, &pool3}) {
-        const auto got = direct(b.data(), M, K, b.size(), pool);
-        REQUIRE(got.size_bytes() == want.size_bytes());
-        CHECK(std::memcmp(got.bytes(), want.bytes(), want.size_bytes()) == 0);
-        packed_weights<P> reused(M, K);
-        std::memset(reused.data(), 0xA5, reused.layout().total_bytes);
-        into(reused, b.data(), M, K, b.size(), pool);
-        CHECK(std::memcmp(reused.bytes(), want.bytes(), want.size_bytes()) == 0);
-      }
-    }
-  };
   auto both = [&]<class P>() {
-    check.template operator()<P>(
-        66, 64, [](auto... a) { return import_tq2_0<P>(a...); }, [](auto... a) { return pack_tq2_0<P>(a...); },
+    check_superblock_pack<P>(
+        66, {64}, [](auto... a) { return import_tq2_0<P>(a...); }, [](auto... a) { return pack_tq2_0<P>(a...); },
         [](auto& w, auto... a) { pack_tq2_0_into<P>(w, a...); });
-    check.template operator()<P>(
-        54, 52, [](auto... a) { return import_tq1_0<P>(a...); }, [](auto... a) { return pack_tq1_0<P>(a...); },
+    check_superblock_pack<P>(
+        54, {52}, [](auto... a) { return import_tq1_0<P>(a...); }, [](auto... a) { return pack_tq1_0<P>(a...); },
         [](auto& w, auto... a) { pack_tq1_0_into<P>(w, a...); });
   };
   both.operator()<TQ>();
@@ -553,36 +559,13 @@ TEST_CASE("Q4_K / Q6_K super-blocks packed in place: the bytes of pack(import), 
   using Q4K = policy<fmt::q4_k, group<32>>;
   using Q6K = policy<fmt::q6_k, group<16>>;
   using Q6K16 = policy<fmt::q6_k, group<16>, table::lut4<int16_t, false>>;  // 8-k blocks
-  auto check = [&]<class P>(std::size_t bb, std::initializer_list<std::size_t> d_off, auto import, auto direct, auto into) {
-    std::mt19937_64 rng(policy_hash(P::name()) + bb);
-    thread_pool pool2(2), pool3(3);
-    for (int c = 0; c < 5; ++c) {
-      const std::size_t M = 1 + rng() % 150, K = 256 * (1 + rng() % 4);
-      INFO(P::name() << " M = " << M << " K = " << K);
-      std::vector<uint8_t> b(M * (K / 256) * bb);
-      for (auto& v : b) v = uint8_t(rng());
-      for (std::size_t i = 0; i < M * (K / 256); ++i)
-        for (std::size_t o : d_off)
-          if ((b[i * bb + o + 1] & 0x7C) == 0x7C) b[i * bb + o + 1] &= 0xFB;
-      const auto want = pack(import(b.data(), M, K, b.size()));
-      for (thread_pool* pool : {static_cast<thread_pool*>(nullptr), &pool2, &pool3}) {
-        const auto got = direct(b.data(), M, K, b.size(), pool);
-        REQUIRE(got.size_bytes() == want.size_bytes());
-        CHECK(std::memcmp(got.bytes(), want.bytes(), want.size_bytes()) == 0);
-        packed_weights<P> reused(M, K);
-        std::memset(reused.data(), 0xA5, reused.layout().total_bytes);
-        into(reused, b.data(), M, K, b.size(), pool);
-        CHECK(std::memcmp(reused.bytes(), want.bytes(), want.size_bytes()) == 0);
-      }
-    }
-  };
-  check.operator()<Q4K>(
+  check_superblock_pack<Q4K>(
       144, {0, 2}, [](auto... a) { return import_q4_k<Q4K>(a...); }, [](auto... a) { return pack_q4_k<Q4K>(a...); },
       [](auto& w, auto... a) { pack_q4_k_into<Q4K>(w, a...); });
-  check.operator()<Q6K>(
+  check_superblock_pack<Q6K>(
       210, {208}, [](auto... a) { return import_q6_k<Q6K>(a...); }, [](auto... a) { return pack_q6_k<Q6K>(a...); },
       [](auto& w, auto... a) { pack_q6_k_into<Q6K>(w, a...); });
-  check.operator()<Q6K16>(
+  check_superblock_pack<Q6K16>(
       210, {208}, [](auto... a) { return import_q6_k<Q6K16>(a...); }, [](auto... a) { return pack_q6_k<Q6K16>(a...); },
       [](auto& w, auto... a) { pack_q6_k_into<Q6K16>(w, a...); });
 }

@@ -178,7 +178,6 @@ quantized<P> import_ggml_superblocks(const char* what, const void* blocks, std::
                                      std::size_t nbytes, thread_pool* pool) {
   check_ggml_superblocks<P, Block>(what, blocks, M, K, nbytes);
   constexpr std::size_t E = Block::block_elems, G = E / Block::sub;
-  const std::size_t nblocks = M * (K / E);
   quantized<P> q = make_quantized<P>(M, K);
   // super-block i is groups G i .. G i + G - 1 of the scales (row i / (K / E))
   auto part = [&](std::size_t i0, std::size_t i1) {
@@ -195,12 +194,7 @@ quantized<P> import_ggml_superblocks(const char* what, const void* blocks, std::
       }
     }
   };
-  if (pool == nullptr || pool->size() <= 1 || M <= 1) {
-    part(0, nblocks);
-  } else {
-    const std::size_t parts = std::min(pool->size(), M), bpr = K / E;
-    pool->run(parts, [&](std::size_t i) { part(M * i / parts * bpr, M * (i + 1) / parts * bpr); });
-  }
+  split_block_rows(pool, M, K / E, part);
   return q;
 }
 }  // namespace detail

@@ -531,12 +531,23 @@ float ggml_block_min(const char* what, const unsigned char* b, std::size_t i, st
   return m;
 }
 
+// part(i0, i1) over blocks [0, nblocks) of a tensor of M rows, bpr blocks a row: whole rows to each
+// of the pool's threads (a bad block throws from its thread: the pool rethrows it)
+template <class Part>
+void split_block_rows(thread_pool* pool, std::size_t M, std::size_t bpr, Part&& part) {
+  if (pool == nullptr || pool->size() <= 1 || M <= 1) {
+    part(std::size_t(0), M * bpr);
+  } else {
+    const std::size_t parts = std::min(pool->size(), M);
+    pool->run(parts, [&](std::size_t i) { part(M * i / parts * bpr, M * (i + 1) / parts * bpr); });
+  }
+}
+
 template <class P, class Block>
 quantized<P> import_ggml_blocks(const char* what, const void* blocks, std::size_t M, std::size_t K,
                                 std::size_t nbytes, thread_pool* pool) {
   check_ggml_tensor<P, Block>(what, blocks, M, K, nbytes);
   constexpr std::size_t E = Block::block_elems;
-  const std::size_t nblocks = M * (K / E);
   quantized<P> q = make_quantized<P>(M, K);
   // blocks [i0, i1), rows split over the pool's threads (a bad block throws from its thread: the
   // pool rethrows it)
@@ -549,12 +560,7 @@ quantized<P> import_ggml_blocks(const char* what, const void* blocks, std::size_
       Block::codes_block(b + Block::qs_offset, q.codes.data() + i * E);
     }
   };
-  if (pool == nullptr || pool->size() <= 1 || M <= 1) {
-    part(0, nblocks);
-  } else {
-    const std::size_t parts = std::min(pool->size(), M), bpr = K / E;
-    pool->run(parts, [&](std::size_t i) { part(M * i / parts * bpr, M * (i + 1) / parts * bpr); });
-  }
+  split_block_rows(pool, M, K / E, part);
   return q;
 }
 }  // namespace detail
