@@ -109,15 +109,8 @@ LUTKIT_AVX512_GFNI inline void from_pair_order(const __m512 f[4], float* rows) {
 }
 // register T's 16 fp16 / bf16 group parameters -> fp32 (exact), in row-pair order: p holds the
 // 64 rows' parameters (rows 8 T + m and 8 T + m + 32 to lanes 2 m, 2 m + 1)
-template <bool BF16, bool F32 = false>
+template <bool BF16>
 LUTKIT_AVX512_GFNI inline __m512 fused_param16(const uint8_t* p, int T) {
-  if constexpr (F32) {  // fp32 slots: rows 8 T + m in vector T / 2 at lane 8 (T % 2) + m, + 32 two vectors on
-    const int o = 8 * (T % 2);
-    const __m512i ix = _mm512_set_epi32(23 + o, 7 + o, 22 + o, 6 + o, 21 + o, 5 + o, 20 + o, 4 + o, 19 + o, 3 + o,
-                                        18 + o, 2 + o, 17 + o, 1 + o, 16 + o, o);
-    const float* f = reinterpret_cast<const float*>(p);
-    return _mm512_permutex2var_ps(_mm512_loadu_ps(f + 16 * (T / 2)), ix, _mm512_loadu_ps(f + 32 + 16 * (T / 2)));
-  }
   alignas(64) static constexpr uint16_t idx[4][32] = {
       {0, 32, 1, 33, 2, 34, 3, 35, 4, 36, 5, 37, 6, 38, 7, 39},
       {8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47},
@@ -134,12 +127,14 @@ LUTKIT_AVX512_GFNI inline __m512 fused_param16(const uint8_t* p, int T) {
 template <class P>
 LUTKIT_AVX512_GFNI inline void fused_group_scales(const uint8_t* ps, __m512 sw[4], __m512 swz[4]) {
   constexpr auto& S = P::spec;
+  // (the fp32-parameter formats are whole codes or 6 planes: mk_int8_whole or no fused kernel)
+  static_assert(!S.f32_params, "the bit-plane fused decode reads 2-byte parameters");
 #pragma GCC unroll 4
   for (int T = 0; T < 4; ++T) {
-    __m512 sc = fused_param16<S.bf16_params, S.f32_params>(ps, T);
+    __m512 sc = fused_param16<S.bf16_params>(ps, T);
     __m512 zc;
     if constexpr (S.asymmetric) {
-      const __m512 zz = fused_param16<S.bf16_params, S.f32_params>(ps + S.param_bytes() * S.rows_per_tile, T);
+      const __m512 zz = fused_param16<S.bf16_params>(ps + 2 * S.rows_per_tile, T);
       zc = S.min_form ? _mm512_xor_ps(zz, _mm512_set1_ps(-0.f)) : _mm512_mul_ps(zz, sc);
     } else {
       zc = _mm512_mul_ps(_mm512_set1_ps(S.sym_zero), sc);
