@@ -105,8 +105,8 @@ inline void kq_scale_min(const unsigned char* s, int j, float& sc, float& m) {
 
 // A K-quant super-block type as the importer and the direct packer read it: its format, weights
 // and bytes per block, the weights per sub-block (the policy's group), and of a block b: finite()
-// (its fp16 super-scales are), scale(b, j) and (min-form formats) minimum(b, j) of sub-block j
-// (the fp32 values llama.cpp forms), codes8(b, e0) (codes e0 .. e0 + 7, e0 a multiple of 8; byte i: e0 + i).
+// (its fp16 super-scales are), scale(b, j) and minimum(b, j) of sub-block j (the fp32 values
+// llama.cpp forms), codes8(b, e0) (codes e0 .. e0 + 7, e0 a multiple of 8; byte i: e0 + i).
 struct ggml_q4_k {
   using format = fmt::q4_k;
   static constexpr std::size_t block_elems = 256, block_bytes = 144, sub = 32;
@@ -137,6 +137,8 @@ struct ggml_q6_k {
   static constexpr const char* name = "Q6_K";
   static bool finite(const unsigned char* b) { return std::isfinite(kq_f16(b + 208)); }
   static float scale(const unsigned char* b, int j) { return kq_f16(b + 208) * float(int8_t(b[192 + j])); }
+  // (symmetric: no minimum; the in-place source's zero slots, which clang instantiates with it)
+  static float minimum(const unsigned char*, int) { return 0.f; }
   // weight e = 128 h + 32 c + l: low 4 bits from ql[64 h + 32 (c & 1) + l] (low nibble for
   // c < 2), top 2 bits from bits 2c, 2c + 1 of qh[32 h + l]
   static uint64_t codes8(const unsigned char* b, unsigned e0) {
