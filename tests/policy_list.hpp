@@ -58,7 +58,8 @@ using dq_policy_list = append_policies<
     policy<fmt::q4nx, group<32>, i8>,                     // Q4NX: bf16 scale and min per 32
     policy<fmt::q4_1, group<32>, i8>,                     // llama.cpp Q4_1 blocks: fp16 scale and min per 32
     policy<fmt::q4_k, group<32>, i8>,                     // llama.cpp Q4_K: fp32 scale and min per 32
-    policy<fmt::q6_k, group<16>, i8m>>::type;             // llama.cpp Q6_K: 6 bit planes, fp32 scale per 16
+    policy<fmt::q6_k, group<16>, i8m>,                    // llama.cpp Q6_K: 6 bit planes, fp32 scale per 16
+    policy<fmt::uint_sym<5>, group<32>, i8m>>::type;      // llama.cpp Q5_0 blocks: 5 bit planes, fp16 scale per 32
 inline constexpr std::size_t dq_policy_count = std::tuple_size_v<dq_policy_list>;
 
 // The policies of a list with their target replaced (the layout tests run every target's layout).

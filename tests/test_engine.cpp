@@ -219,7 +219,7 @@ TEST_CASE("engine: prefill and greedy decode against the double reference, every
   int steps_checked = 0, steps_margin = 0;
   uint64_t seed = 11;
   for (const char* arch : {"llama", "qwen2", "qwen3", "gemma3"})
-    for (auto t : {lutkit::ggml_type::q4_0, lutkit::ggml_type::q4_1, lutkit::ggml_type::q8_0, lutkit::ggml_type::iq4_nl,
+    for (auto t : {lutkit::ggml_type::q4_0, lutkit::ggml_type::q4_1, lutkit::ggml_type::q5_0, lutkit::ggml_type::q8_0, lutkit::ggml_type::iq4_nl,
                    lutkit::ggml_type::q4_k, lutkit::ggml_type::tq2_0, lutkit::ggml_type::tq1_0}) {
       const auto bytes = model_bytes(arch, t, seed++);
       auto m = llm::load_model(lutkit::gguf::file(std::span<const uint8_t>(bytes)), &pool, false);

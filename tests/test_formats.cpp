@@ -116,7 +116,8 @@ TEST_CASE("canonical names of the new formats", "[formats]") {
   std::set<std::string> names;
   for_each_policy_in<dq_policy_list>([&]<class P>() { names.insert(P::name()); });
   CHECK(names.size() == dq_policy_count);
-  CHECK(dq_policy_count == policy_count + 9);
+  CHECK(dq_policy_count == policy_count + 10);
+  CHECK(policy<fmt::uint_sym<5>, group<32>>::name() == "w5_g32_sym_lut4i8m_host_b32");
   CHECK(policy<fmt::q4_1, group<32>>::name() == "w4q41_g32_asym_notab_host_b32");
   CHECK(policy<fmt::q4_k, group<32>>::name() == "w4q4k_g32_asym_notab_host_b32");
   CHECK(policy<fmt::q6_k, group<16>>::name() == "w6q6k_g16_sym_lut4i8m_host_b16");
@@ -335,7 +336,7 @@ std::vector<unsigned char> random_blocks(std::mt19937_64& rng, std::size_t M, st
 constexpr int8_t kvalues_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
 // llama.cpp's dequantization of one block, written from its documented formulas in float
-enum class ggml_block_kind { q4_0, q8_0, iq4_nl };
+enum class ggml_block_kind { q4_0, q8_0, iq4_nl, q5_0 };
 void ggml_dequant_block(ggml_block_kind t, const unsigned char* blk, float* y) {
   const float d = ggml_fp16_to_fp32(uint16_t(blk[0] | (blk[1] << 8)));
   const unsigned char* qs = blk + 2;
@@ -350,6 +351,13 @@ void ggml_dequant_block(ggml_block_kind t, const unsigned char* blk, float* y) {
       case ggml_block_kind::iq4_nl: {
         const int q = j < 16 ? (qs[j] & 0x0F) : (qs[j - 16] >> 4);
         y[j] = d * float(kvalues_iq4nl[q]);
+        break;
+      }
+      case ggml_block_kind::q5_0: {  // 4 bytes qh (bit j: the fifth bit of weight j), then the nibbles
+        const unsigned char* lo = blk + 6;
+        const int nib = j < 16 ? (lo[j] & 0x0F) : (lo[j - 16] >> 4);
+        const int hi = (qs[j / 8] >> (j % 8)) & 1;
+        y[j] = d * float((nib | (hi << 4)) - 16);
         break;
       }
     }
@@ -401,6 +409,43 @@ TEST_CASE("import_q8_0 reproduces llama.cpp's dequantization bit for bit", "[for
   check_ggml_import<q8_0_p>(ggml_block_kind::q8_0, 34, [](const void* b, std::size_t M, std::size_t K, std::size_t n) {
     return import_q8_0<q8_0_p>(b, M, K, n);
   });
+}
+
+TEST_CASE("import_q5_0 reproduces llama.cpp's dequantization bit for bit", "[formats]") {
+  using Q50 = policy<fmt::uint_sym<5>, group<32>>;
+  check_ggml_import<Q50>(ggml_block_kind::q5_0, 22, [](const void* b, std::size_t M, std::size_t K, std::size_t n) {
+    return import_q5_0<Q50>(b, M, K, n);
+  });
+  // every code in every position, and io/ggml_blocks.hpp's row dequantizer agrees
+  std::vector<uint8_t> b(22 * 32);
+  for (int blk = 0; blk < 32; ++blk) {
+    uint8_t* p = b.data() + 22 * blk;
+    p[0] = uint8_t(0x00), p[1] = uint8_t(0x3C + (blk % 3));  // d = 1, 1.25, 1.5 (and negative below)
+    if (blk % 4 == 3) p[1] |= 0x80;
+    uint32_t qh = 0;
+    for (int j = 0; j < 32; ++j) {
+      const int q = (j + blk) % 32;  // weight j of block blk: code (j + blk) mod 32
+      qh |= uint32_t(q >> 4) << j;
+      if (j < 16) p[6 + j] = uint8_t((p[6 + j] & 0xF0) | (q & 15));
+      else p[6 + j - 16] = uint8_t((p[6 + j - 16] & 0x0F) | ((q & 15) << 4));
+    }
+    for (int i = 0; i < 4; ++i) p[2 + i] = uint8_t(qh >> (8 * i));
+  }
+  const auto q = import_q5_0<Q50>(b.data(), 4, 256, b.size());
+  std::vector<float> y(256);
+  for (std::size_t m = 0; m < 4; ++m) {
+    lutkit::ggml::dequantize_row(lutkit::ggml_type::q5_0, b.data() + m * 8 * 22, 8 * 22, y.data(), 256);
+    for (std::size_t k = 0; k < 256; ++k) {
+      INFO("m=" << m << " k=" << k);
+      REQUIRE(int(q.codes[m * 256 + k]) == int((k % 32 + m * 8 + k / 32) % 32));
+      REQUIRE(same_bits(float(q.weight(m, k)), y[k]));
+    }
+  }
+  CHECK_THROWS_WITH(import_q5_0<q4_0_p>(b.data(), 4, 256, b.size()), Catch::Contains("block's format"));
+  CHECK_THROWS_WITH(pack_q5_0<Q50>(b.data(), 4, 256, b.size() - 1), Catch::Contains("fewer than"));
+  b[22 * 5 + 1] = 0x7E;  // block 5 (row 0): d = NaN
+  CHECK_THROWS_WITH(import_q5_0<Q50>(b.data(), 4, 256, b.size()), Catch::Contains("non-finite"));
+  CHECK_THROWS_WITH(pack_q5_0<Q50>(b.data(), 4, 256, b.size()), Catch::Contains("non-finite"));
 }
 
 TEST_CASE("import_iq4_nl reproduces llama.cpp's dequantization bit for bit", "[formats]") {

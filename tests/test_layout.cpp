@@ -496,6 +496,16 @@ TEST_CASE("llama.cpp blocks packed in place: the bytes of pack(import), ragged s
   check_direct_pack<NL>(
       18, [](auto... a) { return import_iq4_nl<NL>(a...); }, [](auto... a) { return pack_iq4_nl<NL>(a...); },
       [](auto& w, auto... a) { pack_iq4_nl_into<NL>(w, a...); });
+  // Q5_0: five planes (a lone plane beside two pairs), the codes assembled from nibble and qh;
+  // also in the plane order of SME and 128-row HVX tiles
+  auto q5 = [&]<class P>() {
+    check_direct_pack<P>(
+        22, [](auto... a) { return import_q5_0<P>(a...); }, [](auto... a) { return pack_q5_0<P>(a...); },
+        [](auto& w, auto... a) { pack_q5_0_into<P>(w, a...); });
+  };
+  q5.operator()<policy<fmt::uint_sym<5>, group<32>>>();
+  q5.operator()<policy<fmt::uint_sym<5>, group<32>, table::lut4<int8_t, true>, target::sme>>();
+  q5.operator()<policy<fmt::uint_sym<5>, group<32>, table::lut4<int8_t, true>, target::hvx>>();
   // Q4_1: the minimum at bytes 2-3 made finite too (the generator fixes the scale's only)
   using Q41 = policy<fmt::q4_1, group<32>>;
   auto fix_min = [](const void* p, std::size_t n) {

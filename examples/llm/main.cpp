@@ -3,7 +3,7 @@
 //   lutkit_llm --model M.gguf [--prompt-ids 1,15043,3186 | --random-prompt N | --fill N] [-n 64] [--threads 2]
 //              [--ctx 4096] [--chunk 512] [--temp 0] [--top-k 40] [--top-p 0.95] [--seed 1]
 //              [--kv bf16] [--batch B] [--quiet]
-//   lutkit_llm --write-model M.gguf --shape llama-3.2-1b|bitnet-2b|tiny [--type q4_0|q4_1|q8_0|iq4_nl|q4_k|q4_k_m|q6_k|tq2_0|tq1_0]
+//   lutkit_llm --write-model M.gguf --shape llama-3.2-1b|bitnet-2b|tiny [--type q4_0|q4_1|q5_0|q8_0|iq4_nl|q4_k|q4_k_m|q6_k|tq2_0|tq1_0]
 //              (a random-weight model of that shape, for benchmarks)
 //
 // --batch B: Best-of-N, B sequences continue the prompt, each with its own sampler seed (give a
@@ -67,7 +67,7 @@ int usage() {
                "usage: lutkit_llm --model M.gguf [--prompt-ids a,b,c | --random-prompt N | --fill N] [-n N] [--threads T] "
                "[--ctx N] [--chunk N] [--temp T] [--top-k K] [--top-p P] [--seed S] [--kv bf16] [--batch B] [--quiet]\n"
                "       lutkit_llm --write-model M.gguf --shape llama-3.2-1b|bitnet-2b|tiny "
-               "[--type q4_0|q4_1|q8_0|iq4_nl|q4_k|q4_k_m|q6_k|tq2_0|tq1_0]\n");
+               "[--type q4_0|q4_1|q5_0|q8_0|iq4_nl|q4_k|q4_k_m|q6_k|tq2_0|tq1_0]\n");
   return 2;
 }
 }  // namespace
@@ -109,6 +109,7 @@ int main(int argc, char** argv) try {
     lutkit::gguf::tiny_llama_options o;
     o.matrix_type = type == "q8_0"     ? lutkit::ggml_type::q8_0
                     : type == "q4_1"   ? lutkit::ggml_type::q4_1
+                    : type == "q5_0"   ? lutkit::ggml_type::q5_0
                     : type == "iq4_nl" ? lutkit::ggml_type::iq4_nl
                     : type == "tq2_0"  ? lutkit::ggml_type::tq2_0
                     : type == "tq1_0"  ? lutkit::ggml_type::tq1_0

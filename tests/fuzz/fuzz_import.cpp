@@ -1,4 +1,4 @@
-// Fuzz target: the llama.cpp block importers (Q4_0, Q8_0, IQ4_NL, Q4_K, Q6_K), the GPTQ importer and from_codes
+// Fuzz target: the llama.cpp block importers (Q4_0, Q8_0, IQ4_NL, Q5_0, Q4_K, Q6_K), the GPTQ importer and from_codes
 // on fuzzed shapes and bytes (NaN, Inf, subnormal and negative scales, truncated buffers). Byte 0
 // picks the importer, then M and K, then the tensor bytes. What an importer accepts must decode to
 // exactly the value the source format defines (recomputed here from the raw bytes), and pack and
@@ -16,6 +16,7 @@ using Q40 = policy<fmt::uint_sym<4>, group<32>, table::lut4<int8_t, false>>;
 using Q80 = policy<fmt::uint_sym<8>, group<32>, table::lut4<int8_t, false>>;
 using NL = policy<fmt::codebook4<book::iq4_nl>, group<32>, table::lut4<int8_t, false>>;
 using GP = policy<fmt::uint_asym<4>, group<32>, table::lut4<int8_t, false>>;
+using Q50 = policy<fmt::uint_sym<5>, group<32>>;
 using K4 = policy<fmt::q4_k, group<32>>;
 using K6 = policy<fmt::q6_k, group<16>>;
 constexpr const char* kTarget = "import";
@@ -40,23 +41,33 @@ float ggml_value(int which, const uint8_t* blk, int j) {
   const float d = f16_to_f32(d16);
   static constexpr int8_t kv[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
   if (which == 1) return d * float(int8_t(blk[2 + j]));
+  if (which == 3) {  // Q5_0: 4 bytes of fifth bits (bit j of the little-endian word), then nibbles
+    const int lo = j < 16 ? (blk[6 + j] & 15) : (blk[6 + j - 16] >> 4);
+    return d * float((lo | (((blk[2 + j / 8] >> (j % 8)) & 1) << 4)) - 16);
+  }
   const int nib = j < 16 ? (blk[2 + j] & 15) : (blk[2 + j - 16] >> 4);
   return which == 0 ? d * float(nib - 8) : d * float(kv[nib]);
 }
 
 template <class P>
 void ggml_case(int which, const uint8_t* d, std::size_t n, std::size_t M, std::size_t K, uint64_t seed) {
-  const std::size_t bb = which == 1 ? 34 : 18;
+  const std::size_t bb = which == 1 ? 34 : which == 3 ? 22 : 18;
   quantized<P> q;
   packed_weights<P> direct;
   bool direct_ok = true;
   try {
-    direct = which == 0 ? pack_q4_0<P>(d, M, K, n) : which == 1 ? pack_q8_0<P>(d, M, K, n) : pack_iq4_nl<P>(d, M, K, n);
+    direct = which == 0   ? pack_q4_0<P>(d, M, K, n)
+             : which == 1 ? pack_q8_0<P>(d, M, K, n)
+             : which == 3 ? pack_q5_0<P>(d, M, K, n)
+                          : pack_iq4_nl<P>(d, M, K, n);
   } catch (const lutkit::error&) {
     direct_ok = false;
   }
   try {
-    q = which == 0 ? import_q4_0<P>(d, M, K, n) : which == 1 ? import_q8_0<P>(d, M, K, n) : import_iq4_nl<P>(d, M, K, n);
+    q = which == 0   ? import_q4_0<P>(d, M, K, n)
+        : which == 1 ? import_q8_0<P>(d, M, K, n)
+        : which == 3 ? import_q5_0<P>(d, M, K, n)
+                     : import_iq4_nl<P>(d, M, K, n);
   } catch (const lutkit::error&) {
     if (direct_ok) lutkit_fuzz::fail(kTarget, "a direct packer accepted blocks the importer refuses", double(M), double(K));
     return;
@@ -164,19 +175,20 @@ void codes_case(lutkit_fuzz::reader& r, uint64_t seed) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   lutkit_fuzz::reader r{data, size};
-  const int which = r.u8() % 7;
+  const int which = r.u8() % 8;
   const uint64_t seed = uint64_t(size) * 0x9E3779B97F4A7C15ull + uint64_t(which);
-  if (which >= 5) {  // K-quants: M small, K a few super-blocks or not a multiple of 256
+  if (which == 5 || which == 6) {  // K-quants: M small, K a few super-blocks or not a multiple of 256
     const std::size_t M = r.u8() % 40, K = r.u8() & 0x80 ? std::size_t(r.u16()) : 256 * std::size_t(r.u8() % 4);
     if (which == 5) kquant_case<K4>(r.p, r.n, M, K, seed);
     else kquant_case<K6>(r.p, r.n, M, K, seed);
-  } else if (which <= 2) {
+  } else if (which <= 2 || which == 7) {
     // M and K straight from the input: zero, huge, not a multiple of 32, products that wrap
     const std::size_t M = r.u8() & 0x80 ? std::size_t(r.u64()) : std::size_t(r.u8()),
                       K = r.u8() & 0x80 ? std::size_t(r.u64()) : std::size_t(r.u16());
     if (which == 0) ggml_case<Q40>(0, r.p, r.n, M, K, seed);
     if (which == 1) ggml_case<Q80>(1, r.p, r.n, M, K, seed);
     if (which == 2) ggml_case<NL>(2, r.p, r.n, M, K, seed);
+    if (which == 7) ggml_case<Q50>(3, r.p, r.n, M, K, seed);
   } else if (which == 3) {
     gptq_case(r, seed);
   } else {

@@ -59,7 +59,8 @@ void blob_seed(const fs::path& dir, int pick, std::size_t M, std::size_t K) {
   write(dir, "seed_" + P::name() + "_" + std::to_string(M) + "x" + std::to_string(K), b);
 }
 
-// llama.cpp blocks written from lutkit's quantized codes (code = q for q4_0 / iq4_nl, q + 128 for q8_0)
+// llama.cpp blocks written from lutkit's quantized codes (code = q for q4_0 / iq4_nl / q5_0, q + 128
+// for q8_0); `which` 7 is q5_0 (the fifth bits in qh before the nibbles)
 template <class P>
 void ggml_seed(const fs::path& dir, int which, std::size_t M, std::size_t K) {
   const auto w = weights(M * K, 7 + which);
@@ -71,6 +72,11 @@ void ggml_seed(const fs::path& dir, int which, std::size_t M, std::size_t K) {
       const uint8_t* c = q.codes.data() + m * K + g * 32;
       if (which == 1) {
         for (int j = 0; j < 32; ++j) b.push_back(uint8_t(c[j] ^ 0x80));
+      } else if (which == 7) {
+        uint32_t qh = 0;
+        for (int j = 0; j < 32; ++j) qh |= uint32_t(c[j] >> 4) << j;
+        put(b, qh, 4);
+        for (int j = 0; j < 16; ++j) b.push_back(uint8_t((c[j] & 15) | ((c[j + 16] & 15) << 4)));
       } else {
         for (int j = 0; j < 16; ++j) b.push_back(uint8_t(c[j] | (c[j + 16] << 4)));
       }
@@ -94,7 +100,8 @@ int main(int argc, char** argv) {
   blob_seed<K4>(root / "blob", 4, 40, 256);
   blob_seed<K6>(root / "blob", 5, 70, 48);
   // import: 0 q4_0, 1 q8_0, 2 iq4_nl (shape prefix + blocks), 3 GPTQ, 4 from_codes (raw bytes),
-  // 5 q4_k, 6 q6_k (below)
+  // 5 q4_k, 6 q6_k (below), 7 q5_0
+  ggml_seed<policy<fmt::uint_sym<5>, group<32>>>(root / "import", 7, 6, 96);
   ggml_seed<policy<fmt::uint_sym<4>, group<32>, table::lut4<int8_t, false>>>(root / "import", 0, 5, 64);
   ggml_seed<policy<fmt::uint_sym<8>, group<32>, table::lut4<int8_t, false>>>(root / "import", 1, 3, 96);
   ggml_seed<NL>(root / "import", 2, 4, 32);

@@ -12,18 +12,20 @@ namespace fmt {
 // Unsigned codes u in [0, 2^B), weight = scale * (u - zero).
 //   uint_asym<B>: scale and zero per group (zero stored as fp16, GPTQ integer zeros are exact).
 //   uint_sym<B>:  zero is the constant 2^(B-1) (B >= 2) or 1/2 (B == 1, weights +-scale/2).
-// B = 1..4 serve the LUT-GEMV; B = 8 (8 bit planes, e.g. llama.cpp Q8_0: code = q + 128) is
-// for the dequant kernels only (lut_gemv_capable is false). 5..7 bits are not offered.
+// B = 1..4 serve the LUT-GEMV, and symmetric B = 5 (llama.cpp Q5_0: five bit planes, never
+// widened to a byte); B = 8 (8 bit planes, e.g. llama.cpp Q8_0: code = q + 128) is for the
+// dequant kernels only (lut_gemv_capable is false). Asymmetric 5 bits and 6 or 7 bits are not
+// offered (fmt::q6_k is llama.cpp's 6 bits).
 template <int B>
 struct uint_asym {
-  static_assert((B >= 1 && B <= 4) || B == 8, "lutkit: integer formats have 1..4 or 8 bits");
+  static_assert((B >= 1 && B <= 4) || B == 8, "lutkit: asymmetric integer formats have 1..4 or 8 bits");
   static constexpr int bits = B;
   static constexpr bool is_ternary = false;
   static constexpr bool asymmetric = true;
 };
 template <int B>
 struct uint_sym {
-  static_assert((B >= 1 && B <= 4) || B == 8, "lutkit: integer formats have 1..4 or 8 bits");
+  static_assert((B >= 1 && B <= 5) || B == 8, "lutkit: symmetric integer formats have 1..5 or 8 bits");
   static constexpr int bits = B;
   static constexpr bool is_ternary = false;
   static constexpr bool asymmetric = false;
@@ -124,7 +126,7 @@ struct format_traits {
   static constexpr float value(float scale, float zero, int code) { return scale * (level(code) - zero); }
   // LUT-GEMV needs weights linear in the code bits (bit-serial tables); a codebook does not,
   // and 8-bit codes would overflow the int16 block accumulators.
-  static constexpr bool lut_gemv_capable = bits <= 4;
+  static constexpr bool lut_gemv_capable = bits <= 5;
   // codebook formats: their book's name token (nullptr for the linear formats)
   static constexpr bool is_codebook = false;
   static constexpr const char* book_name = nullptr;

@@ -387,6 +387,7 @@ inline writer tiny_llama(const tiny_llama_options& o) {
   // llama.cpp's file type of the matrices (LLAMA_FTYPE_MOSTLY_*: its loader prints it; 0: F32)
   const uint32_t ftype = o.matrix_type == ggml_type::q4_0     ? 2
                          : o.matrix_type == ggml_type::q4_1   ? 3
+                         : o.matrix_type == ggml_type::q5_0   ? 8
                          : o.matrix_type == ggml_type::q8_0   ? 7
                          : o.matrix_type == ggml_type::iq4_nl ? 25
                          : o.matrix_type == ggml_type::tq1_0  ? 36

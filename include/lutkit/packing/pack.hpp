@@ -99,7 +99,7 @@ struct ggml_source {
     static constexpr code_form form = Block::form;
     static constexpr std::size_t stride = Block::block_bytes;
     // the 64-code fast path reads two 32-weight blocks in their own form
-    bool whole64(std::size_t k0) const { return E == 32 && k0 + 64 <= K; }
+    bool whole64(std::size_t k0) const { return E == 32 && Block::form != code_form::assembled && k0 + 64 <= K; }
     const uint8_t* at(std::size_t k0) const { return b + (k0 / E) * Block::block_bytes + Block::qs_offset; }
     // 64 codes from k0 (a multiple of 32, as K is: a row may end half way)
     void codes64(std::size_t k0, uint8_t* out) const {
@@ -395,7 +395,7 @@ void pack_tiles(const Src& src, uint8_t* d, const packed_layout& L, std::size_t 
             ++blk;
           }
         }
-        if constexpr (paired_chunks) {
+        if constexpr (paired_chunks && cursor::form != code_form::assembled) {
           if (n8 == 8 && rows >= 32 && cursors[0].whole64(k0)) {
             const uint8_t *a[32], *b[32];
             for (std::size_t r = 0; r < 32; ++r) {
@@ -411,9 +411,12 @@ void pack_tiles(const Src& src, uint8_t* d, const packed_layout& L, std::size_t 
           row_offsets(int(r), off);
           const cursor& r0 = cursors[r];
           const cursor* r1 = r + 32 < rows ? &cursors[r + 32] : nullptr;
-          if (r0.whole64(k0)) {
-            row_pair_planes<cursor::form>(r0.at(k0), r1 ? r1->at(k0) : nullptr, cursor::stride, planes);
-          } else {
+          bool in_place = false;  // (assembled codes have no in-place form)
+          if constexpr (cursor::form != code_form::assembled) {
+            in_place = r0.whole64(k0);
+            if (in_place) row_pair_planes<cursor::form>(r0.at(k0), r1 ? r1->at(k0) : nullptr, cursor::stride, planes);
+          }
+          if (!in_place) {
             r0.codes64(k0, c0);
             if (r1) r1->codes64(k0, c1);
             row_pair_planes<code_form::bytes>(c0, r1 ? c1 : nullptr, 0, planes);
@@ -539,6 +542,16 @@ template <class P>
 packed_weights<P> pack_q4_1(const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes = unknown_size,
                             thread_pool* pool = nullptr) {
   return detail::pack_source<P>(detail::ggml_tensor<P, detail::ggml_q4_1>("pack_q4_1", blocks, M, K, nbytes), pool);
+}
+template <class P>
+packed_weights<P> pack_q5_0(const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes = unknown_size,
+                            thread_pool* pool = nullptr) {
+  return detail::pack_source<P>(detail::ggml_tensor<P, detail::ggml_q5_0>("pack_q5_0", blocks, M, K, nbytes), pool);
+}
+template <class P>
+void pack_q5_0_into(packed_weights<P>& out, const void* blocks, std::size_t M, std::size_t K,
+                    std::size_t nbytes = unknown_size, thread_pool* pool = nullptr) {
+  detail::pack_source_into(out, detail::ggml_tensor<P, detail::ggml_q5_0>("pack_q5_0", blocks, M, K, nbytes), pool);
 }
 template <class P>
 void pack_q4_1_into(packed_weights<P>& out, const void* blocks, std::size_t M, std::size_t K,

@@ -390,8 +390,10 @@ quantized<P> import_gptq(const int32_t* qweight, const uint16_t* scales_f16, con
 // pack_q4_0 ...).
 namespace detail {
 // How 64 consecutive codes of a row are stored where the packer reads them: one code per byte,
-// or in two consecutive llama.cpp blocks (`stride` bytes apart) as nibbles or as int8
-enum class code_form { bytes, ggml_nibbles, ggml_int8 };
+// or in two consecutive llama.cpp blocks (`stride` bytes apart) as nibbles or as int8; or
+// `assembled`: the block type puts each code together from two places (Q5_0: a nibble and a bit
+// of qh), so the packer reads them through its codes8 / codes32 only (no in-place fast path)
+enum class code_form { bytes, ggml_nibbles, ggml_int8, assembled };
 
 // What every block type gives: its weights (block_elems), bytes, where d and the codes start, the
 // zero of asymmetric policies, codes8 (8 codes from a multiple of 8) and codes_block (all of them)
@@ -434,6 +436,31 @@ struct ggml_q4_1 : ggml_nibble_codes {  // 20 bytes: fp16 d, fp16 m, 16 bytes of
   static constexpr const char* name = "q4_1";
   static constexpr std::size_t block_bytes = 20, qs_offset = 4, m_offset = 2;
   static constexpr bool has_min = true;
+};
+// Q5_0 (22 bytes: fp16 d, 4 bytes qh, 16 bytes of nibbles like q4_0): code = nibble | bit j of
+// the little-endian qh << 4, w = d * (q - 16). The codes pointer is qs; qh is the 4 bytes before.
+struct ggml_q5_0 : ggml_block_32 {
+  using format = fmt::uint_sym<5>;  // code = q, zero 16: w = d * (q - 16)
+  static constexpr const char* name = "q5_0";
+  static constexpr std::size_t block_bytes = 22, qs_offset = 6;
+  static constexpr code_form form = code_form::assembled;
+  static uint32_t high_bits(const unsigned char* qs) {
+    return uint32_t(qs[-4]) | (uint32_t(qs[-3]) << 8) | (uint32_t(qs[-2]) << 16) | (uint32_t(qs[-1]) << 24);
+  }
+  static uint64_t codes8(const unsigned char* qs, unsigned j0) {
+    const uint32_t h = high_bits(qs) >> j0;
+    uint64_t x = ggml_nibble_codes::codes8(qs, j0);
+    for (unsigned i = 0; i < 8; ++i) x |= uint64_t((h >> i) & 1u) << (8 * i + 4);
+    return x;
+  }
+  LUTKIT_VECTORIZE static void codes32(const unsigned char* qs, uint8_t* out) {
+    const uint32_t h = high_bits(qs);
+    for (int j = 0; j < 16; ++j) {
+      out[j] = uint8_t((qs[j] & 0x0Fu) | (((h >> j) & 1u) << 4));
+      out[j + 16] = uint8_t((qs[j] >> 4) | (((h >> (j + 16)) & 1u) << 4));
+    }
+  }
+  static void codes_block(const unsigned char* qs, uint8_t* out) { codes32(qs, out); }
 };
 struct ggml_q8_0 : ggml_block_32 {
   using format = fmt::uint_sym<8>;  // code = q + 128, zero 128: w = d * q
@@ -588,6 +615,15 @@ template <class P>
 quantized<P> import_iq4_nl(const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes = unknown_size,
                            thread_pool* pool = nullptr) {
   return detail::import_ggml_blocks<P, detail::ggml_iq4_nl>("import_iq4_nl", blocks, M, K, nbytes, pool);
+}
+
+// block_q5_0 (22 bytes: fp16 d, 32 high bits qh, 16 bytes of low nibbles like q4_0):
+// w = d * (q - 16). Policy: uint_sym<5>, group<32> (code = q, zero 16: five bit planes, which the
+// LUT-GEMV and the dequant kernels read as they are). Direct to a blob: pack_q5_0.
+template <class P>
+quantized<P> import_q5_0(const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes = unknown_size,
+                         thread_pool* pool = nullptr) {
+  return detail::import_ggml_blocks<P, detail::ggml_q5_0>("import_q5_0", blocks, M, K, nbytes, pool);
 }
 
 // block_q4_1 (20 bytes: fp16 d, fp16 m, 16 bytes of nibbles like q4_0): w = d * q + m. Policy:
