@@ -29,6 +29,8 @@
 #include "lutkit/gemm/tile_group_gemm.hpp"
 #include "lutkit/decode/decode_gemv.hpp"
 #include "lutkit/decode/tile_group_gemv.hpp"
+#include "lutkit/plan/calibrate.hpp"
+#include "lutkit/plan/chooser.hpp"
 #include "lutkit/attention/attention.hpp"
 #include "lutkit/attention/reference.hpp"
 #include "lutkit/sampling/autoregressive.hpp"

@@ -103,8 +103,13 @@ inline decode_plan choose(std::vector<candidate> cands, double budget) {
     lutkit::detail::require(std::isfinite(c.modelled_s) && c.modelled_s >= 0, "plan: candidate ", method_name(c.method),
                             " has modelled time ", c.modelled_s, " s (must be finite and >= 0)");
   }
-  std::stable_sort(cands.begin(), cands.end(),
-                   [](const candidate& a, const candidate& b) { return int(a.method) < int(b.method); });
+  // a total order (equal keys are equal candidates): the same list in any order sorts the same
+  std::sort(cands.begin(), cands.end(), [](const candidate& a, const candidate& b) {
+    if (a.method != b.method) return int(a.method) < int(b.method);
+    if (a.error != b.error) return a.error < b.error;
+    if (a.modelled_s != b.modelled_s) return a.modelled_s < b.modelled_s;
+    return a.threads < b.threads;
+  });
   const candidate* best = nullptr;
   for (const candidate& c : cands) {
     if (!(c.error <= budget)) continue;
