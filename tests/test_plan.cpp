@@ -12,6 +12,7 @@
 
 #include <lutkit/packing/pack.hpp>
 #include <lutkit/plan/calibrate.hpp>
+#include <lutkit/plan/calibrate_decode.hpp>
 #include <lutkit/plan/chooser.hpp>
 #include <lutkit/plan/cost_model.hpp>
 #include <lutkit/plan/operator.hpp>
@@ -54,6 +55,8 @@ calibration sample_calibration() {
   cal.costs.bf16_macs_per_s = 8.1e10;
   cal.costs.lookups_per_s = 1.7e11;
   cal.costs.fork_join_s = 3.1e-6;
+  cal.costs.kernels["decode.int8.w4_g32_sym"] = {1.25e9, 2.5e-10};
+  cal.costs.kernels["decode.lut_gemv.w4_g32_sym"] = {7.0e9 / 3.0, 0};
   cal.int8_isa = "avx2";
   cal.lookup_isa = "avx512vbmi";
   return cal;
@@ -161,6 +164,18 @@ TEST_CASE("plan: a decode GEMV's workload by method, hand-computed", "[plan]") {
     CHECK(w.overhead_s == 128.0 * 2 * 4 / 2.0 + 0.5);  // 1024 quantization flops at 2/s, fork / join
     // int8 units 8192 s a core (private, not summed), lookups 1024 s, DRAM 100 s shared
     CHECK(model_decode(c, op, decode_method::int8, 2).total_s == 32768.0 / 4 + 512.5);
+  }
+  SECTION("a measured kernel: its rate is a private resource, its fixed cost replaces the counts'") {
+    c.kernels[kernel_key(decode_method::int8, "toy")] = {2.0, 0.25};  // 2 weights / s, 0.25 s per activation
+    const workload w = decode_workload(c, op, decode_method::int8, 2);
+    CHECK(w.kernel_rate == 2.0);
+    CHECK(w.cores[0][resource::kernel] == weights / 2 * 2);          // weights x N
+    CHECK(w.overhead_s == 128.0 * 2 * 0.25 + 0.5);                    // K N s_per_activation, fork / join
+    const auto r = model_decode(c, op, decode_method::int8, 2);
+    CHECK(r.bottleneck == resource::kernel);
+    CHECK(r.total_s == 32768.0 / 2 + 64.5);                          // slower than the int8 peak's 8192 s
+    // another method or policy is not affected
+    CHECK(decode_workload(c, op, decode_method::fused_dq, 2).kernel_rate == 0);
   }
   SECTION("uneven tiles: the first cores take one more") {
     op.tiles = 5;
@@ -270,6 +285,10 @@ TEST_CASE("plan: the calibration file round-trips exactly", "[plan]") {
     INFO(f.key);
     CHECK(back.costs.*(f.field) == cal.costs.*(f.field));  // bit for bit
   }
+  REQUIRE(back.costs.kernels.size() == 2);
+  CHECK(back.costs.kernels.at("decode.int8.w4_g32_sym").weights_per_s == 1.25e9);
+  CHECK(back.costs.kernels.at("decode.int8.w4_g32_sym").s_per_activation == 2.5e-10);
+  CHECK(back.costs.kernels.at("decode.lut_gemv.w4_g32_sym").weights_per_s == 7.0e9 / 3.0);
   CHECK(back.int8_isa == "avx2");
   CHECK(back.lookup_isa == "avx512vbmi");
   CHECK(to_text(back) == to_text(cal));
@@ -307,6 +326,13 @@ TEST_CASE("plan: malformed calibration files are rejected with the line", "[plan
   rejects(replace("format = lutkit-target-costs 1", "format = lutkit-target-costs 2"), "format is");
   rejects(replace("name = host", "name host"), "expected 'key = value'");
   rejects(replace("name = host", "name ="), "has no value");
+  rejects(replace("kernel.decode.int8.w4_g32_sym.s_per_activation = 2.5000000000000002e-10\n", ""),
+          "kernel 'decode.int8.w4_g32_sym' has weights_per_s but no s_per_activation");
+  rejects(replace("kernel.decode.int8.w4_g32_sym.weights_per_s = 1250000000", "kernel.decode.int8.w4_g32_sym.weights_per_s = 0"),
+          "must be > 0");
+  rejects(replace("kernel.decode.int8.w4_g32_sym.weights_per_s = 1250000000", "kernel.decode.int8.w4_g32_sym.weights_per_s = 1e9 2"),
+          "not a finite number");
+  rejects(good + "kernel..weights_per_s = 1\nkernel..s_per_activation = 0\n", "names no kernel");
   CHECK_THROWS_AS(load_calibration("/nonexistent/lutkit_costs.txt"), lutkit::error);
   // comments and blank lines are not keys
   CHECK_NOTHROW(from_text("\n# a note\n" + good + "\n   \n"));
@@ -397,4 +423,17 @@ TEST_CASE("plan: a short calibration of this host gives usable constants", "[pla
   CHECK(back.costs.int8_macs_per_s == c.int8_macs_per_s);
   CHECK(back.costs.fork_join_s == c.fork_join_s);
   CHECK_THROWS_AS(calibrate(calibration_options{0, 1024, 1, 1, 0.001}), lutkit::error);
+  // the decode kernels' own rates: one entry per valid method, usable by the model
+  target_costs k = c;
+  calibrate_decode<Q4_0>(k, decode_calibration_options{256, 64, 128, 2});
+  REQUIRE(k.kernels.size() == 4);
+  for (decode_method m : valid_decode_methods<Q4_0>(1)) {
+    const auto& kr = k.kernels.at(kernel_key(m, Q4_0::name()));
+    CHECK(kr.weights_per_s > 0);
+    CHECK(kr.s_per_activation >= 0);
+    const auto r = model_decode(k, describe_matmul<Q4_0>(256, 256, 1), m, 1);
+    CHECK(r.total_s > 0);
+  }
+  CHECK(from_text(to_text(calibration{k, "", "", "", ""})).costs.kernels.size() == 4);
+  CHECK_THROWS_AS(calibrate_decode<Q4_0>(k, decode_calibration_options{256, 128, 64, 2}), lutkit::error);
 }

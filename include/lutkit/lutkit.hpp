@@ -31,6 +31,7 @@
 #include "lutkit/decode/tile_group_gemv.hpp"
 #include "lutkit/plan/calibrate.hpp"
 #include "lutkit/plan/chooser.hpp"
+#include "lutkit/plan/calibrate_decode.hpp"
 #include "lutkit/attention/attention.hpp"
 #include "lutkit/attention/reference.hpp"
 #include "lutkit/sampling/autoregressive.hpp"

@@ -6,6 +6,7 @@
 // double) and checked: a malformed file is a lutkit::error naming the line.
 #pragma once
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -150,12 +151,19 @@ inline calibration calibrate(const calibration_options& o = {}) {
   cal.fp32_isa = L.fp32_fma_isa;
   cal.bf16_isa = L.bf16_dot ? "avx512bf16" : std::string("fp32 fma (") + L.fp32_fma_isa + ")";
   cal.lookup_isa = L.lookup_isa;
-  // fork / join: the best mean of 5 rounds of 200 empty jobs over every thread
+  // fork / join: the best mean of 5 rounds of 200 back-to-back jobs over every thread, each
+  // task waiting until every task has started (so every thread takes part, as in a kernel)
   if (threads > 1) {
     double best = 1e9;
     for (int r = 0; r < 5; ++r) {
       const auto t0 = detail::clock::now();
-      for (int j = 0; j < 200; ++j) pool.run(std::size_t(threads), [](std::size_t) {});
+      for (int j = 0; j < 200; ++j) {
+        std::atomic<int> started{0};
+        pool.run(std::size_t(threads), [&](std::size_t) {
+          started.fetch_add(1);
+          while (started.load() < threads) std::this_thread::yield();
+        });
+      }
       best = std::min(best, detail::seconds_since(t0) / 200);
     }
     c.fork_join_s = best;
@@ -208,6 +216,10 @@ inline std::string to_text(const calibration& cal) {
   os << "name = " << cal.costs.name << "\n";
   os << "cores = " << cal.costs.cores << "\n";
   for (const auto& f : detail::number_fields()) os << f.key << " = " << detail::format_double(cal.costs.*(f.field)) << "\n";
+  for (const auto& [key, k] : cal.costs.kernels) {
+    os << "kernel." << key << ".weights_per_s = " << detail::format_double(k.weights_per_s) << "\n";
+    os << "kernel." << key << ".s_per_activation = " << detail::format_double(k.s_per_activation) << "\n";
+  }
   if (!cal.int8_isa.empty()) os << "isa_int8 = " << cal.int8_isa << "\n";
   if (!cal.fp32_isa.empty()) os << "isa_fp32 = " << cal.fp32_isa << "\n";
   if (!cal.bf16_isa.empty()) os << "isa_bf16 = " << cal.bf16_isa << "\n";
@@ -273,6 +285,34 @@ inline calibration from_text(const std::string& text, const std::string& where =
     out = it->second.first;
     kv.erase(it);
   };
+  // kernel.<key>.weights_per_s and kernel.<key>.s_per_activation, both for every key
+  for (auto it = kv.begin(); it != kv.end();) {
+    const std::string& key = it->first;
+    const std::string a = ".weights_per_s", b = ".s_per_activation";
+    auto ends = [&](const std::string& suf) {
+      return key.size() > suf.size() && key.compare(key.size() - suf.size(), suf.size(), suf) == 0;
+    };
+    if (key.rfind("kernel.", 0) != 0 || !(ends(a) || ends(b))) {
+      ++it;
+      continue;
+    }
+    const bool is_rate = ends(a);
+    const std::string name = key.substr(7, key.size() - 7 - (is_rate ? a.size() : b.size()));
+    require(!name.empty(), where, ":", it->second.second, ": kernel key '", key, "' names no kernel");
+    const std::string v = it->second.first;
+    char* end = nullptr;
+    errno = 0;
+    const double d = std::strtod(v.c_str(), &end);
+    require(end == v.c_str() + v.size() && errno == 0 && std::isfinite(d), where, ":", it->second.second, ": ", key,
+            " = '", v, "' is not a finite number");
+    require(is_rate ? d > 0 : d >= 0, where, ":", it->second.second, ": ", key, " = ", v, " must be ",
+            is_rate ? "> 0" : ">= 0");
+    const std::string other = "kernel." + name + (is_rate ? b : a);
+    require(kv.count(other) || cal.costs.kernels.count(name), where, ":", it->second.second, ": kernel '", name,
+            "' has ", key.substr(key.rfind('.') + 1), " but no ", other.substr(other.rfind('.') + 1));
+    (is_rate ? cal.costs.kernels[name].weights_per_s : cal.costs.kernels[name].s_per_activation) = d;
+    it = kv.erase(it);
+  }
   note("isa_int8", cal.int8_isa);
   note("isa_fp32", cal.fp32_isa);
   note("isa_bf16", cal.bf16_isa);

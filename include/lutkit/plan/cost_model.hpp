@@ -12,6 +12,7 @@
 #include <array>
 #include <cmath>
 #include <cstddef>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,16 @@
 #include "operator.hpp"
 
 namespace lutkit::plan {
+
+// One kernel's measured rate on one core (plan/calibrate.hpp, calibrate_decode<P>): the weights
+// (times activation rows) a second it gets through with its weights in L2, the slope over two
+// row counts, and its fixed cost per call per activation (table build, activation quantization),
+// the intercept over K. What the peaks of the units do not capture: every instruction a kernel
+// issues per weight besides the one the peak counts.
+struct kernel_rate {
+  double weights_per_s = 0;
+  double s_per_activation = 0;
+};
 
 // A target's constants (bytes / s, operations / s, seconds). Rates are per core unless named
 // otherwise; 0 where a target has no such unit (a workload that needs it is then an error).
@@ -37,11 +48,14 @@ struct target_costs {
   double bf16_macs_per_s = 0; // bf16 multiply-adds (without a native bf16 dot: widened, the FMA rate)
   double lookups_per_s = 0;   // byte table lookups (lanes of vpermb / vpshufb / TBL / vlut16)
   // per call
-  double fork_join_s = 0;     // one thread-pool job over `cores` threads, empty tasks
+  double fork_join_s = 0;     // one thread-pool job over `cores` threads, each task waiting for all
+  // measured kernels, by kernel_key(method, policy name); optional
+  std::map<std::string, kernel_rate> kernels;
 };
 
 // The resources of Eq. 1 on the host: DRAM is shared, everything else is each core's own.
-enum class resource : int { dram, core_read, l1, l2, int8_dot, fp32_fma, bf16_dot, lookup, count };
+// kernel: the operator's own measured rate (target_costs::kernels), private.
+enum class resource : int { dram, core_read, l1, l2, int8_dot, fp32_fma, bf16_dot, lookup, kernel, count };
 inline constexpr int resource_count = int(resource::count);
 inline constexpr bool resource_shared(resource r) { return r == resource::dram; }
 inline const char* resource_name(resource r) {
@@ -54,10 +68,11 @@ inline const char* resource_name(resource r) {
     case resource::fp32_fma: return "fp32_fma";
     case resource::bf16_dot: return "bf16_dot";
     case resource::lookup: return "lookup";
+    case resource::kernel: return "kernel";
     default: return "?";
   }
 }
-// its bandwidth or rate in `c`
+// its bandwidth or rate in `c` (resource::kernel: the workload's own, workload::kernel_rate)
 inline double resource_rate(const target_costs& c, resource r) {
   switch (r) {
     case resource::dram: return c.dram_bps;
@@ -85,6 +100,7 @@ struct core_work {
 struct workload {
   std::vector<core_work> cores;
   double overhead_s = 0;
+  double kernel_rate = 0;  // the rate of resource::kernel (weights / s), where the work uses it
 };
 
 struct cost_breakdown {
@@ -105,7 +121,7 @@ inline cost_breakdown evaluate(const target_costs& c, const workload& w) {
   resource shared_r = resource::dram, private_r = resource::dram;
   for (int ri = 0; ri < resource_count; ++ri) {
     const resource r = resource(ri);
-    const double rate = resource_rate(c, r);
+    const double rate = r == resource::kernel ? w.kernel_rate : resource_rate(c, r);
     double sum = 0, mx = 0;
     bool used = false;
     for (const core_work& cw : w.cores) {
@@ -156,6 +172,16 @@ struct method_work {
   double act_prep_flops = 0;             // fp32 operations per activation on the calling thread
 };
 
+// the key of a decode kernel in target_costs::kernels: "decode.<method>.<policy name>"
+inline std::string kernel_key(decode_method m, const std::string& policy) {
+  const char* n = m == decode_method::lut_gemv ? "lut_gemv"
+                  : m == decode_method::fused_dq ? "fused_dq"
+                  : m == decode_method::int8     ? "int8"
+                  : m == decode_method::bf16     ? "bf16"
+                                                 : "best";
+  return std::string("decode.") + n + "." + policy;
+}
+
 inline method_work decode_method_work(decode_method m, const matmul_op& op) {
   method_work w;
   switch (m) {
@@ -196,6 +222,8 @@ inline workload decode_workload(const target_costs& c, const matmul_op& op, deco
   if (m == decode_method::lut_gemv)
     lutkit::detail::require(op.lut_gemv_capable, "plan: policy ", op.policy, " has no LUT-GEMV");
   const method_work mw = decode_method_work(m, op);
+  const auto measured = c.kernels.find(kernel_key(m, op.policy));
+  const kernel_rate* kr = measured == c.kernels.end() ? nullptr : &measured->second;
   const std::size_t T = std::min<std::size_t>(std::size_t(threads), op.tiles);
   workload wl;
   const double N = double(op.N), K = double(op.K);
@@ -213,9 +241,13 @@ inline workload decode_workload(const target_costs& c, const matmul_op& op, deco
     cw[resource::l1] = weights * mw.l1_bytes_per_weight;
     if (m == decode_method::lut_gemv)  // each tile reads every step's tables of the N rows
       cw[resource::l1] += double(tiles_i) * (K / double(op.k_per_step)) * N * double(op.table_bytes_per_step);
+    if (kr) cw[resource::kernel] = weights * N;
     wl.cores.push_back(cw);
   }
-  if (mw.act_prep_flops > 0) {
+  if (kr) {  // the measured kernel: its own rate, and its measured fixed cost in place of the counts'
+    wl.kernel_rate = kr->weights_per_s;
+    wl.overhead_s += K * N * kr->s_per_activation;
+  } else if (mw.act_prep_flops > 0) {
     lutkit::detail::require(c.fp32_fmas_per_s > 0, "plan: target '", c.name, "' has no fp32 rate (activation preparation)");
     wl.overhead_s += K * N * mw.act_prep_flops / c.fp32_fmas_per_s;
   }
