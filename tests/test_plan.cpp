@@ -55,6 +55,7 @@ calibration sample_calibration() {
   cal.costs.bf16_macs_per_s = 8.1e10;
   cal.costs.lookups_per_s = 1.7e11;
   cal.costs.fork_join_s = 3.1e-6;
+  cal.costs.parallel_compute = 1.75;
   cal.costs.kernels["decode.int8.w4_g32_sym"] = {1.25e9, 2.5e-10};
   cal.costs.kernels["decode.lut_gemv.w4_g32_sym"] = {7.0e9 / 3.0, 0};
   cal.int8_isa = "avx2";
@@ -88,10 +89,31 @@ TEST_CASE("plan: Eq. 1 takes the larger of the shared sum and the slowest privat
     b[resource::fp32_fma] = 4;    // 2 s
     w.cores = {a, b};
     const auto r = evaluate(c, w);
-    CHECK(r.shared_s == 2.0);
+    // shared: DRAM 2 s; the int8 units pooled over the 2 free cores (10 + 9) / 2 = 9.5 s
+    CHECK(r.shared_s == 9.5);
     CHECK(r.private_s == 10.0);
     CHECK(r.total_s == 10.0);
     CHECK(r.bottleneck == resource::int8_dot);
+  }
+  SECTION("the compute units shared: parallel_compute cores' worth over several cores") {
+    workload w;
+    core_work a, b;
+    a[resource::int8_dot] = 40;  // 10 s on each core's own unit
+    b[resource::int8_dot] = 40;
+    w.cores = {a, b};
+    target_costs d = c;
+    d.parallel_compute = 0;  // unset: every core free, the private 10 s
+    CHECK(evaluate(d, w).total_s == 10.0);
+    d.parallel_compute = 2;
+    CHECK(evaluate(d, w).total_s == 10.0);
+    d.parallel_compute = 1.25;  // (40 + 40) / 4 / 1.25
+    CHECK(evaluate(d, w).total_s == 16.0);
+    CHECK(evaluate(d, w).bottleneck == resource::int8_dot);
+    d.parallel_compute = 0.5;  // clamped to one core: (40 + 40) / 4
+    CHECK(evaluate(d, w).total_s == 20.0);
+    d.parallel_compute = 1.25;  // one core's work: its own unit only
+    w.cores = {a};
+    CHECK(evaluate(d, w).total_s == 10.0);
   }
   SECTION("DRAM bytes charged to the core's own read path too") {
     workload w;

@@ -147,6 +147,30 @@ inline calibration calibrate(const calibration_options& o = {}) {
   c.lookups_per_s = detail::peak_rate(L.lookup, &isink, o.compute_reps, o.compute_seconds);
   volatile double keep = double(isink) + fsink;
   (void)keep;
+  // the int8 dot loop on every thread at once: the cores' worth of compute they get together
+  c.parallel_compute = 1;
+  if (threads > 1) {
+    std::size_t iters = 1024;
+    for (;;) {
+      const auto t0 = detail::clock::now();
+      L.int8_dot(iters, &isink);
+      if (detail::seconds_since(t0) >= o.compute_seconds || iters > (std::size_t(1) << 40)) break;
+      iters *= 2;
+    }
+    double best = 0;
+    std::vector<int64_t> sinks(std::size_t(threads) * 8, 0);
+    for (int r = 0; r < o.compute_reps; ++r) {
+      std::vector<double> ops(std::size_t(threads), 0);
+      const auto t0 = detail::clock::now();
+      pool.run(std::size_t(threads), [&](std::size_t i) { ops[i] = L.int8_dot(iters, &sinks[i * 8]); });
+      const double s = detail::seconds_since(t0);
+      double total = 0;
+      for (double v : ops) total += v;
+      best = std::max(best, total / std::max(s, 1e-12));
+    }
+    for (int64_t v : sinks) isink += v;
+    c.parallel_compute = std::min(double(threads), std::max(1.0, best / c.int8_macs_per_s));
+  }
   cal.int8_isa = L.int8_dot_isa;
   cal.fp32_isa = L.fp32_fma_isa;
   cal.bf16_isa = L.bf16_dot ? "avx512bf16" : std::string("fp32 fma (") + L.fp32_fma_isa + ")";
@@ -193,6 +217,7 @@ inline const std::vector<number_field>& number_fields() {
       {"bf16_macs_per_s", &target_costs::bf16_macs_per_s, true},
       {"lookups_per_s", &target_costs::lookups_per_s, true},
       {"fork_join_s", &target_costs::fork_join_s, false},
+      {"parallel_compute", &target_costs::parallel_compute, true},
   };
   return f;
 }

@@ -49,6 +49,11 @@ struct target_costs {
   double lookups_per_s = 0;   // byte table lookups (lanes of vpermb / vpshufb / TBL / vlut16)
   // per call
   double fork_join_s = 0;     // one thread-pool job over `cores` threads, each task waiting for all
+  // the cores' worth of compute `cores` threads get together (0: `cores`, every core free): below
+  // `cores` where the cores are SMT siblings or other processes run on them. The model then
+  // also treats the compute units as one shared resource of this many cores (clamped to
+  // [1, cores]), beside each core's own.
+  double parallel_compute = 0;
   // measured kernels, by kernel_key(method, policy name); optional
   std::map<std::string, kernel_rate> kernels;
 };
@@ -58,6 +63,17 @@ struct target_costs {
 enum class resource : int { dram, core_read, l1, l2, int8_dot, fp32_fma, bf16_dot, lookup, kernel, count };
 inline constexpr int resource_count = int(resource::count);
 inline constexpr bool resource_shared(resource r) { return r == resource::dram; }
+// the compute units: private, and together a shared resource of target_costs::parallel_compute cores
+inline constexpr bool resource_compute(resource r) {
+  return r == resource::int8_dot || r == resource::fp32_fma || r == resource::bf16_dot || r == resource::lookup ||
+         r == resource::kernel;
+}
+// parallel_compute as the model uses it: in [1, cores], `cores` where unset
+inline double effective_parallel_compute(const target_costs& c) {
+  const double cores = double(std::max(1, c.cores));
+  const double p = c.parallel_compute > 0 ? c.parallel_compute : cores;
+  return std::min(cores, std::max(1.0, p));
+}
 inline const char* resource_name(resource r) {
   switch (r) {
     case resource::dram: return "dram";
@@ -104,7 +120,8 @@ struct workload {
 };
 
 struct cost_breakdown {
-  double shared_s = 0;    // max over shared resources of the sum over cores
+  double shared_s = 0;    // max over shared resources of the sum over cores (DRAM; the compute
+                          // units over parallel_compute cores where the work runs on several)
   double private_s = 0;   // max over private resources (and cores)
   double overhead_s = 0;
   double total_s = 0;     // max(shared_s, private_s) + overhead_s
@@ -135,6 +152,10 @@ inline cost_breakdown evaluate(const target_costs& c, const workload& w) {
       mx = std::max(mx, a / rate);
     }
     if (!used) continue;
+    if (resource_compute(r) && w.cores.size() > 1) {  // the cores' compute together, shared
+      const double s = sum / effective_parallel_compute(c);
+      if (s > best_shared) best_shared = s, shared_r = r;
+    }
     if (resource_shared(r)) {
       if (sum > best_shared) best_shared = sum, shared_r = r;
     } else {
