@@ -9,6 +9,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -170,10 +171,15 @@ class collecting_reporter : public benchmark::ConsoleReporter {
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  const auto t0 = std::chrono::steady_clock::now();
   g_cal = plan::calibrate();
+  const auto t1 = std::chrono::steady_clock::now();
   plan::calibrate_decode<Q4_0>(g_cal.costs);
   plan::calibrate_decode<W2>(g_cal.costs);
+  const auto t2 = std::chrono::steady_clock::now();
   std::printf("%s", plan::to_text(g_cal).c_str());
+  std::printf("# calibrate: %.0f ms; calibrate_decode (2 policies): %.0f ms\n",
+              std::chrono::duration<double, std::milli>(t1 - t0).count(), std::chrono::duration<double, std::milli>(t2 - t1).count());
   for (auto [M, K] : {std::pair<std::size_t, std::size_t>{4096, 4096}, {4096, 14336}}) {
     register_policy<Q4_0>(M, K);
     register_policy<W2>(M, K);

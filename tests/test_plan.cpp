@@ -447,7 +447,7 @@ TEST_CASE("plan: a short calibration of this host gives usable constants", "[pla
   CHECK_THROWS_AS(calibrate(calibration_options{0, 1024, 1, 1, 0.001}), lutkit::error);
   // the decode kernels' own rates: one entry per valid method, usable by the model
   target_costs k = c;
-  calibrate_decode<Q4_0>(k, decode_calibration_options{256, 64, 128, 2});
+  calibrate_decode<Q4_0>(k, decode_calibration_options{256, 64, 128, 3, 0});
   REQUIRE(k.kernels.size() == 4);
   for (decode_method m : valid_decode_methods<Q4_0>(1)) {
     const auto& kr = k.kernels.at(kernel_key(m, Q4_0::name()));
@@ -457,5 +457,5 @@ TEST_CASE("plan: a short calibration of this host gives usable constants", "[pla
     CHECK(r.total_s > 0);
   }
   CHECK(from_text(to_text(calibration{k, "", "", "", ""})).costs.kernels.size() == 4);
-  CHECK_THROWS_AS(calibrate_decode<Q4_0>(k, decode_calibration_options{256, 128, 64, 2}), lutkit::error);
+  CHECK_THROWS_AS(calibrate_decode<Q4_0>(k, decode_calibration_options{256, 128, 64, 2, 0}), lutkit::error);
 }

@@ -175,22 +175,22 @@ inline calibration calibrate(const calibration_options& o = {}) {
   cal.fp32_isa = L.fp32_fma_isa;
   cal.bf16_isa = L.bf16_dot ? "avx512bf16" : std::string("fp32 fma (") + L.fp32_fma_isa + ")";
   cal.lookup_isa = L.lookup_isa;
-  // fork / join: the best mean of 5 rounds of 200 back-to-back jobs over every thread, each
-  // task waiting until every task has started (so every thread takes part, as in a kernel)
+  // fork / join: the median of 150 back-to-back jobs over every thread, each task waiting until
+  // every task has started (so every thread takes part, as in a kernel). The median: a job the
+  // scheduler delays (another process on the core) is not the pool's own cost.
   if (threads > 1) {
-    double best = 1e9;
-    for (int r = 0; r < 5; ++r) {
+    std::vector<double> t;
+    for (int j = 0; j < 150; ++j) {
+      std::atomic<int> started{0};
       const auto t0 = detail::clock::now();
-      for (int j = 0; j < 200; ++j) {
-        std::atomic<int> started{0};
-        pool.run(std::size_t(threads), [&](std::size_t) {
-          started.fetch_add(1);
-          while (started.load() < threads) std::this_thread::yield();
-        });
-      }
-      best = std::min(best, detail::seconds_since(t0) / 200);
+      pool.run(std::size_t(threads), [&](std::size_t) {
+        started.fetch_add(1);
+        while (started.load() < threads) std::this_thread::yield();
+      });
+      t.push_back(detail::seconds_since(t0));
     }
-    c.fork_join_s = best;
+    std::sort(t.begin(), t.end());
+    c.fork_join_s = t[t.size() / 2];
   }
   return cal;
 }
