@@ -6,7 +6,6 @@
 // double) and checked: a malformed file is a lutkit::error naming the line.
 #pragma once
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -175,18 +174,17 @@ inline calibration calibrate(const calibration_options& o = {}) {
   cal.fp32_isa = L.fp32_fma_isa;
   cal.bf16_isa = L.bf16_dot ? "avx512bf16" : std::string("fp32 fma (") + L.fp32_fma_isa + ")";
   cal.lookup_isa = L.lookup_isa;
-  // fork / join: the median of 150 back-to-back jobs over every thread, each task waiting until
-  // every task has started (so every thread takes part, as in a kernel). The median: a job the
-  // scheduler delays (another process on the core) is not the pool's own cost.
+  // fork / join: the median of 150 back-to-back jobs of `threads` empty tasks, what the pool adds
+  // to a kernel's call. (Tasks that wait for each other measure instead how soon the scheduler
+  // runs every worker: on a loaded machine a time slice, about 250 us on the machine of
+  // docs/plan.md, which a kernel's job does not wait for: the calling thread takes the tasks a
+  // worker has not started. That sharing is parallel_compute's.)
   if (threads > 1) {
     std::vector<double> t;
+    std::vector<int64_t> touched(std::size_t(threads), 0);
     for (int j = 0; j < 150; ++j) {
-      std::atomic<int> started{0};
       const auto t0 = detail::clock::now();
-      pool.run(std::size_t(threads), [&](std::size_t) {
-        started.fetch_add(1);
-        while (started.load() < threads) std::this_thread::yield();
-      });
+      pool.run(std::size_t(threads), [&](std::size_t i) { touched[i] += 1; });
       t.push_back(detail::seconds_since(t0));
     }
     std::sort(t.begin(), t.end());

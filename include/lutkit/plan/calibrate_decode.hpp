@@ -1,11 +1,11 @@
 // lutkit — the decode kernels' own rates on this host (target_costs::kernels): for a policy P,
 // each valid decode method timed on one core at two row counts (the median of a few calls); the
 // slope is the kernel's weights per second, the intercept its fixed cost per call, kept per
-// activation. Cold by default: the calls rotate over copies of the blob well beyond the LLC, so
-// the rate is the one the kernel keeps while its weights stream from DRAM (a warm rate, weights
-// in L2, leaves out the stalls a compute-bound kernel does not hide: 0.71-0.88 of the measured
-// cold time against 0.74-0.99 cold, docs/plan.md). Tens of milliseconds per method. The model
-// takes the slower of this rate and the units' peaks as the core's compute (plan/cost_model.hpp).
+// activation. Cold by default: the calls rotate over copies of the blob beyond the LLC, so the
+// rate is the one the kernel keeps while its weights stream from DRAM (a warm rate, weights in
+// L2, leaves out the stalls a compute-bound kernel does not hide; docs/plan.md, "Validation").
+// Hundreds of milliseconds per policy, most of it making the copies. The model takes the slower
+// of this rate and the units' peaks as the core's compute (plan/cost_model.hpp).
 #pragma once
 #include <algorithm>
 #include <chrono>

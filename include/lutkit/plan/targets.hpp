@@ -32,17 +32,17 @@ struct calibration_loops {
 namespace portable {
 inline double int8_dot(std::size_t iters, int64_t* sink) {
   int8_t a[64], b[64];
-  int32_t c[16] = {};
+  uint32_t c[16] = {};  // (unsigned: the sums wrap, as the vector units' do)
   for (int i = 0; i < 64; ++i) {
     a[i] = int8_t(i & 7);
     b[i] = int8_t(1 - (i & 3));
   }
   for (std::size_t it = 0; it < iters; ++it) {
     for (int l = 0; l < 16; ++l)
-      for (int j = 0; j < 4; ++j) c[l] += int32_t(a[4 * l + j]) * int32_t(b[4 * l + j]);
-    a[it & 63] = int8_t(c[it & 15]);
+      for (int j = 0; j < 4; ++j) c[l] += uint32_t(int32_t(a[4 * l + j]) * int32_t(b[4 * l + j]));
+    a[it & 63] = int8_t(c[it & 15] & 0x3F);
   }
-  for (int32_t v : c) *sink += v;
+  for (uint32_t v : c) *sink += int64_t(v);
   return double(iters) * 64;
 }
 inline double fp32_fma(std::size_t iters, double* sink) {
