@@ -25,7 +25,8 @@ set(family_edges
   "gemm: core quant"
   "decode: core quant gemv gemm"
   "attention: core"
-  "sampling: core")
+  "sampling: core"
+  "plan: core quant packing decode")
 
 set(violations 0)
 macro(violation text)

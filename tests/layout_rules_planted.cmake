@@ -75,7 +75,7 @@ plant_in_tree(rule4 APPEND gemm/dequant_gemm.hpp "#if defined(LUTKIT_HAVE_AVX512
               "rule 4: gemm/dequant_gemm.hpp")
 # rule 5: gemm/ including decode/ (decode -> gemm is the allowed direction); a folder with no row
 plant_in_tree(rule5_edge APPEND gemm/geometry.hpp "#include \"../decode/decode_gemv.hpp\"" "rule 5: gemm/geometry.hpp")
-plant_in_tree(rule5_folder NEW plan/planner.hpp "#pragma once\n#include \"../core/error.hpp\"" "rule 5: plan/planner.hpp")
+plant_in_tree(rule5_folder NEW runner/runner.hpp "#pragma once\n#include \"../core/error.hpp\"" "rule 5: runner/runner.hpp")
 # rule 5: the declared table with a cycle (gemm -> decode beside decode -> gemm), on the clean tree
 planted_copy(${RULES} "\"gemm: core quant\"" "\"gemm: core quant decode\"" ${WORK}/layout_rules_cyclic.cmake)
 expect(rule5_cycle ${WORK}/clean ${WORK}/layout_rules_cyclic.cmake "rule 5: family_edges has a cycle")

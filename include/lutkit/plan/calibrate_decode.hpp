@@ -1,0 +1,80 @@
+// lutkit — the decode kernels' own rates on this host (target_costs::kernels): for a policy P,
+// each valid decode method timed on one core at two row counts (the median of a few calls); the
+// slope is the kernel's weights per second, the intercept its fixed cost per call, kept per
+// activation. Cold by default: the calls rotate over copies of the blob beyond the LLC, so the
+// rate is the one the kernel keeps while its weights stream from DRAM (a warm rate, weights in
+// L2, leaves out the stalls a compute-bound kernel does not hide; docs/plan.md, "Validation").
+// Hundreds of milliseconds per policy, most of it making the copies. The model takes the slower
+// of this rate and the units' peaks as the core's compute (plan/cost_model.hpp).
+#pragma once
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <random>
+#include <vector>
+
+#include "../core/error.hpp"
+#include "../decode/decode_gemv.hpp"
+#include "../packing/pack.hpp"
+#include "../quant/quant.hpp"
+#include "calibrate.hpp"
+#include "chooser.hpp"
+#include "cost_model.hpp"
+
+namespace lutkit::plan {
+
+struct decode_calibration_options {
+  std::size_t K = 4096;                             // activations (a multiple of P's group)
+  std::size_t rows_small = 256, rows_large = 1024;  // the two row counts (multiples of 64)
+  int reps = 25;                                    // the median of this many calls at each row count
+  std::size_t cold_bytes = std::size_t(96) << 20;   // copies rotated through, per row count (0: one warm copy)
+};
+
+// Times decode_gemv<P> by every method valid at N = 1 and stores the rates in c.kernels.
+template <class P>
+void calibrate_decode(target_costs& c, const decode_calibration_options& o = {}) {
+  lutkit::detail::require(o.rows_small > 0 && o.rows_large > o.rows_small && o.reps >= 1,
+                          "calibrate_decode: need 0 < rows_small < rows_large and reps >= 1");
+  const std::size_t K = o.K;
+  std::mt19937_64 rng(0x9e3779b9);
+  std::normal_distribution<float> nd(0.f, 0.02f);
+  std::vector<float> x(K);
+  for (auto& v : x) v = nd(rng) * 50.f;
+  auto blob = [&](std::size_t M) {
+    std::vector<float> w(M * K);
+    for (auto& v : w) v = nd(rng);
+    return pack<P>(quantize<P>(w.data(), M, K));
+  };
+  auto copies = [&](std::size_t M) {
+    std::vector<packed_weights<P>> c;
+    c.push_back(blob(M));
+    const std::size_t want = o.cold_bytes == 0 ? 1 : std::max<std::size_t>(2, o.cold_bytes / c[0].size_bytes() + 1);
+    while (c.size() < want) c.push_back(packed_weights<P>::from_bytes(c[0].bytes(), c[0].size_bytes()));
+    return c;
+  };
+  const auto small = copies(o.rows_small), large = copies(o.rows_large);
+  std::vector<float> y(o.rows_large);
+  std::size_t next = 0;
+  auto median_time = [&](const std::vector<packed_weights<P>>& ws, decode_method m) {
+    decode_gemv<P>(ws[0], x.data(), 1, K, y.data(), m);  // the scratch allocated
+    std::vector<double> t;
+    for (int r = 0; r < o.reps; ++r) {
+      const auto& w = ws[next++ % ws.size()];
+      const auto t0 = std::chrono::steady_clock::now();
+      decode_gemv<P>(w, x.data(), 1, K, y.data(), m);
+      t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+  };
+  for (decode_method m : valid_decode_methods<P>(1)) {
+    const double t1 = median_time(small, m), t2 = median_time(large, m);
+    const double dw = double(o.rows_large - o.rows_small) * double(K);
+    // (a noisy pair whose large case ran no slower: the large case's mean rate, no fixed cost)
+    const double rate = t2 > t1 ? dw / (t2 - t1) : double(o.rows_large) * double(K) / t2;
+    const double fixed = std::max(0.0, t1 - double(o.rows_small) * double(K) / rate);
+    c.kernels[kernel_key(m, P::name())] = kernel_rate{rate, fixed / double(K)};
+  }
+}
+
+}  // namespace lutkit::plan

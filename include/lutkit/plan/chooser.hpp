@@ -1,0 +1,150 @@
+// lutkit — the choice by error and time (Dolphium's Eq. 2 per operator): for one weight matrix,
+// the decode methods valid for its policy, each with its output error (relative RMS error
+// against the double reference, the unit of docs/llama_formats.md's "Accuracy": measured here
+// on calibration activations, or given by the caller) and its modelled time (plan/cost_model.hpp);
+// the plan is the fastest candidate within the caller's error budget, and the thread count the
+// model gives it.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "../core/error.hpp"
+#include "../decode/decode_gemv.hpp"
+#include "../quant/packed_weights.hpp"
+#include "../quant/reference.hpp"
+#include "cost_model.hpp"
+#include "operator.hpp"
+
+namespace lutkit::plan {
+
+inline const char* method_name(decode_method m) {
+  switch (m) {
+    case decode_method::lut_gemv: return "lut_gemv";
+    case decode_method::fused_dq: return "fused_dq";
+    case decode_method::int8: return "int8";
+    case decode_method::bf16: return "bf16";
+    default: return "best";
+  }
+}
+
+// The decode methods decode_gemv runs for policy P and N activation rows on this CPU, in the
+// enum's order (decode/decode_gemv.hpp's rules): the LUT-GEMV for formats linear in their bits;
+// FusedDQP except on target::sme; the int8 decode for integer levels, and for float codebooks
+// with split levels where the CPU has their fused kernel (not on target::sme); bf16 always.
+template <class P>
+std::vector<decode_method> valid_decode_methods(std::size_t N) {
+  using FT = format_traits<typename P::format>;
+  constexpr bool sme = std::is_same_v<typename P::target_type, target::sme>;
+  constexpr bool host = std::is_same_v<typename P::target_type, target::host>;
+  lutkit::detail::require(host || sme, "plan: policy ", P::name(), " has no decode on this machine (target ",
+                          P::target_type::desc.name, ")");
+  std::vector<decode_method> v;
+  if constexpr (FT::lut_gemv_capable) v.push_back(decode_method::lut_gemv);
+  if constexpr (!sme) {
+    v.push_back(decode_method::fused_dq);
+    if constexpr (FT::integer_levels)
+      v.push_back(decode_method::int8);
+    else if constexpr (lutkit::detail::split_levels<P>())
+      if (lutkit::detail::split_int8_decode_available<P>(N, lutkit::detail::dq_kernels_for_policy<P>(dq_backend::best)))
+        v.push_back(decode_method::int8);
+  }
+  v.push_back(decode_method::bf16);
+  return v;
+}
+
+// Relative RMS error of decode_gemv by `m` on the N x K activations x against the double
+// reference of the blob's own weights (ref::gemv on unpack(w)): sqrt(sum (y - ref)^2 / sum ref^2).
+template <class P>
+double measure_decode_error(const packed_weights<P>& w, const float* x, std::size_t N, decode_method m) {
+  lutkit::detail::require(x != nullptr && N > 0, "plan: measure_decode_error needs N >= 1 activation rows");
+  lutkit::detail::require(m != decode_method::best, "plan: measure a method, not decode_method::best");
+  const std::size_t M = w.M(), K = w.K();
+  const auto q = unpack(w);
+  const std::vector<double> ref = ref::gemv(q, x, N);
+  std::vector<float> y(N * M);
+  decode_gemv<P>(w, x, N, K, y.data(), m);
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < N * M; ++i) {
+    const double d = double(y[i]) - ref[i];
+    num += d * d;
+    den += ref[i] * ref[i];
+  }
+  lutkit::detail::require(den > 0, "plan: the reference output is all zero; the error is undefined (use other activations)");
+  return std::sqrt(num / den);
+}
+
+struct candidate {
+  decode_method method = decode_method::best;
+  double error = 0;       // relative RMS error
+  double modelled_s = 0;  // at `threads`
+  int threads = 1;
+};
+
+struct decode_plan {
+  candidate chosen;
+  std::vector<candidate> candidates;  // every candidate considered, in the enum's order
+  double budget = 0;
+};
+
+// The fastest candidate whose error is within `budget` (error <= budget); equal modelled times
+// go to the lower error, then to the method earlier in decode_method's order (deterministic).
+// No candidate within the budget, or none at all, is an error listing them.
+inline decode_plan choose(std::vector<candidate> cands, double budget) {
+  lutkit::detail::require(std::isfinite(budget) && budget >= 0, "plan: the error budget (", budget, ") must be >= 0");
+  lutkit::detail::require(!cands.empty(), "plan: no candidate methods to choose from");
+  for (const candidate& c : cands) {
+    lutkit::detail::require(c.method != decode_method::best, "plan: a candidate must name a method, not best");
+    lutkit::detail::require(std::isfinite(c.error) && c.error >= 0, "plan: candidate ", method_name(c.method),
+                            " has error ", c.error, " (must be finite and >= 0)");
+    lutkit::detail::require(std::isfinite(c.modelled_s) && c.modelled_s >= 0, "plan: candidate ", method_name(c.method),
+                            " has modelled time ", c.modelled_s, " s (must be finite and >= 0)");
+  }
+  // a total order (equal keys are equal candidates): the same list in any order sorts the same
+  std::sort(cands.begin(), cands.end(), [](const candidate& a, const candidate& b) {
+    if (a.method != b.method) return int(a.method) < int(b.method);
+    if (a.error != b.error) return a.error < b.error;
+    if (a.modelled_s != b.modelled_s) return a.modelled_s < b.modelled_s;
+    return a.threads < b.threads;
+  });
+  const candidate* best = nullptr;
+  for (const candidate& c : cands) {
+    if (!(c.error <= budget)) continue;
+    if (!best || c.modelled_s < best->modelled_s || (c.modelled_s == best->modelled_s && c.error < best->error))
+      best = &c;
+  }
+  if (!best) {
+    std::string list;
+    for (const candidate& c : cands) list += std::string(list.empty() ? "" : ", ") + method_name(c.method) + " " + std::to_string(c.error);
+    lutkit::detail::require(false, "plan: no candidate within the error budget ", budget, " (", list, ")");
+  }
+  decode_plan p;
+  p.chosen = *best;
+  p.candidates = std::move(cands);
+  p.budget = budget;
+  return p;
+}
+
+// The plan for the blob w at N activation rows: every valid method, its error measured on the
+// calibration activations x (N x K, row-major) and its time modelled with `costs` at the thread
+// count the model prefers; then choose(). Deterministic for a fixed blob, activations and costs.
+template <class P>
+decode_plan plan_decode(const target_costs& costs, const packed_weights<P>& w, const float* x, std::size_t N,
+                        double budget) {
+  const matmul_op op = describe_matmul<P>(w.M(), w.K(), N);
+  std::vector<candidate> cands;
+  for (decode_method m : valid_decode_methods<P>(N)) {
+    candidate c;
+    c.method = m;
+    c.error = measure_decode_error<P>(w, x, N, m);
+    c.threads = choose_threads(costs, op, m);
+    c.modelled_s = model_decode(costs, op, m, c.threads).total_s;
+    cands.push_back(c);
+  }
+  return choose(std::move(cands), budget);
+}
+
+}  // namespace lutkit::plan

@@ -1,0 +1,294 @@
+// lutkit — the planner's cost model, in the structure of Dolphium's Eq. 1
+// (../shared/papers/dolphium_quant_dataflow_npu.md, §IV.D; docs/plan.md):
+//
+//   latency = max( max over shared resources u of  sum over cores i of lat(u, i),
+//                  max over private resources u (every core's own) of lat(u) )  + per-call overheads
+//
+// where a resource's latency is the bytes moved through it over its bandwidth, or the
+// operations run on it over its rate. The constants are a target_costs: plain numbers a
+// calibration (plan/calibrate.hpp, the host) or a static model (AIE, HVX, SME proxies) fills.
+#pragma once
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "../core/error.hpp"
+#include "../decode/decode_gemv.hpp"
+#include "operator.hpp"
+
+namespace lutkit::plan {
+
+// One kernel's measured rate on one core (plan/calibrate.hpp, calibrate_decode<P>): the weights
+// (times activation rows) a second it gets through with its weights in L2, the slope over two
+// row counts, and its fixed cost per call per activation (table build, activation quantization),
+// the intercept over K. What the peaks of the units do not capture: every instruction a kernel
+// issues per weight besides the one the peak counts.
+struct kernel_rate {
+  double weights_per_s = 0;
+  double s_per_activation = 0;
+};
+
+// A target's constants (bytes / s, operations / s, seconds). Rates are per core unless named
+// otherwise; 0 where a target has no such unit (a workload that needs it is then an error).
+struct target_costs {
+  std::string name = "host";
+  int cores = 1;  // cores the kernels may split over (the thread pool's threads)
+  // shared: DRAM read bandwidth of all cores together (the calibration's read at `cores` threads)
+  double dram_bps = 0;
+  // private, per core
+  double core_read_bps = 0;   // one core's streaming read from DRAM (the read at 1 thread)
+  double l1_bps = 0;          // one core's read bandwidth from its L1
+  double l2_bps = 0;          // from its L2
+  double int8_macs_per_s = 0; // int8 multiply-adds of the decode's int8 dot (VNNI, or AVX2 vpmaddubsw)
+  double fp32_fmas_per_s = 0; // fp32 fused multiply-adds (lanes)
+  double bf16_macs_per_s = 0; // bf16 multiply-adds (without a native bf16 dot: widened, the FMA rate)
+  double lookups_per_s = 0;   // byte table lookups (lanes of vpermb / vpshufb / TBL / vlut16)
+  // per call
+  double fork_join_s = 0;     // one thread-pool job over `cores` threads, each task waiting for all
+  // the cores' worth of compute `cores` threads get together (0: `cores`, every core free): below
+  // `cores` where the cores are SMT siblings or other processes run on them. The model then
+  // also treats the compute units as one shared resource of this many cores (clamped to
+  // [1, cores]), beside each core's own.
+  double parallel_compute = 0;
+  // measured kernels, by kernel_key(method, policy name); optional
+  std::map<std::string, kernel_rate> kernels;
+};
+
+// The resources of Eq. 1 on the host: DRAM is shared, everything else is each core's own.
+// kernel: the operator's own measured rate (target_costs::kernels), private.
+enum class resource : int { dram, core_read, l1, l2, int8_dot, fp32_fma, bf16_dot, lookup, kernel, count };
+inline constexpr int resource_count = int(resource::count);
+inline constexpr bool resource_shared(resource r) { return r == resource::dram; }
+// the compute units: private, and together a shared resource of target_costs::parallel_compute cores
+inline constexpr bool resource_compute(resource r) {
+  return r == resource::int8_dot || r == resource::fp32_fma || r == resource::bf16_dot || r == resource::lookup ||
+         r == resource::kernel;
+}
+// parallel_compute as the model uses it: in [1, cores], `cores` where unset
+inline double effective_parallel_compute(const target_costs& c) {
+  const double cores = double(std::max(1, c.cores));
+  const double p = c.parallel_compute > 0 ? c.parallel_compute : cores;
+  return std::min(cores, std::max(1.0, p));
+}
+inline const char* resource_name(resource r) {
+  switch (r) {
+    case resource::dram: return "dram";
+    case resource::core_read: return "core_read";
+    case resource::l1: return "l1";
+    case resource::l2: return "l2";
+    case resource::int8_dot: return "int8_dot";
+    case resource::fp32_fma: return "fp32_fma";
+    case resource::bf16_dot: return "bf16_dot";
+    case resource::lookup: return "lookup";
+    case resource::kernel: return "kernel";
+    default: return "?";
+  }
+}
+// its bandwidth or rate in `c` (resource::kernel: the workload's own, workload::kernel_rate)
+inline double resource_rate(const target_costs& c, resource r) {
+  switch (r) {
+    case resource::dram: return c.dram_bps;
+    case resource::core_read: return c.core_read_bps;
+    case resource::l1: return c.l1_bps;
+    case resource::l2: return c.l2_bps;
+    case resource::int8_dot: return c.int8_macs_per_s;
+    case resource::fp32_fma: return c.fp32_fmas_per_s;
+    case resource::bf16_dot: return c.bf16_macs_per_s;
+    case resource::lookup: return c.lookups_per_s;
+    default: return 0;
+  }
+}
+
+// One core's demand on each resource (bytes or operations). DRAM bytes also pass the core's own
+// read path: the model charges them to both (shared dram, private core_read).
+struct core_work {
+  std::array<double, resource_count> amount{};
+  double& operator[](resource r) { return amount[std::size_t(r)]; }
+  double operator[](resource r) const { return amount[std::size_t(r)]; }
+};
+
+// A call: the work of each core running it, and its serial overheads (seconds: the thread
+// pool's fork / join, table builds or activation quantization on the calling thread).
+struct workload {
+  std::vector<core_work> cores;
+  double overhead_s = 0;
+  double kernel_rate = 0;  // the rate of resource::kernel (weights / s), where the work uses it
+};
+
+struct cost_breakdown {
+  double shared_s = 0;    // max over shared resources of the sum over cores (DRAM; the compute
+                          // units over parallel_compute cores where the work runs on several)
+  double private_s = 0;   // max over private resources (and cores)
+  double overhead_s = 0;
+  double total_s = 0;     // max(shared_s, private_s) + overhead_s
+  resource bottleneck = resource::dram;
+};
+
+// Eq. 1 on `w` with the constants `c`. A resource the work uses with no rate in `c` is an error.
+inline cost_breakdown evaluate(const target_costs& c, const workload& w) {
+  lutkit::detail::require(!w.cores.empty(), "plan: a workload needs at least one core");
+  lutkit::detail::require(std::isfinite(w.overhead_s) && w.overhead_s >= 0, "plan: overhead ", w.overhead_s, " s is not >= 0");
+  cost_breakdown b;
+  b.overhead_s = w.overhead_s;
+  double best_shared = -1, best_private = -1;
+  resource shared_r = resource::dram, private_r = resource::dram;
+  for (int ri = 0; ri < resource_count; ++ri) {
+    const resource r = resource(ri);
+    const double rate = r == resource::kernel ? w.kernel_rate : resource_rate(c, r);
+    double sum = 0, mx = 0;
+    bool used = false;
+    for (const core_work& cw : w.cores) {
+      const double a = cw[r];
+      lutkit::detail::require(std::isfinite(a) && a >= 0, "plan: negative or non-finite demand on ", resource_name(r));
+      if (a == 0) continue;
+      used = true;
+      lutkit::detail::require(rate > 0 && std::isfinite(rate), "plan: target '", c.name, "' has no rate for resource ",
+                      resource_name(r), ", which the workload uses");
+      sum += a / rate;
+      mx = std::max(mx, a / rate);
+    }
+    if (!used) continue;
+    if (resource_compute(r) && w.cores.size() > 1) {  // the cores' compute together, shared
+      const double s = sum / effective_parallel_compute(c);
+      if (s > best_shared) best_shared = s, shared_r = r;
+    }
+    if (resource_shared(r)) {
+      if (sum > best_shared) best_shared = sum, shared_r = r;
+    } else {
+      if (mx > best_private) best_private = mx, private_r = r;
+    }
+  }
+  b.shared_s = std::max(0.0, best_shared);
+  b.private_s = std::max(0.0, best_private);
+  b.bottleneck = b.shared_s >= b.private_s ? shared_r : private_r;
+  b.total_s = std::max(b.shared_s, b.private_s) + b.overhead_s;
+  return b;
+}
+
+// ---------------------------------------------------------------- decode GEMV
+// What each decode method asks per weight (and per activation row n of the N), the model's
+// counts of the kernels' work (docs/plan.md, "Decode methods"):
+//   lut_gemv  planes / 4 byte lookups per weight per row (one lookup lane per 4 weights per bit
+//             plane); its tables, one row's table_bytes_per_step per 4 activations, read from L1
+//             once per 64-row tile; built per call: 16 entries per 4 activations per row
+//   int8      one int8 multiply-add per weight per row; level 1 (codes to u8 levels) one byte
+//             lookup per weight; activations quantized per call, `act_prep_flops` per activation
+//   fused_dq  level 2 to fp32: one FMA lane per weight (scale, zero) and 4 bytes written and read
+//             back in L1; one fp32 FMA per weight per row
+//   bf16      level 1 and level 2 one lookup per weight each; 2 bytes written and read back in L1;
+//             one bf16 multiply-add per weight per row
+// Every method reads the blob once from DRAM.
+struct method_work {
+  double lookups_per_weight = 0;         // independent of N
+  double lookups_per_weight_row = 0;     // times N
+  double int8_macs_per_weight_row = 0;
+  double fp32_fmas_per_weight = 0;
+  double fp32_fmas_per_weight_row = 0;
+  double bf16_macs_per_weight_row = 0;
+  double l1_bytes_per_weight = 0;
+  double act_prep_flops = 0;             // fp32 operations per activation on the calling thread
+};
+
+// the key of a decode kernel in target_costs::kernels: "decode.<method>.<policy name>"
+inline std::string kernel_key(decode_method m, const std::string& policy) {
+  const char* n = m == decode_method::lut_gemv ? "lut_gemv"
+                  : m == decode_method::fused_dq ? "fused_dq"
+                  : m == decode_method::int8     ? "int8"
+                  : m == decode_method::bf16     ? "bf16"
+                                                 : "best";
+  return std::string("decode.") + n + "." + policy;
+}
+
+inline method_work decode_method_work(decode_method m, const matmul_op& op) {
+  method_work w;
+  switch (m) {
+    case decode_method::lut_gemv:
+      w.lookups_per_weight_row = double(op.planes) / 4.0;
+      w.act_prep_flops = 16.0 / double(op.k_per_step) * 2.0;  // 16 entries a step: an add and a convert each
+      break;
+    case decode_method::int8:
+      w.lookups_per_weight = 1;
+      w.int8_macs_per_weight_row = 1;
+      w.act_prep_flops = 4;  // |x| max, scale, round, convert
+      break;
+    case decode_method::fused_dq:
+      w.fp32_fmas_per_weight = 1;
+      w.fp32_fmas_per_weight_row = 1;
+      w.l1_bytes_per_weight = 8;
+      break;
+    case decode_method::bf16:
+      w.lookups_per_weight = 2;
+      w.bf16_macs_per_weight_row = 1;
+      w.l1_bytes_per_weight = 4;
+      w.act_prep_flops = 2;  // the activation panel: convert and store
+      break;
+    default: lutkit::detail::require(false, "plan: decode_method::best is a choice, not a method the model can cost");
+  }
+  return w;
+}
+
+// The workload of `op` by method `m` on `threads` cores: the row tiles split as evenly as the
+// driver splits them (the first tiles % threads cores take one more), every core's DRAM bytes its
+// tiles' share of the blob.
+inline workload decode_workload(const target_costs& c, const matmul_op& op, decode_method m, int threads) {
+  lutkit::detail::require(threads >= 1, "plan: threads must be >= 1 (got ", threads, ")");
+  lutkit::detail::require(threads <= std::max(1, c.cores), "plan: ", threads, " threads, but target '", c.name, "' has ",
+                  c.cores, " cores");
+  lutkit::detail::require(op.M > 0 && op.K > 0 && op.N > 0 && op.tiles > 0 && op.blob_bytes > 0,
+                  "plan: an empty matmul (", op.M, " x ", op.K, ", N = ", op.N, ")");
+  if (m == decode_method::lut_gemv)
+    lutkit::detail::require(op.lut_gemv_capable, "plan: policy ", op.policy, " has no LUT-GEMV");
+  const method_work mw = decode_method_work(m, op);
+  const auto measured = c.kernels.find(kernel_key(m, op.policy));
+  const kernel_rate* kr = measured == c.kernels.end() ? nullptr : &measured->second;
+  const std::size_t T = std::min<std::size_t>(std::size_t(threads), op.tiles);
+  workload wl;
+  const double N = double(op.N), K = double(op.K);
+  for (std::size_t i = 0; i < T; ++i) {
+    const std::size_t tiles_i = op.tiles / T + (i < op.tiles % T ? 1 : 0);
+    const double share = double(tiles_i) / double(op.tiles);
+    const double weights = double(op.M) * K * share;
+    core_work cw;
+    cw[resource::dram] = double(op.blob_bytes) * share;
+    cw[resource::core_read] = double(op.blob_bytes) * share;
+    cw[resource::lookup] = weights * (mw.lookups_per_weight + mw.lookups_per_weight_row * N);
+    cw[resource::int8_dot] = weights * mw.int8_macs_per_weight_row * N;
+    cw[resource::fp32_fma] = weights * (mw.fp32_fmas_per_weight + mw.fp32_fmas_per_weight_row * N);
+    cw[resource::bf16_dot] = weights * mw.bf16_macs_per_weight_row * N;
+    cw[resource::l1] = weights * mw.l1_bytes_per_weight;
+    if (m == decode_method::lut_gemv)  // each tile reads every step's tables of the N rows
+      cw[resource::l1] += double(tiles_i) * (K / double(op.k_per_step)) * N * double(op.table_bytes_per_step);
+    if (kr) cw[resource::kernel] = weights * N;
+    wl.cores.push_back(cw);
+  }
+  if (kr) {  // the measured kernel: its own rate, and its measured fixed cost in place of the counts'
+    wl.kernel_rate = kr->weights_per_s;
+    wl.overhead_s += K * N * kr->s_per_activation;
+  } else if (mw.act_prep_flops > 0) {
+    lutkit::detail::require(c.fp32_fmas_per_s > 0, "plan: target '", c.name, "' has no fp32 rate (activation preparation)");
+    wl.overhead_s += K * N * mw.act_prep_flops / c.fp32_fmas_per_s;
+  }
+  if (T > 1) wl.overhead_s += c.fork_join_s;
+  return wl;
+}
+
+inline cost_breakdown model_decode(const target_costs& c, const matmul_op& op, decode_method m, int threads) {
+  return evaluate(c, decode_workload(c, op, m, threads));
+}
+
+// The thread count (1 .. c.cores) with the least modelled time for `op` by `m`; ties to fewer threads.
+inline int choose_threads(const target_costs& c, const matmul_op& op, decode_method m) {
+  int best_t = 1;
+  double best = model_decode(c, op, m, 1).total_s;
+  for (int t = 2; t <= c.cores; ++t) {
+    const double s = model_decode(c, op, m, t).total_s;
+    if (s < best) best = s, best_t = t;
+  }
+  return best_t;
+}
+
+}  // namespace lutkit::plan

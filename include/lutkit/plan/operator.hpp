@@ -1,0 +1,73 @@
+// lutkit — the planner's operator descriptions: what an operator moves and computes, the input
+// of the cost model (plan/cost_model.hpp). A weight product (GEMV for decode, GEMM for prefill)
+// carries its blob's bytes as the tiling spec lays them out (packed_layout: the same number
+// packed_weights<P>::size_bytes() gives), never a stride computed here.
+#pragma once
+#include <cstddef>
+#include <string>
+
+#include "../core/concepts.hpp"
+#include "../core/error.hpp"
+#include "../core/tiling.hpp"
+#include "../quant/packed_weights.hpp"
+
+namespace lutkit::plan {
+
+enum class op_kind { gemv, gemm, attention, sampling };
+
+// y = W x for N activation rows: W is M x K weights of one policy. gemv: N small (decode),
+// gemm: N large (prefill); the description is the same.
+struct matmul_op {
+  op_kind kind = op_kind::gemv;
+  std::string policy;          // P::name()
+  std::size_t M = 0, K = 0, N = 0;
+  std::size_t blob_bytes = 0;  // header + packed data (codes and group parameters), from the tiling spec
+  std::size_t tiles = 0;       // row tiles of the layout (the unit the drivers split over threads)
+  int planes = 0;              // bit planes a code is stored in (the LUT-GEMV's lookups per 4 weights per row)
+  int k_per_step = 4;          // activations per table step of the LUT-GEMV
+  int table_bytes_per_step = 0;  // one activation row's table bytes per step
+  bool lut_gemv_capable = false;
+  // blob bytes per weight (codes and parameters)
+  double bytes_per_weight() const { return double(blob_bytes) / (double(M) * double(K)); }
+};
+
+// The description of M x K weights of policy P for N activation rows; the layout's checks apply
+// (K a multiple of the group, the shape limits).
+template <class P>
+matmul_op describe_matmul(std::size_t M, std::size_t K, std::size_t N) {
+  lutkit::detail::require(N > 0, "plan: a matmul needs N >= 1 activation rows (got 0)");
+  const packed_layout l(P::spec, M, K);
+  matmul_op op;
+  op.kind = N <= 16 ? op_kind::gemv : op_kind::gemm;
+  op.policy = P::name();
+  op.M = M;
+  op.K = K;
+  op.N = N;
+  op.blob_bytes = sizeof(blob_header) + l.total_bytes;
+  op.tiles = l.tiles;
+  op.planes = P::spec.planes;
+  op.k_per_step = P::spec.k_per_step;
+  op.table_bytes_per_step = P::spec.table_bytes_per_step();
+  op.lut_gemv_capable = format_traits<typename P::format>::lut_gemv_capable;
+  return op;
+}
+
+// Attention over a context: `queries` query rows (1 for decode) per head, `heads` query heads
+// sharing `kv_heads` key / value heads, head dimension `head_dim`, `context` keys, keys and values
+// stored with `kv_bytes` bytes an element (2: bf16 / fp16).
+struct attention_op {
+  std::size_t heads = 0, kv_heads = 0, head_dim = 0, context = 0, queries = 1;
+  int kv_bytes = 2;
+  bool causal = true;
+  std::size_t kv_cache_bytes() const { return 2 * kv_heads * context * head_dim * std::size_t(kv_bytes); }
+};
+
+// Sampling over a vocabulary: the logits of `rows` rows, top-k with k (0: the whole distribution),
+// `logit_bytes` bytes a logit (4: fp32, 1: MXFP8).
+struct sampling_op {
+  std::size_t vocab = 0, rows = 1, k = 0;
+  int logit_bytes = 4;
+  std::size_t logits_bytes() const { return vocab * rows * std::size_t(logit_bytes); }
+};
+
+}  // namespace lutkit::plan

@@ -1,0 +1,461 @@
+// plan/: the cost model's arithmetic (Dolphium's Eq. 1) on hand-computed cases, the chooser's
+// budget rule, the calibration file (save -> load is exact, malformed files rejected), and plans
+// deterministic for a fixed calibration file.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <lutkit/packing/pack.hpp>
+#include <lutkit/plan/calibrate.hpp>
+#include <lutkit/plan/calibrate_decode.hpp>
+#include <lutkit/plan/chooser.hpp>
+#include <lutkit/plan/cost_model.hpp>
+#include <lutkit/plan/operator.hpp>
+
+using namespace lutkit;
+using namespace lutkit::plan;
+using i8m = table::lut4<int8_t, true>;
+using Q4_0 = policy<fmt::uint_sym<4>, group<32>>;  // the default tables (mirrored int8)
+
+namespace {
+// round numbers, so every expected time below is exact arithmetic
+target_costs toy_costs() {
+  target_costs c;
+  c.name = "toy";
+  c.cores = 2;
+  c.dram_bps = 10;
+  c.core_read_bps = 8;
+  c.l1_bps = 100;
+  c.l2_bps = 50;
+  c.int8_macs_per_s = 4;
+  c.fp32_fmas_per_s = 2;
+  c.bf16_macs_per_s = 2;
+  c.lookups_per_s = 16;
+  c.fork_join_s = 0.5;
+  return c;
+}
+
+std::string tmp_path(const char* name) { return std::string("lutkit_plan_test_") + name + ".txt"; }
+
+calibration sample_calibration() {
+  calibration cal;
+  cal.costs.name = "host";
+  cal.costs.cores = 2;
+  cal.costs.dram_bps = 1.2345678901234567e10;
+  cal.costs.core_read_bps = 9.87654321e9;
+  cal.costs.l1_bps = 2.0e11 / 3.0;  // not a short decimal: the round trip must keep every bit
+  cal.costs.l2_bps = 5.5e10;
+  cal.costs.int8_macs_per_s = 3.3e11;
+  cal.costs.fp32_fmas_per_s = 8.1e10;
+  cal.costs.bf16_macs_per_s = 8.1e10;
+  cal.costs.lookups_per_s = 1.7e11;
+  cal.costs.fork_join_s = 3.1e-6;
+  cal.costs.parallel_compute = 1.75;
+  cal.costs.kernels["decode.int8.w4_g32_sym"] = {1.25e9, 2.5e-10};
+  cal.costs.kernels["decode.lut_gemv.w4_g32_sym"] = {7.0e9 / 3.0, 0};
+  cal.int8_isa = "avx2";
+  cal.lookup_isa = "avx512vbmi";
+  return cal;
+}
+}  // namespace
+
+TEST_CASE("plan: Eq. 1 takes the larger of the shared sum and the slowest private resource", "[plan]") {
+  const target_costs c = toy_costs();
+  SECTION("shared DRAM summed over cores dominates") {
+    workload w;
+    core_work a, b;
+    a[resource::dram] = 100;  // 10 s on DRAM
+    b[resource::dram] = 60;   // 6 s
+    a[resource::lookup] = 32; // 2 s private
+    w.cores = {a, b};
+    const auto r = evaluate(c, w);
+    CHECK(r.shared_s == 16.0);  // (100 + 60) / 10, not max(10, 6)
+    CHECK(r.private_s == 2.0);
+    CHECK(r.total_s == 16.0);
+    CHECK(r.bottleneck == resource::dram);
+  }
+  SECTION("the slowest private resource of any core dominates: max, not sum") {
+    workload w;
+    core_work a, b;
+    a[resource::dram] = 10;       // shared 1 + 1 = 2 s
+    b[resource::dram] = 10;
+    a[resource::int8_dot] = 40;   // 10 s on core a's int8 unit
+    b[resource::int8_dot] = 36;   // 9 s on core b's (not 19: private)
+    b[resource::fp32_fma] = 4;    // 2 s
+    w.cores = {a, b};
+    const auto r = evaluate(c, w);
+    // shared: DRAM 2 s; the int8 units pooled over the 2 free cores (10 + 9) / 2 = 9.5 s
+    CHECK(r.shared_s == 9.5);
+    CHECK(r.private_s == 10.0);
+    CHECK(r.total_s == 10.0);
+    CHECK(r.bottleneck == resource::int8_dot);
+  }
+  SECTION("the compute units shared: parallel_compute cores' worth over several cores") {
+    workload w;
+    core_work a, b;
+    a[resource::int8_dot] = 40;  // 10 s on each core's own unit
+    b[resource::int8_dot] = 40;
+    w.cores = {a, b};
+    target_costs d = c;
+    d.parallel_compute = 0;  // unset: every core free, the private 10 s
+    CHECK(evaluate(d, w).total_s == 10.0);
+    d.parallel_compute = 2;
+    CHECK(evaluate(d, w).total_s == 10.0);
+    d.parallel_compute = 1.25;  // (40 + 40) / 4 / 1.25
+    CHECK(evaluate(d, w).total_s == 16.0);
+    CHECK(evaluate(d, w).bottleneck == resource::int8_dot);
+    d.parallel_compute = 0.5;  // clamped to one core: (40 + 40) / 4
+    CHECK(evaluate(d, w).total_s == 20.0);
+    d.parallel_compute = 1.25;  // one core's work: its own unit only
+    w.cores = {a};
+    CHECK(evaluate(d, w).total_s == 10.0);
+  }
+  SECTION("DRAM bytes charged to the core's own read path too") {
+    workload w;
+    core_work a;
+    a[resource::dram] = 80;       // 8 s shared
+    a[resource::core_read] = 80;  // 10 s private
+    w.cores = {a};
+    const auto r = evaluate(c, w);
+    CHECK(r.shared_s == 8.0);
+    CHECK(r.private_s == 10.0);
+    CHECK(r.total_s == 10.0);
+    CHECK(r.bottleneck == resource::core_read);
+  }
+  SECTION("overheads are added to the max") {
+    workload w;
+    core_work a;
+    a[resource::l1] = 300;  // 3 s
+    w.cores = {a};
+    w.overhead_s = 0.25;
+    const auto r = evaluate(c, w);
+    CHECK(r.total_s == 3.25);
+    CHECK(r.overhead_s == 0.25);
+  }
+  SECTION("a resource without a rate is an error; so is an empty workload") {
+    target_costs d = c;
+    d.bf16_macs_per_s = 0;
+    workload w;
+    core_work a;
+    a[resource::bf16_dot] = 1;
+    w.cores = {a};
+    CHECK_THROWS_AS(evaluate(d, w), lutkit::error);
+    CHECK_THROWS_WITH(evaluate(d, w), Catch::Contains("bf16_dot"));
+    CHECK_THROWS_AS(evaluate(c, workload{}), lutkit::error);
+  }
+}
+
+TEST_CASE("plan: a decode GEMV's workload by method, hand-computed", "[plan]") {
+  target_costs c = toy_costs();
+  // a made-up 4-bit operator: 4 tiles of 64 rows, K = 128, 1000 blob bytes
+  matmul_op op;
+  op.policy = "toy";
+  op.M = 256;
+  op.K = 128;
+  op.N = 2;
+  op.blob_bytes = 1000;
+  op.tiles = 4;
+  op.planes = 4;
+  op.k_per_step = 4;
+  op.table_bytes_per_step = 16;
+  op.lut_gemv_capable = true;
+  const double weights = 256.0 * 128.0;  // 32768
+  SECTION("lut_gemv at 1 thread: lookups planes / 4 per weight per row") {
+    const workload w = decode_workload(c, op, decode_method::lut_gemv, 1);
+    REQUIRE(w.cores.size() == 1);
+    CHECK(w.cores[0][resource::dram] == 1000.0);
+    CHECK(w.cores[0][resource::lookup] == weights * 1.0 * 2);               // 65536
+    CHECK(w.cores[0][resource::l1] == 4.0 * (128.0 / 4) * 2 * 16);          // 4096 table bytes
+    CHECK(w.overhead_s == 128.0 * 2 * (16.0 / 4 * 2) / 2.0);                // 1024 table flops at 2/s
+    const auto r = model_decode(c, op, decode_method::lut_gemv, 1);
+    // dram 100 s, core_read 125 s, lookups 4096 s, l1 40.96 s: the lookups dominate
+    CHECK(r.total_s == 4096.0 + 1024.0);
+    CHECK(r.bottleneck == resource::lookup);
+  }
+  SECTION("int8 at 2 threads: tiles split 2 / 2, fork / join added") {
+    const workload w = decode_workload(c, op, decode_method::int8, 2);
+    REQUIRE(w.cores.size() == 2);
+    CHECK(w.cores[0][resource::dram] == 500.0);
+    CHECK(w.cores[1][resource::int8_dot] == weights / 2 * 2);  // 32768
+    CHECK(w.cores[1][resource::lookup] == weights / 2);
+    CHECK(w.overhead_s == 128.0 * 2 * 4 / 2.0 + 0.5);  // 1024 quantization flops at 2/s, fork / join
+    // int8 units 8192 s a core (private, not summed), lookups 1024 s, DRAM 100 s shared
+    CHECK(model_decode(c, op, decode_method::int8, 2).total_s == 32768.0 / 4 + 512.5);
+  }
+  SECTION("a measured kernel: its rate is a private resource, its fixed cost replaces the counts'") {
+    c.kernels[kernel_key(decode_method::int8, "toy")] = {2.0, 0.25};  // 2 weights / s, 0.25 s per activation
+    const workload w = decode_workload(c, op, decode_method::int8, 2);
+    CHECK(w.kernel_rate == 2.0);
+    CHECK(w.cores[0][resource::kernel] == weights / 2 * 2);          // weights x N
+    CHECK(w.overhead_s == 128.0 * 2 * 0.25 + 0.5);                    // K N s_per_activation, fork / join
+    const auto r = model_decode(c, op, decode_method::int8, 2);
+    CHECK(r.bottleneck == resource::kernel);
+    CHECK(r.total_s == 32768.0 / 2 + 64.5);                          // slower than the int8 peak's 8192 s
+    // another method or policy is not affected
+    CHECK(decode_workload(c, op, decode_method::fused_dq, 2).kernel_rate == 0);
+  }
+  SECTION("uneven tiles: the first cores take one more") {
+    op.tiles = 5;
+    op.M = 320;
+    const workload w = decode_workload(c, op, decode_method::fused_dq, 2);
+    REQUIRE(w.cores.size() == 2);
+    CHECK(w.cores[0][resource::dram] == 600.0);
+    CHECK(w.cores[1][resource::dram] == 400.0);
+    CHECK(w.cores[0][resource::fp32_fma] == 320.0 * 128 * 3 / 5 * (1 + 2));
+    CHECK(w.overhead_s == 0.5);  // FusedDQP prepares no activations
+  }
+  SECTION("bad requests are errors") {
+    CHECK_THROWS_AS(decode_workload(c, op, decode_method::best, 1), lutkit::error);
+    CHECK_THROWS_AS(decode_workload(c, op, decode_method::int8, 3), lutkit::error);  // 2 cores
+    CHECK_THROWS_AS(decode_workload(c, op, decode_method::int8, 0), lutkit::error);
+    op.lut_gemv_capable = false;
+    CHECK_THROWS_AS(decode_workload(c, op, decode_method::lut_gemv, 1), lutkit::error);
+  }
+}
+
+TEST_CASE("plan: the thread count follows the model", "[plan]") {
+  target_costs c = toy_costs();
+  matmul_op op;
+  op.policy = "toy";
+  op.M = 256;
+  op.K = 128;
+  op.N = 1;
+  op.tiles = 4;
+  op.planes = 4;
+  op.k_per_step = 4;
+  op.table_bytes_per_step = 16;
+  op.lut_gemv_capable = true;
+  c.int8_macs_per_s = 1e12;
+  c.lookups_per_s = 1e12;
+  c.fp32_fmas_per_s = 1e12;
+  c.l1_bps = 1e12;
+  op.blob_bytes = 8000;  // 1 thread: 1000 s on core_read; 2: max(800 shared, 500 private) + 0.5
+  CHECK(choose_threads(c, op, decode_method::int8) == 2);
+  c.fork_join_s = 300;   // now 1100 > 1000
+  CHECK(choose_threads(c, op, decode_method::int8) == 1);
+  c.fork_join_s = 200;   // 1000 = 1000: a tie goes to fewer threads
+  CHECK(choose_threads(c, op, decode_method::int8) == 1);
+}
+
+TEST_CASE("plan: the chooser keeps to the error budget", "[plan]") {
+  const candidate lut{decode_method::lut_gemv, 0.02, 1.0, 1};
+  const candidate i8{decode_method::int8, 0.01, 2.0, 2};
+  const candidate bf{decode_method::bf16, 0.002, 5.0, 2};
+  SECTION("the faster of two within the budget") {
+    CHECK(choose({lut, i8, bf}, 0.05).chosen.method == decode_method::lut_gemv);
+    CHECK(choose({bf, i8}, 0.05).chosen.method == decode_method::int8);
+  }
+  SECTION("never one over the budget, however fast") {
+    CHECK(choose({lut, i8, bf}, 0.015).chosen.method == decode_method::int8);
+    CHECK(choose({lut, i8, bf}, 0.005).chosen.method == decode_method::bf16);
+    CHECK(choose({lut, i8, bf}, 0.01).chosen.method == decode_method::int8);  // error == budget fits
+  }
+  SECTION("none within the budget is an error naming the candidates") {
+    CHECK_THROWS_AS(choose({lut, i8, bf}, 0.001), lutkit::error);
+    CHECK_THROWS_WITH(choose({lut, i8, bf}, 0.001), Catch::Contains("lut_gemv") && Catch::Contains("budget"));
+    CHECK_THROWS_AS(choose({}, 1.0), lutkit::error);
+    CHECK_THROWS_AS(choose({lut}, -1.0), lutkit::error);
+    CHECK_THROWS_AS(choose({candidate{decode_method::int8, std::nan(""), 1.0, 1}}, 1.0), lutkit::error);
+  }
+  SECTION("ties: the lower error, then the method's order, whatever the input order") {
+    const candidate a{decode_method::fused_dq, 0.01, 1.0, 1}, b{decode_method::int8, 0.01, 1.0, 1},
+        d{decode_method::bf16, 0.005, 1.0, 1};
+    CHECK(choose({b, a}, 1).chosen.method == decode_method::fused_dq);
+    CHECK(choose({a, b}, 1).chosen.method == decode_method::fused_dq);
+    CHECK(choose({b, d, a}, 1).chosen.method == decode_method::bf16);
+  }
+  SECTION("random candidate sets: the choice is within budget and no fitting candidate is faster") {
+    std::mt19937_64 rng(49);
+    std::uniform_real_distribution<double> u(0, 1);
+    const decode_method ms[] = {decode_method::lut_gemv, decode_method::fused_dq, decode_method::int8, decode_method::bf16};
+    int chosen = 0;
+    for (int it = 0; it < 500; ++it) {
+      std::vector<candidate> cs;
+      for (decode_method m : ms)
+        if (u(rng) < 0.8) cs.push_back({m, u(rng) * 0.04, u(rng), 1});
+      if (cs.empty()) continue;
+      const double budget = u(rng) * 0.04;
+      bool any = false;
+      for (const auto& c : cs) any = any || c.error <= budget;
+      if (!any) {
+        CHECK_THROWS_AS(choose(cs, budget), lutkit::error);
+        continue;
+      }
+      const candidate p = choose(cs, budget).chosen;
+      ++chosen;
+      REQUIRE(p.error <= budget);
+      for (const auto& c : cs)
+        if (c.error <= budget) REQUIRE(p.modelled_s <= c.modelled_s);
+    }
+    CHECK(chosen > 100);
+  }
+}
+
+TEST_CASE("plan: the calibration file round-trips exactly", "[plan]") {
+  const calibration cal = sample_calibration();
+  const std::string path = tmp_path("roundtrip");
+  save_calibration(cal, path);
+  const calibration back = load_calibration(path);
+  CHECK(back.costs.name == cal.costs.name);
+  CHECK(back.costs.cores == cal.costs.cores);
+  for (const auto& f : lutkit::plan::detail::number_fields()) {
+    INFO(f.key);
+    CHECK(back.costs.*(f.field) == cal.costs.*(f.field));  // bit for bit
+  }
+  REQUIRE(back.costs.kernels.size() == 2);
+  CHECK(back.costs.kernels.at("decode.int8.w4_g32_sym").weights_per_s == 1.25e9);
+  CHECK(back.costs.kernels.at("decode.int8.w4_g32_sym").s_per_activation == 2.5e-10);
+  CHECK(back.costs.kernels.at("decode.lut_gemv.w4_g32_sym").weights_per_s == 7.0e9 / 3.0);
+  CHECK(back.int8_isa == "avx2");
+  CHECK(back.lookup_isa == "avx512vbmi");
+  CHECK(to_text(back) == to_text(cal));
+  std::remove(path.c_str());
+}
+
+TEST_CASE("plan: malformed calibration files are rejected with the line", "[plan]") {
+  const std::string good = to_text(sample_calibration());
+  CHECK_NOTHROW(from_text(good));
+  auto replace = [&](const std::string& from, const std::string& to) {
+    std::string t = good;
+    const auto p = t.find(from);
+    REQUIRE(p != std::string::npos);
+    t.replace(p, from.size(), to);
+    return t;
+  };
+  auto rejects = [](const std::string& text, const std::string& what) {
+    INFO(text);
+    CHECK_THROWS_AS(from_text(text, "costs.txt"), lutkit::error);
+    CHECK_THROWS_WITH(from_text(text, "costs.txt"), Catch::Contains(what));
+  };
+  rejects("", "'format' is missing");
+  rejects(good + "dram_bandwidth = 1\n", "unknown key 'dram_bandwidth'");
+  rejects(replace("dram_bps = ", "dram_bandwidth = "), "'dram_bps' is missing");
+  rejects(replace("l2_bps = 55000000000\n", ""), "'l2_bps' is missing");
+  rejects(good + "cores = 2\n", "'cores' given twice");
+  rejects(replace("l2_bps = 55000000000", "l2_bps = 5.5e10x"), "costs.txt:8: l2_bps");
+  rejects(replace("l2_bps = 55000000000", "l2_bps = fast"), "not a finite number");
+  rejects(replace("l2_bps = 55000000000", "l2_bps = inf"), "not a finite number");
+  rejects(replace("l2_bps = 55000000000", "l2_bps = 0"), "must be > 0");
+  rejects(replace("l2_bps = 55000000000", "l2_bps = -5"), "must be > 0");
+  rejects(replace("fork_join_s = ", "fork_join_s = -"), "must be >= 0");
+  rejects(replace("cores = 2", "cores = 2.5"), "cores must be an integer");
+  rejects(replace("cores = 2", "cores = 0"), "cores must be an integer");
+  rejects(replace("format = lutkit-target-costs 1", "format = lutkit-target-costs 2"), "format is");
+  rejects(replace("name = host", "name host"), "expected 'key = value'");
+  rejects(replace("name = host", "name ="), "has no value");
+  rejects(replace("kernel.decode.int8.w4_g32_sym.s_per_activation = 2.5000000000000002e-10\n", ""),
+          "kernel 'decode.int8.w4_g32_sym' has weights_per_s but no s_per_activation");
+  rejects(replace("kernel.decode.int8.w4_g32_sym.weights_per_s = 1250000000", "kernel.decode.int8.w4_g32_sym.weights_per_s = 0"),
+          "must be > 0");
+  rejects(replace("kernel.decode.int8.w4_g32_sym.weights_per_s = 1250000000", "kernel.decode.int8.w4_g32_sym.weights_per_s = 1e9 2"),
+          "not a finite number");
+  rejects(good + "kernel..weights_per_s = 1\nkernel..s_per_activation = 0\n", "names no kernel");
+  CHECK_THROWS_AS(load_calibration("/nonexistent/lutkit_costs.txt"), lutkit::error);
+  // comments and blank lines are not keys
+  CHECK_NOTHROW(from_text("\n# a note\n" + good + "\n   \n"));
+}
+
+TEST_CASE("plan: describe_matmul takes the blob's bytes from the tiling spec", "[plan]") {
+  const matmul_op op = describe_matmul<Q4_0>(128, 256, 1);
+  const packed_weights<Q4_0> w(128, 256);
+  CHECK(op.blob_bytes == w.size_bytes());
+  CHECK(op.tiles == 2);
+  CHECK(op.planes == 4);
+  CHECK(op.lut_gemv_capable);
+  CHECK(op.bytes_per_weight() > 0.5);  // 4-bit codes and their parameters: over half a byte a weight
+  CHECK_THROWS_AS(describe_matmul<Q4_0>(128, 250, 1), lutkit::error);  // K not a multiple of the group
+  CHECK_THROWS_AS(describe_matmul<Q4_0>(128, 256, 0), lutkit::error);
+}
+
+TEST_CASE("plan: measured errors and plans for Q4_0, deterministic for a fixed calibration file", "[plan]") {
+  const std::size_t M = 128, K = 512, N = 1;
+  std::mt19937_64 rng(7);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  std::vector<float> wf(M * K), x(N * K);
+  for (auto& v : wf) v = nd(rng) * 0.05f;
+  for (auto& v : x) v = nd(rng);
+  const auto w = pack<Q4_0>(quantize<Q4_0>(wf.data(), M, K));
+  const auto methods = valid_decode_methods<Q4_0>(N);
+  REQUIRE(methods.size() == 4);  // lut_gemv, fused_dq, int8, bf16: a 4-bit integer format on the host
+  // the routes' errors against the double reference of the same weights: FusedDQP computes in
+  // fp32 (tiny), bf16 rounds the activations to 8 bits of mantissa, int8 and the int8 tables to 8 bits
+  const double e_fused = measure_decode_error<Q4_0>(w, x.data(), N, decode_method::fused_dq);
+  const double e_bf16 = measure_decode_error<Q4_0>(w, x.data(), N, decode_method::bf16);
+  const double e_int8 = measure_decode_error<Q4_0>(w, x.data(), N, decode_method::int8);
+  const double e_lut = measure_decode_error<Q4_0>(w, x.data(), N, decode_method::lut_gemv);
+  CHECK(e_fused < 1e-5);
+  CHECK(e_bf16 > e_fused);
+  CHECK(e_bf16 < 1e-2);
+  CHECK(e_int8 > e_bf16);
+  CHECK(e_int8 < 3e-2);
+  CHECK(e_lut < 3e-2);
+
+  const std::string path = tmp_path("plan");
+  save_calibration(sample_calibration(), path);
+  const target_costs c1 = load_calibration(path).costs;
+  const target_costs c2 = load_calibration(path).costs;
+  const decode_plan p1 = plan_decode<Q4_0>(c1, w, x.data(), N, 0.05);
+  const decode_plan p2 = plan_decode<Q4_0>(c2, w, x.data(), N, 0.05);
+  REQUIRE(p1.candidates.size() == p2.candidates.size());
+  CHECK(p1.chosen.method == p2.chosen.method);
+  CHECK(p1.chosen.threads == p2.chosen.threads);
+  CHECK(p1.chosen.modelled_s == p2.chosen.modelled_s);
+  for (std::size_t i = 0; i < p1.candidates.size(); ++i) {
+    CHECK(p1.candidates[i].method == p2.candidates[i].method);
+    CHECK(p1.candidates[i].modelled_s == p2.candidates[i].modelled_s);
+    CHECK(p1.candidates[i].error == p2.candidates[i].error);
+  }
+  // a budget only FusedDQP meets
+  const decode_plan tight = plan_decode<Q4_0>(c1, w, x.data(), N, 1e-4);
+  CHECK(tight.chosen.method == decode_method::fused_dq);
+  // the chosen one within budget, and no faster one within it
+  for (const auto& c : p1.candidates)
+    if (c.error <= p1.budget) CHECK(p1.chosen.modelled_s <= c.modelled_s);
+  CHECK(p1.chosen.error <= 0.05);
+  CHECK_THROWS_AS(plan_decode<Q4_0>(c1, w, x.data(), N, 1e-9), lutkit::error);
+  std::remove(path.c_str());
+}
+
+TEST_CASE("plan: a short calibration of this host gives usable constants", "[plan]") {
+  calibration_options o;
+  o.threads = 2;
+  o.read_bytes = std::size_t(8) << 20;  // short: the test checks the plumbing, not the figures
+  o.read_reps = 1;
+  o.compute_reps = 1;
+  o.compute_seconds = 0.001;
+  const calibration cal = calibrate(o);
+  const target_costs& c = cal.costs;
+  CHECK(c.cores == 2);
+  for (const auto& f : lutkit::plan::detail::number_fields())
+    if (f.rate) {
+      INFO(f.key);
+      CHECK(c.*(f.field) > 0);
+      CHECK(std::isfinite(c.*(f.field)));
+    }
+  CHECK(c.dram_bps >= c.core_read_bps);
+  CHECK(c.fork_join_s > 0);
+  CHECK(!cal.int8_isa.empty());
+  // what it measured loads back as it was saved
+  const calibration back = from_text(to_text(cal));
+  CHECK(back.costs.int8_macs_per_s == c.int8_macs_per_s);
+  CHECK(back.costs.fork_join_s == c.fork_join_s);
+  CHECK_THROWS_AS(calibrate(calibration_options{0, 1024, 1, 1, 0.001}), lutkit::error);
+  // the decode kernels' own rates: one entry per valid method, usable by the model
+  target_costs k = c;
+  calibrate_decode<Q4_0>(k, decode_calibration_options{256, 64, 128, 3, 0});
+  REQUIRE(k.kernels.size() == 4);
+  for (decode_method m : valid_decode_methods<Q4_0>(1)) {
+    const auto& kr = k.kernels.at(kernel_key(m, Q4_0::name()));
+    CHECK(kr.weights_per_s > 0);
+    CHECK(kr.s_per_activation >= 0);
+    const auto r = model_decode(k, describe_matmul<Q4_0>(256, 256, 1), m, 1);
+    CHECK(r.total_s > 0);
+  }
+  CHECK(from_text(to_text(calibration{k, "", "", "", ""})).costs.kernels.size() == 4);
+  CHECK_THROWS_AS(calibrate_decode<Q4_0>(k, decode_calibration_options{256, 128, 64, 2, 0}), lutkit::error);
+}
