@@ -18,6 +18,9 @@
 #include <vector>
 
 #include <lutkit/lutkit.hpp>
+#include <lutkit/plan/calibrate.hpp>
+#include <lutkit/plan/calibrate_decode.hpp>
+#include <lutkit/plan/chooser.hpp>
 
 namespace {
 using namespace lutkit;

@@ -3,7 +3,8 @@
 // LUT dequant-GEMM (prefill), decode (decode_gemv over both, FusedDQP), attention (prefill and
 // decode), sampling (autoregressive and diffusion-LLM), their references; GGUF model files (io/:
 // reader, writer, llama.cpp block dequantizers). The xsimd backend is opt-in:
-// lutkit/targets/xsimd/lut_gemv_xsimd.hpp.
+// lutkit/targets/xsimd/lut_gemv_xsimd.hpp; so is the planner (host calibration, timing loops):
+// lutkit/plan/calibrate_decode.hpp with calibrate.hpp and chooser.hpp (docs/plan.md).
 #pragma once
 #include "lutkit/core/concepts.hpp"
 #include "lutkit/core/error.hpp"
@@ -29,9 +30,6 @@
 #include "lutkit/gemm/tile_group_gemm.hpp"
 #include "lutkit/decode/decode_gemv.hpp"
 #include "lutkit/decode/tile_group_gemv.hpp"
-#include "lutkit/plan/calibrate.hpp"
-#include "lutkit/plan/chooser.hpp"
-#include "lutkit/plan/calibrate_decode.hpp"
 #include "lutkit/attention/attention.hpp"
 #include "lutkit/attention/reference.hpp"
 #include "lutkit/sampling/autoregressive.hpp"
