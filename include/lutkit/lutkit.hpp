@@ -3,8 +3,7 @@
 // LUT dequant-GEMM (prefill), decode (decode_gemv over both, FusedDQP), attention (prefill and
 // decode), sampling (autoregressive and diffusion-LLM), their references; GGUF model files (io/:
 // reader, writer, llama.cpp block dequantizers). The xsimd backend is opt-in:
-// lutkit/targets/xsimd/lut_gemv_xsimd.hpp; so is the planner (host calibration, timing loops):
-// lutkit/plan/calibrate_decode.hpp with calibrate.hpp and chooser.hpp (docs/plan.md).
+// lutkit/targets/xsimd/lut_gemv_xsimd.hpp.
 #pragma once
 #include "lutkit/core/concepts.hpp"
 #include "lutkit/core/error.hpp"
