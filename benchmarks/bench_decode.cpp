@@ -54,16 +54,6 @@ std::vector<packed_weights<P>>& decode_copies(std::size_t M, std::size_t K) {
   return copies;
 }
 
-const char* method_name(decode_method m) {
-  switch (m) {
-    case decode_method::lut_gemv: return "lut_gemv";
-    case decode_method::fused_dq: return "fused_dq";
-    case decode_method::int8: return "int8";
-    case decode_method::bf16: return "bf16";
-    default: return "best";
-  }
-}
-
 // the timed loop of a decode kernel over rotating cold copies: run(copy, x, y, pool)
 template <class Copies, class Run>
 void decode_loop(benchmark::State& st, const Copies& copies, std::size_t M, std::size_t K, std::size_t N, int T, Run run) {
@@ -120,7 +110,7 @@ void register_policy(std::size_t M, std::size_t K) {
             !detail::split_int8_decode_available<P>(N, detail::dq_kernels_for_policy<P>(dq_backend::best)))
           continue;
         benchmark::RegisterBenchmark(
-            ("decode_gemv/" + std::string(method_name(m)) + "/" + P::name() + shape + "/n:" + std::to_string(N) + th).c_str(),
+            ("decode_gemv/" + std::string(decode_method_name(m)) + "/" + P::name() + shape + "/n:" + std::to_string(N) + th).c_str(),
             [=](benchmark::State& st) { bm_decode<P>(st, m, M, K, N, T); })
             ->Unit(benchmark::kMicrosecond)
             ->UseRealTime();
@@ -173,7 +163,7 @@ void register_tile_group(std::size_t M, std::size_t K) {
       for (decode_method m : {decode_method::int8, decode_method::fused_dq}) {
         if (N > 1 && m == decode_method::fused_dq) continue;
         benchmark::RegisterBenchmark(
-            ("decode_gemv/" + std::string(method_name(m)) + "/" + tg_name + shape + "/n:" + std::to_string(N) + th).c_str(),
+            ("decode_gemv/" + std::string(decode_method_name(m)) + "/" + tg_name + shape + "/n:" + std::to_string(N) + th).c_str(),
             [=](benchmark::State& st) {
               decode_loop(st, tile_group_copies(M, K), M, K, N, T,
                           [&](const tile_group_weights<TGF>& w, const float* x, float* y, thread_pool* pool) {

@@ -123,7 +123,7 @@ void register_policy(std::size_t M, std::size_t K) {
         ->Unit(benchmark::kMicrosecond)
         ->UseRealTime();
     for (decode_method m : plan::valid_decode_methods<P>(1)) {
-      const std::string name = "plan_decode/" + std::string(plan::method_name(m)) + "/" + P::name() + shape + "/n:1" + th;
+      const std::string name = "plan_decode/" + std::string(decode_method_name(m)) + "/" + P::name() + shape + "/n:1" + th;
       g_modelled[name] = plan::model_decode(g_cal.costs, op, m, T).total_s;
       benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) { bm_decode<P>(st, name, m, M, K, T); })
           ->Unit(benchmark::kMicrosecond)
@@ -145,9 +145,9 @@ void print_plans(std::size_t M, std::size_t K) {
     try {
       const plan::decode_plan p = plan::plan_decode<P>(g_cal.costs, w, x.data(), 1, budget);
       std::printf("%-16s %5zux%-5zu budget %.0e: %-8s threads %d, modelled %8.1f us, error %.2e   (", P::name().c_str(), M,
-                  K, budget, plan::method_name(p.chosen.method), p.chosen.threads, p.chosen.modelled_s * 1e6, p.chosen.error);
+                  K, budget, decode_method_name(p.chosen.method), p.chosen.threads, p.chosen.modelled_s * 1e6, p.chosen.error);
       for (const auto& c : p.candidates)
-        std::printf(" %s %.1f us %.2e", plan::method_name(c.method), c.modelled_s * 1e6, c.error);
+        std::printf(" %s %.1f us %.2e", decode_method_name(c.method), c.modelled_s * 1e6, c.error);
       std::printf(" )\n");
     } catch (const lutkit::error& e) {
       std::printf("%-16s %5zux%-5zu budget %.0e: %s\n", P::name().c_str(), M, K, budget, e.what());

@@ -36,6 +36,17 @@ namespace lutkit {
 //             target::sme the LUT-GEMV, or bf16 for formats it cannot serve.
 enum class decode_method { lut_gemv, fused_dq, int8, bf16, best };
 
+// the method's name, as the benchmarks' rows and the planner's tables print it
+constexpr const char* decode_method_name(decode_method m) {
+  switch (m) {
+    case decode_method::lut_gemv: return "lut_gemv";
+    case decode_method::fused_dq: return "fused_dq";
+    case decode_method::int8: return "int8";
+    case decode_method::bf16: return "bf16";
+    default: return "best";
+  }
+}
+
 template <class P>
 constexpr decode_method best_decode_method() {
   using FT = format_traits<typename P::format>;

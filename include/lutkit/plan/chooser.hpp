@@ -21,16 +21,6 @@
 
 namespace lutkit::plan {
 
-inline const char* method_name(decode_method m) {
-  switch (m) {
-    case decode_method::lut_gemv: return "lut_gemv";
-    case decode_method::fused_dq: return "fused_dq";
-    case decode_method::int8: return "int8";
-    case decode_method::bf16: return "bf16";
-    default: return "best";
-  }
-}
-
 // The decode methods decode_gemv runs for policy P and N activation rows on this CPU, in the
 // enum's order (decode/decode_gemv.hpp's rules): the LUT-GEMV for formats linear in their bits;
 // FusedDQP except on target::sme; the int8 decode for integer levels, and for float codebooks
@@ -98,9 +88,9 @@ inline decode_plan choose(std::vector<candidate> cands, double budget) {
   lutkit::detail::require(!cands.empty(), "plan: no candidate methods to choose from");
   for (const candidate& c : cands) {
     lutkit::detail::require(c.method != decode_method::best, "plan: a candidate must name a method, not best");
-    lutkit::detail::require(std::isfinite(c.error) && c.error >= 0, "plan: candidate ", method_name(c.method),
+    lutkit::detail::require(std::isfinite(c.error) && c.error >= 0, "plan: candidate ", decode_method_name(c.method),
                             " has error ", c.error, " (must be finite and >= 0)");
-    lutkit::detail::require(std::isfinite(c.modelled_s) && c.modelled_s >= 0, "plan: candidate ", method_name(c.method),
+    lutkit::detail::require(std::isfinite(c.modelled_s) && c.modelled_s >= 0, "plan: candidate ", decode_method_name(c.method),
                             " has modelled time ", c.modelled_s, " s (must be finite and >= 0)");
   }
   // a total order (equal keys are equal candidates): the same list in any order sorts the same
@@ -118,7 +108,7 @@ inline decode_plan choose(std::vector<candidate> cands, double budget) {
   }
   if (!best) {
     std::string list;
-    for (const candidate& c : cands) list += std::string(list.empty() ? "" : ", ") + method_name(c.method) + " " + std::to_string(c.error);
+    for (const candidate& c : cands) list += std::string(list.empty() ? "" : ", ") + decode_method_name(c.method) + " " + std::to_string(c.error);
     lutkit::detail::require(false, "plan: no candidate within the error budget ", budget, " (", list, ")");
   }
   decode_plan p;
