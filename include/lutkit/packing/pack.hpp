@@ -99,7 +99,7 @@ struct ggml_source {
     static constexpr code_form form = Block::form;
     static constexpr std::size_t stride = Block::block_bytes;
     // the 64-code fast path reads two 32-weight blocks in their own form
-    bool whole64(std::size_t k0) const { return E == 32 && Block::form != code_form::assembled && k0 + 64 <= K; }
+    bool whole64(std::size_t k0) const { return E == 32 && k0 + 64 <= K; }  // (assembled forms: never asked)
     const uint8_t* at(std::size_t k0) const { return b + (k0 / E) * Block::block_bytes + Block::qs_offset; }
     // 64 codes from k0 (a multiple of 32, as K is: a row may end half way)
     void codes64(std::size_t k0, uint8_t* out) const {
