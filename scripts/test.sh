@@ -17,12 +17,24 @@
 # Each build's tests run in one ctest, LUTKIT_JOBS (default 2) at a time (the emulated suites
 # longest first), and the fuzz targets two at a time. The script closes with one line per target,
 # "<target>: N passed, M failed" (N counts Catch2 test cases plus the other ctest tests; a suite
-# for an ISA the CPU lacks is counted as skipped).
+# for an ISA the CPU lacks is counted as skipped), then each stage's wall time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh fuzz arm hexagon
 jobs="${LUTKIT_JOBS:-2}"
 summary=()
+# stage <name>: prints the stage heading and starts its clock (the closing lines give each stage's
+# wall time: build and tests)
+times=()
+stage_name="deps"
+stage_start=$SECONDS
+stage() {
+  times+=("$stage_name $(( (SECONDS - stage_start) / 60 )) min $(( (SECONDS - stage_start) % 60 )) s")
+  stage_name=$1
+  stage_start=$SECONDS
+  shift
+  echo "== $stage_name: $*"
+}
 
 # run_ctest <build dir> <label>=<test name regex>... [-- ctest args...]: one ctest run, $jobs tests
 # at a time, then one summary line per label (scripts/ctest_summary.py): "<label>: N passed, 0 failed"
@@ -37,7 +49,7 @@ run_ctest() {
   mapfile -t -O "${#summary[@]}" summary <<<"$lines"
 }
 
-echo "== host: Release build (tests, benchmarks built but not run, examples)"
+stage host "Release build (tests, benchmarks built but not run, examples)"
 # -O2 (the main job's Release build is -O3): a quarter less compile time for the same code paths;
 # the benchmarks and the accuracy example, compiled here only to check that they build, at -O0
 cmake -S . -B build/test -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" \
@@ -45,7 +57,7 @@ cmake -S . -B build/test -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_R
 cmake --build build/test -j "$jobs"
 run_ctest build/test host=. 'aie-model=^lutkit_aie'
 
-echo "== host-asan: ASan + UBSan build"
+stage host-asan "ASan + UBSan build"
 # -O0, and Highway's AVX3 and AVX2 targets plus the scalar fallback (the Release suite above
 # covers SSE4/SSSE3 too). At -O1 the instrumented build took 13.7 min on 2 cores and its tests 1.7;
 # at -O0 5.0 and 4.5 (lutkit_tests in two halves beside the attention suite).
@@ -55,7 +67,7 @@ cmake --build build/asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   run_ctest build/asan host-asan=.
 
-echo "== aarch64: clang-19 cross build, run under qemu-aarch64"
+stage aarch64 "clang-19 cross build, run under qemu-aarch64"
 # (the SME kernels are in this build: compiled with target("sme"), chosen at run time; -O2 like the
 # host suites: a test file compiled in 46 s instead of 53 s at -O3)
 cmake -S . -B build/aarch64 -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" \
@@ -70,7 +82,7 @@ sme=build/aarch64/tests/lutkit_sme_tests
   python3 scripts/isa_proxy.py "$sme" --func 'sme_gemv::slice_body' --mark tbl --label 'SME LUT-GEMV '
 } >build/aarch64/proxy.txt
 
-echo "== hvx-v67: clang-19 cross build for Hexagon v67 HVX-128, run under qemu-hexagon"
+stage hvx-v67 "clang-19 cross build for Hexagon v67 HVX-128, run under qemu-hexagon"
 # the host Release build above wrote the vectors (target lutkit_hvx_vectors)
 cmake -S . -B build/hvx -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/hexagon-v67-hvx128.cmake \
@@ -79,10 +91,13 @@ cmake --build build/hvx -j "$jobs"
 run_ctest build/hvx hvx-v67=.
 scripts/hvx_proxy.sh build/hvx/tests/hvx/lutkit_hvx_tests | tee build/hvx/proxy.txt
 
-echo "== fuzz: libFuzzer + ASan + UBSan, ${LUTKIT_FUZZ_SECONDS:-60} s per target"
+stage fuzz "libFuzzer + ASan + UBSan, ${LUTKIT_FUZZ_SECONDS:-60} s per target"
 scripts/fuzz.sh | tee build/fuzz-summary.log
 summary+=("fuzz: $(grep -c 'no finding' build/fuzz-summary.log) passed, 0 failed")
 
+stage end
 echo
 echo "== passed per target"
 printf '%s\n' "${summary[@]}"
+echo "== wall time per stage (build and tests), $(( SECONDS / 60 )) min in all"
+printf '%s\n' "${times[@]}"
