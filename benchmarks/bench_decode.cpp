@@ -32,11 +32,15 @@ using NF4 = policy<fmt::codebook4<book::nf4>, group<64>, i8>;
 using Q4NX = policy<fmt::q4nx, group<32>, i8>;
 using W4 = policy<fmt::uint_asym<4>, group<64>, i8>;
 using W2 = policy<fmt::uint_asym<2>, group<64>, i8>;
-// the other llama.cpp types (Q4_1, Q5_0, Q4_K, Q6_K, and TQ2_0 / TQ1_0's policy), default tables
+// the other llama.cpp types (Q4_1, Q5_0, Q5_1, Q2_K ... Q6_K, and TQ2_0 / TQ1_0's policy), default tables
 using Q4_1 = policy<fmt::q4_1, group<32>>;
 using Q5_0 = policy<fmt::uint_sym<5>, group<32>>;
 using Q4K = policy<fmt::q4_k, group<32>>;
 using Q6K = policy<fmt::q6_k, group<16>>;
+using Q3K = policy<fmt::q3_k, group<16>>;
+using Q5_1 = policy<fmt::q5_1, group<32>>;
+using Q5K = policy<fmt::q5_k, group<32>>;
+using Q2K = policy<fmt::q2_k, group<16>>;
 using TQ = policy<fmt::uint_asym<2>, group<256>>;
 
 template <class P>
@@ -190,6 +194,10 @@ void register_decode() {
   register_policy<Q5_0>(4096, 14336);
   register_policy<Q4K>(4096, 14336);
   register_policy<Q6K>(4096, 14336);
+  register_policy<Q3K>(4096, 14336);
+  register_policy<Q5_1>(4096, 14336);
+  register_policy<Q5K>(4096, 14336);
+  register_policy<Q2K>(4096, 14336);
   register_policy<TQ>(4096, 14336);
 }
 }  // namespace lutkit_bench

@@ -540,13 +540,17 @@ void register_prefill() {
   }
   register_gemm<policy<fmt::uint_sym<8>, group<32>>>(4096, 14336, 128, 2, act_type::int8, false);
   // the other llama.cpp types: Q4_1 (fp16 min form), Q5_0 (5 bit planes, fp16 scale per 32), Q4_K (fp32 min form per 32), Q6_K (6 bit
-  // planes, fp32 scale per 16), TQ2_0 / TQ1_0's policy (2 bits, zero 1, one scale per 256)
+  // planes, fp32 scale per 16), Q3_K (3 bit planes, fp32 scale per 16), Q5_1 / Q5_K / Q2_K (min-form bit planes), TQ2_0 / TQ1_0's policy (2 bits, zero 1, one scale per 256)
   for (int T : {2, 1})
     for (act_type a : {act_type::int8_group, act_type::int8}) {
       register_gemm<policy<fmt::q4_1, group<32>>>(4096, 14336, 128, T, a, false);
       register_gemm<policy<fmt::uint_sym<5>, group<32>>>(4096, 14336, 128, T, a, false);
       register_gemm<policy<fmt::q4_k, group<32>>>(4096, 14336, 128, T, a, false);
       register_gemm<policy<fmt::q6_k, group<16>>>(4096, 14336, 128, T, a, false);
+      register_gemm<policy<fmt::q3_k, group<16>>>(4096, 14336, 128, T, a, false);
+      register_gemm<policy<fmt::q5_1, group<32>>>(4096, 14336, 128, T, a, false);
+      register_gemm<policy<fmt::q5_k, group<32>>>(4096, 14336, 128, T, a, false);
+      register_gemm<policy<fmt::q2_k, group<16>>>(4096, 14336, 128, T, a, false);
       register_gemm<policy<fmt::uint_asym<2>, group<256>>>(4096, 14336, 128, T, a, false);
     }
   for (act_type a : {act_type::bf16, act_type::fp32})

@@ -1,5 +1,5 @@
 // The kernels of lut policies 0-2 (LUT-GEMV and dequant entry points) and of dequant-only
-// policies 18 and 24, compiled once for the whole test binary (tests/instances.hpp).
+// policies 18, 24 and 28, compiled once for the whole test binary (tests/instances.hpp).
 #include "instances.hpp"
 
 LUTKIT_TEST_INSTANTIATE_LUT(0) LUTKIT_TEST_INSTANTIATE_DQ(0)
@@ -7,3 +7,4 @@ LUTKIT_TEST_INSTANTIATE_LUT(1) LUTKIT_TEST_INSTANTIATE_DQ(1)
 LUTKIT_TEST_INSTANTIATE_LUT(2) LUTKIT_TEST_INSTANTIATE_DQ(2)
 LUTKIT_TEST_INSTANTIATE_DQ(18)
 LUTKIT_TEST_INSTANTIATE_DQ(24)
+LUTKIT_TEST_INSTANTIATE_DQ(28)

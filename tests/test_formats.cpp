@@ -116,7 +116,11 @@ TEST_CASE("canonical names of the new formats", "[formats]") {
   std::set<std::string> names;
   for_each_policy_in<dq_policy_list>([&]<class P>() { names.insert(P::name()); });
   CHECK(names.size() == dq_policy_count);
-  CHECK(dq_policy_count == policy_count + 10);
+  CHECK(dq_policy_count == policy_count + 14);
+  CHECK(policy<fmt::q3_k, group<16>>::name() == "w3q3k_g16_sym_lut4i8m_host_b16");
+  CHECK(policy<fmt::q5_1, group<32>>::name() == "w5q51_g32_asym_lut4i8m_host_b32");
+  CHECK(policy<fmt::q5_k, group<32>>::name() == "w5q5k_g32_asym_lut4i8m_host_b32");
+  CHECK(policy<fmt::q2_k, group<16>>::name() == "w2q2k_g16_asym_lut4i8m_host_b16");
   CHECK(policy<fmt::uint_sym<5>, group<32>>::name() == "w5_g32_sym_lut4i8m_host_b32");
   CHECK(policy<fmt::q4_1, group<32>>::name() == "w4q41_g32_asym_notab_host_b32");
   CHECK(policy<fmt::q4_k, group<32>>::name() == "w4q4k_g32_asym_notab_host_b32");
@@ -651,10 +655,16 @@ static std::vector<uint8_t> kquant_blocks(std::mt19937_64& rng, std::size_t nblo
   return b;
 }
 
-TEST_CASE("import_q4_k / import_q6_k reproduce llama.cpp's dequantization bit for bit", "[formats][kquant]") {
+TEST_CASE("import_q2_k ... import_q6_k, import_q5_1 reproduce llama.cpp's dequantization bit for bit", "[formats][kquant]") {
+  using Q2K = policy<fmt::q2_k, group<16>>;
+  using Q3K = policy<fmt::q3_k, group<16>>;
   using Q4K = policy<fmt::q4_k, group<32>>;
+  using Q5K = policy<fmt::q5_k, group<32>>;
   using Q6K = policy<fmt::q6_k, group<16>>;
-  auto check = [&]<class P>(ggml_type t, std::size_t bb, std::initializer_list<std::size_t> d_off, auto import) {
+  using Q51 = policy<fmt::q5_1, group<32>>;
+  // (E: the block's weights, 256 for the K-quants)
+  auto check = [&]<class P, std::size_t E = 256>(ggml_type t, std::size_t bb, std::initializer_list<std::size_t> d_off,
+                                                  auto import) {
     using FT = format_traits<typename P::format>;
     constexpr std::size_t G = P::spec.group_k;
     std::mt19937_64 rng(policy_hash(P::name()));
@@ -662,14 +672,14 @@ TEST_CASE("import_q4_k / import_q6_k reproduce llama.cpp's dequantization bit fo
       const std::size_t M = std::uniform_int_distribution<std::size_t>(1, 70)(rng);
       const std::size_t K = 256 * std::uniform_int_distribution<std::size_t>(1, 4)(rng);
       INFO(P::name() << " trial " << trial << " M=" << M << " K=" << K);
-      const auto b = kquant_blocks(rng, M * K / 256, bb, d_off, trial);
+      const auto b = kquant_blocks(rng, M * K / E, bb, d_off, trial);
       const quantized<P> q = import(b.data(), M, K, b.size());
       const auto u = unpack<P>(pack<P>(q));
       REQUIRE(u.codes == q.codes);
       std::vector<float> y(K);
       std::size_t bad = 0;
       for (std::size_t m = 0; m < M; ++m) {
-        ggml::dequantize_row(t, b.data() + m * (K / 256) * bb, K / 256 * bb, y.data(), K);
+        ggml::dequantize_row(t, b.data() + m * (K / E) * bb, K / E * bb, y.data(), K);
         for (std::size_t k = 0; k < K; ++k)
           bad += !same_bits(FT::value(u.scale(m, k / G), u.zero(m, k / G), u.codes[m * K + k]), y[k]) ||
                  !same_bits(float(u.weight(m, k)), y[k]);
@@ -677,10 +687,10 @@ TEST_CASE("import_q4_k / import_q6_k reproduce llama.cpp's dequantization bit fo
       CHECK(bad == 0);
     }
     // every code value, powers-of-two super-scales: 4 blocks of random bytes (every code appears)
-    std::vector<uint8_t> b(bb * 4);
+    std::vector<uint8_t> b(bb * 1024 / E);
     for (auto& v : b) v = uint8_t(rng());
-    for (std::size_t i = 0; i < 4; ++i)
-      for (std::size_t o : d_off) b[i * bb + o] = 0x00, b[i * bb + o + 1] = uint8_t(0x2C + i);  // d = 2^(-4 + i)
+    for (std::size_t i = 0; i < 1024 / E; ++i)
+      for (std::size_t o : d_off) b[i * bb + o] = 0x00, b[i * bb + o + 1] = uint8_t(0x2C + i % 4);  // d = 2^(-4 + i % 4)
     const auto q = import(b.data(), 1, 1024, b.size());
     std::set<int> codes(q.codes.begin(), q.codes.end());
     CHECK(int(codes.size()) == FT::max_code + 1);
@@ -691,6 +701,14 @@ TEST_CASE("import_q4_k / import_q6_k reproduce llama.cpp's dequantization bit fo
   };
   check.operator()<Q4K>(ggml_type::q4_k, 144, {0, 2}, [](auto... a) { return import_q4_k<Q4K>(a...); });
   check.operator()<Q6K>(ggml_type::q6_k, 210, {208}, [](auto... a) { return import_q6_k<Q6K>(a...); });
+  check.operator()<Q3K>(ggml_type::q3_k, 110, {108}, [](auto... a) { return import_q3_k<Q3K>(a...); });
+  check.operator()<Q5K>(ggml_type::q5_k, 176, {0, 2}, [](auto... a) { return import_q5_k<Q5K>(a...); });
+  check.operator()<Q2K>(ggml_type::q2_k, 84, {80, 82}, [](auto... a) { return import_q2_k<Q2K>(a...); });
+  check.operator()<Q51, 32>(ggml_type::q5_1, 24, {0, 2}, [](auto... a) { return import_q5_1<Q51>(a...); });
+  STATIC_REQUIRE(Q5K::spec.f32_params && Q5K::spec.min_form && Q5K::spec.planes == 5 && Q5K::lut_gemv_capable);
+  STATIC_REQUIRE(Q2K::spec.f32_params && Q2K::spec.min_form && Q2K::spec.planes == 2 && Q2K::spec.block_k == 16);
+  STATIC_REQUIRE(!Q51::spec.f32_params && Q51::spec.min_form && Q51::spec.planes == 5 && Q51::lut_gemv_capable);
+  STATIC_REQUIRE(Q3K::spec.f32_params && Q3K::spec.planes == 3 && Q3K::spec.block_k == 16 && Q3K::lut_gemv_capable);
   STATIC_REQUIRE(Q4K::spec.f32_params && Q6K::spec.f32_params && Q6K::spec.planes == 6 && Q6K::spec.block_k == 16);
   STATIC_REQUIRE(Q4K::spec.scale_bytes() == 64 * 4 * 2 && Q6K::spec.scale_bytes() == 64 * 4);
 
@@ -710,4 +728,23 @@ TEST_CASE("import_q4_k / import_q6_k reproduce llama.cpp's dequantization bit fo
   CHECK_THROWS_WITH(pack_q6_k<Q6K>(c.data(), 1, 256, c.size()), Catch::Contains("non-finite"));
   using Q6Kg32 = policy<fmt::q6_k, group<32>>;
   CHECK_THROWS_WITH(import_q6_k<Q6Kg32>(c.data(), 1, 256, c.size()), Catch::Contains("group<16>"));
+  std::vector<uint8_t> e(110 * 3, 0);
+  e[110 * 2 + 109] = 0xFC;  // block 2: d = -inf
+  CHECK_THROWS_WITH(import_q3_k<Q3K>(e.data(), 3, 256, e.size()), Catch::Contains("block 2") && Catch::Contains("non-finite"));
+  CHECK_THROWS_WITH(pack_q3_k<Q3K>(e.data(), 3, 256, e.size()), Catch::Contains("block 2") && Catch::Contains("non-finite"));
+  CHECK_THROWS_WITH(import_q3_k<Q3K>(e.data(), 3, 256, e.size() - 1), Catch::Contains("holds fewer than"));
+  CHECK_THROWS_WITH(pack_q3_k<Q6K>(e.data(), 3, 256, e.size()), Catch::Contains("Q3_K format"));
+  std::vector<uint8_t> f(84 * 2, 0), g(176, 0), h(24 * 8, 0);
+  f[84 + 83] = 0x7E;  // Q2_K block 1: dmin = NaN
+  CHECK_THROWS_WITH(import_q2_k<Q2K>(f.data(), 1, 512, f.size()), Catch::Contains("block 1") && Catch::Contains("non-finite"));
+  CHECK_THROWS_WITH(pack_q2_k<Q2K>(f.data(), 1, 512, f.size()), Catch::Contains("block 1") && Catch::Contains("non-finite"));
+  g[1] = 0x7C;  // Q5_K: d = +inf
+  CHECK_THROWS_WITH(import_q5_k<Q5K>(g.data(), 1, 256, g.size()), Catch::Contains("non-finite"));
+  CHECK_THROWS_WITH(pack_q5_k<Q5K>(g.data(), 1, 256, g.size()), Catch::Contains("non-finite"));
+  CHECK_THROWS_WITH(import_q5_k<Q4K>(g.data(), 1, 256, g.size()), Catch::Contains("Q5_K format"));
+  CHECK_THROWS_WITH(import_q2_k<Q2K>(f.data(), 1, 300, f.size()), Catch::Contains("multiple of the super-block size 256"));
+  h[24 * 3 + 3] = 0xFC;  // Q5_1 block 3: m = -inf
+  CHECK_THROWS_WITH(import_q5_1<Q51>(h.data(), 1, 256, h.size()), Catch::Contains("block 3"));
+  CHECK_THROWS_WITH(pack_q5_1<Q51>(h.data(), 1, 256, h.size()), Catch::Contains("block 3"));
+  CHECK_THROWS_WITH(import_q5_1<Q51>(h.data(), 1, 256, h.size() - 1), Catch::Contains("fewer than"));
 }

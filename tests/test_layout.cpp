@@ -508,21 +508,30 @@ TEST_CASE("llama.cpp blocks packed in place: the bytes of pack(import), ragged s
   q5.operator()<policy<fmt::uint_sym<5>, group<32>, table::lut4<int8_t, true>, target::hvx>>();
   // Q4_1: the minimum at bytes 2-3 made finite too (the generator fixes the scale's only)
   using Q41 = policy<fmt::q4_1, group<32>>;
-  auto fix_min = [](const void* p, std::size_t n) {
+  auto fix_min = [](const void* p, std::size_t n, std::size_t bb) {
     auto* b = const_cast<uint8_t*>(static_cast<const uint8_t*>(p));
-    for (std::size_t i = 0; i < n / 20; ++i)
-      if ((b[i * 20 + 3] & 0x7C) == 0x7C) b[i * 20 + 3] &= 0xFB;
+    for (std::size_t i = 0; i < n / bb; ++i)
+      if ((b[i * bb + 3] & 0x7C) == 0x7C) b[i * bb + 3] &= 0xFB;
   };
   check_direct_pack<Q41>(
       20,
       [&](const void* b, std::size_t M, std::size_t K, std::size_t n) {
-        fix_min(b, n);
+        fix_min(b, n, 20);
         return import_q4_1<Q41>(b, M, K, n);
       },
       [](auto... a) { return pack_q4_1<Q41>(a...); }, [](auto& w, auto... a) { pack_q4_1_into<Q41>(w, a...); });
+  // Q5_1: Q5_0's assembled codes with Q4_1's minimum, in 5 bit planes
+  using Q51 = policy<fmt::q5_1, group<32>>;
+  check_direct_pack<Q51>(
+      24,
+      [&](const void* b, std::size_t M, std::size_t K, std::size_t n) {
+        fix_min(b, n, 24);
+        return import_q5_1<Q51>(b, M, K, n);
+      },
+      [](auto... a) { return pack_q5_1<Q51>(a...); }, [](auto& w, auto... a) { pack_q5_1_into<Q51>(w, a...); });
 }
 
-// Super-blocks of 256 (TQ2_0, TQ1_0, Q4_K, Q6_K: bb bytes, fp16 scale fields at d_off made
+// Super-blocks of 256 (TQ2_0, TQ1_0, the K-quants: bb bytes, fp16 scale fields at d_off made
 // finite) packed in place: the bytes of pack(import), new and _into, serially and on 2 and 3 threads
 template <class P, class Import, class Direct, class Into>
 void check_superblock_pack(std::size_t bb, std::initializer_list<std::size_t> d_off, Import import, Direct direct,
@@ -565,7 +574,7 @@ TEST_CASE("TQ2_0 / TQ1_0 super-blocks packed in place: the bytes of pack(import)
   both.operator()<TQ16>();
 }
 
-TEST_CASE("Q4_K / Q6_K super-blocks packed in place: the bytes of pack(import), 1-3 threads", "[layout][import]") {
+TEST_CASE("Q2_K ... Q6_K super-blocks packed in place: the bytes of pack(import), 1-3 threads", "[layout][import]") {
   using Q4K = policy<fmt::q4_k, group<32>>;
   using Q6K = policy<fmt::q6_k, group<16>>;
   using Q6K16 = policy<fmt::q6_k, group<16>, table::lut4<int16_t, false>>;  // 8-k blocks
@@ -578,6 +587,24 @@ TEST_CASE("Q4_K / Q6_K super-blocks packed in place: the bytes of pack(import), 
   check_superblock_pack<Q6K16>(
       210, {208}, [](auto... a) { return import_q6_k<Q6K16>(a...); }, [](auto... a) { return pack_q6_k<Q6K16>(a...); },
       [](auto& w, auto... a) { pack_q6_k_into<Q6K16>(w, a...); });
+  // Q3_K: three planes (a pair and a lone plane) from two fields; also in SME's and HVX's plane order
+  auto q3 = [&]<class P>() {
+    check_superblock_pack<P>(
+        110, {108}, [](auto... a) { return import_q3_k<P>(a...); }, [](auto... a) { return pack_q3_k<P>(a...); },
+        [](auto& w, auto... a) { pack_q3_k_into<P>(w, a...); });
+  };
+  q3.operator()<policy<fmt::q3_k, group<16>>>();
+  q3.operator()<policy<fmt::q3_k, group<16>, table::lut4<int8_t, true>, target::sme>>();
+  q3.operator()<policy<fmt::q3_k, group<16>, table::lut4<int8_t, true>, target::hvx>>();
+  // the min-form bit-plane K-quants: Q5_K (the fifth bit from qh), Q2_K (2 planes, 16-k groups)
+  using Q5K = policy<fmt::q5_k, group<32>>;
+  using Q2K = policy<fmt::q2_k, group<16>>;
+  check_superblock_pack<Q5K>(
+      176, {0, 2}, [](auto... a) { return import_q5_k<Q5K>(a...); }, [](auto... a) { return pack_q5_k<Q5K>(a...); },
+      [](auto& w, auto... a) { pack_q5_k_into<Q5K>(w, a...); });
+  check_superblock_pack<Q2K>(
+      84, {80, 82}, [](auto... a) { return import_q2_k<Q2K>(a...); }, [](auto... a) { return pack_q2_k<Q2K>(a...); },
+      [](auto& w, auto... a) { pack_q2_k_into<Q2K>(w, a...); });
 }
 
 TEST_CASE("llama.cpp blocks packed in place: the importers' errors, and a blob of another shape refused", "[layout][import]") {

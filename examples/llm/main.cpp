@@ -3,7 +3,7 @@
 //   lutkit_llm --model M.gguf [--prompt-ids 1,15043,3186 | --random-prompt N | --fill N] [-n 64] [--threads 2]
 //              [--ctx 4096] [--chunk 512] [--temp 0] [--top-k 40] [--top-p 0.95] [--seed 1]
 //              [--kv bf16] [--batch B] [--quiet]
-//   lutkit_llm --write-model M.gguf --shape llama-3.2-1b|bitnet-2b|tiny [--type q4_0|q4_1|q5_0|q8_0|iq4_nl|q4_k|q4_k_m|q6_k|tq2_0|tq1_0]
+//   lutkit_llm --write-model M.gguf --shape llama-3.2-1b|bitnet-2b|tiny [--type q4_0|q4_1|q5_0|q8_0|q5_1|iq4_nl|q2_k|q3_k|q4_k|q4_k_m|q5_k|q6_k|tq2_0|tq1_0]
 //              (a random-weight model of that shape, for benchmarks)
 //
 // --batch B: Best-of-N, B sequences continue the prompt, each with its own sampler seed (give a
@@ -67,7 +67,7 @@ int usage() {
                "usage: lutkit_llm --model M.gguf [--prompt-ids a,b,c | --random-prompt N | --fill N] [-n N] [--threads T] "
                "[--ctx N] [--chunk N] [--temp T] [--top-k K] [--top-p P] [--seed S] [--kv bf16] [--batch B] [--quiet]\n"
                "       lutkit_llm --write-model M.gguf --shape llama-3.2-1b|bitnet-2b|tiny "
-               "[--type q4_0|q4_1|q5_0|q8_0|iq4_nl|q4_k|q4_k_m|q6_k|tq2_0|tq1_0]\n");
+               "[--type q4_0|q4_1|q5_0|q8_0|q5_1|iq4_nl|q2_k|q3_k|q4_k|q4_k_m|q5_k|q6_k|tq2_0|tq1_0]\n");
   return 2;
 }
 }  // namespace
@@ -115,6 +115,10 @@ int main(int argc, char** argv) try {
                     : type == "tq1_0"  ? lutkit::ggml_type::tq1_0
                     : type == "q4_k" || type == "q4_k_m" ? lutkit::ggml_type::q4_k
                     : type == "q6_k"   ? lutkit::ggml_type::q6_k
+                    : type == "q3_k"   ? lutkit::ggml_type::q3_k
+                    : type == "q2_k"   ? lutkit::ggml_type::q2_k
+                    : type == "q5_k"   ? lutkit::ggml_type::q5_k
+                    : type == "q5_1"   ? lutkit::ggml_type::q5_1
                                        : lutkit::ggml_type::q4_0;
     o.q4_k_m = type == "q4_k_m";
     llm::require(type == "q4_0" || o.matrix_type != lutkit::ggml_type::q4_0, "lutkit_llm: unknown type ", type);

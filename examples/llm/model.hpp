@@ -6,7 +6,7 @@
 // `qwen3` (per-head RMSNorm of q and k), `gemma3` (5 local : 1 global layers, the local ones a
 // sliding window with their own RoPE base, q / k norms, post-attention and post-FFN norms,
 // GELU-tanh gated MLP, the embedding scaled by sqrt(n_embd)). Matrix types: Q4_0, Q4_1, Q5_0,
-// Q8_0, IQ4_NL, Q4_K, Q6_K, TQ2_0, TQ1_0 (the llama.cpp blocks lutkit packs in place; Q4_K_M files mix
+// Q5_1, Q8_0, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, TQ2_0, TQ1_0 (the llama.cpp blocks lutkit packs in place; Q4_K_M files mix
 // Q4_K and Q6_K); norms, biases and the embedding in
 // any type lutkit dequantizes. Any other architecture or matrix type is an error naming it.
 #pragma once
@@ -42,6 +42,10 @@ using q5_0_policy = lutkit::policy<lutkit::fmt::uint_sym<5>, lutkit::group<32>>;
 // the K-quants: one group a sub-block, fp32 scales (quant/kquant.hpp)
 using q4_k_policy = lutkit::policy<lutkit::fmt::q4_k, lutkit::group<32>>;
 using q6_k_policy = lutkit::policy<lutkit::fmt::q6_k, lutkit::group<16>>;
+using q3_k_policy = lutkit::policy<lutkit::fmt::q3_k, lutkit::group<16>>;
+using q5_k_policy = lutkit::policy<lutkit::fmt::q5_k, lutkit::group<32>>;
+using q2_k_policy = lutkit::policy<lutkit::fmt::q2_k, lutkit::group<16>>;
+using q5_1_policy = lutkit::policy<lutkit::fmt::q5_1, lutkit::group<32>>;
 // TQ2_0 and TQ1_0 (BitNet b1.58): codes 0..2 with zero 1 and one scale per 256
 using tq_policy = lutkit::policy<lutkit::fmt::uint_asym<2>, lutkit::group<256>>;
 
@@ -144,7 +148,9 @@ struct matrix {
   std::variant<std::monostate, lutkit::packed_weights<q4_0_policy>, lutkit::packed_weights<q8_0_policy>,
                lutkit::packed_weights<iq4_nl_policy>, lutkit::packed_weights<q4_1_policy>,
                lutkit::packed_weights<tq_policy>, lutkit::packed_weights<q4_k_policy>,
-               lutkit::packed_weights<q6_k_policy>, lutkit::packed_weights<q5_0_policy>>
+               lutkit::packed_weights<q6_k_policy>, lutkit::packed_weights<q5_0_policy>,
+               lutkit::packed_weights<q3_k_policy>, lutkit::packed_weights<q5_k_policy>,
+               lutkit::packed_weights<q2_k_policy>, lutkit::packed_weights<q5_1_policy>>
       w;
 
   static constexpr std::size_t gemv_rows = 4;  // N above this: the dequant-GEMM
@@ -196,9 +202,13 @@ inline matrix pack_matrix(const lutkit::gguf::tensor& t, lutkit::thread_pool* po
     case ggml_type::tq1_0: m.w = lutkit::pack_tq1_0<tq_policy>(b, m.M, m.K, nb, pool); break;
     case ggml_type::q4_k: m.w = lutkit::pack_q4_k<q4_k_policy>(b, m.M, m.K, nb, pool); break;
     case ggml_type::q6_k: m.w = lutkit::pack_q6_k<q6_k_policy>(b, m.M, m.K, nb, pool); break;
+    case ggml_type::q3_k: m.w = lutkit::pack_q3_k<q3_k_policy>(b, m.M, m.K, nb, pool); break;
+    case ggml_type::q5_k: m.w = lutkit::pack_q5_k<q5_k_policy>(b, m.M, m.K, nb, pool); break;
+    case ggml_type::q2_k: m.w = lutkit::pack_q2_k<q2_k_policy>(b, m.M, m.K, nb, pool); break;
+    case ggml_type::q5_1: m.w = lutkit::pack_q5_1<q5_1_policy>(b, m.M, m.K, nb, pool); break;
     default:
       llm::require(false, "llm: tensor '", t.name, "' has type ", t.info().name,
-                   "; the engine packs Q4_0, Q4_1, Q5_0, Q8_0, IQ4_NL, Q4_K, Q6_K, TQ2_0 and TQ1_0 matrices");
+                   "; the engine packs Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, TQ2_0 and TQ1_0 matrices");
   }
   return m;
 }

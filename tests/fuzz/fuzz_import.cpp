@@ -1,4 +1,4 @@
-// Fuzz target: the llama.cpp block importers (Q4_0, Q8_0, IQ4_NL, Q5_0, Q4_K, Q6_K), the GPTQ importer and from_codes
+// Fuzz target: the llama.cpp block importers (Q4_0, Q8_0, IQ4_NL, Q5_0, Q5_1, Q2_K ... Q6_K), the GPTQ importer and from_codes
 // on fuzzed shapes and bytes (NaN, Inf, subnormal and negative scales, truncated buffers). Byte 0
 // picks the importer, then M and K, then the tensor bytes. What an importer accepts must decode to
 // exactly the value the source format defines (recomputed here from the raw bytes), and pack and
@@ -19,6 +19,10 @@ using GP = policy<fmt::uint_asym<4>, group<32>, table::lut4<int8_t, false>>;
 using Q50 = policy<fmt::uint_sym<5>, group<32>>;
 using K4 = policy<fmt::q4_k, group<32>>;
 using K6 = policy<fmt::q6_k, group<16>>;
+using K3 = policy<fmt::q3_k, group<16>>;
+using K5 = policy<fmt::q5_k, group<32>>;
+using K2 = policy<fmt::q2_k, group<16>>;
+using Q51 = policy<fmt::q5_1, group<32>>;
 constexpr const char* kTarget = "import";
 
 template <class P>
@@ -89,23 +93,43 @@ void ggml_case(int which, const uint8_t* d, std::size_t n, std::size_t M, std::s
   run_kernel(q, seed);
 }
 
-// the K-quants: the importer against ggml::dequantize_row (llama.cpp's definition, io/ggml_blocks.hpp),
-// the in-place packer against pack(import)
+// the K-quants and Q5_1: the importer against ggml::dequantize_row (llama.cpp's definition,
+// io/ggml_blocks.hpp), the in-place packer against pack(import)
+template <class P>
+struct block_type;
+#define LUTKIT_FUZZ_BLOCK(P, t, e, bytes)                                                                  \
+  template <>                                                                                          \
+  struct block_type<P> {                                                                               \
+    static constexpr ggml_type type = ggml_type::t;                                                    \
+    static constexpr std::size_t E = e, bb = bytes;                                                    \
+    static quantized<P> import(const uint8_t* d, std::size_t M, std::size_t K, std::size_t n) {        \
+      return import_##t<P>(d, M, K, n);                                                                \
+    }                                                                                                  \
+    static packed_weights<P> pack(const uint8_t* d, std::size_t M, std::size_t K, std::size_t n) {     \
+      return pack_##t<P>(d, M, K, n);                                                                  \
+    }                                                                                                  \
+  };
+LUTKIT_FUZZ_BLOCK(K2, q2_k, 256, 84)
+LUTKIT_FUZZ_BLOCK(K3, q3_k, 256, 110)
+LUTKIT_FUZZ_BLOCK(K4, q4_k, 256, 144)
+LUTKIT_FUZZ_BLOCK(K5, q5_k, 256, 176)
+LUTKIT_FUZZ_BLOCK(K6, q6_k, 256, 210)
+LUTKIT_FUZZ_BLOCK(Q51, q5_1, 32, 24)
+#undef LUTKIT_FUZZ_BLOCK
+
 template <class P>
 void kquant_case(const uint8_t* d, std::size_t n, std::size_t M, std::size_t K, uint64_t seed) {
-  constexpr bool q4 = std::is_same_v<P, K4>;
-  constexpr std::size_t bb = q4 ? 144 : 210;
-  constexpr ggml_type type = q4 ? ggml_type::q4_k : ggml_type::q6_k;
+  using B = block_type<P>;
   quantized<P> q;
   packed_weights<P> direct;
   bool direct_ok = true;
   try {
-    direct = q4 ? pack_q4_k<P>(d, M, K, n) : pack_q6_k<P>(d, M, K, n);
+    direct = B::pack(d, M, K, n);
   } catch (const lutkit::error&) {
     direct_ok = false;
   }
   try {
-    q = q4 ? import_q4_k<P>(d, M, K, n) : import_q6_k<P>(d, M, K, n);
+    q = B::import(d, M, K, n);
   } catch (const lutkit::error&) {
     if (direct_ok) lutkit_fuzz::fail(kTarget, "a K-quant packer accepted blocks the importer refuses", double(M), double(K));
     return;
@@ -116,10 +140,10 @@ void kquant_case(const uint8_t* d, std::size_t n, std::size_t M, std::size_t K, 
     if (direct.size_bytes() != want.size_bytes() || std::memcmp(direct.bytes(), want.bytes(), want.size_bytes()) != 0)
       lutkit_fuzz::fail(kTarget, "a K-quant packer's blob differs from pack(import)", double(M), double(K));
   }
-  if (n < M * (K / 256) * bb) lutkit_fuzz::fail(kTarget, "accepted a truncated K-quant buffer", double(n));
+  if (n < M * (K / B::E) * B::bb) lutkit_fuzz::fail(kTarget, "accepted a truncated K-quant buffer", double(n));
   std::vector<float> y(K);
   for (std::size_t m = 0; m < M; ++m) {
-    ggml::dequantize_row(type, d + m * (K / 256) * bb, K / 256 * bb, y.data(), K);
+    ggml::dequantize_row(B::type, d + m * (K / B::E) * B::bb, K / B::E * B::bb, y.data(), K);
     for (std::size_t k = 0; k < K; ++k) {
       const float got = float(q.weight(m, k));
       if (!(got == y[k])) lutkit_fuzz::fail(kTarget, "imported K-quant weight differs from llama.cpp's value", got, y[k]);
@@ -175,12 +199,16 @@ void codes_case(lutkit_fuzz::reader& r, uint64_t seed) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   lutkit_fuzz::reader r{data, size};
-  const int which = r.u8() % 8;
+  const int which = r.u8() % 12;
   const uint64_t seed = uint64_t(size) * 0x9E3779B97F4A7C15ull + uint64_t(which);
-  if (which == 5 || which == 6) {  // K-quants: M small, K a few super-blocks or not a multiple of 256
+  if (which == 5 || which == 6 || which >= 8) {  // K-quants (and Q5_1): M small, K a few super-blocks or not a multiple of 256
     const std::size_t M = r.u8() % 40, K = r.u8() & 0x80 ? std::size_t(r.u16()) : 256 * std::size_t(r.u8() % 4);
     if (which == 5) kquant_case<K4>(r.p, r.n, M, K, seed);
-    else kquant_case<K6>(r.p, r.n, M, K, seed);
+    else if (which == 6) kquant_case<K6>(r.p, r.n, M, K, seed);
+    else if (which == 8) kquant_case<K3>(r.p, r.n, M, K, seed);
+    else if (which == 9) kquant_case<K5>(r.p, r.n, M, K, seed);
+    else if (which == 10) kquant_case<K2>(r.p, r.n, M, K, seed);
+    else kquant_case<Q51>(r.p, r.n, M, K, seed);
   } else if (which <= 2 || which == 7) {
     // M and K straight from the input: zero, huge, not a multiple of 32, products that wrap
     const std::size_t M = r.u8() & 0x80 ? std::size_t(r.u64()) : std::size_t(r.u8()),

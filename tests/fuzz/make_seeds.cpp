@@ -9,6 +9,7 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <lutkit/io/gguf_writer.hpp>
@@ -100,7 +101,7 @@ int main(int argc, char** argv) {
   blob_seed<K4>(root / "blob", 4, 40, 256);
   blob_seed<K6>(root / "blob", 5, 70, 48);
   // import: 0 q4_0, 1 q8_0, 2 iq4_nl (shape prefix + blocks), 3 GPTQ, 4 from_codes (raw bytes),
-  // 5 q4_k, 6 q6_k (below), 7 q5_0
+  // 5 q4_k, 6 q6_k, 8 q3_k, 9 q5_k, 10 q2_k, 11 q5_1 (below), 7 q5_0
   ggml_seed<policy<fmt::uint_sym<5>, group<32>>>(root / "import", 7, 6, 96);
   ggml_seed<policy<fmt::uint_sym<4>, group<32>, table::lut4<int8_t, false>>>(root / "import", 0, 5, 64);
   ggml_seed<policy<fmt::uint_sym<8>, group<32>, table::lut4<int8_t, false>>>(root / "import", 1, 3, 96);
@@ -131,12 +132,17 @@ int main(int argc, char** argv) {
     }
     write(root / "import", "seed_from_codes", b);
   }
-  // import: 5 Q4_K, 6 Q6_K (which, M, a flag byte < 0x80, K / 256, then random_blocks' blocks)
-  for (int which : {5, 6}) {
+  // import: 5 Q4_K, 6 Q6_K, 8 Q3_K, 9 Q5_K, 10 Q2_K, 11 Q5_1 (which, M, a flag byte < 0x80,
+  // K / 256, then random_blocks' blocks)
+  const std::pair<ggml_type, const char*> kq[] = {{ggml_type::q4_k, "seed_q4_k"}, {ggml_type::q6_k, "seed_q6_k"},
+                                                  {ggml_type::q3_k, "seed_q3_k"}, {ggml_type::q5_k, "seed_q5_k"},
+                                                  {ggml_type::q2_k, "seed_q2_k"}, {ggml_type::q5_1, "seed_q5_1"}};
+  for (int i = 0; i < 6; ++i) {
+    const int which = i < 2 ? 5 + i : 6 + i;
     std::vector<uint8_t> b{uint8_t(which), 3, 0, 2};
-    const auto blocks = ggml::random_blocks(which == 5 ? ggml_type::q4_k : ggml_type::q6_k, 3 * 512, uint64_t(which));
+    const auto blocks = ggml::random_blocks(kq[i].first, 3 * 512, uint64_t(which));
     b.insert(b.end(), blocks.begin(), blocks.end());
-    write(root / "import", which == 5 ? "seed_q4_k" : "seed_q6_k", b);
+    write(root / "import", kq[i].second, b);
   }
   // streams: 0 Q4NX, 1 tile-group super-groups
   {

@@ -192,7 +192,9 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
         else return Ops::loadf16(reinterpret_cast<const uint16_t*>(a.data + off) + 16 * q);
       };
       for (int q = 0; q < 4; ++q) sreg[q] = param(cur.params, q);
-      if constexpr (S.asymmetric) {
+      if constexpr (S.min_form) {
+        for (int q = 0; q < 4; ++q) zreg[q] = param(cur.zeros(), q);  // the minimum, as it is
+      } else if constexpr (S.asymmetric) {
         // c_mirror - z in one rounding, as the buffered form's subtraction
         for (int q = 0; q < 4; ++q) zreg[q] = Ops::fmaf(param(cur.zeros(), q), Ops::setf(-1.f), Ops::setf(c_mirror));
       }
@@ -202,7 +204,8 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
       if constexpr (S.asymmetric) {
         if constexpr (S.f32_params) std::memcpy(z32, a.data + cur.zeros(), 4 * R);
         else Ops::f16_to_f32(reinterpret_cast<const uint16_t*>(a.data + cur.zeros()), z32, R);
-        for (int r = 0; r < R; ++r) z32[r] = c_mirror - z32[r];
+        if constexpr (!S.min_form)
+          for (int r = 0; r < R; ++r) z32[r] = c_mirror - z32[r];
       }
     }
     W accP[NB][SETS][2];
@@ -425,12 +428,19 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
             if constexpr (S.asymmetric) zq = Ops::loadf(z32 + 16 * q);
             sq = Ops::loadf(s32 + 16 * q);
           }
-          const F bias = S.asymmetric ? Ops::mulf(zq, sx) : Ops::setf(z_sym * XS[n][blk]);
+          // min-form (w = s q + m): s (acc ts + c_mirror sum(x)) + m sum(x); otherwise
+          // s (acc ts + (c_mirror - z) sum(x))
+          const F bias = S.min_form     ? Ops::setf(c_mirror * XS[n][blk])
+                         : S.asymmetric ? Ops::mulf(zq, sx)
+                                        : Ops::setf(z_sym * XS[n][blk]);
           const F val = Ops::fmaf(i == 0 ? r0 : r1, ts, bias);
+          F o = OUT_REGS ? outv[n][q] : Ops::loadf(an + 16 * q);
+          o = Ops::fmaf(sq, val, o);
+          if constexpr (S.min_form) o = Ops::fmaf(zq, sx, o);
           if constexpr (OUT_REGS)
-            outv[n][q] = Ops::fmaf(sq, val, outv[n][q]);
+            outv[n][q] = o;
           else
-            Ops::storef(an + 16 * q, Ops::fmaf(sq, val, Ops::loadf(an + 16 * q)));
+            Ops::storef(an + 16 * q, o);
         }
       };
       half.template operator()<0>();

@@ -30,9 +30,12 @@ double lut_error_bound(const quantized<P>& q, const lut_tables<P>& t, const floa
     double xabs = 0;
     for (std::size_t k = k0; k < k0 + S.block_k && k < q.K; ++k) xabs += std::fabs(x[n * ldx + k]);
     const double qmax = S.entry_bits == 8 ? 127.0 : 32767.0;
-    const double c = S.ternary ? 0.0 : std::fabs(c_mirror - q.zero(m, g));
+    // the bias per unit of sum(x): s |c_mirror - z|, or for min-form formats s c_mirror + |m|
+    const double c = S.ternary    ? 0.0
+                     : S.min_form ? s * c_mirror + std::fabs(q.zero(m, g))
+                                  : s * std::fabs(c_mirror - q.zero(m, g));
     table_err += s * steps * pws * ts * 0.5;
-    magnitude += s * (ts * qmax * steps * pws + c * xabs * (1.0 + double(S.block_k) * 0x1p-23));
+    magnitude += s * ts * qmax * steps * pws + c * xabs * (1.0 + double(S.block_k) * 0x1p-23);
   }
   return table_err + magnitude * double(L.blocks() + 16) * 0x1p-22 + 1e-30;
 }

@@ -394,6 +394,10 @@ inline writer tiny_llama(const tiny_llama_options& o) {
                          : o.matrix_type == ggml_type::tq2_0  ? 37
                          : o.matrix_type == ggml_type::q4_k   ? (o.q4_k_m ? 15 : 14)
                          : o.matrix_type == ggml_type::q6_k   ? 18
+                         : o.matrix_type == ggml_type::q3_k   ? 11  // Q3_K_S: every matrix Q3_K
+                         : o.matrix_type == ggml_type::q5_1   ? 9
+                         : o.matrix_type == ggml_type::q2_k   ? 10
+                         : o.matrix_type == ggml_type::q5_k   ? 16  // Q5_K_S
                                                               : 0;
   if (ftype) w.add_u32("general.file_type", ftype);
   w.set_alignment(default_alignment);

@@ -554,6 +554,16 @@ void pack_q5_0_into(packed_weights<P>& out, const void* blocks, std::size_t M, s
   detail::pack_source_into(out, detail::ggml_tensor<P, detail::ggml_q5_0>("pack_q5_0", blocks, M, K, nbytes), pool);
 }
 template <class P>
+packed_weights<P> pack_q5_1(const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes = unknown_size,
+                            thread_pool* pool = nullptr) {
+  return detail::pack_source<P>(detail::ggml_tensor<P, detail::ggml_q5_1>("pack_q5_1", blocks, M, K, nbytes), pool);
+}
+template <class P>
+void pack_q5_1_into(packed_weights<P>& out, const void* blocks, std::size_t M, std::size_t K,
+                    std::size_t nbytes = unknown_size, thread_pool* pool = nullptr) {
+  detail::pack_source_into(out, detail::ggml_tensor<P, detail::ggml_q5_1>("pack_q5_1", blocks, M, K, nbytes), pool);
+}
+template <class P>
 void pack_q4_1_into(packed_weights<P>& out, const void* blocks, std::size_t M, std::size_t K,
                     std::size_t nbytes = unknown_size, thread_pool* pool = nullptr) {
   detail::pack_source_into(out, detail::ggml_tensor<P, detail::ggml_q4_1>("pack_q4_1", blocks, M, K, nbytes), pool);
@@ -619,6 +629,42 @@ template <class P>
 void pack_q6_k_into(packed_weights<P>& out, const void* blocks, std::size_t M, std::size_t K,
                     std::size_t nbytes = unknown_size, thread_pool* pool = nullptr) {
   detail::pack_source_into(out, detail::ggml_superblock_tensor<P, detail::ggml_q6_k>("pack_q6_k", blocks, M, K, nbytes),
+                           pool);
+}
+template <class P>
+packed_weights<P> pack_q3_k(const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes = unknown_size,
+                            thread_pool* pool = nullptr) {
+  return detail::pack_source<P>(detail::ggml_superblock_tensor<P, detail::ggml_q3_k>("pack_q3_k", blocks, M, K, nbytes),
+                                pool);
+}
+template <class P>
+void pack_q3_k_into(packed_weights<P>& out, const void* blocks, std::size_t M, std::size_t K,
+                    std::size_t nbytes = unknown_size, thread_pool* pool = nullptr) {
+  detail::pack_source_into(out, detail::ggml_superblock_tensor<P, detail::ggml_q3_k>("pack_q3_k", blocks, M, K, nbytes),
+                           pool);
+}
+template <class P>
+packed_weights<P> pack_q5_k(const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes = unknown_size,
+                            thread_pool* pool = nullptr) {
+  return detail::pack_source<P>(detail::ggml_superblock_tensor<P, detail::ggml_q5_k>("pack_q5_k", blocks, M, K, nbytes),
+                                pool);
+}
+template <class P>
+void pack_q5_k_into(packed_weights<P>& out, const void* blocks, std::size_t M, std::size_t K,
+                    std::size_t nbytes = unknown_size, thread_pool* pool = nullptr) {
+  detail::pack_source_into(out, detail::ggml_superblock_tensor<P, detail::ggml_q5_k>("pack_q5_k", blocks, M, K, nbytes),
+                           pool);
+}
+template <class P>
+packed_weights<P> pack_q2_k(const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes = unknown_size,
+                            thread_pool* pool = nullptr) {
+  return detail::pack_source<P>(detail::ggml_superblock_tensor<P, detail::ggml_q2_k>("pack_q2_k", blocks, M, K, nbytes),
+                                pool);
+}
+template <class P>
+void pack_q2_k_into(packed_weights<P>& out, const void* blocks, std::size_t M, std::size_t K,
+                    std::size_t nbytes = unknown_size, thread_pool* pool = nullptr) {
+  detail::pack_source_into(out, detail::ggml_superblock_tensor<P, detail::ggml_q2_k>("pack_q2_k", blocks, M, K, nbytes),
                            pool);
 }
 

@@ -1,4 +1,4 @@
-// lutkit — llama.cpp's K-quants as policy formats: Q4_K and Q6_K.
+// lutkit — llama.cpp's K-quants as policy formats: Q2_K, Q3_K, Q4_K, Q5_K and Q6_K.
 //
 // A K-quant super-block of 256 weights holds fp16 super-scales and 6- or 8-bit sub-block scales
 // (and minimums); the scale of a sub-block is their product, d * sc, which fp32 holds exactly (an
@@ -10,7 +10,14 @@
 //   Q6_K  fmt::q6_k, group<16>: 6-bit codes q in bit planes (6 planes: never widened to 8 bits),
 //         zero 32, scale d * sc (sc int8, so scales can be negative); the LUT-GEMV (16-k
 //         blocks keep its int16 sums in range) and the dequant-GEMM serve it.
-// The importers give, for every weight, the float llama.cpp's dequantize_row_q4_K / _q6_K gives.
+//   Q3_K  fmt::q3_k, group<16>: 3-bit codes q = low 2 bits + 4 x the hmask bit in 3 bit planes,
+//         zero 4, scale d * (s - 32) (s 6 bits: negative scales too); served as Q6_K.
+//   Q5_K  fmt::q5_k, group<32>: Q4_K's scales and minimums with 5-bit codes (the fifth bit from
+//         qh) in 5 bit planes; the LUT-GEMV (adding min * sum(x) per group) and the dequant
+//         kernels serve it.
+//   Q2_K  fmt::q2_k, group<16>: 2-bit codes in 2 bit planes, scale d * (sc & 15), minimum
+//         -(dmin * (sc >> 4)); served as Q5_K.
+// The importers give, for every weight, the float llama.cpp's dequantize_row_q2_K ... _q6_K gives.
 // The block decoding here is written apart from io/ggml_blocks.hpp's row dequantizers (quant/
 // includes only core/), and tests/test_formats.cpp checks the two against each other.
 #pragma once
@@ -36,55 +43,105 @@ struct q6_k {
   static constexpr bool is_ternary = false;
   static constexpr bool asymmetric = false;
 };
+struct q3_k {
+  static constexpr int bits = 3;
+  static constexpr bool is_ternary = false;
+  static constexpr bool asymmetric = false;
+};
+struct q5_k {
+  static constexpr int bits = 5;
+  static constexpr bool is_ternary = false;
+  static constexpr bool asymmetric = true;
+};
+struct q2_k {
+  static constexpr int bits = 2;
+  static constexpr bool is_ternary = false;
+  static constexpr bool asymmetric = true;
+};
 }  // namespace fmt
+
+namespace detail {
+// The group fit of the min-form K-quants (fp32 parameters): min = min(w), scale = the smallest
+// float of SigBits significant bits >= (max(w) - min) / MaxCode: every weight within scale / 2 of
+// scale * q + min (plus the sum's rounding), and scale * q exact in fp32 for every code (as
+// llama.cpp's d * sc, of at most 17 bits, makes it; SigBits + the code's bits <= 24), so a
+// kernel's fused multiply-add and value()'s product and sum agree. False when not finite.
+template <int MaxCode, int SigBits>
+bool fit_min_form_f32(const float* w, std::size_t n, std::size_t stride, float& scale, float& min) {
+  float lo = w[0], hi = w[0];
+  for (std::size_t i = 1; i < n; ++i) {
+    lo = std::min(lo, w[i * stride]);
+    hi = std::max(hi, w[i * stride]);
+  }
+  const double range = double(hi) - double(lo);
+  int e = 0;
+  const double f = std::frexp(range / double(MaxCode), &e);  // in [0.5, 1)
+  const float d = float(std::ldexp(std::ceil(std::ldexp(f, SigBits)), e - SigBits));
+  scale = d;
+  min = lo;
+  return std::isfinite(lo) && std::isfinite(d) && std::isfinite(d * float(MaxCode) + lo);
+}
+}  // namespace detail
 
 template <>
 struct format_traits<fmt::q4_k> : detail::min_form4_traits {
   static constexpr bool bf16_params = false;
   static constexpr bool f32_params = true;
   static constexpr const char* book_name = "q4k";  // policy names read w4q4k_g32_asym_...
-  // min = min(w), scale = the smallest float of 20 significant bits >= (max(w) - min) / 15:
-  // every weight within scale / 2 of scale * q + min (plus the sum's rounding), and scale * q
-  // exact in fp32 for every code (as llama.cpp's d * sc, of at most 17 bits, makes it), so a
-  // kernel's fused multiply-add and value()'s product and sum agree. False when not finite.
   static bool fit_group(const float* w, std::size_t n, std::size_t stride, float& scale, float& min) {
-    float lo = w[0], hi = w[0];
-    for (std::size_t i = 1; i < n; ++i) {
-      lo = std::min(lo, w[i * stride]);
-      hi = std::max(hi, w[i * stride]);
-    }
-    const double range = double(hi) - double(lo);
-    int e = 0;
-    const double f = std::frexp(range / 15.0, &e);  // in [0.5, 1)
-    float d = float(std::ldexp(std::ceil(std::ldexp(f, 20)), e - 20));
-    scale = d;
-    min = lo;
-    return std::isfinite(lo) && std::isfinite(d) && std::isfinite(d * 15.0f + lo);
+    return detail::fit_min_form_f32<15, 20>(w, n, stride, scale, min);
+  }
+};
+template <>
+struct format_traits<fmt::q5_k> : detail::min_form_traits<5, true> {
+  static constexpr bool bf16_params = false;
+  static constexpr bool f32_params = true;
+  static constexpr const char* book_name = "q5k";  // policy names read w5q5k_g32_asym_...
+  static bool fit_group(const float* w, std::size_t n, std::size_t stride, float& scale, float& min) {
+    return detail::fit_min_form_f32<31, 19>(w, n, stride, scale, min);
+  }
+};
+template <>
+struct format_traits<fmt::q2_k> : detail::min_form_traits<2, true> {
+  static constexpr bool bf16_params = false;
+  static constexpr bool f32_params = true;
+  static constexpr const char* book_name = "q2k";  // policy names read w2q2k_g16_asym_...
+  static bool fit_group(const float* w, std::size_t n, std::size_t stride, float& scale, float& min) {
+    return detail::fit_min_form_f32<3, 22>(w, n, stride, scale, min);
   }
 };
 
-// 6 bit planes, weight = scale * (q - 32), fp32 parameters. The LUT-GEMV runs it (weights linear
-// in the bits); at 6 planes the int16 bound allows 4-step (16-k) blocks with int8 tables, one
-// block a group.
-template <>
-struct format_traits<fmt::q6_k> {
+namespace detail {
+// The symmetric K-quants: B bit planes, weight = scale * (q - 2^(B-1)), fp32 parameters. The
+// LUT-GEMV runs them (weights linear in the bits); at up to 6 planes the int16 bound allows 4-step
+// (16-k) blocks with int8 tables, one block a group.
+template <int B>
+struct kquant_planes_traits {
   static constexpr bool is_ternary = false;
-  static constexpr int bits = 6;
+  static constexpr int bits = B;
   static constexpr bool asymmetric = false;
-  static constexpr int planes = 6;
+  static constexpr int planes = B;
   static constexpr int k_per_step = 4;
-  static constexpr int max_code = 63;
-  static constexpr float sym_zero = 32.0f;
-  static constexpr int plane_weight_sum = 63;
+  static constexpr int max_code = (1 << B) - 1;
+  static constexpr float sym_zero = float(1 << (B - 1));
+  static constexpr int plane_weight_sum = (1 << B) - 1;
   static constexpr bool integer_levels = true;
   static constexpr float level(int code) { return float(code); }
   static constexpr float value(float scale, float zero, int code) { return scale * (level(code) - zero); }
   static constexpr bool lut_gemv_capable = true;
   static constexpr bool is_codebook = false;
-  static constexpr const char* book_name = "q6k";  // policy names read w6q6k_g16_...
   static constexpr bool min_form = false;
   static constexpr bool bf16_params = false;
   static constexpr bool f32_params = true;
+};
+}  // namespace detail
+template <>
+struct format_traits<fmt::q6_k> : detail::kquant_planes_traits<6> {
+  static constexpr const char* book_name = "q6k";  // policy names read w6q6k_g16_...
+};
+template <>
+struct format_traits<fmt::q3_k> : detail::kquant_planes_traits<3> {
+  static constexpr const char* book_name = "q3k";  // policy names read w3q3k_g16_...
 };
 
 namespace detail {
@@ -152,6 +209,67 @@ struct ggml_q6_k {
   }
 };
 
+// Q5_K (176 bytes: Q4_K's d, dmin and scales, qh[32] at 16, qs[128] at 48): sub-block j's scale
+// and minimum as Q4_K's; code = Q4_K's nibble + 16 x bit j of qh[e % 32]
+struct ggml_q5_k {
+  using format = fmt::q5_k;
+  static constexpr std::size_t block_elems = 256, block_bytes = 176, sub = 32;
+  static constexpr const char* name = "Q5_K";
+  static bool finite(const unsigned char* b) { return ggml_q4_k::finite(b); }
+  static float scale(const unsigned char* b, int j) { return ggml_q4_k::scale(b, j); }
+  static float minimum(const unsigned char* b, int j) { return ggml_q4_k::minimum(b, j); }
+  static uint64_t codes8(const unsigned char* b, unsigned e0) {
+    const unsigned c = e0 / 64, l = e0 % 64, sh = l < 32 ? 0 : 4, j = e0 / 32;
+    uint64_t lo, hi;
+    std::memcpy(&lo, b + 48 + 32 * c + l % 32, 8);
+    std::memcpy(&hi, b + 16 + l % 32, 8);
+    return ((lo >> sh) & 0x0F0F0F0F0F0F0F0Full) | (((hi >> j) & 0x0101010101010101ull) << 4);
+  }
+};
+// Q2_K (84 bytes: scales[16], qs[64] at 16, fp16 d at 80, dmin at 82). Sub-block i: scale
+// d * (scales[i] & 15), minimum -(dmin * (scales[i] >> 4)); weight e = 128 h + 32 j + l: bits
+// 2j, 2j + 1 of qs[32 h + l] (Q3_K's low bits), sub-block e / 16.
+struct ggml_q2_k {
+  using format = fmt::q2_k;
+  static constexpr std::size_t block_elems = 256, block_bytes = 84, sub = 16;
+  static constexpr const char* name = "Q2_K";
+  static bool finite(const unsigned char* b) { return std::isfinite(kq_f16(b + 80)) && std::isfinite(kq_f16(b + 82)); }
+  static float scale(const unsigned char* b, int i) { return kq_f16(b + 80) * float(b[i] & 0xF); }
+  static float minimum(const unsigned char* b, int i) { return -(kq_f16(b + 82) * float(b[i] >> 4)); }
+  static uint64_t codes8(const unsigned char* b, unsigned e0) {
+    const unsigned h = e0 / 128, j = (e0 / 32) % 4, l = e0 % 32;
+    uint64_t lo;
+    std::memcpy(&lo, b + 16 + 32 * h + l, 8);
+    return (lo >> (2 * j)) & 0x0303030303030303ull;
+  }
+};
+// Q3_K (110 bytes: hmask[32], qs[64], 12 bytes of 6-bit scales, fp16 d). Weight e = 128 h + 32 j + l
+// (j = 0..3, l < 32): low 2 bits from bits 2j, 2j + 1 of qs[32 h + l], the third from bit 4 h + j of
+// hmask[l]; w = d (s - 32) (q - 4), sub-block e / 16. Scale s of sub-block i: its low 4 bits in
+// byte i (i < 8, low nibble) or i - 8 (high nibble), its top 2 bits at bit 2 (i / 4) of byte 8 + i % 4.
+struct ggml_q3_k {
+  using format = fmt::q3_k;
+  static constexpr std::size_t block_elems = 256, block_bytes = 110, sub = 16;
+  static constexpr const char* name = "Q3_K";
+  static bool finite(const unsigned char* b) { return std::isfinite(kq_f16(b + 108)); }
+  static float scale(const unsigned char* b, int i) {
+    const unsigned char* s = b + 96;
+    const int lo = i < 8 ? (s[i] & 0xF) : (s[i - 8] >> 4);
+    const int hi = (s[8 + i % 4] >> (2 * (i / 4))) & 3;
+    return kq_f16(b + 108) * float((lo | (hi << 4)) - 32);
+  }
+  static float minimum(const unsigned char*, int) { return 0.f; }
+  static uint64_t codes8(const unsigned char* b, unsigned e0) {
+    const unsigned h = e0 / 128, j = (e0 / 32) % 4, l = e0 % 32;
+    uint64_t lo, hi;
+    std::memcpy(&lo, b + 32 + 32 * h + l, 8);
+    std::memcpy(&hi, b + l, 8);
+    lo = (lo >> (2 * j)) & 0x0303030303030303ull;
+    hi = (hi >> (4 * h + j)) & 0x0101010101010101ull;
+    return lo | (hi << 2);
+  }
+};
+
 // the checks of every reader of a K-quant tensor: the policy holds the block's format with
 // group<sub>, K a multiple of the super-block, the buffer large enough
 template <class P, class Block>
@@ -215,6 +333,31 @@ template <class P>
 quantized<P> import_q6_k(const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes = unknown_size,
                          thread_pool* pool = nullptr) {
   return detail::import_ggml_superblocks<P, detail::ggml_q6_k>("import_q6_k", blocks, M, K, nbytes, pool);
+}
+
+// block_q5_k (176 bytes: Q4_K's fields with 32 bytes of fifth code bits): w = (d sc) q - dmin m per
+// 32-weight sub-block, q 5 bits. Policy: fmt::q5_k, group<32> (scale d sc, minimum -(dmin m), both
+// fp32). To a blob: pack_q5_k.
+template <class P>
+quantized<P> import_q5_k(const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes = unknown_size,
+                         thread_pool* pool = nullptr) {
+  return detail::import_ggml_superblocks<P, detail::ggml_q5_k>("import_q5_k", blocks, M, K, nbytes, pool);
+}
+// block_q2_k (84 bytes: 16 bytes of 4-bit scales and minimums, 64 bytes of 2-bit codes, fp16 d
+// and dmin): w = (d sc) q - dmin m per 16-weight sub-block. Policy: fmt::q2_k, group<16> (scale
+// d sc, minimum -(dmin m), both fp32). To a blob: pack_q2_k.
+template <class P>
+quantized<P> import_q2_k(const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes = unknown_size,
+                         thread_pool* pool = nullptr) {
+  return detail::import_ggml_superblocks<P, detail::ggml_q2_k>("import_q2_k", blocks, M, K, nbytes, pool);
+}
+// block_q3_k (110 bytes: 32 bytes of high code bits, 64 bytes of 2-bit codes, 12 bytes of 6-bit
+// sub-block scales, fp16 d): w = d (s - 32) (q - 4) per 16-weight sub-block. Policy: fmt::q3_k,
+// group<16> (code q, scale d (s - 32) in fp32). To a blob: pack_q3_k.
+template <class P>
+quantized<P> import_q3_k(const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes = unknown_size,
+                         thread_pool* pool = nullptr) {
+  return detail::import_ggml_superblocks<P, detail::ggml_q3_k>("import_q3_k", blocks, M, K, nbytes, pool);
 }
 
 }  // namespace lutkit

@@ -24,9 +24,16 @@ namespace lutkit {
 // llama.cpp's Q4_1 as a policy format: 4-bit codes q, an fp16 scale d and an fp16 minimum m per
 // group, w = d * q + m (min-form, like Q4NX but with fp16 parameters). Whole codes (no LUT-GEMV);
 // the int8 decode, FusedDQP and the dequant-GEMM serve it.
+// llama.cpp's Q5_1: the same with 5-bit codes, stored as 5 bit planes (never widened to 8 bits):
+// the LUT-GEMV serves it (adding m * sum(x) per group), and the dequant kernels.
 namespace fmt {
 struct q4_1 {
   static constexpr int bits = 4;
+  static constexpr bool is_ternary = false;
+  static constexpr bool asymmetric = true;
+};
+struct q5_1 {
+  static constexpr int bits = 5;
   static constexpr bool is_ternary = false;
   static constexpr bool asymmetric = true;
 };
@@ -43,55 +50,72 @@ inline float f16_step(float v, bool up) {
 }  // namespace detail
 
 namespace detail {
-// What the min-form 4-bit formats (Q4_1, Q4NX) share: codes 0..15 as whole codes (no LUT-GEMV),
-// level = code, weight = scale * code + min, the code of a weight rounded to nearest and clamped.
-// Each format adds its parameter type (bf16_params), its name and its group fit.
-struct min_form4_traits {
+// What the min-form formats share: codes 0..2^B - 1, level = code, weight = scale * code + min,
+// the code of a weight rounded to nearest and clamped. Planes = false: whole codes, no LUT-GEMV
+// (Q4_1, Q4NX, Q4_K); true: B bit planes, the LUT-GEMV adds min * sum(x) per group (Q5_1, Q5_K,
+// Q2_K). Each format adds its parameter type (bf16_params, f32_params), its name and its group fit.
+template <int B, bool Planes>
+struct min_form_traits {
   static constexpr bool is_ternary = false;
-  static constexpr int bits = 4;
+  static constexpr int bits = B;
   static constexpr bool asymmetric = true;
-  static constexpr int planes = 4;
+  static constexpr int planes = B;
   static constexpr int k_per_step = 4;
-  static constexpr int max_code = 15;
+  static constexpr int max_code = (1 << B) - 1;
   static constexpr float sym_zero = 0.0f;  // unused: every group stores its own minimum
-  static constexpr int plane_weight_sum = 15;
+  static constexpr int plane_weight_sum = (1 << B) - 1;
   static constexpr bool integer_levels = true;
   static constexpr float level(int code) { return float(code); }
   // min-form: the second argument is the group minimum m, weight = scale * level + m
   static constexpr bool min_form = true;
   static constexpr float value(float scale, float min, int code) { return scale * level(code) + min; }
-  static constexpr bool lut_gemv_capable = false;
+  static constexpr bool lut_gemv_capable = Planes;
   static constexpr bool is_codebook = false;
-  static constexpr bool f32_params = false;  // (Q4_K: fp32)
-  // q = round((w - min) / scale) clamped to 0..15 (0 for a zero scale: a constant group)
+  static constexpr bool f32_params = false;  // (the K-quants: fp32)
+  // q = round((w - min) / scale) clamped to 0..max_code (0 for a zero scale: a constant group)
   static uint8_t code_of(float w, float scale, float min) {
     if (!(scale > 0)) return 0;
     const double t = std::nearbyint((double(w) - double(min)) / double(scale));
-    return uint8_t(t < 0 ? 0 : (t > 15 ? 15 : int(t)));
+    return uint8_t(t < 0 ? 0 : (t > max_code ? max_code : int(t)));
   }
 };
+using min_form4_traits = min_form_traits<4, false>;
+
+// The group fits of the min-form formats with fp16 parameters (Q4_1, Q5_1): min = the largest
+// fp16 <= min(w), scale = the smallest fp16 >= (max(w) - min) / max_code: every weight within
+// scale / 2 of d q + m. False when they are not finite in fp16.
+template <int MaxCode>
+bool fit_min_form_f16(const float* w, std::size_t n, std::size_t stride, float& scale, float& min) {
+  float lo = w[0], hi = w[0];
+  for (std::size_t i = 1; i < n; ++i) {
+    lo = std::min(lo, w[i * stride]);
+    hi = std::max(hi, w[i * stride]);
+  }
+  float mn = round_to_f16(lo);
+  if (mn > lo) mn = f16_step(mn, false);
+  const double range = double(hi) - double(mn);
+  float d = round_to_f16(float(range / double(MaxCode)));
+  if (double(d) * MaxCode < range) d = f16_step(d, true);
+  scale = d;
+  min = mn;
+  return std::isfinite(mn) && std::isfinite(d) && std::isfinite(d * float(MaxCode) + mn);
+}
 }  // namespace detail
 
 template <>
 struct format_traits<fmt::q4_1> : detail::min_form4_traits {
   static constexpr bool bf16_params = false;
   static constexpr const char* book_name = "q41";  // policy names read w4q41_g32_asym_...
-  // min = the largest fp16 <= min(w), scale = the smallest fp16 >= (max(w) - min) / 15: every
-  // weight within scale / 2 of d q + m. False when they are not finite in fp16.
   static bool fit_group(const float* w, std::size_t n, std::size_t stride, float& scale, float& min) {
-    float lo = w[0], hi = w[0];
-    for (std::size_t i = 1; i < n; ++i) {
-      lo = std::min(lo, w[i * stride]);
-      hi = std::max(hi, w[i * stride]);
-    }
-    float mn = round_to_f16(lo);
-    if (mn > lo) mn = detail::f16_step(mn, false);
-    const double range = double(hi) - double(mn);
-    float d = round_to_f16(float(range / 15.0));
-    if (double(d) * 15.0 < range) d = detail::f16_step(d, true);
-    scale = d;
-    min = mn;
-    return std::isfinite(mn) && std::isfinite(d) && std::isfinite(d * 15.0f + mn);
+    return detail::fit_min_form_f16<15>(w, n, stride, scale, min);
+  }
+};
+template <>
+struct format_traits<fmt::q5_1> : detail::min_form_traits<5, true> {
+  static constexpr bool bf16_params = false;
+  static constexpr const char* book_name = "q51";  // policy names read w5q51_g32_asym_...
+  static bool fit_group(const float* w, std::size_t n, std::size_t stride, float& scale, float& min) {
+    return detail::fit_min_form_f16<31>(w, n, stride, scale, min);
   }
 };
 
@@ -462,6 +486,13 @@ struct ggml_q5_0 : ggml_block_32 {
   }
   static void codes_block(const unsigned char* qs, uint8_t* out) { codes32(qs, out); }
 };
+// Q5_1 (24 bytes: fp16 d, fp16 m, then Q5_0's qh and nibbles): code = q, w = d * q + m
+struct ggml_q5_1 : ggml_q5_0 {
+  using format = fmt::q5_1;
+  static constexpr const char* name = "q5_1";
+  static constexpr std::size_t block_bytes = 24, qs_offset = 8, m_offset = 2;
+  static constexpr bool has_min = true;
+};
 struct ggml_q8_0 : ggml_block_32 {
   using format = fmt::uint_sym<8>;  // code = q + 128, zero 128: w = d * q
   static constexpr const char* name = "q8_0";
@@ -632,6 +663,14 @@ template <class P>
 quantized<P> import_q4_1(const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes = unknown_size,
                          thread_pool* pool = nullptr) {
   return detail::import_ggml_blocks<P, detail::ggml_q4_1>("import_q4_1", blocks, M, K, nbytes, pool);
+}
+// block_q5_1 (24 bytes: fp16 d, fp16 m, 4 bytes qh, 16 bytes of nibbles): w = d * q + m, q 5 bits
+// (as Q5_0's). Policy: fmt::q5_1, group<32> (code = q, the minimum in the zero slot). Direct to a
+// blob: pack_q5_1.
+template <class P>
+quantized<P> import_q5_1(const void* blocks, std::size_t M, std::size_t K, std::size_t nbytes = unknown_size,
+                         thread_pool* pool = nullptr) {
+  return detail::import_ggml_blocks<P, detail::ggml_q5_1>("import_q5_1", blocks, M, K, nbytes, pool);
 }
 
 // block_tq2_0 (66 bytes: 256 2-bit codes q, fp16 d) and block_tq1_0 (54 bytes: 256 base-3 digits

@@ -127,14 +127,17 @@ LUTKIT_AVX512_GFNI inline __m512 fused_param16(const uint8_t* p, int T) {
 template <class P>
 LUTKIT_AVX512_GFNI inline void fused_group_scales(const uint8_t* ps, __m512 sw[4], __m512 swz[4]) {
   constexpr auto& S = P::spec;
-  // (the fp32-parameter formats are whole codes or 6 planes: mk_int8_whole or no fused kernel)
-  static_assert(!S.f32_params, "the bit-plane fused decode reads 2-byte parameters");
+  // 2-byte parameters, or fp32 ones (Q3_K) permuted as the outputs are
+  auto param = [](const uint8_t* p, int T) {
+    if constexpr (S.f32_params) return to_pair_order(reinterpret_cast<const float*>(p), T);
+    else return fused_param16<S.bf16_params>(p, T);
+  };
 #pragma GCC unroll 4
   for (int T = 0; T < 4; ++T) {
-    __m512 sc = fused_param16<S.bf16_params>(ps, T);
+    __m512 sc = param(ps, T);
     __m512 zc;
     if constexpr (S.asymmetric) {
-      const __m512 zz = fused_param16<S.bf16_params>(ps + 2 * S.rows_per_tile, T);
+      const __m512 zz = param(ps + S.param_bytes() * S.rows_per_tile, T);
       zc = S.min_form ? _mm512_xor_ps(zz, _mm512_set1_ps(-0.f)) : _mm512_mul_ps(zz, sc);
     } else {
       zc = _mm512_mul_ps(_mm512_set1_ps(S.sym_zero), sc);
