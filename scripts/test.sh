@@ -3,9 +3,10 @@
 #   host       the Release suites (kernels, fuzz corpus replay, layout rules, packaging, examples)
 #   aie-model  (within the host run) target::aie: the AIE vector API model's checks, the kernels'
 #              differential tests on it, the cycle and array models against published figures
-#   host-asan  the same suites under AddressSanitizer + UndefinedBehaviorSanitizer
+#   host-asan  the same suites under AddressSanitizer + UndefinedBehaviorSanitizer (at -O0: half of
+#              each randomized loop, every policy)
 #   aarch64    the suites cross-built by clang-19 for aarch64 and run under qemu-aarch64 -cpu max:
-#              aarch64-neon (Highway's NEON target, the portable dequant kernels; a quarter of each
+#              aarch64-neon (Highway's NEON target, the portable dequant kernels; an eighth of each
 #              randomized loop, printed by the suite; the [statistics] studies run on the host only),
 #              aarch64-sve256 (the LUT-GEMV, table and dequant-GEMM suites built for SVE2 at 256 bits,
 #              Highway's SVE_256 target, run with 256-bit vectors; the SVE TBL check), sme128 / sme512

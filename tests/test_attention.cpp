@@ -253,8 +253,9 @@ TEST_CASE("attention: 1 and 2 threads give the same bits", "[attention]") {
     run_prefill_case(c, 500 + uint64_t(it), &pool, &b);
     REQUIRE(std::memcmp(a.data(), b.data(), a.size() * 4) == 0);
   }
-  // decode: many splits
+  // decode: many splits (reduced runs: the two shorter caches)
   for (std::size_t len : {100, 3000, 9000}) {
+    if (len == 9000 && lutkit_test::case_divisor() > 1) continue;
     kv_store kv;
     make_kv(kv, rng, kv_type::f16, len, 2, 128, true);
     attention_options o;

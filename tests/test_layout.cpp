@@ -16,7 +16,10 @@ namespace {
 template <class P>
 void check_layout_properties() {
   constexpr auto& S = P::spec;
-  const std::size_t Ms[] = {1, 63, 64, 65, 129, 130, 257};
+  // reduced runs (emulated, sanitizers): a partial tile and one more row than one 64-row and one
+  // 128-row tile (the edges), not the larger shapes
+  const std::vector<std::size_t> Ms = lutkit_test::case_divisor() > 1 ? std::vector<std::size_t>{1, 63, 65, 129}
+                                                                     : std::vector<std::size_t>{1, 63, 64, 65, 129, 130, 257};
   const std::size_t g = S.group_k > 0 ? std::size_t(S.group_k) : 1;
   const std::size_t Ks[] = {g * (S.group_k > 0 ? 1 : 7), g * (S.group_k > 0 ? 2 : 96), S.group_k > 0 ? g * 3 : 200};
   std::mt19937_64 rng(policy_hash(P::name()));

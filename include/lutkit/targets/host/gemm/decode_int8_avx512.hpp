@@ -121,23 +121,25 @@ LUTKIT_AVX512_GFNI inline __m512 fused_param16(const uint8_t* p, int T) {
   if constexpr (BF16) return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
   else return _mm512_cvtph_ps(h);
 }
+// register T's 16 group parameters in row-pair order: 2-byte ones, or fp32 ones (the K-quants'
+// bit planes: Q3_K, Q2_K) permuted as the outputs are
+template <const auto& S>
+LUTKIT_AVX512_GFNI inline __m512 fused_param(const uint8_t* p, int T) {
+  if constexpr (S.f32_params) return to_pair_order(reinterpret_cast<const float*>(p), T);
+  else return fused_param16<S.bf16_params>(p, T);
+}
 // the 64 rows' weight scales sw and zero coefficients swz of group gi in row-pair order (as
 // lut_weight_source::group_scales computes them: exact fp16 / bf16 decode, then zero * scale or
 // -min in fp32)
 template <class P>
 LUTKIT_AVX512_GFNI inline void fused_group_scales(const uint8_t* ps, __m512 sw[4], __m512 swz[4]) {
   constexpr auto& S = P::spec;
-  // 2-byte parameters, or fp32 ones (Q3_K) permuted as the outputs are
-  auto param = [](const uint8_t* p, int T) {
-    if constexpr (S.f32_params) return to_pair_order(reinterpret_cast<const float*>(p), T);
-    else return fused_param16<S.bf16_params>(p, T);
-  };
 #pragma GCC unroll 4
   for (int T = 0; T < 4; ++T) {
-    __m512 sc = param(ps, T);
+    __m512 sc = fused_param<S>(ps, T);
     __m512 zc;
     if constexpr (S.asymmetric) {
-      const __m512 zz = param(ps + S.param_bytes() * S.rows_per_tile, T);
+      const __m512 zz = fused_param<S>(ps + S.param_bytes() * S.rows_per_tile, T);
       zc = S.min_form ? _mm512_xor_ps(zz, _mm512_set1_ps(-0.f)) : _mm512_mul_ps(zz, sc);
     } else {
       zc = _mm512_mul_ps(_mm512_set1_ps(S.sym_zero), sc);
