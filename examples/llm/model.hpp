@@ -20,6 +20,7 @@
 #include <variant>
 #include <vector>
 
+#include <lutkit/instances.hpp>
 #include <lutkit/lutkit.hpp>
 
 namespace llm {
@@ -48,6 +49,18 @@ using q2_k_policy = lutkit::policy<lutkit::fmt::q2_k, lutkit::group<16>>;
 using q5_1_policy = lutkit::policy<lutkit::fmt::q5_1, lutkit::group<32>>;
 // TQ2_0 and TQ1_0 (BitNet b1.58): codes 0..2 with zero 1 and one scale per 256
 using tq_policy = lutkit::policy<lutkit::fmt::uint_asym<2>, lutkit::group<256>>;
+}  // namespace llm
+
+// Each policy's kernels (decode_gemv, dequant_gemm and what they call) are compiled once, in
+// kernels_a.cpp and kernels_b.cpp; every other translation unit sees them extern
+// (lutkit/instances.hpp). An engine that includes this header from many files compiles them once.
+#define LLM_EACH_POLICY(X)                                                                        \
+  X(llm::q4_0_policy) X(llm::q8_0_policy) X(llm::iq4_nl_policy) X(llm::q4_1_policy) X(llm::q5_0_policy) \
+  X(llm::q5_1_policy) X(llm::q4_k_policy) X(llm::q6_k_policy) X(llm::q3_k_policy) X(llm::q5_k_policy)   \
+  X(llm::q2_k_policy) X(llm::tq_policy)
+LLM_EACH_POLICY(LUTKIT_EXTERN_DQ)
+
+namespace llm {
 
 enum class arch { llama, qwen2, qwen3, gemma3 };
 enum class rope_style { pairs, halves };  // llama: adjacent pairs (2i, 2i+1); neox: (i, i + d/2)
