@@ -3,8 +3,8 @@
 #   host       the Release suites (kernels, fuzz corpus replay, layout rules, packaging, examples)
 #   aie-model  (within the host run) target::aie: the AIE vector API model's checks, the kernels'
 #              differential tests on it, the cycle and array models against published figures
-#   host-asan  the same suites under AddressSanitizer + UndefinedBehaviorSanitizer (at -O0: half of
-#              each randomized loop, every policy; the widest xsimd suite the CPU runs; the corpus
+#   host-asan  the same suites under AddressSanitizer + UndefinedBehaviorSanitizer (at -O0: a quarter
+#              of each randomized loop, every policy; the widest xsimd suite the CPU runs; the corpus
 #              replay of the three parsers, blob, GGUF and streams: the fuzz stage covers the rest)
 #   aarch64    the suites cross-built by clang-19 for aarch64 and run under qemu-aarch64 -cpu max:
 #              aarch64-neon (Highway's NEON target, the portable dequant kernels; an eighth of each
