@@ -263,6 +263,22 @@ TEST_CASE("defaults are at least as accurate as llama.cpp on its formats", "[dec
   check_defaults_vs_llama<policy<fmt::uint_sym<8>, group<32>>, true>();              // Q8_0
   check_defaults_vs_llama<policy<fmt::codebook4<book::iq4_nl>, group<32>>, true>();  // IQ4_NL
   check_defaults_vs_llama<policy<fmt::uint_asym<4>, group<64>>, false>();            // W4 g64
+  // llama.cpp's other block types, as the test list holds them (compiled once; their table layout
+  // serves only the LUT-GEMV check). llama.cpp's activations: q8_1 (the q8_0 grid plus a sum)
+  // for Q4_1 / Q5_1, q8_0 for Q5_0, q8_K (one scale per 256) for the K-quants and TQ2_0.
+  using i8 = table::lut4<int8_t, false>;
+  using i8m = table::lut4<int8_t, true>;
+  check_defaults_vs_llama<policy<fmt::q4_1, group<32>, i8>, true>();         // Q4_1
+  check_defaults_vs_llama<policy<fmt::uint_sym<5>, group<32>, i8m>, true>();  // Q5_0
+  check_defaults_vs_llama<policy<fmt::q5_1, group<32>, i8m>, true>();         // Q5_1
+  check_defaults_vs_llama<policy<fmt::q2_k, group<16>, i8m>, false>();        // Q2_K
+  check_defaults_vs_llama<policy<fmt::q3_k, group<16>, i8m>, false>();        // Q3_K
+  check_defaults_vs_llama<policy<fmt::q4_k, group<32>, i8>, false>();         // Q4_K
+  check_defaults_vs_llama<policy<fmt::q5_k, group<32>, i8m>, false>();        // Q5_K
+  check_defaults_vs_llama<policy<fmt::q6_k, group<16>, i8m>, false>();        // Q6_K
+  // the engine's TQ2_0 / TQ1_0 policy, its default (mirrored) tables (codes 0..3 here, 0..2 in
+  // TQ2_0); with plain int8 tables (the list's W2 g256) the LUT-GEMV's error is 1.27x llama.cpp's
+  check_defaults_vs_llama<policy<fmt::uint_asym<2>, group<256>>, false>();
   // NF4 (no llama.cpp format): decode_gemv's best at N <= 2, the int8 decode with split levels
   // where the CPU has it, on llama.cpp's q8_0 activation grid; else bf16 (more accurate)
   using NF4 = policy<fmt::codebook4<book::nf4>, group<64>>;

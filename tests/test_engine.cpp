@@ -16,6 +16,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -316,6 +317,42 @@ TEST_CASE("engine: prefill of n then decode equals prefill of n + 1; 1 and 2 thr
     s2.forward(&t, 1, &pool);
   }
   REQUIRE(std::memcmp(s1.logits.data(), s2.logits.data(), s1.logits.size() * 4) == 0);
+}
+
+TEST_CASE("engine: Q, K, V (and gate, up) on one set of LUT tables give the bits of separate applies", "[engine]") {
+  // Q6_K and Q3_K: the LUT-GEMV is decode_gemv's best, so the tables are shared; Q8_0: the int8
+  // decode, each matrix on its own; 1 .. 5 rows (5: the dequant-GEMM); 1 and 2 threads
+  STATIC_REQUIRE(lutkit::best_decode_method<llm::q6_k_policy>() == lutkit::decode_method::lut_gemv);
+  STATIC_REQUIRE(lutkit::best_decode_method<llm::q3_k_policy>() == lutkit::decode_method::lut_gemv);
+  lutkit::thread_pool pool(2);
+  for (auto type : {lutkit::ggml_type::q6_k, lutkit::ggml_type::q3_k, lutkit::ggml_type::q8_0}) {
+    const auto bytes = model_bytes("llama", type, 8);
+    auto m = llm::load_model(lutkit::gguf::file(std::span<const uint8_t>(bytes)), &pool, false);
+    const llm::layer& L = m->layers[0];
+    const std::size_t E = m->hp.n_embd;
+    std::mt19937 rng(4);
+    std::normal_distribution<float> nd;
+    for (std::size_t n = 1; n <= 5; ++n)
+      for (lutkit::thread_pool* p : {static_cast<lutkit::thread_pool*>(nullptr), &pool}) {
+        std::vector<float> x(n * E);
+        for (auto& v : x) v = nd(rng);
+        std::vector<float> q(n * L.wq.M), k(n * L.wk.M), v(n * L.wv.M), q1(q.size()), k1(k.size()), v1(v.size());
+        llm::apply_same_input({{&L.wq, q.data()}, {&L.wk, k.data()}, {&L.wv, v.data()}}, x.data(), n, p);
+        L.wq.apply(x.data(), n, q1.data(), p);
+        L.wk.apply(x.data(), n, k1.data(), p);
+        L.wv.apply(x.data(), n, v1.data(), p);
+        INFO("type " << int(type) << " rows " << n);
+        CHECK(std::memcmp(q.data(), q1.data(), q.size() * 4) == 0);
+        CHECK(std::memcmp(k.data(), k1.data(), k.size() * 4) == 0);
+        CHECK(std::memcmp(v.data(), v1.data(), v.size() * 4) == 0);
+        std::vector<float> g(n * L.w_gate.M), u(n * L.w_up.M), g1(g.size()), u1(u.size());
+        llm::apply_same_input({{&L.w_gate, g.data()}, {&L.w_up, u.data()}}, x.data(), n, p);
+        L.w_gate.apply(x.data(), n, g1.data(), p);
+        L.w_up.apply(x.data(), n, u1.data(), p);
+        CHECK(std::memcmp(g.data(), g1.data(), g.size() * 4) == 0);
+        CHECK(std::memcmp(u.data(), u1.data(), u.size() * 4) == 0);
+      }
+  }
 }
 
 TEST_CASE("engine: unsupported architectures and matrix types are errors naming them", "[engine]") {

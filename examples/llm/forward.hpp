@@ -3,13 +3,14 @@
 //   x = embed(tokens)                                            (the file's rows, dequantized)
 //   per layer:  h = RMSNorm(x) * attn_norm
 //               q, k, v = Wq h, Wk h, Wv h  (+ bias: qwen2)      matrix::apply: decode_gemv for a
-//               q, k = RMSNorm per head * q_norm, k_norm (qwen3)   few rows, dequant-GEMM for more
+//               q, k = RMSNorm per head * q_norm, k_norm (qwen3)   few rows, dequant-GEMM for more;
+//                                                 (apply_same_input: one set of LUT tables for Q, K, V)
 //               RoPE(q, k) at each token's position
 //               K, V appended to the fp16 cache
 //               a = attention_prefill (a chunk) / attention_decode (one token)
 //                   (gemma3's local layers: a sliding window, and their own RoPE base)
 //               x += Wo a                       (gemma3: x += RMSNorm(Wo a) * post_attn_norm)
-//               h = RMSNorm(x) * ffn_norm;  x += W_down (SiLU(W_gate h) * W_up h)
+//               h = RMSNorm(x) * ffn_norm;  x += W_down (SiLU(W_gate h) * W_up h)  (one set for gate, up)
 //                                               (gemma3: GELU-tanh, and the post-FFN norm)
 //   logits = W_out (RMSNorm(x_last) * output_norm)
 //
@@ -97,9 +98,7 @@ struct pass {
       ao.mask = local ? lutkit::mask_kind::window : lutkit::mask_kind::causal;
       ao.window = local ? hp.window : 0;
       norm_rows(x.data(), L.attn_norm, h.data());
-      L.wq.apply(h.data(), n, q.data(), pool);
-      L.wk.apply(h.data(), n, k.data(), pool);
-      L.wv.apply(h.data(), n, v.data(), pool);
+      apply_same_input({{&L.wq, q.data()}, {&L.wk, k.data()}, {&L.wv, v.data()}}, h.data(), n, pool);
       for (std::size_t t = 0; t < n; ++t) {
         if (hp.qkv_bias) {
           for (std::size_t i = 0; i < QD; ++i) q[t * QD + i] += L.bq[i];
@@ -122,8 +121,7 @@ struct pass {
       if (hp.post_norms) norm_rows(o.data(), L.post_attn_norm, o.data());
       for (std::size_t i = 0; i < n * E; ++i) x[i] += o[i];
       norm_rows(x.data(), L.ffn_norm, h.data());
-      L.w_gate.apply(h.data(), n, g.data(), pool);
-      L.w_up.apply(h.data(), n, u.data(), pool);
+      apply_same_input({{&L.w_gate, g.data()}, {&L.w_up, u.data()}}, h.data(), n, pool);
       if (hp.gelu)
         for (std::size_t i = 0; i < n * F; ++i) g[i] = gelu_tanh(g[i]) * u[i];
       else

@@ -13,10 +13,12 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -59,6 +61,12 @@ using tq_policy = lutkit::policy<lutkit::fmt::uint_asym<2>, lutkit::group<256>>;
   X(llm::q5_1_policy) X(llm::q4_k_policy) X(llm::q6_k_policy) X(llm::q3_k_policy) X(llm::q5_k_policy)   \
   X(llm::q2_k_policy) X(llm::tq_policy)
 LLM_EACH_POLICY(LUTKIT_EXTERN_DQ)
+// the policies the LUT-GEMV serves (linear in their bits): their tables are shared by the
+// matrices that read one input (apply_same_input below)
+#define LLM_EACH_LUT_POLICY(X)                                                                      \
+  X(llm::q4_0_policy) X(llm::q5_0_policy) X(llm::q5_1_policy) X(llm::q6_k_policy) X(llm::q3_k_policy) \
+  X(llm::q5_k_policy) X(llm::q2_k_policy) X(llm::tq_policy)
+LLM_EACH_LUT_POLICY(LUTKIT_EXTERN_LUT)
 
 namespace llm {
 
@@ -193,6 +201,38 @@ struct matrix {
         w);
   }
 };
+
+// y[i] = ms[i] x for matrices that read the same N activation rows (Q, K and V; gate and up).
+// Where they hold one policy and decode_gemv's best method for N rows is the LUT-GEMV, the
+// activations' tables are built once and every matrix reads them (the bits of apply: the same
+// tables, the same kernel); otherwise each matrix runs apply.
+inline void apply_same_input(std::initializer_list<std::pair<const matrix*, float*>> ms, const float* x,
+                             std::size_t N, lutkit::thread_pool* pool) {
+  const matrix& first = *ms.begin()->first;
+  bool one_policy = N <= matrix::gemv_rows;
+  for (const auto& [m, y] : ms) one_policy = one_policy && m->w.index() == first.w.index() && m->K == first.K;
+  const bool shared = one_policy && std::visit(
+                                        [&](const auto& pw0) -> bool {
+                                          using T = std::decay_t<decltype(pw0)>;
+                                          if constexpr (std::is_same_v<T, std::monostate>) {
+                                            return false;
+                                          } else {
+                                            using P = typename policy_of<T>::type;
+                                            if constexpr (!P::lut_gemv_capable) {
+                                              return false;
+                                            } else {
+                                              if (lutkit::best_decode_method<P>(N) != lutkit::decode_method::lut_gemv)
+                                                return false;
+                                              const auto t = lutkit::build_tables<P>(x, N, first.K);
+                                              for (const auto& [m, y] : ms) lutkit::lut_gemv(std::get<T>(m->w), t, y, 0, pool);
+                                              return true;
+                                            }
+                                          }
+                                        },
+                                        first.w);
+  if (!shared)
+    for (const auto& [m, y] : ms) m->apply(x, N, y, pool);
+}
 
 // the blocks of tensor t packed as a matrix (M = ne[1] rows of K = ne[0])
 inline matrix pack_matrix(const lutkit::gguf::tensor& t, lutkit::thread_pool* pool) {
