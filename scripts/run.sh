@@ -6,6 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
 jobs="${LUTKIT_JOBS:-2}"
+# the commit the programs are built from (the report's label, even if the tree moves during the run)
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo "unknown commit")
 cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release -DLUTKIT_BUILD_TESTS=OFF >/dev/null
 cmake --build build/release -j "$jobs"
 
@@ -50,6 +52,6 @@ echo "== report"
 # the static proxies, where scripts/test.sh left them in this tree
 proxies=()
 for p in build/hvx/proxy.txt build/aarch64/proxy.txt; do if [ -f "$p" ]; then proxies+=(--proxy "$p"); fi; done
-python3 scripts/report.py "$out" --engine "$engine" "${proxies[@]}" --out build/report \
+python3 scripts/report.py "$out" --engine "$engine" "${proxies[@]}" --out build/report --commit "$commit" \
   --bench-cmd "${bench[0]} --benchmark_filter='$filter' --benchmark_min_time=$min_time --benchmark_out=$out --benchmark_out_format=json"
 echo "open $PWD/build/report/index.html"
