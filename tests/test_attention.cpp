@@ -564,7 +564,8 @@ TEST_CASE("attention prefill: a non-finite q, K or V value reaches exactly the r
   //   the additive mask +inf at (query 40, key 4): query 40's rows NaN;
   //   the additive mask -inf at (query 90, key 5) with V[5] = NaN: row 90 does not reach key 5.
   // Every other row: the bits of the clean run.
-  // (reduced runs: each backend x precision pair on one of the two head sizes, in turn)
+  // (reduced runs: each backend x precision pair on one of the two head sizes, in turn; `pair`
+  // counts the d iterations, so pair / 2 is the pair's index)
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
   int pair = 0;
   for (auto be : all_backends())

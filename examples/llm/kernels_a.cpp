@@ -1,5 +1,6 @@
-// lutkit example engine — the kernels of the first six matrix policies (model.hpp), compiled once
-// for the whole program; kernels_b.cpp holds the other six (two files: they build in parallel).
+// lutkit example engine — the kernels of the first six matrix policies (model.hpp; the LUT-GEMV's
+// too for those it serves), compiled once for the whole program; kernels_b.cpp holds the other
+// six (two files: they build in parallel).
 #include "model.hpp"
 
 LUTKIT_INSTANTIATE_DQ(llm::q4_0_policy)
