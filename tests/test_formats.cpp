@@ -183,7 +183,7 @@ TEST_CASE("8 bit planes: every (row, k, plane) has its own bit and the bits fill
     std::size_t bits_used = 0;
     for (auto v : seen) bits_used += std::size_t(__builtin_popcount(v));
     CHECK(bits_used == L.M_pad * L.K_pad * std::size_t(P::spec.planes));
-    CHECK(bits_used / 8 + L.tiles * L.groups * std::size_t(P::spec.scale_bytes()) == L.total_bytes);
+    CHECK(bits_used / 8 + L.tiles * L.groups * std::size_t(P::spec.scale_bytes()) + L.tiles * L.supers * std::size_t(P::spec.super_bytes()) == L.total_bytes);
   };
   check.operator()<q8_0_p>();
   check.operator()<policy<fmt::uint_asym<8>, per_channel, i16>>();
@@ -705,12 +705,15 @@ TEST_CASE("import_q2_k ... import_q6_k, import_q5_1 reproduce llama.cpp's dequan
   check.operator()<Q5K>(ggml_type::q5_k, 176, {0, 2}, [](auto... a) { return import_q5_k<Q5K>(a...); });
   check.operator()<Q2K>(ggml_type::q2_k, 84, {80, 82}, [](auto... a) { return import_q2_k<Q2K>(a...); });
   check.operator()<Q51, 32>(ggml_type::q5_1, 24, {0, 2}, [](auto... a) { return import_q5_1<Q51>(a...); });
-  STATIC_REQUIRE(Q5K::spec.f32_params && Q5K::spec.min_form && Q5K::spec.planes == 5 && Q5K::lut_gemv_capable);
-  STATIC_REQUIRE(Q2K::spec.f32_params && Q2K::spec.min_form && Q2K::spec.planes == 2 && Q2K::spec.block_k == 16);
-  STATIC_REQUIRE(!Q51::spec.f32_params && Q51::spec.min_form && Q51::spec.planes == 5 && Q51::lut_gemv_capable);
-  STATIC_REQUIRE(Q3K::spec.f32_params && Q3K::spec.planes == 3 && Q3K::spec.block_k == 16 && Q3K::lut_gemv_capable);
-  STATIC_REQUIRE(Q4K::spec.f32_params && Q6K::spec.f32_params && Q6K::spec.planes == 6 && Q6K::spec.block_k == 16);
-  STATIC_REQUIRE(Q4K::spec.scale_bytes() == 64 * 4 * 2 && Q6K::spec.scale_bytes() == 64 * 4);
+  STATIC_REQUIRE(Q5K::spec.super_k == 256 && Q5K::spec.min_form && Q5K::spec.planes == 5 && Q5K::lut_gemv_capable);
+  STATIC_REQUIRE(Q2K::spec.super_k == 256 && Q2K::spec.min_form && Q2K::spec.planes == 2 && Q2K::spec.block_k == 16);
+  STATIC_REQUIRE(Q51::spec.super_k == 0 && Q51::spec.min_form && Q51::spec.planes == 5 && Q51::lut_gemv_capable);
+  STATIC_REQUIRE(Q3K::spec.super_k == 256 && Q3K::spec.planes == 3 && Q3K::spec.block_k == 16 && Q3K::lut_gemv_capable);
+  STATIC_REQUIRE(Q4K::spec.super_k == 256 && Q6K::spec.super_k == 256 && Q6K::spec.planes == 6 && Q6K::spec.block_k == 16);
+  // int8 codes per group and row; an fp32 super-scale (and super-minimum) per 256 k and row
+  STATIC_REQUIRE(Q4K::spec.scale_bytes() == 64 * 2 && Q6K::spec.scale_bytes() == 64);
+  STATIC_REQUIRE(Q4K::spec.super_bytes() == 64 * 4 * 2 && Q6K::spec.super_bytes() == 64 * 4);
+  STATIC_REQUIRE(Q4K::spec.groups_per_super() == 8 && Q6K::spec.groups_per_super() == 16);
 
   // errors: a non-finite super-scale names its block; the policy, K and the buffer are checked
   std::vector<uint8_t> b(144 * 2, 0);

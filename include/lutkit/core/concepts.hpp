@@ -133,11 +133,12 @@ struct format_traits {
   // Group parameters. `min_form`: the second per-group parameter is an additive minimum m and
   // value(scale, m, code) = scale * level(code) + m (Q4NX); otherwise it is the zero above.
   // `bf16_params`: the packed blob stores scale and zero/min as bf16 instead of fp16.
-  // `f32_params`: as fp32 (4-byte slots): the K-quants' group scales are products of a block
-  // scale and a 6- or 8-bit sub-scale, exact in fp32 and not in any 16-bit type.
+  // `super_params`: super-group parameter slots (the K-quants): a group's slot holds an int8
+  // sub-scale code (and an int8 minimum code), and every super-group of 256 k of a row an fp32
+  // super-scale (and super-minimum); the group's scale is their product, exact in fp32.
   static constexpr bool min_form = false;
   static constexpr bool bf16_params = false;
-  static constexpr bool f32_params = false;
+  static constexpr bool super_params = false;
 };
 
 // Codebooks: the 4-bit plane structure of uint_sym<4> with the book's levels and zero.

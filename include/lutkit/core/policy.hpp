@@ -76,7 +76,7 @@ inline std::string canonical_name(const policy_desc& d) {
 }
 
 // FNV-1a 64 of the canonical name and the layout version: what a blob header records.
-inline constexpr uint32_t layout_version = 3;
+inline constexpr uint32_t layout_version = 4;
 inline uint64_t policy_hash(const std::string& name) {
   uint64_t h = 1469598103934665603ull;
   auto mix = [&h](unsigned char c) { h = (h ^ c) * 1099511628211ull; };

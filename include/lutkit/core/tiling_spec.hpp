@@ -43,8 +43,15 @@
 //   block       block_k activations: the table-quantization granule and the int16 accumulation
 //               interval; its length is bounded at compile time so int16 sums cannot overflow.
 //   group       group_k activations sharing a scale (and zero): [fp16 scale x rows]
-//               [fp16 zero x rows, asymmetric only] [blocks ...]; bf16 or fp32 slots for the
-//               formats with bf16_params or f32_params (param_bytes).
+//               [fp16 zero x rows, asymmetric only] [blocks ...]; bf16 slots for the formats
+//               with bf16_params (param_bytes); int8 codes for super-group formats (below).
+//   super-group super_k = 256 activations of the formats with super_params (the K-quants): a
+//               group's slots hold int8 codes (scale code, then minimum code), and each super-
+//               group of a tile has [fp32 super-scale x rows][fp32 super-minimum x rows, min-
+//               form only] in the super table after the panels: super-group u of tile t at
+//               super_base + (u tiles + t) super_bytes. Scale = super-scale x scale code,
+//               minimum = super-minimum x minimum code, both exact in fp32 (llama.cpp's d sc and
+//               -(dmin m)).
 //   band        band_blocks consecutive blocks of K (whole groups, or whole int8 flush groups
 //               without groups; at most band_k_max activations, band_table_bytes of tables and
 //               band_panel_bytes per panel, at least one group); a tile's part of a band is its panel: the band's groups (or, where a group
@@ -77,7 +84,7 @@ struct tiling_spec {
   bool lut = true;        // format_traits::lut_gemv_capable: the int16 bound applies
   bool min_form = false;     // format_traits::min_form: the zero slot holds an additive minimum
   bool bf16_params = false;  // format_traits::bf16_params: scale and zero/min slots are bf16
-  bool f32_params = false;   // format_traits::f32_params: they are fp32 (4-byte slots)
+  int super_k = 0;           // format_traits::super_params: 256 (int8 group codes, fp32 super-scales)
   // ---- tunables / derived
   int rows_per_tile = 64;   // from the target descriptor (tile_rows); a chunk has one byte per row
   int chunk_bytes = 64;
@@ -137,9 +144,13 @@ struct tiling_spec {
   // whole-K scales (per channel, per tensor): the int8 paradigm quantizes activations in flush
   // groups of about 256 k, whole blocks (gemm/geometry.hpp)
   constexpr int whole_k_flush_blocks() const { return (256 + block_k - 1) / block_k; }
-  // one group parameter of one row: 2 bytes (fp16, bf16) or 4 (fp32)
-  constexpr int param_bytes() const { return f32_params ? 4 : 2; }
+  // one group parameter of one row: 2 bytes (fp16, bf16) or 1 (a super-group format's int8 code)
+  constexpr int param_bytes() const { return super_k > 0 ? 1 : 2; }
   constexpr int scale_bytes() const { return rows_per_tile * param_bytes() * (asymmetric ? 2 : 1); }
+  // super-group formats: groups per super-group, and a tile's super-group entry (fp32 super-scale,
+  // and super-minimum for asymmetric formats, per row)
+  constexpr int groups_per_super() const { return super_k > 0 ? super_k / group_k : 1; }
+  constexpr int super_bytes() const { return super_k > 0 ? rows_per_tile * 4 * (asymmetric ? 2 : 1) : 0; }
   // offsets inside a block (compile-time for a compile-time spec): kernels add these to
   // packed_layout::block_offset so the inner loop does no shape arithmetic
   constexpr int paired_chunk_in_block(int spi, int s, int p) const {
@@ -196,6 +207,7 @@ struct tiling_spec {
            (!whole_codes() || ((planes == 4 || planes == 8 || mmul()) && rows_per_tile == 64)) &&
            (!mmul() || (!ternary && rows_per_tile == 64)) &&
            (group_k == 0 || group_k % block_k == 0) && rows_per_tile == chunk_bytes && band_blocks >= 0 &&
+           (super_k == 0 || (group_k > 0 && super_k % group_k == 0 && super_k / group_k <= 16)) &&
            (group_k == 0 || band_blocks % (group_k / block_k) == 0) &&
            (plane_chunks() ? rows_per_tile == (vlut16() ? 128 : 64) && (!ternary || step_pairs_per_block() % 4 == 0)
                            : rows_per_tile == 64);
@@ -265,7 +277,7 @@ constexpr tiling_spec make_tiling_spec() {
   s.lut = FT::lut_gemv_capable;
   s.min_form = FT::min_form;
   s.bf16_params = FT::bf16_params;
-  s.f32_params = FT::f32_params;
+  s.super_k = FT::super_params ? 256 : 0;
   // Block length: as many steps as the int16 bound allows, at most 16 (64 activations) for
   // bit planes — a power of two dividing the group — and 32 steps (96 activations) for ternary.
   // Formats the LUT-GEMV cannot run have no int16 bound: min(16, group / 4) steps.
@@ -329,6 +341,11 @@ struct layout_geometry {
     if (band_blocks == 0) band_blocks = 1;  // (K = 0: no blocks, one empty band)
     bands = (blocks() + band_blocks - 1) / band_blocks;
     total_bytes = tiles * groups * group_bytes;
+    if (s.super_k > 0) {  // the super table after the panels
+      supers = (groups + std::size_t(s.groups_per_super()) - 1) / std::size_t(s.groups_per_super());
+      super_base = total_bytes;
+      total_bytes += supers * tiles * std::size_t(s.super_bytes());
+    }
     const std::size_t bb = std::size_t(s.block_bytes()), sb = std::size_t(s.scale_bytes());
     const std::size_t last_blocks = blocks() - (bands > 0 ? (bands - 1) * band_blocks : 0);
     if (s.group_k > 0) {  // (a band holds whole groups)
@@ -341,6 +358,9 @@ struct layout_geometry {
       lead_bytes = sb;
     }
   }
+
+  // super-group formats: super-groups per row, the super table's first byte
+  std::size_t supers = 0, super_base = 0;
 
   constexpr std::size_t steps() const { return K_pad / spec.k_per_step; }
   constexpr std::size_t step_pairs() const { return steps() / 2; }
@@ -379,6 +399,14 @@ struct layout_geometry {
   constexpr std::size_t zero_offset(std::size_t t, std::size_t g, const tiling_spec& S) const {
     return group_offset(t, g, S) + std::size_t(S.rows_per_tile) * std::size_t(S.param_bytes());
   }
+  // super-group formats: the fp32 super-scales of the 64 (128) rows of tile t for group g; their
+  // super-minimums follow (super_min_offset)
+  constexpr std::size_t super_offset(std::size_t t, std::size_t g, const tiling_spec& S) const {
+    return super_base + (g / std::size_t(S.groups_per_super()) * tiles + t) * std::size_t(S.super_bytes());
+  }
+  constexpr std::size_t super_min_offset(std::size_t t, std::size_t g, const tiling_spec& S) const {
+    return super_offset(t, g, S) + 4 * std::size_t(S.rows_per_tile);
+  }
   constexpr std::size_t block_offset(std::size_t t, std::size_t blk, const tiling_spec& S) const {
     // (bands > 1: band_blocks is the spec's)
     const std::size_t b = bands > 1 ? blk / std::size_t(S.band_blocks) : 0;
@@ -393,6 +421,8 @@ struct layout_geometry {
   constexpr std::size_t group_offset(std::size_t t, std::size_t g) const { return group_offset(t, g, spec); }
   constexpr std::size_t scale_offset(std::size_t t, std::size_t g) const { return group_offset(t, g, spec); }
   constexpr std::size_t zero_offset(std::size_t t, std::size_t g) const { return zero_offset(t, g, spec); }
+  constexpr std::size_t super_offset(std::size_t t, std::size_t g) const { return super_offset(t, g, spec); }
+  constexpr std::size_t super_min_offset(std::size_t t, std::size_t g) const { return super_min_offset(t, g, spec); }
   constexpr std::size_t block_offset(std::size_t t, std::size_t blk) const { return block_offset(t, blk, spec); }
   // Blocks of one band of tile t in order, as a kernel walks them: the block's offset and its
   // group's parameters' offset, advanced by additions (block_offset divides)

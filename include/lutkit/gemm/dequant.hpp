@@ -59,12 +59,8 @@ inline constexpr repack_tables repack = make_repack_tables();
 template <class P>
 inline void group_params(const uint8_t* data, const packed_layout& L, std::size_t t, std::size_t g, int r,
                          float& s, float& z) {
-  s = load_param(P::spec, data + L.scale_offset(t, g), std::size_t(r));
-  if constexpr (P::spec.asymmetric) {
-    z = load_param(P::spec, data + L.zero_offset(t, g), std::size_t(r));
-  } else {
-    z = P::spec.sym_zero;
-  }
+  s = group_scale(L, data, t, g, std::size_t(r));
+  z = group_zero(L, data, t, g, std::size_t(r));
 }
 
 // Level 1 for one tile: the codes of its 64 rows for k in [k0, k1) (multiples of block_k),

@@ -129,10 +129,20 @@ struct lut_weight_source {
   // or bf16 in the blob; the format's fixed zero for symmetric formats)
   void scale_zero_rows(std::size_t t, std::size_t g, float* sc, float* zz) const {
     uint16_t h[64];
+    if constexpr (P::spec.super_k > 0) {  // int8 codes times the super-group's fp32 values
+      const uint8_t* sup = data + L->super_offset(t, g, P::spec);
+      const int8_t* cs = reinterpret_cast<const int8_t*>(data + L->scale_offset(t, g, P::spec));
+      for (int r = 0; r < 64; ++r) sc[r] = detail::load_f32(sup + 4 * r) * float(cs[r]);
+      if constexpr (P::spec.asymmetric) {
+        const int8_t* cz = reinterpret_cast<const int8_t*>(data + L->zero_offset(t, g, P::spec));
+        for (int r = 0; r < 64; ++r) zz[r] = detail::load_f32(sup + 256 + 4 * r) * float(cz[r]);
+      } else {
+        for (int r = 0; r < 64; ++r) zz[r] = P::spec.sym_zero;
+      }
+      return;
+    }
     auto decode = [&](const uint8_t* p, float* out) {
-      if constexpr (P::spec.f32_params) {
-        std::memcpy(out, p, 256);
-      } else if constexpr (P::spec.bf16_params) {
+      if constexpr (P::spec.bf16_params) {
         std::memcpy(h, p, 128);
         for (int r = 0; r < 64; ++r) out[r] = decode_param(P::spec, h[r]);
       } else {

@@ -161,6 +161,7 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
   // int16 accumulators per block: paired [lo-nibble rows 0..31, hi-nibble rows 32..63];
   // lone [E_lo, O_lo, E_hi, O_hi]: row 16q+l at lanes l and 16+l of vector q.
   using F = typename Ops::F;
+  static_assert(S.super_k == 0 || S.min_form || !S.asymmetric, "super-group formats: min-form or symmetric");
   alignas(64) float s32[R] = {}, z32[R] = {};
   // Ops with a one-register F and a 16-lane f16 load keep a small tile's outputs in registers for
   // the call and the block's scales (and zeros) in registers: the block epilogue then has no
@@ -188,24 +189,39 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
       // loads' latency would be exposed there
       // (fp32 slots: the parameters 64 bytes apart, loaded as they are)
       auto param = [&](std::size_t off, int q) {
-        if constexpr (S.f32_params) return Ops::loadf(reinterpret_cast<const float*>(a.data + off) + 16 * q);
-        else return Ops::loadf16(reinterpret_cast<const uint16_t*>(a.data + off) + 16 * q);
+        return Ops::loadf16(reinterpret_cast<const uint16_t*>(a.data + off) + 16 * q);
       };
-      for (int q = 0; q < 4; ++q) sreg[q] = param(cur.params, q);
-      if constexpr (S.min_form) {
-        for (int q = 0; q < 4; ++q) zreg[q] = param(cur.zeros(), q);  // the minimum, as it is
-      } else if constexpr (S.asymmetric) {
-        // c_mirror - z in one rounding, as the buffered form's subtraction
-        for (int q = 0; q < 4; ++q) zreg[q] = Ops::fmaf(param(cur.zeros(), q), Ops::setf(-1.f), Ops::setf(c_mirror));
+      if constexpr (S.super_k > 0) {  // int8 codes times the super-group's fp32 values
+        const float* sp = reinterpret_cast<const float*>(a.data + L.super_offset(t, cur.group, S));
+        auto codes = [&](std::size_t off, int q) { return Ops::loadi8f(reinterpret_cast<const int8_t*>(a.data + off) + 16 * q); };
+        for (int q = 0; q < 4; ++q) sreg[q] = Ops::mulf(Ops::loadf(sp + 16 * q), codes(cur.params, q));
+        if constexpr (S.min_form)
+          for (int q = 0; q < 4; ++q) zreg[q] = Ops::mulf(Ops::loadf(sp + R + 16 * q), codes(cur.zeros(), q));
+      } else {
+        for (int q = 0; q < 4; ++q) sreg[q] = param(cur.params, q);
+        if constexpr (S.min_form) {
+          for (int q = 0; q < 4; ++q) zreg[q] = param(cur.zeros(), q);  // the minimum, as it is
+        } else if constexpr (S.asymmetric) {
+          // c_mirror - z in one rounding, as the buffered form's subtraction
+          for (int q = 0; q < 4; ++q) zreg[q] = Ops::fmaf(param(cur.zeros(), q), Ops::setf(-1.f), Ops::setf(c_mirror));
+        }
       }
     } else if (blk == blk0 || cur.in_group == 0) {
-      if constexpr (S.f32_params) std::memcpy(s32, a.data + cur.params, 4 * R);
-      else Ops::f16_to_f32(reinterpret_cast<const uint16_t*>(a.data + cur.params), s32, R);
-      if constexpr (S.asymmetric) {
-        if constexpr (S.f32_params) std::memcpy(z32, a.data + cur.zeros(), 4 * R);
-        else Ops::f16_to_f32(reinterpret_cast<const uint16_t*>(a.data + cur.zeros()), z32, R);
-        if constexpr (!S.min_form)
-          for (int r = 0; r < R; ++r) z32[r] = c_mirror - z32[r];
+      if constexpr (S.super_k > 0) {  // int8 codes times the super-group's fp32 values
+        const uint8_t* sp = a.data + L.super_offset(t, cur.group, S);
+        const int8_t* cs = reinterpret_cast<const int8_t*>(a.data + cur.params);
+        for (int r = 0; r < R; ++r) s32[r] = detail::load_f32(sp + 4 * r) * float(cs[r]);
+        if constexpr (S.min_form) {
+          const int8_t* cz = reinterpret_cast<const int8_t*>(a.data + cur.zeros());
+          for (int r = 0; r < R; ++r) z32[r] = detail::load_f32(sp + 4 * R + 4 * r) * float(cz[r]);
+        }
+      } else {
+        Ops::f16_to_f32(reinterpret_cast<const uint16_t*>(a.data + cur.params), s32, R);
+        if constexpr (S.asymmetric) {
+          Ops::f16_to_f32(reinterpret_cast<const uint16_t*>(a.data + cur.zeros()), z32, R);
+          if constexpr (!S.min_form)
+            for (int r = 0; r < R; ++r) z32[r] = c_mirror - z32[r];
+        }
       }
     }
     W accP[NB][SETS][2];

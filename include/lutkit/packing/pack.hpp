@@ -59,18 +59,27 @@ struct quantized_source {
   uint16_t zero_bits(std::size_t m, std::size_t g) const { return encode_param(P::spec, q.zero(m, g)); }
   // scale_bits / zero_bits of rows m0 .. m0 + n - 1 of group g, to out (param_bytes each)
   void scale_bits_rows(std::size_t m0, std::size_t n, std::size_t g, uint8_t* out) const {
-    params_rows(q.scales.data(), m0, n, g, out);
+    params_rows(q.scales.data(), q.supers.data(), m0, n, g, out);
   }
   void zero_bits_rows(std::size_t m0, std::size_t n, std::size_t g, uint8_t* out) const {
-    params_rows(q.zeros.data(), m0, n, g, out);
+    params_rows(q.zeros.data(), q.super_mins.data(), m0, n, g, out);
   }
-  void params_rows(const float* v, std::size_t m0, std::size_t n, std::size_t g, uint8_t* out) const {
+  // super-group formats: the super-scales (super-minimums) of rows m0 .. m0 + n - 1 for group g
+  void super_rows(std::size_t m0, std::size_t n, std::size_t g, float* sup, float* sup_min) const {
+    for (std::size_t i = 0; i < n; ++i) {
+      sup[i] = q.super_scale(m0 + i, g);
+      if (P::spec.asymmetric) sup_min[i] = q.super_min(m0 + i, g);
+    }
+  }
+  void params_rows(const float* v, const float* sv, std::size_t m0, std::size_t n, std::size_t g, uint8_t* out) const {
     const float* s = v + m0 * q.groups + g;
     // (the rows' values 16 groups ahead: a stream per row, too many for the hardware prefetcher)
     if (g % 16 == 0 && g + 16 < q.groups)
       for (std::size_t i = 0; i < n; ++i) prefetch_line(s + i * q.groups + 16);
-    if constexpr (P::spec.f32_params) {
-      for (std::size_t i = 0; i < n; ++i, s += q.groups) std::memcpy(out + 4 * i, s, 4);
+    if constexpr (P::spec.super_k > 0) {
+      const std::size_t u = g / std::size_t(P::spec.groups_per_super());
+      for (std::size_t i = 0; i < n; ++i, s += q.groups)
+        out[i] = uint8_t(super_code(*s, sv[(m0 + i) * q.supers_per_row + u], "pack: a group parameter"));
     } else if constexpr (!P::spec.bf16_params) {
       f16_strided(s, q.groups, n, out);
     } else {
@@ -85,7 +94,7 @@ struct quantized_source {
 template <class P, class Block>
 struct ggml_source {
   // (check_ggml_tensor has refused any policy but the block's format with group<E>)
-  static_assert(!P::spec.f32_params, "the 32-weight block types carry 2-byte parameters");
+  static_assert(P::spec.super_k == 0, "the 32-weight block types carry 2-byte parameters");
   static constexpr std::size_t E = Block::block_elems;
   const char* what;
   const unsigned char* blocks;
@@ -207,17 +216,25 @@ struct ggml_superblock_source {
     check_superblock_finite<Block>(what, b, i, K_);
     return b;
   }
-  // the fp32 slots of rows m0 .. m0 + n - 1 of group g
+  // the int8 code slots of rows m0 .. m0 + n - 1 of group g (the sub-block's scale / minimum over
+  // the super-block's d / -dmin: its sc / m)
   void scale_bits_rows(std::size_t m0, std::size_t n, std::size_t g, uint8_t* out) const {
     for (std::size_t i = 0; i < n; ++i) {
-      const float v = Block::scale(block(m0 + i, g), int(g % G));
-      std::memcpy(out + 4 * i, &v, 4);
+      const unsigned char* b = block(m0 + i, g);
+      out[i] = uint8_t(super_code(Block::scale(b, int(g % G)), Block::sup(b), what));
     }
   }
   void zero_bits_rows(std::size_t m0, std::size_t n, std::size_t g, uint8_t* out) const {
     for (std::size_t i = 0; i < n; ++i) {
-      const float v = Block::minimum(block(m0 + i, g), int(g % G));
-      std::memcpy(out + 4 * i, &v, 4);
+      const unsigned char* b = block(m0 + i, g);
+      out[i] = uint8_t(super_code(Block::minimum(b, int(g % G)), Block::sup_min(b), what));
+    }
+  }
+  void super_rows(std::size_t m0, std::size_t n, std::size_t g, float* sup, float* sup_min) const {
+    for (std::size_t i = 0; i < n; ++i) {
+      const unsigned char* b = block(m0 + i, g);
+      sup[i] = Block::sup(b);
+      if (P::spec.asymmetric) sup_min[i] = Block::sup_min(b);
     }
   }
   row_cursor row(std::size_t m) const { return {blocks + m * (K_ / E) * Block::block_bytes, K_}; }
@@ -311,6 +328,14 @@ void pack_tiles(const Src& src, uint8_t* d, const packed_layout& L, std::size_t 
       if (r1 > r0) src.scale_bits_rows(t * std::size_t(R) + std::size_t(r0), std::size_t(r1 - r0), g, d + L.scale_offset(t, g) + std::size_t(S.param_bytes()) * std::size_t(r0));
       if constexpr (S.asymmetric)
         if (r1 > r0) src.zero_bits_rows(t * std::size_t(R) + std::size_t(r0), std::size_t(r1 - r0), g, d + L.zero_offset(t, g) + std::size_t(S.param_bytes()) * std::size_t(r0));
+      if constexpr (S.super_k > 0)  // the super-group's entry, at its first group
+        if (r1 > r0 && g % std::size_t(S.groups_per_super()) == 0) {
+          alignas(64) float sup[R], sup_min[R];
+          src.super_rows(t * std::size_t(R) + std::size_t(r0), std::size_t(r1 - r0), g, sup, sup_min);
+          std::memcpy(d + L.super_offset(t, g) + 4 * std::size_t(r0), sup, 4 * std::size_t(r1 - r0));
+          if constexpr (S.asymmetric)
+            std::memcpy(d + L.super_min_offset(t, g) + 4 * std::size_t(r0), sup_min, 4 * std::size_t(r1 - r0));
+        }
     }
   };
   // the groups that begin in [k0, k1)
@@ -472,6 +497,10 @@ void pack_source_into(packed_weights<P>& out, const Src& src, thread_pool* pool)
     for (std::size_t t = t0; t < t1; ++t)
       if (!(pack_writes_whole_bytes<P>() && whole_k && (t + 1) * R <= src.M()))
         for (std::size_t b = 0; b < L.bands; ++b) std::memset(d + L.panel_offset(t, b), 0, L.panel_bytes(b));
+    if constexpr (P::spec.super_k > 0)  // (the super table: padded rows' entries 0)
+      for (std::size_t t = t0; t < t1; ++t)
+        for (std::size_t u = 0; u < L.supers; ++u)
+          std::memset(d + L.super_offset(t, u * std::size_t(P::spec.groups_per_super())), 0, std::size_t(P::spec.super_bytes()));
     if constexpr (P::spec.ternary) pack_ternary_tiles(src.q, d, L, t0, t1);
     else pack_tiles<P>(src, d, L, t0, t1);
   };

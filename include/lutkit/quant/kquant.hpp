@@ -2,11 +2,12 @@
 //
 // A K-quant super-block of 256 weights holds fp16 super-scales and 6- or 8-bit sub-block scales
 // (and minimums); the scale of a sub-block is their product, d * sc, which fp32 holds exactly (an
-// 11-bit significand times a 6- or 8-bit integer) and no 16-bit type does. These formats store it
-// so: their group parameters are fp32 slots (format_traits::f32_params), the group is the
-// sub-block, and every kernel reads the exact value llama.cpp's dequantization multiplies by.
+// 11-bit significand times a 6- or 8-bit integer) and no 16-bit type does. The blob keeps them as
+// the file does (format_traits::super_params; the tiling spec's super-groups): an int8 code per
+// sub-block (the group) and row, and an fp32 super-scale per 256 k and row; every kernel forms
+// the product, the exact value llama.cpp's dequantization multiplies by.
 //   Q4_K  fmt::q4_k, group<32>: min-form 4-bit whole codes (as Q4_1), scale d * sc, minimum
-//         -(dmin * m); the int8 decode, FusedDQP and the dequant-GEMM serve it.
+//         -dmin * m; the int8 decode, FusedDQP and the dequant-GEMM serve it.
 //   Q6_K  fmt::q6_k, group<16>: 6-bit codes q in bit planes (6 planes: never widened to 8 bits),
 //         zero 32, scale d * sc (sc int8, so scales can be negative); the LUT-GEMV (16-k
 //         blocks keep its int16 sums in range) and the dequant-GEMM serve it.
@@ -16,8 +17,10 @@
 //         qh) in 5 bit planes; the LUT-GEMV (adding min * sum(x) per group) and the dequant
 //         kernels serve it.
 //   Q2_K  fmt::q2_k, group<16>: 2-bit codes in 2 bit planes, scale d * (sc & 15), minimum
-//         -(dmin * (sc >> 4)); served as Q5_K.
+//         -dmin * (sc >> 4); served as Q5_K.
 // The importers give, for every weight, the float llama.cpp's dequantize_row_q2_K ... _q6_K gives.
+// lutkit::quantize fits a super-group at a time (detail::fit_super): super-scales of
+// super_sig_bits significant bits, so that super-scale x code x level is exact in fp32.
 // The block decoding here is written apart from io/ggml_blocks.hpp's row dequantizers (quant/
 // includes only core/), and tests/test_formats.cpp checks the two against each other.
 #pragma once
@@ -60,59 +63,31 @@ struct q2_k {
 };
 }  // namespace fmt
 
-namespace detail {
-// The group fit of the min-form K-quants (fp32 parameters): min = min(w), scale = the smallest
-// float of SigBits significant bits >= (max(w) - min) / MaxCode: every weight within scale / 2 of
-// scale * q + min (plus the sum's rounding), and scale * q exact in fp32 for every code (as
-// llama.cpp's d * sc, of at most 17 bits, makes it; SigBits + the code's bits <= 24), so a
-// kernel's fused multiply-add and value()'s product and sum agree. False when not finite.
-template <int MaxCode, int SigBits>
-bool fit_min_form_f32(const float* w, std::size_t n, std::size_t stride, float& scale, float& min) {
-  float lo = w[0], hi = w[0];
-  for (std::size_t i = 1; i < n; ++i) {
-    lo = std::min(lo, w[i * stride]);
-    hi = std::max(hi, w[i * stride]);
-  }
-  const double range = double(hi) - double(lo);
-  int e = 0;
-  const double f = std::frexp(range / double(MaxCode), &e);  // in [0.5, 1)
-  const float d = float(std::ldexp(std::ceil(std::ldexp(f, SigBits)), e - SigBits));
-  scale = d;
-  min = lo;
-  return std::isfinite(lo) && std::isfinite(d) && std::isfinite(d * float(MaxCode) + lo);
-}
-}  // namespace detail
 
 template <>
 struct format_traits<fmt::q4_k> : detail::min_form4_traits {
   static constexpr bool bf16_params = false;
-  static constexpr bool f32_params = true;
+  static constexpr bool super_params = true;
   static constexpr const char* book_name = "q4k";  // policy names read w4q4k_g32_asym_...
-  static bool fit_group(const float* w, std::size_t n, std::size_t stride, float& scale, float& min) {
-    return detail::fit_min_form_f32<15, 20>(w, n, stride, scale, min);
-  }
+  static constexpr int super_sig_bits = 13;  // x 7-bit codes x 4-bit levels: 24 bits
 };
 template <>
 struct format_traits<fmt::q5_k> : detail::min_form_traits<5, true> {
   static constexpr bool bf16_params = false;
-  static constexpr bool f32_params = true;
+  static constexpr bool super_params = true;
   static constexpr const char* book_name = "q5k";  // policy names read w5q5k_g32_asym_...
-  static bool fit_group(const float* w, std::size_t n, std::size_t stride, float& scale, float& min) {
-    return detail::fit_min_form_f32<31, 19>(w, n, stride, scale, min);
-  }
+  static constexpr int super_sig_bits = 12;  // x 7-bit codes x 5-bit levels
 };
 template <>
 struct format_traits<fmt::q2_k> : detail::min_form_traits<2, true> {
   static constexpr bool bf16_params = false;
-  static constexpr bool f32_params = true;
+  static constexpr bool super_params = true;
   static constexpr const char* book_name = "q2k";  // policy names read w2q2k_g16_asym_...
-  static bool fit_group(const float* w, std::size_t n, std::size_t stride, float& scale, float& min) {
-    return detail::fit_min_form_f32<3, 22>(w, n, stride, scale, min);
-  }
+  static constexpr int super_sig_bits = 15;  // x 7-bit codes x 2-bit levels
 };
 
 namespace detail {
-// The symmetric K-quants: B bit planes, weight = scale * (q - 2^(B-1)), fp32 parameters. The
+// The symmetric K-quants: B bit planes, weight = scale * (q - 2^(B-1)), super-group parameters. The
 // LUT-GEMV runs them (weights linear in the bits); at up to 6 planes the int16 bound allows 4-step
 // (16-k) blocks with int8 tables, one block a group.
 template <int B>
@@ -132,16 +107,18 @@ struct kquant_planes_traits {
   static constexpr bool is_codebook = false;
   static constexpr bool min_form = false;
   static constexpr bool bf16_params = false;
-  static constexpr bool f32_params = true;
+  static constexpr bool super_params = true;
 };
 }  // namespace detail
 template <>
 struct format_traits<fmt::q6_k> : detail::kquant_planes_traits<6> {
   static constexpr const char* book_name = "q6k";  // policy names read w6q6k_g16_...
+  static constexpr int super_sig_bits = 11;  // x 7-bit codes x |q - 32| <= 32: 24 bits
 };
 template <>
 struct format_traits<fmt::q3_k> : detail::kquant_planes_traits<3> {
   static constexpr const char* book_name = "q3k";  // policy names read w3q3k_g16_...
+  static constexpr int super_sig_bits = 14;  // x 7-bit codes x |q - 4| <= 4
 };
 
 namespace detail {
@@ -162,13 +139,16 @@ inline void kq_scale_min(const unsigned char* s, int j, float& sc, float& m) {
 
 // A K-quant super-block type as the importer and the direct packer read it: its format, weights
 // and bytes per block, the weights per sub-block (the policy's group), and of a block b: finite()
-// (its fp16 super-scales are), scale(b, j) and minimum(b, j) of sub-block j (the fp32 values
-// llama.cpp forms), codes8(b, e0) (codes e0 .. e0 + 7, e0 a multiple of 8; byte i: e0 + i).
+// (its fp16 super-scales are), sup(b) and sup_min(b) (d and -dmin; 0 for the symmetric types),
+// scale(b, j) and minimum(b, j) of sub-block j (the fp32 values llama.cpp forms: int8 multiples
+// of sup and sup_min), codes8(b, e0) (codes e0 .. e0 + 7, e0 a multiple of 8; byte i: e0 + i).
 struct ggml_q4_k {
   using format = fmt::q4_k;
   static constexpr std::size_t block_elems = 256, block_bytes = 144, sub = 32;
   static constexpr const char* name = "Q4_K";
   static bool finite(const unsigned char* b) { return std::isfinite(kq_f16(b)) && std::isfinite(kq_f16(b + 2)); }
+  static float sup(const unsigned char* b) { return kq_f16(b); }
+  static float sup_min(const unsigned char* b) { return -kq_f16(b + 2); }
   static float scale(const unsigned char* b, int j) {
     float sc, m;
     kq_scale_min(b + 4, j, sc, m);
@@ -178,7 +158,7 @@ struct ggml_q4_k {
   static float minimum(const unsigned char* b, int j) {
     float sc, m;
     kq_scale_min(b + 4, j, sc, m);
-    return -(kq_f16(b + 2) * m);
+    return sup_min(b) * m;
   }
   // sub-blocks 2c and 2c + 1 share qs[32 c .. 32 c + 31]: low nibbles, then high
   static uint64_t codes8(const unsigned char* b, unsigned e0) {
@@ -193,6 +173,8 @@ struct ggml_q6_k {
   static constexpr std::size_t block_elems = 256, block_bytes = 210, sub = 16;
   static constexpr const char* name = "Q6_K";
   static bool finite(const unsigned char* b) { return std::isfinite(kq_f16(b + 208)); }
+  static float sup(const unsigned char* b) { return kq_f16(b + 208); }
+  static float sup_min(const unsigned char*) { return 0.f; }
   static float scale(const unsigned char* b, int j) { return kq_f16(b + 208) * float(int8_t(b[192 + j])); }
   // (symmetric: no minimum; the in-place source's zero slots, which clang instantiates with it)
   static float minimum(const unsigned char*, int) { return 0.f; }
@@ -216,6 +198,8 @@ struct ggml_q5_k {
   static constexpr std::size_t block_elems = 256, block_bytes = 176, sub = 32;
   static constexpr const char* name = "Q5_K";
   static bool finite(const unsigned char* b) { return ggml_q4_k::finite(b); }
+  static float sup(const unsigned char* b) { return ggml_q4_k::sup(b); }
+  static float sup_min(const unsigned char* b) { return ggml_q4_k::sup_min(b); }
   static float scale(const unsigned char* b, int j) { return ggml_q4_k::scale(b, j); }
   static float minimum(const unsigned char* b, int j) { return ggml_q4_k::minimum(b, j); }
   static uint64_t codes8(const unsigned char* b, unsigned e0) {
@@ -234,8 +218,10 @@ struct ggml_q2_k {
   static constexpr std::size_t block_elems = 256, block_bytes = 84, sub = 16;
   static constexpr const char* name = "Q2_K";
   static bool finite(const unsigned char* b) { return std::isfinite(kq_f16(b + 80)) && std::isfinite(kq_f16(b + 82)); }
+  static float sup(const unsigned char* b) { return kq_f16(b + 80); }
+  static float sup_min(const unsigned char* b) { return -kq_f16(b + 82); }
   static float scale(const unsigned char* b, int i) { return kq_f16(b + 80) * float(b[i] & 0xF); }
-  static float minimum(const unsigned char* b, int i) { return -(kq_f16(b + 82) * float(b[i] >> 4)); }
+  static float minimum(const unsigned char* b, int i) { return sup_min(b) * float(b[i] >> 4); }
   static uint64_t codes8(const unsigned char* b, unsigned e0) {
     const unsigned h = e0 / 128, j = (e0 / 32) % 4, l = e0 % 32;
     uint64_t lo;
@@ -252,6 +238,8 @@ struct ggml_q3_k {
   static constexpr std::size_t block_elems = 256, block_bytes = 110, sub = 16;
   static constexpr const char* name = "Q3_K";
   static bool finite(const unsigned char* b) { return std::isfinite(kq_f16(b + 108)); }
+  static float sup(const unsigned char* b) { return kq_f16(b + 108); }
+  static float sup_min(const unsigned char*) { return 0.f; }
   static float scale(const unsigned char* b, int i) {
     const unsigned char* s = b + 96;
     const int lo = i < 8 ? (s[i] & 0xF) : (s[i - 8] >> 4);
@@ -303,6 +291,8 @@ quantized<P> import_ggml_superblocks(const char* what, const void* blocks, std::
     const auto* b = static_cast<const unsigned char*>(blocks) + i0 * Block::block_bytes;
     for (std::size_t i = i0; i < i1; ++i, b += Block::block_bytes) {
       check_superblock_finite<Block>(what, b, i, K);
+      q.supers[i] = Block::sup(b);  // (a row's super-blocks are its super-groups: supers_per_row = K / E)
+      if constexpr (P::spec.asymmetric) q.super_mins[i] = Block::sup_min(b);
       for (std::size_t j = 0; j < G; ++j) {
         q.scales[G * i + j] = Block::scale(b, int(j));
         if constexpr (P::spec.asymmetric) q.zeros[G * i + j] = Block::minimum(b, int(j));

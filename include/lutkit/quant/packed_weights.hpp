@@ -132,8 +132,8 @@ class packed_weights {
     for (std::size_t t = 0; t < layout_.tiles; ++t)
       for (std::size_t g = 0; g < layout_.groups; ++g)
         for (int r = 0; r < S.rows_per_tile; ++r) {
-          const float s = load_param(S, d + layout_.scale_offset(t, g), std::size_t(r));
-          const float z = S.asymmetric ? load_param(S, d + layout_.zero_offset(t, g), std::size_t(r)) : S.sym_zero;
+          const float s = group_scale(layout_, d, t, g, std::size_t(r));
+          const float z = group_zero(layout_, d, t, g, std::size_t(r));
           const std::size_t row = t * std::size_t(S.rows_per_tile) + std::size_t(r);
           detail::require(std::isfinite(s) && std::isfinite(z), "packed blob: ", std::isfinite(s) ? "zero" : "scale",
                           " of row ", row, ", group ", g, " is not finite");
@@ -189,8 +189,8 @@ packed_weights<P> pack_by_element_map(const quantized<P>& q) {
   for (std::size_t m = 0; m < q.M; ++m)
     for (std::size_t g = 0; g < L.groups; ++g) {
       const std::size_t t = m / S.rows_per_tile, r = m % S.rows_per_tile;
-      store_param(S, d + L.scale_offset(t, g), r, q.scale(m, g));
-      if (S.asymmetric) store_param(S, d + L.zero_offset(t, g), r, q.zero(m, g));
+      if constexpr (S.super_k > 0) store_group_params(L, d, t, g, r, q.scale(m, g), q.zero(m, g), q.super_scale(m, g), q.super_min(m, g));
+      else store_group_params(L, d, t, g, r, q.scale(m, g), q.zero(m, g));
     }
   if constexpr (S.ternary) {
     // padded weights (k >= K) are t = 0, i.e. code 1
@@ -309,8 +309,14 @@ quantized<P> unpack(const packed_weights<P>& w) {
   for (std::size_t m = 0; m < q.M; ++m)
     for (std::size_t g = 0; g < L.groups; ++g) {
       const std::size_t t = m / S.rows_per_tile, r = m % S.rows_per_tile;
-      q.scales[m * q.groups + g] = load_param(S, d + L.scale_offset(t, g), r);
-      if (S.asymmetric) q.zeros[m * q.groups + g] = load_param(S, d + L.zero_offset(t, g), r);
+      q.scales[m * q.groups + g] = group_scale(L, d, t, g, r);
+      if (S.asymmetric) q.zeros[m * q.groups + g] = group_zero(L, d, t, g, r);
+      if constexpr (S.super_k > 0)
+        if (g % std::size_t(S.groups_per_super()) == 0) {
+          const std::size_t u = g / std::size_t(S.groups_per_super());
+          q.supers[m * q.supers_per_row + u] = detail::load_f32(d + L.super_offset(t, g) + 4 * r);
+          if (S.asymmetric) q.super_mins[m * q.supers_per_row + u] = detail::load_f32(d + L.super_min_offset(t, g) + 4 * r);
+        }
     }
   if constexpr (S.ternary) {
     for (std::size_t m = 0; m < q.M; ++m)

@@ -53,7 +53,7 @@ namespace detail {
 // What the min-form formats share: codes 0..2^B - 1, level = code, weight = scale * code + min,
 // the code of a weight rounded to nearest and clamped. Planes = false: whole codes, no LUT-GEMV
 // (Q4_1, Q4NX, Q4_K); true: B bit planes, the LUT-GEMV adds min * sum(x) per group (Q5_1, Q5_K,
-// Q2_K). Each format adds its parameter type (bf16_params, f32_params), its name and its group fit.
+// Q2_K). Each format adds its parameter type (bf16_params, super_params), its name and its group fit.
 template <int B, bool Planes>
 struct min_form_traits {
   static constexpr bool is_ternary = false;
@@ -71,7 +71,7 @@ struct min_form_traits {
   static constexpr float value(float scale, float min, int code) { return scale * level(code) + min; }
   static constexpr bool lut_gemv_capable = Planes;
   static constexpr bool is_codebook = false;
-  static constexpr bool f32_params = false;  // (the K-quants: fp32)
+  static constexpr bool super_params = false;  // (the K-quants: super-group slots)
   // q = round((w - min) / scale) clamped to 0..max_code (0 for a zero scale: a constant group)
   static uint8_t code_of(float w, float scale, float min) {
     if (!(scale > 0)) return 0;
@@ -126,6 +126,17 @@ struct quantized {
   std::vector<uint8_t> codes;      // M x K, code in [0, max_code]; ternary: t + 1
   std::vector<float> scales;       // M x groups, fp16-representable
   std::vector<float> zeros;        // M x groups (asymmetric formats only), fp16-representable
+  // super-group formats (super_params: the K-quants): per row and super-group of 256 k, the fp32
+  // super-scale (and super-minimum, min-form) of which every group's scale (minimum) is an int8
+  // multiple; `scales` and `zeros` hold the products
+  std::size_t supers_per_row = 0;
+  std::vector<float> supers, super_mins;  // M x supers_per_row
+  float super_scale(std::size_t m, std::size_t g) const {
+    return supers[m * supers_per_row + g / std::size_t(P::spec.groups_per_super())];
+  }
+  float super_min(std::size_t m, std::size_t g) const {
+    return P::spec.asymmetric ? super_mins[m * supers_per_row + g / std::size_t(P::spec.groups_per_super())] : 0.f;
+  }
 
   std::size_t group_k() const { return P::spec.group_k > 0 ? std::size_t(P::spec.group_k) : K; }
   float zero(std::size_t m, std::size_t g) const {
@@ -160,6 +171,11 @@ quantized<P> make_quantized(std::size_t M, std::size_t K) {
   detail::assign_bulk(q.codes, M * K, uint8_t(0));
   detail::assign_bulk(q.scales, M * q.groups, 0.f);
   if (P::spec.asymmetric) detail::assign_bulk(q.zeros, M * q.groups, 0.f);
+  if constexpr (P::spec.super_k > 0) {
+    q.supers_per_row = (q.groups + std::size_t(P::spec.groups_per_super()) - 1) / std::size_t(P::spec.groups_per_super());
+    detail::assign_bulk(q.supers, M * q.supers_per_row, 0.f);
+    if (P::spec.asymmetric) detail::assign_bulk(q.super_mins, M * q.supers_per_row, 0.f);
+  }
   return q;
 }
 
@@ -233,7 +249,7 @@ float fit_codebook_scale(const float* w, std::size_t n, std::size_t stride) {
 }
 
 // (scale, zero) of one group of weights for a non-ternary format
-// a group parameter as the blob stores it (fp16; bf16 or fp32 for bf16_params, f32_params formats)
+// a group parameter as the blob stores it (fp16; bf16 for bf16_params formats; super-group formats: as it is)
 template <class P>
 float round_param(float v) {
   return round_param(P::spec, v);
@@ -289,6 +305,101 @@ uint8_t code_of(float w, float s, float z) {
     return uint8_t(clamp_code(double(w) / double(s) + double(z), maxq));
   }
 }
+// Super-group formats (super_params): x >= 0 rounded up to `bits` significant bits
+inline double round_up_sig(double x, int bits) {
+  if (!(x > 0)) return 0;
+  int e = 0;
+  const double f = std::frexp(x, &e);
+  return std::ldexp(std::ceil(std::ldexp(f, bits)), e - bits);
+}
+// Super-group formats: the fp32 super-value v and int8 codes c of n group parameters p (of row m,
+// super-group u) with |v c_i| >= |p_i| (`up`: each code rounded away from zero, so a fitted range
+// stays covered) or v c_i nearest p_i; v has the format's super_sig_bits significant bits, so
+// v c times any level is exact in fp32. False when v is not finite.
+template <class P>
+bool super_split(const double* p, std::size_t n, bool up, float& v, int* c) {
+  double amax = 0;
+  for (std::size_t i = 0; i < n; ++i) amax = std::max(amax, std::fabs(p[i]));
+  v = float(round_up_sig(amax / 127.0, format_traits<typename P::format>::super_sig_bits));
+  if (!std::isfinite(v)) return false;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double r = v > 0 ? p[i] / double(v) : 0.0;
+    c[i] = int(up ? (r < 0 ? -std::ceil(-r) : std::ceil(r)) : std::nearbyint(r));
+    c[i] = std::clamp(c[i], -127, 127);
+  }
+  return true;
+}
+// Super-group formats: the groups [g0, g1) of row m (weights w of the row) fitted as one super-
+// group: min-form, each group's minimum rounded down to an int8 multiple of the super-minimum,
+// then its scale up to one of the super-scale, covering the group's range; symmetric, the
+// scale of the q4_0-like fit (largest magnitude on the most negative level) rounded away from
+// zero. Then the codes, rounded to nearest for those parameters.
+template <class P>
+void fit_super(const float* w, std::size_t m, std::size_t g0, std::size_t g1, quantized<P>& q) {
+  using FT = format_traits<typename P::format>;
+  const std::size_t G = q.group_k(), n = g1 - g0, u = g0 / std::size_t(P::spec.groups_per_super());
+  double sc[16], mn[16];
+  int cs[16], cm[16];
+  float vs = 0, vm = 0;
+  bool ok = true;
+  if constexpr (P::spec.min_form) {
+    double hi[16];
+    for (std::size_t i = 0; i < n; ++i) {
+      const float* wg = w + (g0 + i) * G;
+      float a = wg[0], b = wg[0];
+      for (std::size_t j = 1; j < G; ++j) a = std::min(a, wg[j]), b = std::max(b, wg[j]);
+      mn[i] = a;
+      hi[i] = b;
+    }
+    // minimums: rounded down (toward -inf) to the super-minimum's grid
+    double amax = 0;
+    for (std::size_t i = 0; i < n; ++i) amax = std::max(amax, std::fabs(mn[i]));
+    vm = float(round_up_sig(amax / 127.0, FT::super_sig_bits));
+    ok = std::isfinite(vm);
+    for (std::size_t i = 0; i < n && ok; ++i) {
+      cm[i] = vm > 0 ? std::clamp(int(std::floor(mn[i] / double(vm))), -127, 127) : 0;
+      mn[i] = double(vm) * cm[i];
+      sc[i] = (hi[i] - mn[i]) / double(FT::max_code);
+    }
+    ok = ok && super_split<P>(sc, n, true, vs, cs);
+  } else {
+    constexpr int B = P::spec.bits;
+    for (std::size_t i = 0; i < n; ++i) sc[i] = double(signed_absmax(w + (g0 + i) * G, G, 1)) / -double(1 << (B - 1));
+    ok = super_split<P>(sc, n, true, vs, cs);
+  }
+  require(ok, "quantize: row ", m, ", super-group ", u, ": the range exceeds what the format's fp32 super-scale can hold");
+  q.supers[m * q.supers_per_row + u] = vs;
+  if constexpr (P::spec.asymmetric) q.super_mins[m * q.supers_per_row + u] = vm;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t g = g0 + i;
+    const float s = vs * float(cs[i]);
+    const float z = P::spec.min_form ? vm * float(cm[i]) : P::spec.sym_zero;
+    q.scales[m * q.groups + g] = s;
+    if constexpr (P::spec.asymmetric) q.zeros[m * q.groups + g] = z;
+    for (std::size_t j = 0; j < G; ++j) q.codes[m * q.K + g * G + j] = code_of<P>(w[g * G + j], s, z);
+  }
+}
+// Super-group formats: parameters given per group (from_codes) made int8 multiples of a super-
+// value per row and super-group, each rounded to the nearest (as 2-byte formats round to fp16)
+template <class P>
+void snap_supers(quantized<P>& q) {
+  constexpr std::size_t U = std::size_t(P::spec.groups_per_super());
+  for (std::size_t m = 0; m < q.M; ++m)
+    for (std::size_t u = 0; u < q.supers_per_row; ++u) {
+      const std::size_t g0 = u * U, n = std::min(q.groups, g0 + U) - g0;
+      for (int which = 0; which < (P::spec.asymmetric ? 2 : 1); ++which) {
+        float* v = (which == 0 ? q.scales.data() : q.zeros.data()) + m * q.groups + g0;
+        double p[16];
+        int c[16];
+        for (std::size_t i = 0; i < n; ++i) p[i] = v[i];
+        float sv = 0;
+        require(super_split<P>(p, n, false, sv, c), "from_codes: row ", m, ", super-group ", u,
+                ": the parameters exceed what the format's fp32 super-scale can hold");
+        for (std::size_t i = 0; i < n; ++i) v[i] = sv * float(c[i]);
+        (which == 0 ? q.supers : q.super_mins)[m * q.supers_per_row + u] = sv;
+      }
+    }
+}
 }  // namespace detail
 
 // Round-to-nearest quantization of row-major M x K float weights. Non-finite weights are an error.
@@ -318,16 +429,22 @@ quantized<P> quantize(const float* w, std::size_t M, std::size_t K) {
     }
     return q;
   } else {
-    float st = 0, zt = 0;
-    if (P::spec.per_tensor) detail::fit_group<P>(w, M * K, 1, st, zt);
-    for (std::size_t m = 0; m < M; ++m) {
-      for (std::size_t g = 0; g < q.groups; ++g) {
-        const float* wg = w + m * K + g * G;
-        float s = st, z = zt;
-        if (!P::spec.per_tensor) detail::fit_group<P>(wg, G, 1, s, z);
-        q.scales[m * q.groups + g] = s;
-        if (P::spec.asymmetric) q.zeros[m * q.groups + g] = z;
-        for (std::size_t i = 0; i < G; ++i) q.codes[m * K + g * G + i] = detail::code_of<P>(wg[i], s, z);
+    if constexpr (P::spec.super_k > 0) {
+      constexpr std::size_t U = std::size_t(P::spec.groups_per_super());
+      for (std::size_t m = 0; m < M; ++m)
+        for (std::size_t g0 = 0; g0 < q.groups; g0 += U) detail::fit_super<P>(w + m * K, m, g0, std::min(q.groups, g0 + U), q);
+    } else {
+      float st = 0, zt = 0;
+      if (P::spec.per_tensor) detail::fit_group<P>(w, M * K, 1, st, zt);
+      for (std::size_t m = 0; m < M; ++m) {
+        for (std::size_t g = 0; g < q.groups; ++g) {
+          const float* wg = w + m * K + g * G;
+          float s = st, z = zt;
+          if (!P::spec.per_tensor) detail::fit_group<P>(wg, G, 1, s, z);
+          q.scales[m * q.groups + g] = s;
+          if (P::spec.asymmetric) q.zeros[m * q.groups + g] = z;
+          for (std::size_t i = 0; i < G; ++i) q.codes[m * K + g * G + i] = detail::code_of<P>(wg[i], s, z);
+        }
       }
     }
     return q;
@@ -367,6 +484,7 @@ quantized<P> from_codes(const uint8_t* codes, const float* scales, const float* 
   if (P::spec.per_tensor)
     for (std::size_t m = 1; m < M; ++m)
       detail::require(q.scales[m] == q.scales[0], "from_codes: per_tensor policy needs equal scales");
+  if constexpr (P::spec.super_k > 0) detail::snap_supers(q);
   return q;
 }
 

@@ -34,6 +34,7 @@ status dequant_gemm(core<P>& c, const uint8_t* data, std::size_t M, std::size_t 
                     const void* take_ctx = nullptr) {
   require_aie_spec<S>();
   constexpr tiling_spec T = S::spec;
+  static_assert(T.super_k == 0, "aie::gemm: 2-byte group parameters (no super-group formats)");
   static_assert(T.planes <= 4 && T.group_k >= 32 && T.group_k <= 128 && (T.lut || T.min_form),
                 "aie::dequant_gemm: linear 1-4-bit codes (integer formats, Q4NX) in groups of 32-128 k; not codebooks");
   if constexpr (!std::is_same_v<P, aie2>) {

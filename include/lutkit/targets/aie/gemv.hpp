@@ -36,6 +36,7 @@ status gemv_w4a8(core<P>& c, const uint8_t* data, std::size_t M, std::size_t K, 
                 "aie::gemv_w4a8: linear 1-4-bit codes (integer formats, Q4NX) in the mmul order; not codebooks");
   constexpr tiling_spec T = S::spec;
   static_assert(T.group_k >= 32, "aie::gemv_w4a8: groups of 32 k or more (the activations' q8_0 blocks)");
+  static_assert(T.super_k == 0, "aie::gemv_w4a8: 2-byte group parameters (no super-group formats)");
   if (data == nullptr || x == nullptr || y == nullptr) return status::null_pointer;
   if (M == 0 || K == 0 || N == 0 || N > 4 || K % std::size_t(T.group_k) != 0) return status::bad_shape;
   if (ldx == 0) ldx = K;
@@ -148,6 +149,7 @@ status lut_gemv(core<P>& c, const uint8_t* data, std::size_t M, std::size_t K, c
                 "aie::lut_gemv: linear 1-4-bit formats with int8 tables (lut4<int8_t, mirror>)");
   constexpr tiling_spec T = S::spec;
   static_assert(T.group_k > 0, "aie::lut_gemv: group<G> (the table scale is per group)");
+  static_assert(T.super_k == 0, "aie::lut_gemv: 2-byte group parameters (no super-group formats)");
   if (data == nullptr || x == nullptr || y == nullptr) return status::null_pointer;
   if (M == 0 || K == 0 || N == 0 || K % std::size_t(T.group_k) != 0) return status::bad_shape;
   if (ldx == 0) ldx = K;

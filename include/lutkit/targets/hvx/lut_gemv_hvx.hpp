@@ -300,7 +300,7 @@ status lut_gemv_rows(const std::uint8_t* data, std::size_t M, std::size_t K, con
   constexpr tiling_spec S = P::spec;
   static_assert(S.lut && S.entry_bits == 8,
                 "lutkit::hvx::lut_gemv: int8-table LUT formats (lut4<int8_t, ...>; bits 1-4 or ternary)");
-  static_assert(!S.min_form && !S.f32_params,
+  static_assert(!S.min_form && S.super_k == 0,
                 "lutkit::hvx::lut_gemv: fp16 scales and zeros (no min-form or fp32-parameter formats)");
   if (data == nullptr || y == nullptr || tb.entries == nullptr) return status::null_pointer;
   if (M == 0 || K == 0 || tb.K != K || tb.N == 0 || !k_fits_groups<S.group_k>(K) ||

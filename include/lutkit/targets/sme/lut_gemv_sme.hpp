@@ -164,7 +164,7 @@ LUTKIT_SME_FN void slice_body(const gemv_args& a, std::size_t t, int x, std::siz
   constexpr int SPB = S.step_pairs_per_block();
   static_assert(S.sve() && S.rows_per_tile == 64, "the SME LUT-GEMV reads the sve-order layout");
   static_assert(S.max_abs_acc16() <= 32767, "int16 accumulation bound");
-  static_assert(!S.min_form && !S.f32_params,
+  static_assert(!S.min_form && S.super_k == 0,
                 "the SME LUT-GEMV reads fp16 scales and zeros (no min-form or fp32-parameter formats)");
   const packed_layout& L = *a.layout;
   const int VL = int(svcntb());

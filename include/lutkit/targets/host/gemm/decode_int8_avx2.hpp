@@ -45,12 +45,15 @@ constexpr bool has_int8_fused() {
           (levels_are_codes<P>() || (FT::integer_levels && FT::max_code < 16) || split_levels<P>())) ||
          whole_codes_int8_fused<P>();
 }
-// 8 fp16 / bf16 / fp32 group parameters -> fp32 (exact)
-template <bool BF16, bool F32 = false>
-LUTKIT_AVX2_DQ inline __m256 fused_param8(const uint8_t* p) {
-  if constexpr (F32) return _mm256_loadu_ps(reinterpret_cast<const float*>(p));
-  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  if constexpr (BF16) return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+// the group parameters of rows 8 v .. 8 v + 7 -> fp32 (exact): fp16 / bf16 slots at p, or
+// (super-group formats) int8 codes at p times the super-group's fp32 values at sup
+template <const auto& S>
+LUTKIT_AVX2_DQ inline __m256 fused_param8(const uint8_t* p, const uint8_t* sup, int v) {
+  if constexpr (S.super_k > 0)
+    return _mm256_mul_ps(_mm256_loadu_ps(reinterpret_cast<const float*>(sup) + 8 * v),
+                         _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8 * v)))));
+  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * v));
+  if constexpr (S.bf16_params) return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
   else return _mm256_cvtph_ps(h);
 }
 template <class P>
@@ -58,12 +61,14 @@ LUTKIT_AVX2_DQ inline void fused_group_scales(const uint8_t* data, const packed_
                                               std::size_t gi, float* sw, float* swz) {
   constexpr auto& S = P::spec;
   const uint8_t* ps = data + L.scale_offset(t, gi, S);
+  [[maybe_unused]] const uint8_t* sup = S.super_k > 0 ? data + L.super_offset(t, gi, S) : nullptr;
+  [[maybe_unused]] const uint8_t* supm = S.super_k > 0 && S.asymmetric ? data + L.super_min_offset(t, gi, S) : nullptr;
 #pragma GCC unroll 8
   for (int v = 0; v < 8; ++v) {
-    __m256 sc = fused_param8<S.bf16_params, S.f32_params>(ps + 8 * S.param_bytes() * v);
+    __m256 sc = fused_param8<S>(ps, sup, v);
     __m256 zc;
     if constexpr (S.asymmetric) {
-      const __m256 zz = fused_param8<S.bf16_params, S.f32_params>(data + L.zero_offset(t, gi, S) + 8 * S.param_bytes() * v);
+      const __m256 zz = fused_param8<S>(data + L.zero_offset(t, gi, S), supm, v);
       zc = S.min_form ? _mm256_xor_ps(zz, _mm256_set1_ps(-0.f)) : _mm256_mul_ps(zz, sc);
     } else {
       zc = _mm256_mul_ps(_mm256_set1_ps(S.sym_zero), sc);

@@ -121,25 +121,36 @@ LUTKIT_AVX512_GFNI inline __m512 fused_param16(const uint8_t* p, int T) {
   if constexpr (BF16) return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
   else return _mm512_cvtph_ps(h);
 }
-// register T's 16 group parameters in row-pair order: 2-byte ones, or fp32 ones (the K-quants'
-// bit planes: Q3_K, Q2_K) permuted as the outputs are
-template <const auto& S>
-LUTKIT_AVX512_GFNI inline __m512 fused_param(const uint8_t* p, int T) {
-  if constexpr (S.f32_params) return to_pair_order(reinterpret_cast<const float*>(p), T);
-  else return fused_param16<S.bf16_params>(p, T);
+// the 64 rows' super-group parameters (int8 codes at p times the fp32 values at sup), in row order
+LUTKIT_AVX512_GFNI inline void super_params64(const uint8_t* p, const uint8_t* sup, float* rows) {
+#pragma GCC unroll 4
+  for (int v = 0; v < 4; ++v)
+    _mm512_store_ps(rows + 16 * v, _mm512_mul_ps(_mm512_loadu_ps(reinterpret_cast<const float*>(sup) + 16 * v),
+                                                 _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(
+                                                     reinterpret_cast<const __m128i*>(p + 16 * v))))));
 }
 // the 64 rows' weight scales sw and zero coefficients swz of group gi in row-pair order (as
-// lut_weight_source::group_scales computes them: exact fp16 / bf16 decode, then zero * scale or
-// -min in fp32)
+// lut_weight_source::group_scales computes them: exact fp16 / bf16 decode, or the super-group
+// formats' code times super-value, then zero * scale or -min in fp32). ps: the group's slots,
+// sup: its super-group's entry (super-group formats: the K-quants' bit planes, Q3_K, Q2_K)
 template <class P>
-LUTKIT_AVX512_GFNI inline void fused_group_scales(const uint8_t* ps, __m512 sw[4], __m512 swz[4]) {
+LUTKIT_AVX512_GFNI inline void fused_group_scales(const uint8_t* ps, const uint8_t* sup, __m512 sw[4], __m512 swz[4]) {
   constexpr auto& S = P::spec;
+  [[maybe_unused]] alignas(64) float sr[64], zr[64];
+  if constexpr (S.super_k > 0) {
+    super_params64(ps, sup, sr);
+    if constexpr (S.asymmetric) super_params64(ps + S.rows_per_tile, sup + 4 * S.rows_per_tile, zr);
+  }
+  auto fused_param = [&](const uint8_t* p, const float* rows, int T) {
+    if constexpr (S.super_k > 0) return to_pair_order(rows, T);
+    else return fused_param16<S.bf16_params>(p, T);
+  };
 #pragma GCC unroll 4
   for (int T = 0; T < 4; ++T) {
-    __m512 sc = fused_param<S>(ps, T);
+    __m512 sc = fused_param(ps, sr, T);
     __m512 zc;
     if constexpr (S.asymmetric) {
-      const __m512 zz = fused_param<S>(ps + S.param_bytes() * S.rows_per_tile, T);
+      const __m512 zz = fused_param(ps + S.param_bytes() * S.rows_per_tile, zr, T);
       zc = S.min_form ? _mm512_xor_ps(zz, _mm512_set1_ps(-0.f)) : _mm512_mul_ps(zz, sc);
     } else {
       zc = _mm512_mul_ps(_mm512_set1_ps(S.sym_zero), sc);
@@ -219,8 +230,9 @@ LUTKIT_AVX512_GFNI void mk_int8_fused(const uint8_t* data, const packed_layout& 
     const std::size_t gi = L.group_of_k((step - a.steps) * 4, S);
     if (gi != gw) {
       gw = gi;
-      if constexpr (S.group_k > 0) fused_group_scales<P>(walk.params(gi), vw, vz);
-      else fused_group_scales<P>(data + L.scale_offset(t, gi, S), vw, vz);
+      const uint8_t* sup = S.super_k > 0 ? data + L.super_offset(t, gi, S) : nullptr;
+      if constexpr (S.group_k > 0) fused_group_scales<P>(walk.params(gi), sup, vw, vz);
+      else fused_group_scales<P>(data + L.scale_offset(t, gi, S), sup, vw, vz);
     }
     const float* sx = a.sumx + g * a.ldsum;
     const float* sa = a.sa ? a.sa + g * a.ldsum : nullptr;
@@ -253,12 +265,15 @@ constexpr bool whole_codes_in_registers() {
       if (S.code_byte_in_step_pair(8 * o, s, 0) != 32 * o + (S.planes == 8 ? 256 * s : 0)) return false;
   return S.code_shift(1) == (S.planes == 8 ? 0 : 4);
 }
-// 16 fp16 / bf16 / fp32 group parameters (rows in order) -> fp32 (exact)
-template <bool BF16, bool F32 = false>
-LUTKIT_AVX512_DQ inline __m512 param16(const uint8_t* p) {
-  if constexpr (F32) return _mm512_loadu_ps(reinterpret_cast<const float*>(p));
-  const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-  if constexpr (BF16) return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+// the group parameters of rows 16 T .. 16 T + 15 -> fp32 (exact): fp16 / bf16 slots at p, or
+// (super-group formats) int8 codes at p times the super-group's fp32 values at sup
+template <const auto& S>
+LUTKIT_AVX512_DQ inline __m512 param16(const uint8_t* p, const uint8_t* sup, int T) {
+  if constexpr (S.super_k > 0)
+    return _mm512_mul_ps(_mm512_loadu_ps(reinterpret_cast<const float*>(sup) + 16 * T),
+                         _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * T)))));
+  const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * T));
+  if constexpr (S.bf16_params) return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
   else return _mm512_cvtph_ps(h);
 }
 template <class P, int NC>
@@ -297,18 +312,20 @@ LUTKIT_AVX512_DQ void mk_int8_whole(const uint8_t* data, const packed_layout& L,
     // them)
     const std::size_t gi = L.group_of_k(step0 * 4, S);
     const uint8_t* ps = data + L.scale_offset(t, gi, S);
+    [[maybe_unused]] const uint8_t* sup = S.super_k > 0 ? data + L.super_offset(t, gi, S) : nullptr;
+    [[maybe_unused]] const uint8_t* supm = S.super_k > 0 && S.asymmetric ? data + L.super_min_offset(t, gi, S) : nullptr;
     // software prefetch of the tile's stream (one panel: every group's parameters, then its
     // codes) PFD bytes ahead, a group's bytes per group: the hardware prefetcher alone left the
-    // parameter lines' misses exposed (Q4_K's fp32 slots: a third of the stream)
+    // parameter lines' misses exposed (Q4_K's fp32 slots, when it had them: a third of the stream)
     if constexpr (S.group_k > 0)
       for (std::size_t o = 0; o < std::size_t(S.scale_bytes()) + GB; o += 64)
         _mm_prefetch(reinterpret_cast<const char*>(ps) + PFD + o, _MM_HINT_T0);
     alignas(64) float sw[64], swz[64];
 #pragma GCC unroll 4
     for (int T = 0; T < 4; ++T) {
-      __m512 sc = param16<S.bf16_params, S.f32_params>(ps + 16 * S.param_bytes() * T), zc;
+      __m512 sc = param16<S>(ps, sup, T), zc;
       if constexpr (S.asymmetric) {
-        const __m512 zz = param16<S.bf16_params, S.f32_params>(data + L.zero_offset(t, gi, S) + 16 * S.param_bytes() * T);
+        const __m512 zz = param16<S>(data + L.zero_offset(t, gi, S), supm, T);
         zc = S.min_form ? _mm512_xor_ps(zz, _mm512_set1_ps(-0.f)) : _mm512_mul_ps(zz, sc);
       } else {
         zc = _mm512_mul_ps(_mm512_set1_ps(S.sym_zero), sc);

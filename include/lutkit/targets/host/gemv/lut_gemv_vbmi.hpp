@@ -82,6 +82,9 @@ struct Ops {
       _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i))));
   }
   static F loadf16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+  static F loadi8f(const int8_t* p) {
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+  }
   static F setf(float x) { return _mm512_set1_ps(x); }
   static F loadf(const float* p) { return _mm512_loadu_ps(p); }
   static void storef(float* p, F f) { _mm512_storeu_ps(p, f); }
