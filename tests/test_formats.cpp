@@ -655,6 +655,64 @@ static std::vector<uint8_t> kquant_blocks(std::mt19937_64& rng, std::size_t nblo
   return b;
 }
 
+TEST_CASE("K-quant policies: super-group parameters from quantize and from_codes, through pack and unpack", "[formats][kquant]") {
+  // every group parameter an int8 multiple of its row's super-value for its 256 k (a ragged last
+  // super-group included), the fitted range covered, and the blob giving back the same tensor
+  auto check = []<class P>() {
+    using FT = format_traits<typename P::format>;
+    constexpr std::size_t G = P::spec.group_k, U = 256 / G;
+    std::mt19937_64 rng(policy_hash(P::name()));
+    for (int trial = 0; trial < 3; ++trial) {
+      const std::size_t M = std::uniform_int_distribution<std::size_t>(1, 90)(rng);
+      const std::size_t K = 256 * std::size_t(trial) + G * std::uniform_int_distribution<std::size_t>(1, U)(rng);
+      INFO(P::name() << " trial " << trial << " M=" << M << " K=" << K);
+      auto w = random_weights(rng, M * K);
+      if (trial == 1)  // rows of very different magnitudes, and an all-zero row
+        for (std::size_t m = 0; m < M; ++m)
+          for (std::size_t k = 0; k < K; ++k) w[m * K + k] *= m == 0 ? 0.f : std::ldexp(1.f, int(m % 40) - 20);
+      const quantized<P> q = quantize<P>(w.data(), M, K);
+      REQUIRE(q.supers_per_row == (K / G + U - 1) / U);
+      std::size_t off_grid = 0, uncovered = 0;
+      for (std::size_t m = 0; m < M; ++m)
+        for (std::size_t g = 0; g < q.groups; ++g) {
+          const float s = q.scale(m, g), d = q.super_scale(m, g);
+          const float c = d != 0.f ? s / d : 0.f;
+          off_grid += !(c == std::nearbyint(c) && std::fabs(c) <= 127.f && d * c == s);
+          if constexpr (P::spec.min_form) {
+            const float z = q.zero(m, g), dz = q.super_min(m, g);
+            const float cz = dz != 0.f ? z / dz : 0.f;
+            off_grid += !(cz == std::nearbyint(cz) && std::fabs(cz) <= 127.f && dz * cz == z);
+            for (std::size_t k = g * G; k < (g + 1) * G; ++k) {
+              const double v = w[m * K + k];
+              uncovered += v < double(z) || v > double(z) + double(s) * FT::max_code * (1 + 1e-6);
+              // (rounded to the nearest level: within half a step)
+              uncovered += std::fabs(q.weight(m, k) - v) > 0.5 * double(s) * (1 + 1e-6);
+            }
+          }
+        }
+      CHECK(off_grid == 0);
+      CHECK(uncovered == 0);
+      const quantized<P> u = unpack<P>(pack<P>(q));
+      CHECK(u.codes == q.codes);
+      CHECK(u.scales == q.scales);
+      CHECK(u.zeros == q.zeros);
+      CHECK(u.supers == q.supers);
+      CHECK(u.super_mins == q.super_mins);
+      // from_codes of the same parameters: snapped to a super-value per super-group, the blob
+      // of the result gives it back
+      const quantized<P> f = from_codes<P>(q.codes.data(), q.scales.data(), q.zeros.data(), M, K);
+      const quantized<P> fu = unpack<P>(pack<P>(f));
+      CHECK(fu.scales == f.scales);
+      CHECK(fu.zeros == f.zeros);
+    }
+  };
+  check.operator()<policy<fmt::q4_k, group<32>>>();
+  check.operator()<policy<fmt::q5_k, group<32>>>();
+  check.operator()<policy<fmt::q2_k, group<16>>>();
+  check.operator()<policy<fmt::q6_k, group<16>>>();
+  check.operator()<policy<fmt::q3_k, group<16>>>();
+}
+
 TEST_CASE("import_q2_k ... import_q6_k, import_q5_1 reproduce llama.cpp's dequantization bit for bit", "[formats][kquant]") {
   using Q2K = policy<fmt::q2_k, group<16>>;
   using Q3K = policy<fmt::q3_k, group<16>>;

@@ -103,6 +103,25 @@ TEST_CASE("blob contents the kernels cannot run are refused at from_bytes", "[ro
   const uint16_t huge_bf16 = 0x7F00;  // 1.7e38: x 15 overflows float
   std::memcpy(nx.data() + sizeof(blob_header) + LN.scale_offset(0, 0), &huge_bf16, 2);
   refuse<NX>(nx, "overflow float weights");
+
+  // super-group parameters (the K-quants): a non-finite super-scale or super-minimum in the super
+  // table reaches every group of its super-group; a finite one whose weights overflow float too
+  using Q6K = policy<fmt::q6_k, group<16>>;
+  using Q4K = policy<fmt::q4_k, group<32>>;
+  auto k6 = blob_bytes<Q6K>(70, 512);
+  const packed_layout L6(Q6K::spec, 70, 512);
+  const float fnan = std::numeric_limits<float>::quiet_NaN(), finf = std::numeric_limits<float>::infinity();
+  std::memcpy(k6.data() + sizeof(blob_header) + L6.super_offset(1, 16) + 4 * 2, &fnan, 4);
+  refuse<Q6K>(k6, "scale of row 66, group 16 is not finite");
+  auto k4 = blob_bytes<Q4K>(64, 512);
+  const packed_layout L4(Q4K::spec, 64, 512);
+  std::memcpy(k4.data() + sizeof(blob_header) + L4.super_min_offset(0, 8) + 4 * 9, &finf, 4);
+  refuse<Q4K>(k4, "zero of row 9, group 8 is not finite");
+  k4 = blob_bytes<Q4K>(64, 512);
+  const float huge = 3e36f;  // x an int8 code x 15: past float
+  std::memcpy(k4.data() + sizeof(blob_header) + L4.super_offset(0, 0) + 4 * 4, &huge, 4);
+  k4[sizeof(blob_header) + L4.scale_offset(0, 0) + 4] = 100;
+  refuse<Q4K>(k4, "overflow float weights");
 }
 
 TEST_CASE("kernel shapes and strides past the documented maximum are refused", "[robustness]") {
