@@ -42,7 +42,7 @@ using q8_0_policy = lutkit::policy<lutkit::fmt::uint_sym<8>, lutkit::group<32>>;
 using iq4_nl_policy = lutkit::policy<lutkit::fmt::codebook4<lutkit::book::iq4_nl>, lutkit::group<32>>;
 using q4_1_policy = lutkit::policy<lutkit::fmt::q4_1, lutkit::group<32>>;
 using q5_0_policy = lutkit::policy<lutkit::fmt::uint_sym<5>, lutkit::group<32>>;
-// the K-quants: one group a sub-block, fp32 scales (quant/kquant.hpp)
+// the K-quants: one group a sub-block, int8 codes times fp32 super-scales (quant/kquant.hpp)
 using q4_k_policy = lutkit::policy<lutkit::fmt::q4_k, lutkit::group<32>>;
 using q6_k_policy = lutkit::policy<lutkit::fmt::q6_k, lutkit::group<16>>;
 using q3_k_policy = lutkit::policy<lutkit::fmt::q3_k, lutkit::group<16>>;

@@ -167,7 +167,7 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
   // the call and the block's scales (and zeros) in registers: the block epilogue then has no
   // stores, and the buffered form's store and reload per group is gone (W1 g64: 42 -> 22
   // epilogue instructions per block of 8 step pairs)
-  // (fp32 parameter slots: loaded as they are, where the Ops convert fp16 at use)
+  // (super-group formats: int8 codes converted and multiplied by the fp32 super-values at use)
   constexpr bool F16_AT_USE = requires(const uint16_t* h) { requires std::is_same_v<decltype(Ops::loadf16(h)), F>; };
   constexpr bool OUT_REGS = F16_AT_USE && NB <= 2;
   F outv[OUT_REGS ? NB : 1][4], sreg[4], zreg[4];
@@ -187,7 +187,6 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
     if constexpr (F16_AT_USE) {
       // at the block's start, as the buffered form: converted where the epilogue uses them, the
       // loads' latency would be exposed there
-      // (fp32 slots: the parameters 64 bytes apart, loaded as they are)
       auto param = [&](std::size_t off, int q) {
         return Ops::loadf16(reinterpret_cast<const uint16_t*>(a.data + off) + 16 * q);
       };

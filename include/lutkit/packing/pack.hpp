@@ -183,8 +183,9 @@ struct ggml_source {
   row_cursor row(std::size_t m) const { return {blocks + m * (K_ / E) * Block::block_bytes, K_}; }
 };
 
-// A K-quant tensor (quant/kquant.hpp) read in place: each sub-block's fp32 scale (and minimum)
-// and its codes decoded from the super-block as the packer asks for them.
+// A K-quant tensor (quant/kquant.hpp) read in place: each sub-block's int8 scale (and minimum)
+// code, the super-block's d (and -dmin), and its codes decoded from the super-block as the
+// packer asks for them.
 template <class P, class Block>
 struct ggml_superblock_source {
   static constexpr std::size_t E = Block::block_elems, G = E / Block::sub;

@@ -316,7 +316,7 @@ LUTKIT_AVX512_DQ void mk_int8_whole(const uint8_t* data, const packed_layout& L,
     [[maybe_unused]] const uint8_t* supm = S.super_k > 0 && S.asymmetric ? data + L.super_min_offset(t, gi, S) : nullptr;
     // software prefetch of the tile's stream (one panel: every group's parameters, then its
     // codes) PFD bytes ahead, a group's bytes per group: the hardware prefetcher alone left the
-    // parameter lines' misses exposed (Q4_K's fp32 slots, when it had them: a third of the stream)
+    // parameter lines' misses exposed
     if constexpr (S.group_k > 0)
       for (std::size_t o = 0; o < std::size_t(S.scale_bytes()) + GB; o += 64)
         _mm_prefetch(reinterpret_cast<const char*>(ps) + PFD + o, _MM_HINT_T0);
