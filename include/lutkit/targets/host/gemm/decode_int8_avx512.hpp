@@ -141,16 +141,17 @@ LUTKIT_AVX512_GFNI inline void fused_group_scales(const uint8_t* ps, const uint8
     super_params64(ps, sup, sr);
     if constexpr (S.asymmetric) super_params64(ps + S.rows_per_tile, sup + 4 * S.rows_per_tile, zr);
   }
-  auto fused_param = [&](const uint8_t* p, const float* rows, int T) {
-    if constexpr (S.super_k > 0) return to_pair_order(rows, T);
-    else return fused_param16<S.bf16_params>(p, T);
-  };
+  // (no lambda returning __m512: clang rejects one inside a target-attributed function)
 #pragma GCC unroll 4
   for (int T = 0; T < 4; ++T) {
-    __m512 sc = fused_param(ps, sr, T);
+    __m512 sc;
+    if constexpr (S.super_k > 0) sc = to_pair_order(sr, T);
+    else sc = fused_param16<S.bf16_params>(ps, T);
     __m512 zc;
     if constexpr (S.asymmetric) {
-      const __m512 zz = fused_param(ps + S.param_bytes() * S.rows_per_tile, zr, T);
+      __m512 zz;
+      if constexpr (S.super_k > 0) zz = to_pair_order(zr, T);
+      else zz = fused_param16<S.bf16_params>(ps + S.param_bytes() * S.rows_per_tile, T);
       zc = S.min_form ? _mm512_xor_ps(zz, _mm512_set1_ps(-0.f)) : _mm512_mul_ps(zz, sc);
     } else {
       zc = _mm512_mul_ps(_mm512_set1_ps(S.sym_zero), sc);
