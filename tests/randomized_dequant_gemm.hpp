@@ -14,6 +14,7 @@ inline std::vector<lutkit::dq_backend> dq_backends() {
   std::vector<lutkit::dq_backend> b{lutkit::dq_backend::portable};
 #if defined(LUTKIT_HAVE_AVX512_DQ)
   if (lutkit::detail::avx512::cpu_supported()) b.push_back(lutkit::dq_backend::avx512);
+  if (lutkit::detail::avx512::cpu_supported_vnni()) b.push_back(lutkit::dq_backend::avx512_vnni);
 #endif
 #if defined(LUTKIT_HAVE_AVX2_DQ)
   if (lutkit::detail::avx2::cpu_supported()) b.push_back(lutkit::dq_backend::avx2);

@@ -15,6 +15,7 @@
 #include "level1_whole_codes.hpp"
 #include "level2_avx512.hpp"
 #include "microkernels_avx512.hpp"
+#include "kernel_set_avx2.hpp"
 #include "tile_group_avx512.hpp"
 
 #if defined(LUTKIT_HOST_X86)
@@ -23,6 +24,8 @@
 namespace lutkit::detail::avx512 {
 
 inline bool cpu_supported() { return host_features::avx512_vnni_bf16_vbmi(); }
+// CPUs with AVX-512 VNNI and VBMI but no BF16 (Ice Lake): kernels_vnni() below
+inline bool cpu_supported_vnni() { return host_features::avx512_vbmi_vnni(); }
 
 // gemm/activations.hpp's activation packing and tile write, compiled for AVX-512 instead of the
 // SSE2 baseline (docs/design_measurements.md, "Activation panel and prep")
@@ -74,6 +77,34 @@ inline const dq_kernel_set& kernels() {
                                &avx512::write_tile,
                                {&tg_int8<1>, &tg_int8<2>, &tg_int8<3>, &tg_int8<4>},
                                /*int8_decode_first=*/true};
+  return k;
+}
+
+// The set for AVX-512 VNNI + VBMI CPUs without BF16 (Ice Lake): this set's int8 micro-kernels,
+// int8 decodes, level 1, fp32 micro-kernels and level 2 — none of which executes a BF16
+// instruction (the attribute only allows them; the tests run this set on such a CPU) — and the
+// AVX2 set's bf16 route and activation packing. Without it those CPUs ran the AVX2 int8 kernel
+// (no VNNI) in prefill (docs/engine.md, "Beside llama.cpp").
+inline const dq_kernel_set& kernels_vnni() {
+  static const dq_kernel_set k = [] {
+    dq_kernel_set s = kernels();
+    const dq_kernel_set& a2 = avx2::kernels();
+    s.name = "avx512_vnni";
+    for (int i = 0; i < mk_val_cols; ++i) s.bf16[i] = a2.bf16[i];
+    s.group16_bf16 = a2.group16_bf16;
+    s.group_codes_bf16 = a2.group_codes_bf16;
+    s.tg_groups_bf16 = a2.tg_groups_bf16;
+    for (int i = 0; i < 4; ++i) {
+      s.bf16_tables[i] = a2.bf16_tables[i];
+      s.bf16_steps[i] = a2.bf16_steps[i];
+    }
+    s.prepare_rows = a2.prepare_rows;
+    s.write_tile = a2.write_tile;
+    // decode_method::best keeps the LUT-GEMV first on these CPUs, as with the AVX2 set (the int8
+    // decode's lead was measured on Zen 4 / 5 only)
+    s.int8_decode_first = false;
+    return s;
+  }();
   return k;
 }
 
