@@ -134,8 +134,9 @@ struct lut_weight_source {
       const int8_t* cs = reinterpret_cast<const int8_t*>(data + L->scale_offset(t, g, P::spec));
       for (int r = 0; r < 64; ++r) sc[r] = detail::load_f32(sup + 4 * r) * float(cs[r]);
       if constexpr (P::spec.asymmetric) {
+        const uint8_t* supm = data + L->super_min_offset(t, g, P::spec);
         const int8_t* cz = reinterpret_cast<const int8_t*>(data + L->zero_offset(t, g, P::spec));
-        for (int r = 0; r < 64; ++r) zz[r] = detail::load_f32(sup + 256 + 4 * r) * float(cz[r]);
+        for (int r = 0; r < 64; ++r) zz[r] = detail::load_f32(supm + 4 * r) * float(cz[r]);
       } else {
         for (int r = 0; r < 64; ++r) zz[r] = P::spec.sym_zero;
       }

@@ -192,10 +192,11 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
       };
       if constexpr (S.super_k > 0) {  // int8 codes times the super-group's fp32 values
         const float* sp = reinterpret_cast<const float*>(a.data + L.super_offset(t, cur.group, S));
+        const float* spm = reinterpret_cast<const float*>(a.data + L.super_min_offset(t, cur.group, S));
         auto codes = [&](std::size_t off, int q) { return Ops::loadi8f(reinterpret_cast<const int8_t*>(a.data + off) + 16 * q); };
         for (int q = 0; q < 4; ++q) sreg[q] = Ops::mulf(Ops::loadf(sp + 16 * q), codes(cur.params, q));
         if constexpr (S.min_form)
-          for (int q = 0; q < 4; ++q) zreg[q] = Ops::mulf(Ops::loadf(sp + R + 16 * q), codes(cur.zeros(), q));
+          for (int q = 0; q < 4; ++q) zreg[q] = Ops::mulf(Ops::loadf(spm + 16 * q), codes(cur.zeros(), q));
       } else {
         for (int q = 0; q < 4; ++q) sreg[q] = param(cur.params, q);
         if constexpr (S.min_form) {
@@ -211,8 +212,9 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
         const int8_t* cs = reinterpret_cast<const int8_t*>(a.data + cur.params);
         for (int r = 0; r < R; ++r) s32[r] = detail::load_f32(sp + 4 * r) * float(cs[r]);
         if constexpr (S.min_form) {
+          const uint8_t* spm = a.data + L.super_min_offset(t, cur.group, S);
           const int8_t* cz = reinterpret_cast<const int8_t*>(a.data + cur.zeros());
-          for (int r = 0; r < R; ++r) z32[r] = detail::load_f32(sp + 4 * R + 4 * r) * float(cz[r]);
+          for (int r = 0; r < R; ++r) z32[r] = detail::load_f32(spm + 4 * r) * float(cz[r]);
         }
       } else {
         Ops::f16_to_f32(reinterpret_cast<const uint16_t*>(a.data + cur.params), s32, R);

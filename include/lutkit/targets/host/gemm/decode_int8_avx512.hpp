@@ -132,14 +132,16 @@ LUTKIT_AVX512_GFNI inline void super_params64(const uint8_t* p, const uint8_t* s
 // the 64 rows' weight scales sw and zero coefficients swz of group gi in row-pair order (as
 // lut_weight_source::group_scales computes them: exact fp16 / bf16 decode, or the super-group
 // formats' code times super-value, then zero * scale or -min in fp32). ps: the group's slots,
-// sup: its super-group's entry (super-group formats: the K-quants' bit planes, Q3_K, Q2_K)
+// sup, supm: its super-group's super-scales and super-minimums (super-group formats: the K-quants'
+// bit planes, Q3_K, Q2_K)
 template <class P>
-LUTKIT_AVX512_GFNI inline void fused_group_scales(const uint8_t* ps, const uint8_t* sup, __m512 sw[4], __m512 swz[4]) {
+LUTKIT_AVX512_GFNI inline void fused_group_scales(const uint8_t* ps, const uint8_t* sup, const uint8_t* supm, __m512 sw[4],
+                                                  __m512 swz[4]) {
   constexpr auto& S = P::spec;
   [[maybe_unused]] alignas(64) float sr[64], zr[64];
   if constexpr (S.super_k > 0) {
     super_params64(ps, sup, sr);
-    if constexpr (S.asymmetric) super_params64(ps + S.rows_per_tile, sup + 4 * S.rows_per_tile, zr);
+    if constexpr (S.asymmetric) super_params64(ps + S.param_bytes() * S.rows_per_tile, supm, zr);
   }
   // (no lambda returning __m512: clang rejects one inside a target-attributed function)
 #pragma GCC unroll 4
@@ -232,8 +234,9 @@ LUTKIT_AVX512_GFNI void mk_int8_fused(const uint8_t* data, const packed_layout& 
     if (gi != gw) {
       gw = gi;
       const uint8_t* sup = S.super_k > 0 ? data + L.super_offset(t, gi, S) : nullptr;
-      if constexpr (S.group_k > 0) fused_group_scales<P>(walk.params(gi), sup, vw, vz);
-      else fused_group_scales<P>(data + L.scale_offset(t, gi, S), sup, vw, vz);
+      const uint8_t* supm = S.super_k > 0 && S.asymmetric ? data + L.super_min_offset(t, gi, S) : nullptr;
+      if constexpr (S.group_k > 0) fused_group_scales<P>(walk.params(gi), sup, supm, vw, vz);
+      else fused_group_scales<P>(data + L.scale_offset(t, gi, S), sup, supm, vw, vz);
     }
     const float* sx = a.sumx + g * a.ldsum;
     const float* sa = a.sa ? a.sa + g * a.ldsum : nullptr;
