@@ -1,0 +1,185 @@
+// kernels_bench: lutkit's kernels beside llama.cpp's ggml_mul_mat on the same llama.cpp blocks, in
+// one process (docs/llama_formats.md, "Beside llama.cpp's kernels"). Per type: M x K weights of
+// normal random floats quantized by ggml's own quantizer; lutkit packs those blocks
+// (the engine's pack_matrix) and applies them as the engine does (examples/llm/model.hpp,
+// matrix::apply: decode_gemv's best method for N = 1, the dequant-GEMM's default paradigm for
+// N = 128); ggml computes ggml_mul_mat on its CPU backend with the weights in the buffer type
+// libllama would give them (ggml_side.cpp). Both rotate over the same number of weight copies
+// (cold: more than 128 MiB of them). Before timing, both sides' outputs are compared (stderr).
+//
+//   kernels_bench --type q4_k [--M 14336] [--K 4096] [Google Benchmark flags]
+//   rows: {ggml,lutkit}/<type>/n:<N>/threads:<T>   counter weight_GBps: that side's weight bytes / time
+//         load/<type>/threads:<T>    the engine's load of the tensor: pack_matrix, the blocks to a new blob
+//         memcpy/<type>              one memcpy of the same blocks into a buffer already touched
+//
+// benchmarks/llama_cpp/kernels.sh builds it, runs every type with interleaved repetitions and
+// prints the table of medians.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ggml_side.hpp"
+#include "llm/model.hpp"
+
+namespace {
+struct setup {
+  lutkit::ggml_type type{};
+  std::size_t M = 14336, K = 4096;
+  std::vector<uint8_t> blocks;
+  std::vector<llm::matrix> lk;                           // the lutkit copies
+  std::map<std::size_t, std::unique_ptr<ggml_side::matmul>> gg;  // per N, its copies
+  std::vector<float> x;                                  // 128 x K activations
+  std::map<int, std::unique_ptr<lutkit::thread_pool>> pools;
+  lutkit::thread_pool* pool(int T) {
+    if (T <= 1) return nullptr;
+    auto& p = pools[T];
+    if (!p) p = std::make_unique<lutkit::thread_pool>(std::size_t(T));
+    return p.get();
+  }
+};
+setup g;
+
+lutkit::ggml_type parse_type(const std::string& s) {
+  for (uint32_t id = 0; id < 40; ++id) {
+    const char* n = ggml_side::type_name(int(id));
+    if (n && std::strlen(n) && s.size() == std::strlen(n)) {
+      bool eq = true;
+      for (std::size_t i = 0; i < s.size(); ++i) eq = eq && std::tolower(s[i]) == std::tolower(n[i]);
+      if (eq) return lutkit::ggml_type(id);
+    }
+  }
+  throw std::runtime_error("kernels_bench: unknown type " + s);
+}
+
+// the largest |a - b| over the largest |b|
+double rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  double d = 0, m = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    d = std::max(d, double(std::fabs(a[i] - b[i])));
+    m = std::max(m, double(std::fabs(b[i])));
+  }
+  return m > 0 ? d / m : d;
+}
+
+void prepare(int copies_min) {
+  std::mt19937_64 rng(42);
+  std::normal_distribution<float> nd;
+  std::vector<float> w(g.M * g.K);
+  for (auto& v : w) v = nd(rng);
+  g.blocks = ggml_side::quantize(int(g.type), w.data(), g.M, g.K, 2);
+  std::vector<float>().swap(w);
+  const std::size_t bytes = g.blocks.size();
+  const int copies = std::max<int>(copies_min, int((std::size_t(128) << 20) / bytes + 2));
+  lutkit::gguf::tensor t{};
+  t.name = "w";
+  t.type = g.type;
+  t.n_dims = 2;
+  t.ne = {g.K, g.M, 1, 1};
+  t.n_bytes = bytes;
+  t.data = g.blocks.data();
+  for (int c = 0; c < copies; ++c) g.lk.push_back(llm::pack_matrix(t, g.pool(2)));
+  for (std::size_t N : {std::size_t(1), std::size_t(128)})
+    g.gg[N] = std::make_unique<ggml_side::matmul>(int(g.type), g.blocks.data(), g.M, g.K, N, copies);
+  g.x.resize(128 * g.K);
+  for (auto& v : g.x) v = nd(rng);
+  for (auto& [N, mm] : g.gg) {
+    mm->set_input(g.x.data());
+    std::vector<float> yl(N * g.M), yg(N * g.M);
+    mm->run(0, 2);
+    mm->output(0, yg.data());
+    g.lk[0].apply(g.x.data(), N, yl.data(), g.pool(2));
+    std::fprintf(stderr, "%s n=%zu: lutkit against ggml, max |diff| / max |ggml| = %.2e%s\n",
+                 ggml_side::type_name(int(g.type)), N, rel_diff(yl, yg),
+                 mm->repacked() ? " (ggml: CPU_REPACK buffer)" : "");
+  }
+  std::fprintf(stderr, "%s: %zu x %zu, %d copies; ggml blocks %.1f MiB, lutkit blob %.1f MiB\n",
+               ggml_side::type_name(int(g.type)), g.M, g.K, copies, double(bytes) / 1048576.0,
+               double(g.lk[0].bytes()) / 1048576.0);
+}
+
+void bm_ggml(benchmark::State& st, std::size_t N, int T) {
+  auto& mm = *g.gg.at(N);
+  const int copies = int(g.lk.size());
+  int i = 0;
+  for (auto _ : st) mm.run(i++ % copies, T);
+  st.counters["weight_GBps"] = benchmark::Counter(double(g.blocks.size()) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void bm_lutkit(benchmark::State& st, std::size_t N, int T) {
+  std::vector<float> y(N * g.M);
+  lutkit::thread_pool* pool = g.pool(T);
+  std::size_t i = 0;
+  for (auto _ : st) {
+    g.lk[i++ % g.lk.size()].apply(g.x.data(), N, y.data(), pool);
+    benchmark::DoNotOptimize(y.data());
+  }
+  st.counters["weight_GBps"] = benchmark::Counter(double(g.lk[0].bytes()) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+void bm_load(benchmark::State& st, int T) {
+  lutkit::gguf::tensor t{};
+  t.name = "w";
+  t.type = g.type;
+  t.n_dims = 2;
+  t.ne = {g.K, g.M, 1, 1};
+  t.n_bytes = g.blocks.size();
+  t.data = g.blocks.data();
+  for (auto _ : st) {
+    llm::matrix m = llm::pack_matrix(t, g.pool(T));
+    benchmark::DoNotOptimize(&m);
+  }
+  st.counters["file_GBps"] = benchmark::Counter(double(g.blocks.size()) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void bm_memcpy(benchmark::State& st) {
+  std::vector<uint8_t> dst(g.blocks.size(), 1);
+  for (auto _ : st) {
+    std::memcpy(dst.data(), g.blocks.data(), g.blocks.size());
+    benchmark::DoNotOptimize(dst.data());
+  }
+  st.counters["file_GBps"] = benchmark::Counter(double(g.blocks.size()) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<char*> rest{argv[0]};
+  std::string type = "q4_0";
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--type" && i + 1 < argc) type = argv[++i];
+    else if (a == "--M" && i + 1 < argc) g.M = std::stoul(argv[++i]);
+    else if (a == "--K" && i + 1 < argc) g.K = std::stoul(argv[++i]);
+    else rest.push_back(argv[i]);
+  }
+  try {
+    g.type = parse_type(type);
+    prepare(2);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kernels_bench: %s\n", e.what());
+    return 1;
+  }
+  const std::string tn = ggml_side::type_name(int(g.type));
+  for (int T : {1, 2})
+    for (std::size_t N : {std::size_t(1), std::size_t(128)}) {
+      const std::string tail = tn + "/n:" + std::to_string(N) + "/threads:" + std::to_string(T);
+      benchmark::RegisterBenchmark(("ggml/" + tail).c_str(), bm_ggml, N, T)->UseRealTime()->Unit(benchmark::kMillisecond);
+      benchmark::RegisterBenchmark(("lutkit/" + tail).c_str(), bm_lutkit, N, T)->UseRealTime()->Unit(benchmark::kMillisecond);
+    }
+  benchmark::RegisterBenchmark(("memcpy/" + tn).c_str(), bm_memcpy)->UseRealTime()->Unit(benchmark::kMillisecond);
+  for (int T : {1, 2})
+    benchmark::RegisterBenchmark(("load/" + tn + "/threads:" + std::to_string(T)).c_str(), bm_load, T)
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+  int n = int(rest.size());
+  benchmark::Initialize(&n, rest.data());
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,43 @@
+#!/usr/bin/env python3
+"""Table of medians from kernels_bench JSON files: per type, N and T, ggml's and lutkit's time and
+the ratio ggml / lutkit (above 1: lutkit faster); then the load (the engine's pack of the blocks)
+against one memcpy of the same bytes.
+
+    python3 benchmarks/llama_cpp/kernels_table.py build/llama_cpp/results/kernels-*/*.json
+"""
+import json, re, sys, statistics as st
+
+times, loads, memcpys = {}, {}, {}
+for path in sys.argv[1:]:
+    for b in json.load(open(path))["benchmarks"]:
+        if b.get("run_type") != "iteration":
+            continue
+        m = re.match(r"^(ggml|lutkit)/(\w+)/n:(\d+)/threads:(\d+)", b["name"])
+        if m:
+            times.setdefault((m[2], int(m[3]), int(m[4]), m[1]), []).append(b["real_time"])
+        m = re.match(r"^load/(\w+)/threads:(\d+)", b["name"])
+        if m:
+            loads.setdefault((m[1], int(m[2])), []).append(b["real_time"])
+        m = re.match(r"^memcpy/(\w+)$", b["name"])
+        if m:
+            memcpys.setdefault(m[1], []).append(b["real_time"])
+types = sorted({k[0] for k in times}, key=lambda t: (t[0] != "q", t))
+print("| type | N | T | ggml ms | lutkit ms | ggml / lutkit |")
+print("| --- | --- | --- | --- | --- | --- |")
+for t in types:
+    for n in (1, 128):
+        for T in (1, 2):
+            g, l = times.get((t, n, T, "ggml")), times.get((t, n, T, "lutkit"))
+            if not g or not l:
+                continue
+            gm, lm = st.median(g), st.median(l)
+            print(f"| {t.upper()} | {n} | {T} | {gm:.2f} | {lm:.2f} | {gm / lm:.2f} |")
+
+print()
+print("| type | memcpy ms | load ms, 1 / 2 threads | memcpy / load, 1 / 2 threads |")
+print("| --- | --- | --- | --- |")
+for t in types:
+    if t not in memcpys or (t, 1) not in loads or (t, 2) not in loads:
+        continue
+    c, l1, l2 = st.median(memcpys[t]), st.median(loads[(t, 1)]), st.median(loads[(t, 2)])
+    print(f"| {t.upper()} | {c:.2f} | {l1:.1f} / {l2:.1f} | {c / l1:.2f} / {c / l2:.2f} |")
