@@ -15,12 +15,15 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "../examples/llm/forward.hpp"
+#include "../examples/llm/plan.hpp"
 #include "../examples/llm/vocab.hpp"
 #include "scaled_cases.hpp"
 
@@ -352,6 +355,131 @@ TEST_CASE("engine: Q, K, V (and gate, up) on one set of LUT tables give the bits
         CHECK(std::memcmp(g.data(), g1.data(), g.size() * 4) == 0);
         CHECK(std::memcmp(u.data(), u1.data(), u.size() * 4) == 0);
       }
+  }
+}
+
+// prefill of 12 tokens and 8 greedy steps of m against the double reference: the worst logit
+// error over the steps, and llama.cpp's arithmetic's (the q8_0-activation reference)
+std::pair<double, double> run_against_reference(const llm::model& m, lutkit::thread_pool* pool) {
+  ref_model ref(m.hp, m.file), rq(m.hp, m.file, true);
+  llm::session s(m, 32);
+  std::vector<int32_t> prompt{3, 90, 17, 250, 41, 8, 8, 133, 61, 5, 200, 77};
+  s.prefill(prompt, 5, pool);
+  std::vector<double> r, r8;
+  for (int32_t e : prompt) r = ref.step(e), r8 = rq.step(e);
+  double worst = 0, worst8 = 0;
+  for (int step = 0;; ++step) {
+    worst = std::max(worst, logit_err(s.logits, r));
+    worst8 = std::max(worst8, logit_err(std::vector<float>(r8.begin(), r8.end()), r));
+    if (step == 8) break;
+    const int32_t tok = argmax(s.logits);
+    s.forward(&tok, 1, pool);
+    r = ref.step(tok);
+    r8 = rq.step(tok);
+  }
+  return {worst, worst8};
+}
+
+TEST_CASE("engine: decode kernels from a plan: within the defaults' error, deterministic, saved and loaded", "[engine][plan]") {
+  lutkit::thread_pool pool(2);
+  // fixed costs (the shape of a 2-core host's), no kernel calibration: the plan is a function of
+  // the file and these numbers
+  lutkit::plan::calibration cal;
+  cal.costs.name = "test";
+  cal.costs.cores = 2;
+  cal.costs.dram_bps = 2e10;
+  cal.costs.core_read_bps = 1.2e10;
+  cal.costs.l1_bps = 2e11;
+  cal.costs.l2_bps = 8e10;
+  cal.costs.int8_macs_per_s = 2e11;
+  cal.costs.fp32_fmas_per_s = 5e10;
+  cal.costs.bf16_macs_per_s = 5e10;
+  cal.costs.lookups_per_s = 1e11;
+  cal.costs.fork_join_s = 2e-6;
+  // Q4_K_M's mix (the int8 decode and the LUT-GEMV), Q4_0, Q3_K; reduced runs (emulated,
+  // sanitizers) the first
+  int ti = 0;
+  for (auto type : {lutkit::ggml_type::q4_k, lutkit::ggml_type::q4_0, lutkit::ggml_type::q3_k}) {
+    if (ti++ > 0 && lutkit_test::case_divisor() > 1) break;
+    INFO("type " << lutkit::ggml_info(type).name);
+    const auto bytes = model_bytes("llama", type, 21);
+    auto m = llm::load_model(lutkit::gguf::file(std::span<const uint8_t>(bytes)), &pool, false);
+    const auto rows = llm::plan_model(*m, cal, false);
+    REQUIRE(!rows.empty());
+    std::size_t counted = 0;
+    for (const auto& r : rows) {
+      INFO("class " << r.first << " " << r.M << " x " << r.K << ": " << lutkit::decode_method_name(r.method));
+      CHECK(r.method != lutkit::decode_method::best);
+      CHECK(r.error <= r.default_error);
+      CHECK((r.threads >= 1 && r.threads <= 2));
+      counted += r.count;
+    }
+    CHECK(counted == llm::all_matrices(*m).size());
+    for (const llm::matrix* x : llm::all_matrices(*m)) CHECK(x->method_valid(x->method));
+    // deterministic: planned again, the same choices and errors
+    const auto again = llm::plan_model(*m, cal, false);
+    REQUIRE(again.size() == rows.size());
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      CHECK(again[i].method == rows[i].method);
+      CHECK(again[i].threads == rows[i].threads);
+      CHECK(again[i].error == rows[i].error);
+    }
+    // the planned model against the reference, as the default one is held
+    const auto [e, e8] = run_against_reference(*m, &pool);
+    INFO("planned: " << e << ", llama.cpp's arithmetic " << e8);
+    CHECK(e <= 2 * e8);
+    // saved and loaded onto a fresh load: the same method and threads per matrix
+    const std::string path = "lutkit_engine_plan_" + std::string(lutkit::ggml_info(type).name) + ".txt";
+    llm::save_plan(rows, path);
+    auto m2 = llm::load_model(lutkit::gguf::file(std::span<const uint8_t>(bytes)), &pool, false);
+    llm::load_plan(*m2, path, 2);
+    const auto a = llm::all_matrices(*m), b = llm::all_matrices(*m2);
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      CHECK(a[i]->method == b[i]->method);
+      CHECK(a[i]->threads == b[i]->threads);
+    }
+    // every matrix forced to a method other than the defaults, on one thread: the forward pass
+    // runs them and stays within the bound
+    for (const char* forced : {"bf16", "fused_dq"}) {
+      {
+        std::ofstream f(path);
+        for (const auto& r : rows) f << r.type << ' ' << r.M << ' ' << r.K << ' ' << forced << " 1\n";
+      }
+      auto m3 = llm::load_model(lutkit::gguf::file(std::span<const uint8_t>(bytes)), &pool, false);
+      llm::load_plan(*m3, path, 2);
+      for (const llm::matrix* x : llm::all_matrices(*m3)) CHECK(std::string(lutkit::decode_method_name(x->method)) == forced);
+      {  // the forced kernels run: one-token steps give other bits than the defaults'
+        auto m0 = llm::load_model(lutkit::gguf::file(std::span<const uint8_t>(bytes)), &pool, false);
+        llm::session a(*m0, 8), b(*m3, 8);
+        const std::vector<int32_t> toks{7, 19, 3};
+        a.prefill(toks, 1, &pool);
+        b.prefill(toks, 1, &pool);
+        CHECK(std::memcmp(a.logits.data(), b.logits.data(), a.logits.size() * 4) != 0);
+      }
+      const auto [ef, ef8] = run_against_reference(*m3, &pool);
+      INFO("forced " << forced << ": " << ef << ", llama.cpp's arithmetic " << ef8);
+      CHECK(ef <= 2 * ef8);
+    }
+    // bad plans: each an error naming what is wrong
+    auto bad = [&](const std::string& text, const char* says) {
+      {
+        std::ofstream f(path);
+        f << text;
+      }
+      auto mb = llm::load_model(lutkit::gguf::file(std::span<const uint8_t>(bytes)), &pool, false);
+      REQUIRE_THROWS_WITH(llm::load_plan(*mb, path, 2), Catch::Contains(says));
+    };
+    std::string all;
+    for (const auto& r : rows) all += r.type + " " + std::to_string(r.M) + " " + std::to_string(r.K) + " int8 1\n";
+    const auto& r0 = rows.front();
+    const std::string head = r0.type + " " + std::to_string(r0.M) + " " + std::to_string(r0.K);
+    bad(all.substr(all.find('\n') + 1), "has no line for");                    // a class missing
+    bad(all + head + " int8 1\n", "given twice");                              // a class twice
+    bad(all + "q4_0 7 64 int8 1\n", "which this model does not have");         // a class the model lacks
+    bad(head + " fastest 1\n", "unknown decode method");                       // not a method
+    bad(head + " int8 3\n", "threads");                                       // more threads than the pool
+    bad(head + " int8\n", "expected <type> <M> <K> <method> <threads>");      // a short line
+    std::remove(path.c_str());
   }
 }
 

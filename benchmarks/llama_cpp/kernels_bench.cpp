@@ -7,7 +7,7 @@
 // libllama would give them (ggml_side.cpp). Both rotate over the same number of weight copies
 // (cold: more than 128 MiB of them). Before timing, both sides' outputs are compared (stderr).
 //
-//   kernels_bench --type q4_k [--M 14336] [--K 4096] [Google Benchmark flags]
+//   kernels_bench --type q4_k [--M 4096] [--K 14336] [Google Benchmark flags]
 //   rows: {ggml,lutkit}/<type>/n:<N>/threads:<T>   counter weight_GBps: that side's weight bytes / time
 //         load/<type>/threads:<T>    the engine's load of the tensor: pack_matrix, the blocks to a new blob
 //         memcpy/<type>              one memcpy of the same blocks into a buffer already touched
@@ -32,7 +32,7 @@
 namespace {
 struct setup {
   lutkit::ggml_type type{};
-  std::size_t M = 14336, K = 4096;
+  std::size_t M = 4096, K = 14336;
   std::vector<uint8_t> blocks;
   std::vector<llm::matrix> lk;                           // the lutkit copies
   std::map<std::size_t, std::unique_ptr<ggml_side::matmul>> gg;  // per N, its copies

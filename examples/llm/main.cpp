@@ -2,12 +2,16 @@
 //
 //   lutkit_llm --model M.gguf [--prompt-ids 1,15043,3186 | --random-prompt N | --fill N] [-n 64] [--threads 2]
 //              [--ctx 4096] [--chunk 512] [--temp 0] [--top-k 40] [--top-p 0.95] [--seed 1]
-//              [--kv bf16] [--batch B] [--quiet]
+//              [--kv bf16] [--batch B] [--plan auto|default|PLAN] [--save-plan PLAN] [--calibration FILE] [--quiet]
 //   lutkit_llm --write-model M.gguf --shape llama-3.2-1b|bitnet-2b|tiny [--type q4_0|q4_1|q5_0|q8_0|q5_1|iq4_nl|q2_k|q3_k|q4_k|q4_k_m|q5_k|q6_k|tq2_0|tq1_0]
 //              (a random-weight model of that shape, for benchmarks)
 //
 // --batch B: Best-of-N, B sequences continue the prompt, each with its own sampler seed (give a
 // temperature > 0); the prompt's K/V is read once per step for all of them (llm::batch).
+// --plan: the decode kernels of one activation row from a plan (examples/llm/plan.hpp): `auto`
+// plans at load (a calibration of this machine, about a second, kept in --calibration FILE when
+// given and read from it when it exists), `default` (the default) runs decode_method::best on
+// every matrix, any other value is a plan saved by --save-plan. The plan is printed unless --quiet.
 // --fill N: a context of N positions whose K/V cache holds random values (no prefill), then the
 // decode from one token: decode's speed at a long context without the prompt's time.
 // Prints the generated token ids (and their text where the file has a vocabulary), then the
@@ -23,6 +27,7 @@
 #include <vector>
 
 #include "forward.hpp"
+#include "plan.hpp"
 #include "vocab.hpp"
 
 namespace {
@@ -65,7 +70,8 @@ std::vector<int32_t> parse_ids(const std::string& s) {
 int usage() {
   std::fprintf(stderr,
                "usage: lutkit_llm --model M.gguf [--prompt-ids a,b,c | --random-prompt N | --fill N] [-n N] [--threads T] "
-               "[--ctx N] [--chunk N] [--temp T] [--top-k K] [--top-p P] [--seed S] [--kv bf16] [--batch B] [--quiet]\n"
+               "[--ctx N] [--chunk N] [--temp T] [--top-k K] [--top-p P] [--seed S] [--kv bf16] [--batch B]\n"
+               "                  [--plan auto|default|PLAN] [--save-plan PLAN] [--calibration FILE] [--quiet]\n"
                "       lutkit_llm --write-model M.gguf --shape llama-3.2-1b|bitnet-2b|tiny "
                "[--type q4_0|q4_1|q5_0|q8_0|q5_1|iq4_nl|q2_k|q3_k|q4_k|q4_k_m|q5_k|q6_k|tq2_0|tq1_0]\n");
   return 2;
@@ -73,7 +79,7 @@ int usage() {
 }  // namespace
 
 int main(int argc, char** argv) try {
-  std::string path, ids, write_path, shape = "tiny", type = "q4_0";
+  std::string path, ids, write_path, shape = "tiny", type = "q4_0", plan = "default", save_plan, cal_path;
   std::size_t n_gen = 32, threads = 2, ctx = 4096, chunk = 512, random_prompt = 0, fill = 0, n_batch = 1;
   float temp = 0.f, top_p = 1.f;
   int32_t top_k = 0;
@@ -100,6 +106,9 @@ int main(int argc, char** argv) try {
     else if (a == "--seed") seed = std::stoull(next());
     else if (a == "--kv") bf16_kv = next() == "bf16";
     else if (a == "--quiet") quiet = true;
+    else if (a == "--plan") plan = next();
+    else if (a == "--save-plan") save_plan = next();
+    else if (a == "--calibration") cal_path = next();
     else if (a == "--write-model") write_path = next();
     else if (a == "--shape") shape = next();
     else if (a == "--type") type = next();
@@ -147,6 +156,27 @@ int main(int argc, char** argv) try {
   const auto t0 = clk::now();
   auto mdl = llm::load_model(lutkit::gguf::file(path), tp, !quiet);
   const auto t1 = clk::now();
+  if (plan == "auto") {
+    lutkit::plan::calibration cal;
+    bool loaded = false;
+    if (!cal_path.empty() && std::ifstream(cal_path).good()) {
+      cal = lutkit::plan::load_calibration(cal_path);
+      loaded = true;
+      llm::require(cal.costs.cores == int(threads), "lutkit_llm: the calibration '", cal_path, "' is for ",
+                   cal.costs.cores, " threads, this run has ", threads);
+    } else {
+      lutkit::plan::calibration_options co;
+      co.threads = int(threads);
+      cal = lutkit::plan::calibrate(co);
+    }
+    const auto rows = llm::plan_model(*mdl, cal);
+    if (!cal_path.empty() && !loaded) lutkit::plan::save_calibration(cal, cal_path);
+    if (!quiet) llm::print_plan(rows, stderr);
+    if (!save_plan.empty()) llm::save_plan(rows, save_plan);
+  } else if (plan != "default") {
+    llm::load_plan(*mdl, plan, threads);
+  }
+  const auto t1p = clk::now();
   const llm::vocab voc = llm::vocab::from(mdl->file);
   const llm::hparams& hp = mdl->hp;
   std::vector<int32_t> prompt = parse_ids(ids);
@@ -237,9 +267,11 @@ int main(int argc, char** argv) try {
   const std::size_t nd = out.size() > 1 ? out.size() - 1 : 0;
   std::printf("model: %s, %zu layers, %zu wide, %zu / %zu heads, %zu MiB packed; threads %zu\n", hp.arch_name.c_str(),
               hp.n_layer, hp.n_embd, hp.n_head, hp.n_head_kv, mdl->matrix_bytes() >> 20, threads);
-  std::printf("load %.2f s | prompt %zu tokens: TTFT %.3f s, prefill %.1f tok/s | decode %zu tokens at context %zu: "
+  std::printf("load %.2f s", secs(t0, t1));
+  if (plan != "default") std::printf(" (plan %s: %.2f s)", plan.c_str(), secs(t1, t1p));
+  std::printf(" | prompt %zu tokens: TTFT %.3f s, prefill %.1f tok/s | decode %zu tokens at context %zu: "
               "%.2f tok/s",
-              secs(t0, t1), prompt.size(), secs(t2, t3), double(prompt.size()) / secs(t2, t3), nd, fill + prompt.size(),
+              prompt.size(), secs(t2, t3), double(prompt.size()) / secs(t2, t3), nd, fill + prompt.size(),
               nd ? double(nd) / decode_s : 0.0);
   if (nd) {
     const double roof = double(decode_bytes) / (gbps * 1e9);  // seconds a plain read of those bytes takes

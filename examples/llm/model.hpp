@@ -10,6 +10,7 @@
 // Q4_K and Q6_K); norms, biases and the embedding in
 // any type lutkit dequantizes. Any other architecture or matrix type is an error naming it.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -24,6 +25,7 @@
 
 #include <lutkit/instances.hpp>
 #include <lutkit/lutkit.hpp>
+#include <lutkit/plan/chooser.hpp>
 
 namespace llm {
 
@@ -174,7 +176,32 @@ struct matrix {
                lutkit::packed_weights<q2_k_policy>, lutkit::packed_weights<q5_1_policy>>
       w;
 
+  // one activation row's decode: the method and threads of a plan (examples/llm/plan.hpp), or
+  // decode_method::best over the engine's pool (threads 0)
+  lutkit::decode_method method = lutkit::decode_method::best;
+  int threads = 0;
+
   static constexpr std::size_t gemv_rows = 4;  // N above this: the dequant-GEMM
+
+  // the method and pool one decode of N rows runs with
+  lutkit::decode_method method_for(std::size_t N) const { return N == 1 ? method : lutkit::decode_method::best; }
+  lutkit::thread_pool* pool_for(std::size_t N, lutkit::thread_pool* pool) const {
+    return N == 1 && threads == 1 ? nullptr : pool;
+  }
+  // whether decode_gemv serves this matrix's policy by method m at one row on this CPU
+  bool method_valid(lutkit::decode_method m) const {
+    return std::visit(
+        [&](const auto& pw) -> bool {
+          using T = std::decay_t<decltype(pw)>;
+          if constexpr (std::is_same_v<T, std::monostate>) {
+            return false;
+          } else {
+            const auto v = lutkit::plan::valid_decode_methods<typename policy_of<T>::type>(1);
+            return std::find(v.begin(), v.end(), m) != v.end();
+          }
+        },
+        w);
+  }
 
   void apply(const float* x, std::size_t N, float* y, lutkit::thread_pool* pool) const {
     std::visit(
@@ -183,7 +210,7 @@ struct matrix {
           if constexpr (!std::is_same_v<T, std::monostate>) {
             using P = typename policy_of<T>::type;
             if (N <= gemv_rows)
-              lutkit::decode_gemv(pw, x, N, K, y, lutkit::decode_method::best, 0, 0, pool);
+              lutkit::decode_gemv(pw, x, N, K, y, method_for(N), 0, 0, pool_for(N, pool));
             else
               lutkit::dequant_gemm(pw, x, N, K, y, lutkit::default_act<P>(), 0, 0, pool);
           }
@@ -203,9 +230,10 @@ struct matrix {
 };
 
 // y[i] = ms[i] x for matrices that read the same N activation rows (Q, K and V; gate and up).
-// Where they hold one policy and decode_gemv's best method for N rows is the LUT-GEMV, the
-// activations' tables are built once and every matrix reads them (the bits of apply: the same
-// tables, the same kernel); otherwise each matrix runs apply.
+// Where they hold one policy and each one's method for N rows (its plan's, else decode_gemv's
+// best) is the LUT-GEMV on the same threads, the activations' tables are built once and every
+// matrix reads them (the bits of apply: the same tables, the same kernel); otherwise each matrix
+// runs apply.
 inline void apply_same_input(std::initializer_list<std::pair<const matrix*, float*>> ms, const float* x,
                              std::size_t N, lutkit::thread_pool* pool) {
   const matrix& first = *ms.begin()->first;
@@ -221,10 +249,16 @@ inline void apply_same_input(std::initializer_list<std::pair<const matrix*, floa
                                             if constexpr (!P::lut_gemv_capable) {
                                               return false;
                                             } else {
-                                              if (lutkit::best_decode_method<P>(N) != lutkit::decode_method::lut_gemv)
-                                                return false;
+                                              for (const auto& [m, y] : ms) {
+                                                const auto mm = m->method_for(N);
+                                                if ((mm == lutkit::decode_method::best ? lutkit::best_decode_method<P>(N) : mm) !=
+                                                        lutkit::decode_method::lut_gemv ||
+                                                    m->pool_for(N, pool) != first.pool_for(N, pool))
+                                                  return false;
+                                              }
                                               const auto t = lutkit::build_tables<P>(x, N, first.K);
-                                              for (const auto& [m, y] : ms) lutkit::lut_gemv(std::get<T>(m->w), t, y, 0, pool);
+                                              for (const auto& [m, y] : ms)
+                                                lutkit::lut_gemv(std::get<T>(m->w), t, y, 0, first.pool_for(N, pool));
                                               return true;
                                             }
                                           }

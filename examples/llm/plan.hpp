@@ -1,0 +1,166 @@
+// lutkit example engine — decode kernels from a plan (lutkit/plan/, docs/plan.md): per class of
+// weight matrices (one tensor type, one shape: e.g. every layer's attn_q), the decode method and
+// thread count plan::plan_decode chooses for one activation row, by modelled time within an error
+// budget. The budget is the error of the default method (decode_method::best) on the same
+// calibration activations, so a plan is never less accurate than the defaults, which are at
+// least as accurate as llama.cpp's CPU path (docs/llama_formats.md, "Accuracy"). The plan is
+// printed as a table and can be saved and loaded (one line per class).
+#pragma once
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <lutkit/plan/calibrate_decode.hpp>
+
+#include "model.hpp"
+
+namespace llm {
+
+struct plan_row {
+  std::string type;  // the ggml type's name
+  std::size_t M = 0, K = 0, count = 0;
+  std::string first;  // the first matrix of the class
+  lutkit::decode_method method = lutkit::decode_method::best, default_method = lutkit::decode_method::best;
+  int threads = 0;
+  double error = 0, default_error = 0, modelled_s = 0, default_modelled_s = 0;
+};
+
+// every weight matrix of the model, in load order
+inline std::vector<matrix*> all_matrices(model& m) {
+  std::vector<matrix*> v;
+  for (auto& l : m.layers)
+    for (matrix* x : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) v.push_back(x);
+  v.push_back(&m.output);
+  return v;
+}
+
+namespace detail {
+using class_key = std::tuple<std::string, std::size_t, std::size_t>;  // type, M, K
+inline class_key key_of(const matrix& m) { return {std::string(lutkit::ggml_info(m.type).name), m.M, m.K}; }
+
+inline lutkit::decode_method parse_method(const std::string& s) {
+  for (auto m : {lutkit::decode_method::lut_gemv, lutkit::decode_method::fused_dq, lutkit::decode_method::int8,
+                 lutkit::decode_method::bf16})
+    if (s == lutkit::decode_method_name(m)) return m;
+  llm::require(false, "llm: plan: unknown decode method '", s, "'");
+  return lutkit::decode_method::best;
+}
+}  // namespace detail
+
+// The plan of every matrix class: costs from `cal` (each policy's decode kernels calibrated here,
+// about a second each, if `cal` has no rates for them and calibrate_kernels is set), errors on
+// one row of normal activations with a few outlier channels (fixed seed: the same file and
+// calibration give the same plan). Sets each matrix's method and thread count.
+inline std::vector<plan_row> plan_model(model& mdl, lutkit::plan::calibration& cal, bool calibrate_kernels = true) {
+  std::map<detail::class_key, std::vector<matrix*>> classes;
+  std::vector<detail::class_key> order;
+  for (matrix* m : all_matrices(mdl)) {
+    auto& v = classes[detail::key_of(*m)];
+    if (v.empty()) order.push_back(detail::key_of(*m));
+    v.push_back(m);
+  }
+  std::vector<plan_row> rows;
+  for (const auto& key : order) {
+    const auto& ms = classes[key];
+    const matrix& first = *ms.front();
+    plan_row r;
+    std::tie(r.type, r.M, r.K) = key;
+    r.count = ms.size();
+    r.first = first.name;
+    std::vector<float> x(first.K);
+    std::mt19937_64 rng(0x5eed + first.K);
+    std::normal_distribution<float> nd;
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = nd(rng) * (i % 97 == 0 ? 20.f : 1.f);
+    std::visit(
+        [&](const auto& pw) {
+          using T = std::decay_t<decltype(pw)>;
+          if constexpr (!std::is_same_v<T, std::monostate>) {
+            using P = typename policy_of<T>::type;
+            namespace lp = lutkit::plan;
+            const auto valid = lp::valid_decode_methods<P>(1);
+            if (calibrate_kernels && !cal.costs.kernels.count(lp::kernel_key(valid.front(), P::name())))
+              lp::calibrate_decode<P>(cal.costs);
+            const lp::matmul_op op = lp::describe_matmul<P>(first.M, first.K, 1);
+            r.default_method = lutkit::best_decode_method<P>(1);
+            r.default_error = lp::measure_decode_error<P>(pw, x.data(), 1, r.default_method);
+            r.default_modelled_s = lp::model_decode(cal.costs, op, r.default_method, cal.costs.cores).total_s;
+            const auto p = lp::plan_decode<P>(cal.costs, pw, x.data(), 1, r.default_error);
+            r.method = p.chosen.method;
+            r.threads = p.chosen.threads;
+            r.error = p.chosen.error;
+            r.modelled_s = p.chosen.modelled_s;
+          }
+        },
+        first.w);
+    for (matrix* m : ms) {
+      m->method = r.method;
+      m->threads = r.threads;
+    }
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+inline void print_plan(const std::vector<plan_row>& rows, std::FILE* f) {
+  std::fprintf(f, "llm: plan (one activation row; modelled time; relative RMS error against the double reference)\n");
+  std::fprintf(f, "  %-28s %-7s %13s %3s | %-8s %3s %9s %8s | %-8s %9s %8s\n", "class (first matrix)", "type", "M x K", "n",
+               "plan", "thr", "us", "error", "default", "us", "error");
+  for (const auto& r : rows)
+    std::fprintf(f, "  %-28s %-7s %6zu x %-6zu %3zu | %-8s %3d %9.1f %8.2e | %-8s %9.1f %8.2e\n", r.first.c_str(),
+                 r.type.c_str(), r.M, r.K, r.count, lutkit::decode_method_name(r.method), r.threads, r.modelled_s * 1e6,
+                 r.error, lutkit::decode_method_name(r.default_method), r.default_modelled_s * 1e6, r.default_error);
+}
+
+// A plan as text: `# comment` lines, then `<type> <M> <K> <method> <threads>` per class.
+inline void save_plan(const std::vector<plan_row>& rows, const std::string& path) {
+  std::ofstream f(path);
+  llm::require(bool(f), "llm: cannot open '", path, "' to write the plan");
+  f << "# lutkit_llm decode plan: type M K method threads\n";
+  for (const auto& r : rows) f << r.type << ' ' << r.M << ' ' << r.K << ' ' << lutkit::decode_method_name(r.method) << ' ' << r.threads << '\n';
+  llm::require(bool(f), "llm: writing the plan '", path, "' failed");
+}
+
+// Loads a saved plan onto the model's matrices: every class of the model needs its line; a line
+// naming a class the model lacks, a bad method or thread count is an error naming the line.
+inline void load_plan(model& mdl, const std::string& path, std::size_t max_threads) {
+  std::ifstream f(path);
+  llm::require(bool(f), "llm: cannot open the plan '", path, "'");
+  std::map<detail::class_key, std::pair<lutkit::decode_method, int>> lines;
+  std::string line;
+  for (int n = 1; std::getline(f, line); ++n) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream is(line);
+    std::string type, method, extra;
+    std::size_t M = 0, K = 0;
+    int threads = 0;
+    llm::require(bool(is >> type >> M >> K >> method >> threads) && !(is >> extra), "llm: plan '", path, "' line ", n,
+                 ": expected <type> <M> <K> <method> <threads>");
+    llm::require(threads >= 1 && std::size_t(threads) <= max_threads, "llm: plan '", path, "' line ", n, ": ", threads,
+                 " threads (1 to ", max_threads, ")");
+    llm::require(lines.emplace(detail::class_key{type, M, K}, std::pair{detail::parse_method(method), threads}).second,
+                 "llm: plan '", path, "' line ", n, ": ", type, " ", M, " x ", K, " given twice");
+  }
+  std::set<detail::class_key> used;
+  for (matrix* m : all_matrices(mdl)) {
+    const auto k = detail::key_of(*m);
+    const auto it = lines.find(k);
+    llm::require(it != lines.end(), "llm: plan '", path, "' has no line for ", std::get<0>(k), " ", m->M, " x ", m->K, " (",
+                 m->name, ")");
+    llm::require(m->method_valid(it->second.first), "llm: plan '", path, "': ", lutkit::decode_method_name(it->second.first),
+                 " cannot decode ", m->name, " (", std::get<0>(k), ")");
+    m->method = it->second.first;
+    m->threads = it->second.second;
+    used.insert(k);
+  }
+  for (const auto& [k, v] : lines)
+    llm::require(used.count(k), "llm: plan '", path, "' names ", std::get<0>(k), " ", std::get<1>(k), " x ", std::get<2>(k),
+                 ", which this model does not have");
+}
+
+}  // namespace llm
