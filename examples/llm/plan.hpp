@@ -56,8 +56,11 @@ inline lutkit::decode_method parse_method(const std::string& s) {
 // The plan of every matrix class: costs from `cal` (each policy's decode kernels calibrated here,
 // about a second each, if `cal` has no rates for them and calibrate_kernels is set), errors on
 // one row of normal activations with a few outlier channels (fixed seed: the same file and
-// calibration give the same plan). Sets each matrix's method and thread count.
-inline std::vector<plan_row> plan_model(model& mdl, lutkit::plan::calibration& cal, bool calibrate_kernels = true) {
+// calibration give the same plan) over the class's first matrix, its first sample_rows rows; the
+// times modelled at its whole shape (plan::choose, as plan::plan_decode). Sets each matrix's
+// method and thread count.
+inline std::vector<plan_row> plan_model(model& mdl, lutkit::plan::calibration& cal, bool calibrate_kernels = true,
+                                        std::size_t sample_rows = 512) {
   std::map<detail::class_key, std::vector<matrix*>> classes;
   std::vector<detail::class_key> order;
   for (matrix* m : all_matrices(mdl)) {
@@ -86,11 +89,31 @@ inline std::vector<plan_row> plan_model(model& mdl, lutkit::plan::calibration& c
             const auto valid = lp::valid_decode_methods<P>(1);
             if (calibrate_kernels && !cal.costs.kernels.count(lp::kernel_key(valid.front(), P::name())))
               lp::calibrate_decode<P>(cal.costs);
+            // errors on the first sample_rows rows of the matrix (packed again from the file: the
+            // relative error is a per-row statistic), times modelled at the matrix's own shape
+            const T* sample = &pw;
+            matrix part;
+            if (first.M > sample_rows) {
+              lutkit::gguf::tensor t = mdl.file.get_tensor(first.name);
+              t.ne[1] = sample_rows;
+              t.n_bytes = t.row_bytes() * sample_rows;
+              part = pack_matrix(t, nullptr);
+              sample = &std::get<T>(part.w);
+            }
             const lp::matmul_op op = lp::describe_matmul<P>(first.M, first.K, 1);
             r.default_method = lutkit::best_decode_method<P>(1);
-            r.default_error = lp::measure_decode_error<P>(pw, x.data(), 1, r.default_method);
+            std::vector<lp::candidate> cands;
+            for (lutkit::decode_method m : valid) {
+              lp::candidate c;
+              c.method = m;
+              c.error = lp::measure_decode_error<P>(*sample, x.data(), 1, m);
+              c.threads = lp::choose_threads(cal.costs, op, m);
+              c.modelled_s = lp::model_decode(cal.costs, op, m, c.threads).total_s;
+              if (m == r.default_method) r.default_error = c.error;
+              cands.push_back(c);
+            }
             r.default_modelled_s = lp::model_decode(cal.costs, op, r.default_method, cal.costs.cores).total_s;
-            const auto p = lp::plan_decode<P>(cal.costs, pw, x.data(), 1, r.default_error);
+            const auto p = lp::choose(std::move(cands), r.default_error);
             r.method = p.chosen.method;
             r.threads = p.chosen.threads;
             r.error = p.chosen.error;

@@ -217,18 +217,28 @@ struct ggml_superblock_source {
     check_superblock_finite<Block>(what, b, i, K_);
     return b;
   }
+  // a block without the finiteness check (done at the super-block's first group, which the packer
+  // always asks for before the others)
+  const unsigned char* block_in(std::size_t m, std::size_t g) const {
+    return blocks + (m * (K_ / E) + g / G) * Block::block_bytes;
+  }
   // the int8 code slots of rows m0 .. m0 + n - 1 of group g (the sub-block's scale / minimum over
-  // the super-block's d / -dmin: its sc / m)
+  // the super-block's d / -dmin: its sc / m, read as the integers they are; a zero d or dmin goes
+  // through super_code, which keeps the product's sign)
   void scale_bits_rows(std::size_t m0, std::size_t n, std::size_t g, uint8_t* out) const {
+    const int j = int(g % G);
     for (std::size_t i = 0; i < n; ++i) {
-      const unsigned char* b = block(m0 + i, g);
-      out[i] = uint8_t(super_code(Block::scale(b, int(g % G)), Block::sup(b), what));
+      const unsigned char* b = j == 0 ? block(m0 + i, g) : block_in(m0 + i, g);
+      out[i] = Block::sup_zero(b) ? uint8_t(super_code(Block::scale(b, j), Block::sup(b), what))
+                                  : uint8_t(int8_t(Block::scale_code(b, j)));
     }
   }
   void zero_bits_rows(std::size_t m0, std::size_t n, std::size_t g, uint8_t* out) const {
+    const int j = int(g % G);
     for (std::size_t i = 0; i < n; ++i) {
-      const unsigned char* b = block(m0 + i, g);
-      out[i] = uint8_t(super_code(Block::minimum(b, int(g % G)), Block::sup_min(b), what));
+      const unsigned char* b = block_in(m0 + i, g);
+      out[i] = Block::sup_min_zero(b) ? uint8_t(super_code(Block::minimum(b, j), Block::sup_min(b), what))
+                                      : uint8_t(int8_t(Block::min_code(b, j)));
     }
   }
   void super_rows(std::size_t m0, std::size_t n, std::size_t g, float* sup, float* sup_min) const {

@@ -127,21 +127,33 @@ inline float kq_f16(const unsigned char* p) { return f16_to_f32(uint16_t(p[0] | 
 // Q4_K's 6-bit scale and minimum of sub-block j (0..7) from its 12 scale bytes s: sub-blocks 0-3
 // in the low 6 bits of bytes j (scale) and j + 4 (minimum); sub-blocks 4-7 in the low and high
 // nibbles of byte j + 4, their top two bits in the top bits of bytes j - 4 and j
-inline void kq_scale_min(const unsigned char* s, int j, float& sc, float& m) {
+inline void kq_scale_min(const unsigned char* s, int j, int& sc, int& m) {
   if (j < 4) {
-    sc = float(s[j] & 63);
-    m = float(s[j + 4] & 63);
+    sc = s[j] & 63;
+    m = s[j + 4] & 63;
   } else {
-    sc = float((s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4));
-    m = float((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
+    sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
+    m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
   }
 }
+inline void kq_scale_min(const unsigned char* s, int j, float& sc, float& m) {
+  int isc, im;
+  kq_scale_min(s, j, isc, im);
+  sc = float(isc);
+  m = float(im);
+}
+// whether a block's fp16 field is +-0 (from its bits)
+inline bool kq_zero(const unsigned char* p) { return ((p[0] | (unsigned(p[1]) << 8)) & 0x7FFFu) == 0; }
 
 // A K-quant super-block type as the importer and the direct packer read it: its format, weights
 // and bytes per block, the weights per sub-block (the policy's group), and of a block b: finite()
 // (its fp16 super-scales are), sup(b) and sup_min(b) (d and -dmin; 0 for the symmetric types),
 // scale(b, j) and minimum(b, j) of sub-block j (the fp32 values llama.cpp forms: int8 multiples
 // of sup and sup_min), codes8(b, e0) (codes e0 .. e0 + 7, e0 a multiple of 8; byte i: e0 + i).
+// scale_code(b, j) and min_code(b, j) are the sub-block's integer factors themselves (scale =
+// sup x scale_code exactly: an fp16 times a code of at most 8 bits), and sup_zero(b) /
+// sup_min_zero(b) say whether sup / sup_min is +-0 (then the packer's code keeps the product's sign
+// instead, detail::super_code).
 struct ggml_q4_k {
   using format = fmt::q4_k;
   static constexpr std::size_t block_elems = 256, block_bytes = 144, sub = 32;
@@ -160,6 +172,18 @@ struct ggml_q4_k {
     kq_scale_min(b + 4, j, sc, m);
     return sup_min(b) * m;
   }
+  static int scale_code(const unsigned char* b, int j) {
+    int sc, m;
+    kq_scale_min(b + 4, j, sc, m);
+    return sc;
+  }
+  static int min_code(const unsigned char* b, int j) {
+    int sc, m;
+    kq_scale_min(b + 4, j, sc, m);
+    return m;
+  }
+  static bool sup_zero(const unsigned char* b) { return kq_zero(b); }
+  static bool sup_min_zero(const unsigned char* b) { return kq_zero(b + 2); }
   // sub-blocks 2c and 2c + 1 share qs[32 c .. 32 c + 31]: low nibbles, then high
   static uint64_t codes8(const unsigned char* b, unsigned e0) {
     const unsigned c = e0 / 64, l = e0 % 64, sh = l < 32 ? 0 : 4;
@@ -178,6 +202,10 @@ struct ggml_q6_k {
   static float scale(const unsigned char* b, int j) { return kq_f16(b + 208) * float(int8_t(b[192 + j])); }
   // (symmetric: no minimum; the in-place source's zero slots, which clang instantiates with it)
   static float minimum(const unsigned char*, int) { return 0.f; }
+  static int scale_code(const unsigned char* b, int j) { return int8_t(b[192 + j]); }
+  static int min_code(const unsigned char*, int) { return 0; }
+  static bool sup_zero(const unsigned char* b) { return kq_zero(b + 208); }
+  static bool sup_min_zero(const unsigned char*) { return true; }
   // weight e = 128 h + 32 c + l: low 4 bits from ql[64 h + 32 (c & 1) + l] (low nibble for
   // c < 2), top 2 bits from bits 2c, 2c + 1 of qh[32 h + l]
   static uint64_t codes8(const unsigned char* b, unsigned e0) {
@@ -202,6 +230,10 @@ struct ggml_q5_k {
   static float sup_min(const unsigned char* b) { return ggml_q4_k::sup_min(b); }
   static float scale(const unsigned char* b, int j) { return ggml_q4_k::scale(b, j); }
   static float minimum(const unsigned char* b, int j) { return ggml_q4_k::minimum(b, j); }
+  static int scale_code(const unsigned char* b, int j) { return ggml_q4_k::scale_code(b, j); }
+  static int min_code(const unsigned char* b, int j) { return ggml_q4_k::min_code(b, j); }
+  static bool sup_zero(const unsigned char* b) { return ggml_q4_k::sup_zero(b); }
+  static bool sup_min_zero(const unsigned char* b) { return ggml_q4_k::sup_min_zero(b); }
   static uint64_t codes8(const unsigned char* b, unsigned e0) {
     const unsigned c = e0 / 64, l = e0 % 64, sh = l < 32 ? 0 : 4, j = e0 / 32;
     uint64_t lo, hi;
@@ -222,6 +254,10 @@ struct ggml_q2_k {
   static float sup_min(const unsigned char* b) { return -kq_f16(b + 82); }
   static float scale(const unsigned char* b, int i) { return kq_f16(b + 80) * float(b[i] & 0xF); }
   static float minimum(const unsigned char* b, int i) { return sup_min(b) * float(b[i] >> 4); }
+  static int scale_code(const unsigned char* b, int i) { return b[i] & 0xF; }
+  static int min_code(const unsigned char* b, int i) { return b[i] >> 4; }
+  static bool sup_zero(const unsigned char* b) { return kq_zero(b + 80); }
+  static bool sup_min_zero(const unsigned char* b) { return kq_zero(b + 82); }
   static uint64_t codes8(const unsigned char* b, unsigned e0) {
     const unsigned h = e0 / 128, j = (e0 / 32) % 4, l = e0 % 32;
     uint64_t lo;
@@ -240,13 +276,17 @@ struct ggml_q3_k {
   static bool finite(const unsigned char* b) { return std::isfinite(kq_f16(b + 108)); }
   static float sup(const unsigned char* b) { return kq_f16(b + 108); }
   static float sup_min(const unsigned char*) { return 0.f; }
-  static float scale(const unsigned char* b, int i) {
+  static int scale_code(const unsigned char* b, int i) {
     const unsigned char* s = b + 96;
     const int lo = i < 8 ? (s[i] & 0xF) : (s[i - 8] >> 4);
     const int hi = (s[8 + i % 4] >> (2 * (i / 4))) & 3;
-    return kq_f16(b + 108) * float((lo | (hi << 4)) - 32);
+    return (lo | (hi << 4)) - 32;
   }
+  static float scale(const unsigned char* b, int i) { return kq_f16(b + 108) * float(scale_code(b, i)); }
   static float minimum(const unsigned char*, int) { return 0.f; }
+  static int min_code(const unsigned char*, int) { return 0; }
+  static bool sup_zero(const unsigned char* b) { return kq_zero(b + 108); }
+  static bool sup_min_zero(const unsigned char*) { return true; }
   static uint64_t codes8(const unsigned char* b, unsigned e0) {
     const unsigned h = e0 / 128, j = (e0 / 32) % 4, l = e0 % 32;
     uint64_t lo, hi;
