@@ -100,8 +100,9 @@ LUTKIT_AVX2_DQ double peak_loop_avx2(long iters) {
 #endif
 
 // The dot-product peaks the prefill rows are read against ("of_peak"): AVX-512 VNNI / BF16 / FMA
-// where the CPU has the AVX-512 set, else the AVX2 set's instructions (int8: vpmaddwd + vpaddd;
-// bf16 and fp32: FMA)
+// where the CPU has the AVX-512 set; on AVX-512 VNNI CPUs without BF16 (dq_backend::avx512_vnni:
+// its int8 and fp32 kernels AVX-512, its bf16 route the AVX2 set's) VNNI and FMA at 512 bits, bf16
+// as AVX2 FMA; else the AVX2 set's instructions (int8: vpmaddwd + vpaddd; bf16 and fp32: FMA)
 void bm_peak(benchmark::State& st, int kind, int threads) {
   using loop_fn = double (*)(long);
   loop_fn loop = nullptr;
@@ -112,6 +113,10 @@ void bm_peak(benchmark::State& st, int kind, int threads) {
     loop = kind == 0 ? &peak_loop<0> : kind == 1 ? &peak_loop<1> : &peak_loop<2>;
     ops_per_instr = kind == 0 ? 128.0 : kind == 1 ? 64.0 : 32.0;
     what = "AVX-512";
+  } else if (detail::avx512::cpu_supported_vnni() && kind != 1) {  // (only vpdpbusd / vfmadd: no BF16)
+    loop = kind == 0 ? &peak_loop<0> : &peak_loop<2>;
+    ops_per_instr = kind == 0 ? 128.0 : 32.0;
+    what = kind == 0 ? "AVX-512 VNNI" : "AVX-512 FMA";
   }
 #endif
 #if defined(LUTKIT_HAVE_AVX2_DQ)

@@ -18,7 +18,7 @@ for path in sys.argv[1:]:
         m = re.match(r"^load/(\w+)/threads:(\d+)", b["name"])
         if m:
             loads.setdefault((m[1], int(m[2])), []).append(b["real_time"])
-        m = re.match(r"^memcpy/(\w+)$", b["name"])
+        m = re.match(r"^memcpy/(\w+)(/|$)", b["name"])
         if m:
             memcpys.setdefault(m[1], []).append(b["real_time"])
 types = sorted({k[0] for k in times}, key=lambda t: (t[0] != "q", t))

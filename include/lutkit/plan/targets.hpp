@@ -92,17 +92,17 @@ inline calibration_loops host_calibration_loops() {
     l.lookup_isa = "avx2";
     l.read = hp::read_avx2;
   }
-  if (hf::avx512_vnni_bf16_vbmi()) {  // the AVX-512 dequant-GEMM kernel set (gemm/targets.hpp)
+  // the AVX-512 dequant-GEMM kernel sets (gemm/targets.hpp): int8 and fp32 at 512 bits on VNNI +
+  // VBMI CPUs (dq_backend::avx512_vnni), bf16 too where the CPU has AVX-512 BF16
+  if (hf::avx512_vbmi_vnni()) {
     l.int8_dot = hp::int8_dot_vnni;
     l.int8_dot_isa = "avx512vnni";
     l.fp32_fma = hp::fp32_fma_avx512;
     l.fp32_fma_isa = "avx512";
-    l.bf16_dot = hp::bf16_dot_avx512;
-  }
-  if (hf::avx512_vbmi_vnni()) {  // the LUT-GEMV's vpermb Ops (gemv/targets.hpp)
-    l.lookup = hp::lookup_vbmi;
+    l.lookup = hp::lookup_vbmi;  // the LUT-GEMV's vpermb Ops (gemv/targets.hpp)
     l.lookup_isa = "avx512vbmi";
   }
+  if (hf::avx512_vnni_bf16_vbmi()) l.bf16_dot = hp::bf16_dot_avx512;
 #endif
   return l;
 }
