@@ -21,7 +21,7 @@ for path in sys.argv[1:]:
         m = re.match(r"^memcpy/(\w+)(/|$)", b["name"])
         if m:
             memcpys.setdefault(m[1], []).append(b["real_time"])
-types = sorted({k[0] for k in times}, key=lambda t: (t[0] != "q", t))
+types = sorted({k[0] for k in times} | {k[0] for k in loads} | set(memcpys), key=lambda t: (t[0] != "q", t))
 print("| type | N | T | ggml ms | lutkit ms | ggml / lutkit |")
 print("| --- | --- | --- | --- | --- | --- |")
 for t in types:
