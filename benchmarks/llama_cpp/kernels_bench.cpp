@@ -59,6 +59,18 @@ lutkit::ggml_type parse_type(const std::string& s) {
   throw std::runtime_error("kernels_bench: unknown type " + s);
 }
 
+// the benchmark's blocks as the GGUF tensor the engine's pack_matrix takes
+lutkit::gguf::tensor blocks_tensor() {
+  lutkit::gguf::tensor t{};
+  t.name = "w";
+  t.type = g.type;
+  t.n_dims = 2;
+  t.ne = {g.K, g.M, 1, 1};
+  t.n_bytes = g.blocks.size();
+  t.data = g.blocks.data();
+  return t;
+}
+
 // the largest |a - b| over the largest |b|
 double rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
   double d = 0, m = 0;
@@ -78,13 +90,7 @@ void prepare(int copies_min) {
   std::vector<float>().swap(w);
   const std::size_t bytes = g.blocks.size();
   const int copies = std::max<int>(copies_min, int((std::size_t(128) << 20) / bytes + 2));
-  lutkit::gguf::tensor t{};
-  t.name = "w";
-  t.type = g.type;
-  t.n_dims = 2;
-  t.ne = {g.K, g.M, 1, 1};
-  t.n_bytes = bytes;
-  t.data = g.blocks.data();
+  const lutkit::gguf::tensor t = blocks_tensor();
   for (int c = 0; c < copies; ++c) g.lk.push_back(llm::pack_matrix(t, g.pool(2)));
   for (std::size_t N : {std::size_t(1), std::size_t(128)})
     g.gg[N] = std::make_unique<ggml_side::matmul>(int(g.type), g.blocks.data(), g.M, g.K, N, copies);
@@ -124,13 +130,7 @@ void bm_lutkit(benchmark::State& st, std::size_t N, int T) {
   st.counters["weight_GBps"] = benchmark::Counter(double(g.lk[0].bytes()) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 void bm_load(benchmark::State& st, int T) {
-  lutkit::gguf::tensor t{};
-  t.name = "w";
-  t.type = g.type;
-  t.n_dims = 2;
-  t.ne = {g.K, g.M, 1, 1};
-  t.n_bytes = g.blocks.size();
-  t.data = g.blocks.data();
+  const lutkit::gguf::tensor t = blocks_tensor();
   for (auto _ : st) {
     llm::matrix m = llm::pack_matrix(t, g.pool(T));
     benchmark::DoNotOptimize(&m);

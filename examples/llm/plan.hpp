@@ -57,8 +57,8 @@ inline lutkit::decode_method parse_method(const std::string& s) {
 // about a second each, if `cal` has no rates for them and calibrate_kernels is set), errors on
 // one row of normal activations with a few outlier channels (fixed seed: the same file and
 // calibration give the same plan) over the class's first matrix, its first sample_rows rows; the
-// times modelled at its whole shape (plan::choose, as plan::plan_decode). Sets each matrix's
-// method and thread count.
+// times modelled at its whole shape (plan::plan_decode). Sets each matrix's method and thread
+// count.
 inline std::vector<plan_row> plan_model(model& mdl, lutkit::plan::calibration& cal, bool calibrate_kernels = true,
                                         std::size_t sample_rows = 512) {
   std::map<detail::class_key, std::vector<matrix*>> classes;
@@ -102,18 +102,9 @@ inline std::vector<plan_row> plan_model(model& mdl, lutkit::plan::calibration& c
             }
             const lp::matmul_op op = lp::describe_matmul<P>(first.M, first.K, 1);
             r.default_method = lutkit::best_decode_method<P>(1);
-            std::vector<lp::candidate> cands;
-            for (lutkit::decode_method m : valid) {
-              lp::candidate c;
-              c.method = m;
-              c.error = lp::measure_decode_error<P>(*sample, x.data(), 1, m);
-              c.threads = lp::choose_threads(cal.costs, op, m);
-              c.modelled_s = lp::model_decode(cal.costs, op, m, c.threads).total_s;
-              if (m == r.default_method) r.default_error = c.error;
-              cands.push_back(c);
-            }
+            r.default_error = lp::measure_decode_error<P>(*sample, x.data(), 1, r.default_method);
             r.default_modelled_s = lp::model_decode(cal.costs, op, r.default_method, cal.costs.cores).total_s;
-            const auto p = lp::choose(std::move(cands), r.default_error);
+            const auto p = lp::plan_decode<P>(cal.costs, op, *sample, x.data(), 1, r.default_error);
             r.method = p.chosen.method;
             r.threads = p.chosen.threads;
             r.error = p.chosen.error;

@@ -121,20 +121,28 @@ inline decode_plan choose(std::vector<candidate> cands, double budget) {
 // The plan for the blob w at N activation rows: every valid method, its error measured on the
 // calibration activations x (N x K, row-major) and its time modelled with `costs` at the thread
 // count the model prefers; then choose(). Deterministic for a fixed blob, activations and costs.
+// This form models the times for the operator op and measures the errors on `sample`, a blob of
+// the same policy and K (e.g. the matrix's first rows: the relative error is a per-row statistic,
+// and a whole large matrix is slow to unpack and run in double); the form below takes both from w.
 template <class P>
-decode_plan plan_decode(const target_costs& costs, const packed_weights<P>& w, const float* x, std::size_t N,
-                        double budget) {
-  const matmul_op op = describe_matmul<P>(w.M(), w.K(), N);
+decode_plan plan_decode(const target_costs& costs, const matmul_op& op, const packed_weights<P>& sample,
+                        const float* x, std::size_t N, double budget) {
+  lutkit::detail::require(sample.K() == op.K, "plan: the error sample has K = ", sample.K(), ", the operator ", op.K);
   std::vector<candidate> cands;
   for (decode_method m : valid_decode_methods<P>(N)) {
     candidate c;
     c.method = m;
-    c.error = measure_decode_error<P>(w, x, N, m);
+    c.error = measure_decode_error<P>(sample, x, N, m);
     c.threads = choose_threads(costs, op, m);
     c.modelled_s = model_decode(costs, op, m, c.threads).total_s;
     cands.push_back(c);
   }
   return choose(std::move(cands), budget);
+}
+template <class P>
+decode_plan plan_decode(const target_costs& costs, const packed_weights<P>& w, const float* x, std::size_t N,
+                        double budget) {
+  return plan_decode<P>(costs, describe_matmul<P>(w.M(), w.K(), N), w, x, N, budget);
 }
 
 }  // namespace lutkit::plan

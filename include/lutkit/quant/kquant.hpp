@@ -136,12 +136,6 @@ inline void kq_scale_min(const unsigned char* s, int j, int& sc, int& m) {
     m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
   }
 }
-inline void kq_scale_min(const unsigned char* s, int j, float& sc, float& m) {
-  int isc, im;
-  kq_scale_min(s, j, isc, im);
-  sc = float(isc);
-  m = float(im);
-}
 // whether a block's fp16 field is +-0 (from its bits)
 inline bool kq_zero(const unsigned char* p) { return ((p[0] | (unsigned(p[1]) << 8)) & 0x7FFFu) == 0; }
 
@@ -161,17 +155,9 @@ struct ggml_q4_k {
   static bool finite(const unsigned char* b) { return std::isfinite(kq_f16(b)) && std::isfinite(kq_f16(b + 2)); }
   static float sup(const unsigned char* b) { return kq_f16(b); }
   static float sup_min(const unsigned char* b) { return -kq_f16(b + 2); }
-  static float scale(const unsigned char* b, int j) {
-    float sc, m;
-    kq_scale_min(b + 4, j, sc, m);
-    return kq_f16(b) * sc;
-  }
+  static float scale(const unsigned char* b, int j) { return sup(b) * float(scale_code(b, j)); }
   // w = (d sc) q - dmin m = scale * q + minimum
-  static float minimum(const unsigned char* b, int j) {
-    float sc, m;
-    kq_scale_min(b + 4, j, sc, m);
-    return sup_min(b) * m;
-  }
+  static float minimum(const unsigned char* b, int j) { return sup_min(b) * float(min_code(b, j)); }
   static int scale_code(const unsigned char* b, int j) {
     int sc, m;
     kq_scale_min(b + 4, j, sc, m);
@@ -199,7 +185,7 @@ struct ggml_q6_k {
   static bool finite(const unsigned char* b) { return std::isfinite(kq_f16(b + 208)); }
   static float sup(const unsigned char* b) { return kq_f16(b + 208); }
   static float sup_min(const unsigned char*) { return 0.f; }
-  static float scale(const unsigned char* b, int j) { return kq_f16(b + 208) * float(int8_t(b[192 + j])); }
+  static float scale(const unsigned char* b, int j) { return sup(b) * float(scale_code(b, j)); }
   // (symmetric: no minimum; the in-place source's zero slots, which clang instantiates with it)
   static float minimum(const unsigned char*, int) { return 0.f; }
   static int scale_code(const unsigned char* b, int j) { return int8_t(b[192 + j]); }
@@ -252,8 +238,8 @@ struct ggml_q2_k {
   static bool finite(const unsigned char* b) { return std::isfinite(kq_f16(b + 80)) && std::isfinite(kq_f16(b + 82)); }
   static float sup(const unsigned char* b) { return kq_f16(b + 80); }
   static float sup_min(const unsigned char* b) { return -kq_f16(b + 82); }
-  static float scale(const unsigned char* b, int i) { return kq_f16(b + 80) * float(b[i] & 0xF); }
-  static float minimum(const unsigned char* b, int i) { return sup_min(b) * float(b[i] >> 4); }
+  static float scale(const unsigned char* b, int i) { return sup(b) * float(scale_code(b, i)); }
+  static float minimum(const unsigned char* b, int i) { return sup_min(b) * float(min_code(b, i)); }
   static int scale_code(const unsigned char* b, int i) { return b[i] & 0xF; }
   static int min_code(const unsigned char* b, int i) { return b[i] >> 4; }
   static bool sup_zero(const unsigned char* b) { return kq_zero(b + 80); }
@@ -282,7 +268,7 @@ struct ggml_q3_k {
     const int hi = (s[8 + i % 4] >> (2 * (i / 4))) & 3;
     return (lo | (hi << 4)) - 32;
   }
-  static float scale(const unsigned char* b, int i) { return kq_f16(b + 108) * float(scale_code(b, i)); }
+  static float scale(const unsigned char* b, int i) { return sup(b) * float(scale_code(b, i)); }
   static float minimum(const unsigned char*, int) { return 0.f; }
   static int min_code(const unsigned char*, int) { return 0; }
   static bool sup_zero(const unsigned char* b) { return kq_zero(b + 108); }
