@@ -8,7 +8,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <numeric>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../core/error.hpp"
@@ -90,6 +92,10 @@ struct quantized_source {
     }
   }
   row_cursor row(std::size_t m) const { return {q.codes.data() + m * q.K, q.K}; }
+  // the codes of rows [m0, m1): one contiguous run (what the packer prefetches a tile ahead)
+  std::pair<const uint8_t*, std::size_t> rows_bytes(std::size_t m0, std::size_t m1) const {
+    return {q.codes.data() + m0 * q.K, (m1 - m0) * q.K};
+  }
 };
 template <class P, class Block>
 struct ggml_source {
@@ -181,6 +187,11 @@ struct ggml_source {
     }
   }
   row_cursor row(std::size_t m) const { return {blocks + m * (K_ / E) * Block::block_bytes, K_}; }
+  // the blocks of rows [m0, m1): one contiguous run (what the packer prefetches a tile ahead)
+  std::pair<const uint8_t*, std::size_t> rows_bytes(std::size_t m0, std::size_t m1) const {
+    const std::size_t row = (K_ / E) * Block::block_bytes;
+    return {blocks + m0 * row, (m1 - m0) * row};
+  }
 };
 
 // A K-quant tensor (quant/kquant.hpp) read in place: each sub-block's int8 scale (and minimum)
@@ -202,7 +213,9 @@ struct ggml_superblock_source {
     static constexpr std::size_t stride = 0;
     bool whole64(std::size_t) const { return false; }  // (codes are not stored one a byte)
     const uint8_t* at(std::size_t) const { return nullptr; }
+    // (K is a multiple of E = 256: the 64 codes of a multiple of 64 lie in one block)
     void codes64(std::size_t k0, uint8_t* out) const {
+      if (k0 % 64 == 0 && k0 < K) return Block::codes64(b + (k0 / E) * Block::block_bytes, unsigned(k0 % E), out);
       for (std::size_t j = 0; j < 8; ++j) {
         const uint64_t x = codes8(k0 + 8 * j);
         std::memcpy(out + 8 * j, &x, 8);
@@ -227,6 +240,15 @@ struct ggml_superblock_source {
   // through super_code, which keeps the product's sign)
   void scale_bits_rows(std::size_t m0, std::size_t n, std::size_t g, uint8_t* out) const {
     const int j = int(g % G);
+    // at a super-block's first group, the rows' blocks two super-blocks on: the packer reads 64
+    // rows at once, more streams than the hardware prefetcher follows, and waited on every row's
+    // first line of a block (the block's parameters) without this
+    if (j == 0 && g / G + 2 < K_ / E)
+      for (std::size_t i = 0; i < n; ++i) {
+        const unsigned char* p = block_in(m0 + i, g + 2 * G);
+        for (std::size_t o = 0; o < Block::block_bytes; o += 64) prefetch_line(p + o);
+        prefetch_line(p + Block::block_bytes - 1);
+      }
     for (std::size_t i = 0; i < n; ++i) {
       const unsigned char* b = j == 0 ? block(m0 + i, g) : block_in(m0 + i, g);
       out[i] = Block::sup_zero(b) ? uint8_t(super_code(Block::scale(b, j), Block::sup(b), what))
@@ -249,6 +271,11 @@ struct ggml_superblock_source {
     }
   }
   row_cursor row(std::size_t m) const { return {blocks + m * (K_ / E) * Block::block_bytes, K_}; }
+  // the blocks of rows [m0, m1): one contiguous run (what the packer prefetches a tile ahead)
+  std::pair<const uint8_t*, std::size_t> rows_bytes(std::size_t m0, std::size_t m1) const {
+    const std::size_t row = (K_ / E) * Block::block_bytes;
+    return {blocks + m0 * row, (m1 - m0) * row};
+  }
 };
 
 // Planes 2 q and 2 q + 1 of a row's step sit in adjacent bytes (pshufb order's paired chunks):
@@ -288,6 +315,23 @@ constexpr bool pack_writes_whole_bytes() {
   return !P::spec.ternary && (P::spec.plane_chunks() || P::spec.whole_codes() || rows_share_bytes_by_nibble<P>());
 }
 
+// The next tile's source bytes, prefetched to L2 a slice per step of the current tile's walk: a
+// tile reads 64 rows a few dozen bytes at a time, more streams than the hardware prefetcher
+// follows, and the packer waited on the source (a load from a model file reads it from DRAM).
+struct tile_source_prefetch {
+  const uint8_t* p = nullptr;
+  const uint8_t* end = nullptr;
+  std::size_t per = 0;  // bytes a step
+  void start(std::pair<const uint8_t*, std::size_t> run, std::size_t steps) {
+    p = run.first;
+    end = run.first + run.second;
+    per = (run.second / std::max<std::size_t>(1, steps) + 127) / 64 * 64;
+  }
+  void step() {
+    for (const uint8_t* e = std::min(end, p + per); p < e; p += 64) __builtin_prefetch(p, 0, 2);
+  }
+};
+
 // Tiles [t0, t1) of a bit-plane format: the parameters, then per row (or row pair) a sequential
 // walk of its codes, a step pair (8 codes) at a time, each plane's two step indices made at once
 // (plane_byte) and stored where tiling_spec::index_byte_in_step_pair puts them (offsets computed
@@ -309,10 +353,14 @@ void pack_tiles(const Src& src, uint8_t* d, const packed_layout& L, std::size_t 
   const std::size_t pairs = (K + 7) / 8;
   // The tile is walked in k chunks of `chunk` step pairs (at most 16 KiB of output, which stays
   // in L1 while every row of the tile writes into it), all rows per chunk.
-  const std::size_t chunk = std::max<std::size_t>(per, std::size_t(16384) / pair_bytes / per * per);
+  // A multiple of 8 step pairs too: the walks take a row's codes 64 at a time from multiples of 64.
+  const std::size_t unit = std::lcm(per, std::size_t(8));
+  const std::size_t chunk = std::max<std::size_t>(unit, std::size_t(16384) / pair_bytes / unit * unit);
   // the first byte of each block of the chunk being walked (block_offset divides: once per
   // chunk, not per row)
   std::vector<uint8_t*> chunk_blocks(chunk / per + 1);
+  // whole codes: the first byte of each step pair of the chunk
+  std::vector<uint8_t*> pair_ptrs(S.whole_codes() ? chunk : 0);
   // walks the step pairs [sp0, sp1) of the chunk (sp0 its first): f(the step pair's first byte,
   // its first k)
   auto walk = [&](std::size_t, std::size_t sp0, std::size_t sp1, auto&& f) {
@@ -357,6 +405,8 @@ void pack_tiles(const Src& src, uint8_t* d, const packed_layout& L, std::size_t 
   using cursor = decltype(src.row(0));
   std::vector<cursor> cursors(host_walk ? 64 : 0);
   alignas(64) uint8_t c0[64], c1[64], planes[2][64];
+  // the tile's 64 rows x 64 codes when the source assembles them (the paired-chunk walk below)
+  const aligned_bytes tile_codes = alloc_aligned(host_walk ? 64 * 64 : 64);
   // where each 64-byte chunk (q, s) of planes 2 q, 2 q + 1 of step s begins in a step pair, when
   // the layout has them (paired_chunks: row pair r's word at byte 2 r)
   constexpr bool paired_chunks = host_walk && paired_plane_chunks<P>();
@@ -366,7 +416,15 @@ void pack_tiles(const Src& src, uint8_t* d, const packed_layout& L, std::size_t 
       for (int s = 0; s < 2; ++s) o[std::size_t(2 * q + s)] = S.index_byte_in_step_pair(0, 2 * q, s);
     return o;
   }();
+  tile_source_prefetch pf;
   for (std::size_t t = t0; t < t1; ++t) {
+    // the next tile's source, a slice per step of this tile's walk (steps: one per 8 step pairs in
+    // the host walk, else one per row and chunk)
+    pf = {};
+    if (t + 1 < t1 && (t + 1) * std::size_t(R) < M) {
+      const std::size_t m0 = (t + 1) * std::size_t(R), m1 = std::min(M, m0 + std::size_t(R));
+      pf.start(src.rows_bytes(m0, m1), host_walk ? (pairs + 7) / 8 : std::size_t(R) * ((pairs + chunk - 1) / chunk));
+    }
     // (padded rows: code 0, scale 0, zero 0, the cleared tile; the host walk writes the
     // parameters beside the codes of the same k)
     if constexpr (!host_walk) params(t, 0, R, 0, L.groups);
@@ -376,26 +434,34 @@ void pack_tiles(const Src& src, uint8_t* d, const packed_layout& L, std::size_t 
       chunk_blocks[b] = sp0 / per + b < L.blocks() ? d + L.block_offset(t, sp0 / per + b) : nullptr;
     if constexpr (S.whole_codes()) {
       static_assert(S.code_byte_in_step_pair(1, 0, 1) == 5 && S.code_shift(0) == 0, "whole codes: 4 bytes per row and step");
+      // the chunk's step pairs' first bytes (the same for every row), then per row its codes 64
+      // at a time (codes64: vectorised where the source's form allows) to 8 step pairs
+      walk(t, sp0, sp1, [&](uint8_t* pair, std::size_t k0) { pair_ptrs[k0 / 8 - sp0] = pair; });
       for (int r = 0; r < R; ++r) {
         const std::size_t m = t * std::size_t(R) + std::size_t(r);
         if (m >= M) break;
+        pf.step();
         const auto c = src.row(m);
-        const int o0 = S.code_byte_in_step_pair(r, 0, 0);
-        alignas(64) uint8_t buf[64];  // the row's 64 codes from a multiple of 64 (codes64: vectorised)
-        walk(t, sp0, sp1, [&](uint8_t* pair, std::size_t k0) {
-          if (k0 % 64 == 0 || k0 == 8 * sp0) c.codes64(k0 - k0 % 64, buf);
-          uint64_t x;
-          std::memcpy(&x, buf + k0 % 64, 8);
-          if constexpr (PL == 8) {
-            const uint32_t lo = uint32_t(x), hi = uint32_t(x >> 32);
-            std::memcpy(pair + o0, &lo, 4);
-            std::memcpy(pair + S.code_byte_in_step_pair(r, 1, 0), &hi, 4);
-          } else {
-            // code i of step j (byte i) and of step j + 1 (byte 4 + i) -> byte i, nibbles 0 and 1
-            const uint32_t v = (uint32_t(x) & 0x0F0F0F0Fu) | ((uint32_t(x >> 32) & 0x0F0F0F0Fu) << 4);
-            std::memcpy(pair + o0, &v, 4);
+        const int o0 = S.code_byte_in_step_pair(r, 0, 0), o1 = S.code_byte_in_step_pair(r, 1, 0);
+        alignas(64) uint8_t buf[64];  // the row's 64 codes from a multiple of 64
+        for (std::size_t sp = sp0; sp < sp1;) {
+          const std::size_t base = sp - sp % 8, e = std::min(sp1, base + 8);
+          c.codes64(8 * base, buf);
+          for (; sp < e; ++sp) {
+            uint64_t x;
+            std::memcpy(&x, buf + 8 * (sp - base), 8);
+            uint8_t* pair = pair_ptrs[sp - sp0];
+            if constexpr (PL == 8) {
+              const uint32_t lo = uint32_t(x), hi = uint32_t(x >> 32);
+              std::memcpy(pair + o0, &lo, 4);
+              std::memcpy(pair + o1, &hi, 4);
+            } else {
+              // code i of step j (byte i) and of step j + 1 (byte 4 + i) -> byte i, nibbles 0 and 1
+              const uint32_t v = (uint32_t(x) & 0x0F0F0F0Fu) | ((uint32_t(x >> 32) & 0x0F0F0F0Fu) << 4);
+              std::memcpy(pair + o0, &v, 4);
+            }
           }
-        });
+        }
       }
     } else if constexpr (S.plane_chunks()) {
       static_assert(S.index_shift(0, 0) == 0 && S.index_shift(0, 1) == 4, "plane orders: a byte holds a row's step pair");
@@ -404,6 +470,7 @@ void pack_tiles(const Src& src, uint8_t* d, const packed_layout& L, std::size_t 
         if (m >= M) break;
         int off[PL][2];
         row_offsets(r, off);
+        pf.step();
         const auto c = src.row(m);
         walk(t, sp0, sp1, [&](uint8_t* pair, std::size_t k0) {
           const uint64_t x = c.codes8(k0);
@@ -422,6 +489,7 @@ void pack_tiles(const Src& src, uint8_t* d, const packed_layout& L, std::size_t 
       for (std::size_t sp8 = sp0; sp8 < sp1; sp8 += 8) {
         const std::size_t n8 = std::min<std::size_t>(8, sp1 - sp8);
         const std::size_t k0 = 8 * sp8;
+        pf.step();
         params(t, 0, 64, groups_from(k0), std::min(L.groups, groups_from(k0 + 64)));
         uint8_t* pair[8];
         for (std::size_t j = 0; j < n8; ++j) {
@@ -439,6 +507,20 @@ void pack_tiles(const Src& src, uint8_t* d, const packed_layout& L, std::size_t 
               b[r] = r + 32 < rows ? cursors[r + 32].at(k0) : nullptr;
             }
             row_pairs_step_pairs8<cursor::form, PL>(a, b, cursor::stride, pair, chunk_off.data());
+            continue;
+          }
+        }
+        if constexpr (paired_chunks) {
+          // codes not stored one a byte in place (K-quants, assembled forms): the source's codes64
+          // of every row into a buffer, then the same tile kernel on it
+          if (n8 == 8 && rows >= 32) {
+            const uint8_t *a[32], *b[32];
+            for (std::size_t r = 0; r < rows; ++r) cursors[r].codes64(k0, tile_codes.get() + 64 * r);
+            for (std::size_t r = 0; r < 32; ++r) {
+              a[r] = tile_codes.get() + 64 * r;
+              b[r] = r + 32 < rows ? tile_codes.get() + 64 * (r + 32) : nullptr;
+            }
+            row_pairs_step_pairs8<code_form::bytes, PL, false>(a, b, 0, pair, chunk_off.data());
             continue;
           }
         }
@@ -477,6 +559,7 @@ void pack_tiles(const Src& src, uint8_t* d, const packed_layout& L, std::size_t 
         int off[PL][2];
         row_offsets(r, off);
         const int sh0 = S.index_shift(r, 0), sh1 = S.index_shift(r, 1);
+        pf.step();
         const auto c = src.row(m);
         walk(t, sp0, sp1, [&](uint8_t* pair, std::size_t k0) {
           const uint64_t x = c.codes8(k0);

@@ -136,6 +136,8 @@ inline void kq_scale_min(const unsigned char* s, int j, int& sc, int& m) {
     m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
   }
 }
+// whether a block's fp16 field is finite (from its bits: exponent not all ones)
+inline bool kq_finite(const unsigned char* p) { return (p[1] & 0x7Cu) != 0x7Cu; }
 // whether a block's fp16 field is +-0 (from its bits)
 inline bool kq_zero(const unsigned char* p) { return ((p[0] | (unsigned(p[1]) << 8)) & 0x7FFFu) == 0; }
 
@@ -143,7 +145,8 @@ inline bool kq_zero(const unsigned char* p) { return ((p[0] | (unsigned(p[1]) <<
 // and bytes per block, the weights per sub-block (the policy's group), and of a block b: finite()
 // (its fp16 super-scales are), sup(b) and sup_min(b) (d and -dmin; 0 for the symmetric types),
 // scale(b, j) and minimum(b, j) of sub-block j (the fp32 values llama.cpp forms: int8 multiples
-// of sup and sup_min), codes8(b, e0) (codes e0 .. e0 + 7, e0 a multiple of 8; byte i: e0 + i).
+// of sup and sup_min), codes8(b, e0) (codes e0 .. e0 + 7, e0 a multiple of 8; byte i: e0 + i) and
+// codes64(b, e0, out) (codes e0 .. e0 + 63, e0 a multiple of 64: loops the compiler vectorises).
 // scale_code(b, j) and min_code(b, j) are the sub-block's integer factors themselves (scale =
 // sup x scale_code exactly: an fp16 times a code of at most 8 bits), and sup_zero(b) /
 // sup_min_zero(b) say whether sup / sup_min is +-0 (then the packer's code keeps the product's sign
@@ -152,7 +155,7 @@ struct ggml_q4_k {
   using format = fmt::q4_k;
   static constexpr std::size_t block_elems = 256, block_bytes = 144, sub = 32;
   static constexpr const char* name = "Q4_K";
-  static bool finite(const unsigned char* b) { return std::isfinite(kq_f16(b)) && std::isfinite(kq_f16(b + 2)); }
+  static bool finite(const unsigned char* b) { return kq_finite(b) && kq_finite(b + 2); }
   static float sup(const unsigned char* b) { return kq_f16(b); }
   static float sup_min(const unsigned char* b) { return -kq_f16(b + 2); }
   static float scale(const unsigned char* b, int j) { return sup(b) * float(scale_code(b, j)); }
@@ -177,12 +180,20 @@ struct ggml_q4_k {
     std::memcpy(&x, b + 16 + 32 * c + l % 32, 8);
     return (x >> sh) & 0x0F0F0F0F0F0F0F0Full;
   }
+  // codes e0 .. e0 + 63 (e0 a multiple of 64) to out: one 32-byte run, low nibbles then high
+  static void codes64(const unsigned char* b, unsigned e0, uint8_t* out) {
+    const unsigned char* q = b + 16 + 32 * (e0 / 64);
+    for (int l = 0; l < 32; ++l) {
+      out[l] = q[l] & 0x0F;
+      out[32 + l] = q[l] >> 4;
+    }
+  }
 };
 struct ggml_q6_k {
   using format = fmt::q6_k;
   static constexpr std::size_t block_elems = 256, block_bytes = 210, sub = 16;
   static constexpr const char* name = "Q6_K";
-  static bool finite(const unsigned char* b) { return std::isfinite(kq_f16(b + 208)); }
+  static bool finite(const unsigned char* b) { return kq_finite(b + 208); }
   static float sup(const unsigned char* b) { return kq_f16(b + 208); }
   static float sup_min(const unsigned char*) { return 0.f; }
   static float scale(const unsigned char* b, int j) { return sup(b) * float(scale_code(b, j)); }
@@ -202,6 +213,16 @@ struct ggml_q6_k {
     lo = (lo >> (c < 2 ? 0 : 4)) & 0x0F0F0F0F0F0F0F0Full;
     hi = (hi >> (2 * c)) & 0x0303030303030303ull;
     return lo | (hi << 4);
+  }
+  // codes e0 .. e0 + 63 (e0 a multiple of 64: c = 2 (e0 / 64 % 2) and c + 1 of half h)
+  static void codes64(const unsigned char* b, unsigned e0, uint8_t* out) {
+    const unsigned h = e0 / 128, c0 = (e0 / 32) % 4;
+    const unsigned char* ql = b + 64 * h;
+    const unsigned char* qh = b + 128 + 32 * h;
+    const unsigned sl = c0 < 2 ? 0 : 4;
+    for (unsigned cc = 0; cc < 2; ++cc)
+      for (int l = 0; l < 32; ++l)
+        out[32 * cc + l] = uint8_t(((ql[32 * cc + l] >> sl) & 0x0F) | (((qh[l] >> (2 * (c0 + cc))) & 3) << 4));
   }
 };
 
@@ -227,6 +248,16 @@ struct ggml_q5_k {
     std::memcpy(&hi, b + 16 + l % 32, 8);
     return ((lo >> sh) & 0x0F0F0F0F0F0F0F0Full) | (((hi >> j) & 0x0101010101010101ull) << 4);
   }
+  // codes e0 .. e0 + 63 (e0 a multiple of 64): Q4_K's nibbles, the fifth bits of sub-blocks j, j + 1
+  static void codes64(const unsigned char* b, unsigned e0, uint8_t* out) {
+    const unsigned char* q = b + 48 + 32 * (e0 / 64);
+    const unsigned char* qh = b + 16;
+    const unsigned j = e0 / 32;
+    for (int l = 0; l < 32; ++l) {
+      out[l] = uint8_t((q[l] & 0x0F) | (((qh[l] >> j) & 1) << 4));
+      out[32 + l] = uint8_t((q[l] >> 4) | (((qh[l] >> (j + 1)) & 1) << 4));
+    }
+  }
 };
 // Q2_K (84 bytes: scales[16], qs[64] at 16, fp16 d at 80, dmin at 82). Sub-block i: scale
 // d * (scales[i] & 15), minimum -(dmin * (scales[i] >> 4)); weight e = 128 h + 32 j + l: bits
@@ -235,7 +266,7 @@ struct ggml_q2_k {
   using format = fmt::q2_k;
   static constexpr std::size_t block_elems = 256, block_bytes = 84, sub = 16;
   static constexpr const char* name = "Q2_K";
-  static bool finite(const unsigned char* b) { return std::isfinite(kq_f16(b + 80)) && std::isfinite(kq_f16(b + 82)); }
+  static bool finite(const unsigned char* b) { return kq_finite(b + 80) && kq_finite(b + 82); }
   static float sup(const unsigned char* b) { return kq_f16(b + 80); }
   static float sup_min(const unsigned char* b) { return -kq_f16(b + 82); }
   static float scale(const unsigned char* b, int i) { return sup(b) * float(scale_code(b, i)); }
@@ -250,6 +281,13 @@ struct ggml_q2_k {
     std::memcpy(&lo, b + 16 + 32 * h + l, 8);
     return (lo >> (2 * j)) & 0x0303030303030303ull;
   }
+  // codes e0 .. e0 + 63 (e0 a multiple of 64: j = 2 (e0 / 64 % 2) and j + 1 of half h)
+  static void codes64(const unsigned char* b, unsigned e0, uint8_t* out) {
+    const unsigned h = e0 / 128, j0 = (e0 / 32) % 4;
+    const unsigned char* q = b + 16 + 32 * h;
+    for (unsigned jj = 0; jj < 2; ++jj)
+      for (int l = 0; l < 32; ++l) out[32 * jj + l] = uint8_t((q[l] >> (2 * (j0 + jj))) & 3);
+  }
 };
 // Q3_K (110 bytes: hmask[32], qs[64], 12 bytes of 6-bit scales, fp16 d). Weight e = 128 h + 32 j + l
 // (j = 0..3, l < 32): low 2 bits from bits 2j, 2j + 1 of qs[32 h + l], the third from bit 4 h + j of
@@ -259,7 +297,7 @@ struct ggml_q3_k {
   using format = fmt::q3_k;
   static constexpr std::size_t block_elems = 256, block_bytes = 110, sub = 16;
   static constexpr const char* name = "Q3_K";
-  static bool finite(const unsigned char* b) { return std::isfinite(kq_f16(b + 108)); }
+  static bool finite(const unsigned char* b) { return kq_finite(b + 108); }
   static float sup(const unsigned char* b) { return kq_f16(b + 108); }
   static float sup_min(const unsigned char*) { return 0.f; }
   static int scale_code(const unsigned char* b, int i) {
@@ -282,6 +320,16 @@ struct ggml_q3_k {
     hi = (hi >> (4 * h + j)) & 0x0101010101010101ull;
     return lo | (hi << 2);
   }
+  // codes e0 .. e0 + 63 (e0 a multiple of 64: j = 2 (e0 / 64 % 2) and j + 1 of half h)
+  static void codes64(const unsigned char* b, unsigned e0, uint8_t* out) {
+    const unsigned h = e0 / 128, j0 = (e0 / 32) % 4;
+    const unsigned char* q = b + 32 + 32 * h;
+    for (unsigned jj = 0; jj < 2; ++jj) {
+      const unsigned j = j0 + jj;
+      for (int l = 0; l < 32; ++l)
+        out[32 * jj + l] = uint8_t(((q[l] >> (2 * j)) & 3) | (((b[l] >> (4 * h + j)) & 1) << 2));
+    }
+  }
 };
 
 // the checks of every reader of a K-quant tensor: the policy holds the block's format with
@@ -302,8 +350,9 @@ void check_ggml_superblocks(const char* what, const void* blocks, std::size_t M,
 }
 template <class Block>
 void check_superblock_finite(const char* what, const unsigned char* b, std::size_t i, std::size_t K) {
-  require(Block::finite(b), what, ": block ", i, " (row ", i / (K / Block::block_elems),
-          ") has a non-finite super-block scale");
+  // (the row is formed only for the message: a division per block was a measurable part of a load)
+  if (!Block::finite(b)) [[unlikely]]
+    require(false, what, ": block ", i, " (row ", i / (K / Block::block_elems), ") has a non-finite super-block scale");
 }
 
 template <class P, class Block>

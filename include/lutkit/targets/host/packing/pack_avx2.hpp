@@ -119,11 +119,11 @@ constexpr int column_register(int j) { return (j & 8) | ((j & 1) << 2) | (j & 2)
 // planes are one row of 32 words (step pair, step, plane pair), both steps in one row; the 32 x 32
 // word matrix is transposed as four 16 x 16 blocks, and each column (a half chunk: 16 row pairs)
 // is stored with one 32-byte store. (8-bit formats are stored as whole codes, not bit planes.)
-template <code_form F, int PL>
+template <code_form F, int PL, bool prefetch = true>
 LUTKIT_PACK_AVX2 inline void row_pairs_step_pairs8(const uint8_t* const* p0, const uint8_t* const* p1,
                                                    std::size_t stride, uint8_t* const* dst, const int* off) {
   static_assert(PL == 4, "row_pairs_step_pairs8: 4 planes");
-  prefetch_tile_codes<F>(p0, p1, stride);
+  if constexpr (prefetch) prefetch_tile_codes<F>(p0, p1, stride);
   __m256i m[2][32];  // [column half][row pair]
   for (int r = 0; r < 32; ++r) {
     __m256i s[2][2];

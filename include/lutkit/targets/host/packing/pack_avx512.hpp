@@ -110,29 +110,40 @@ LUTKIT_PACK_AVX512 inline void transpose32_epi16(__m512i (&v)[32]) {
   }
 }
 
-// A tile's 32 row pairs over 64 codes to the 8 step pairs they fill, for host layouts of 4 planes
-// whose planes 2 q and 2 q + 1 of step s sit as one 16-bit word per row pair in a 64-byte chunk
-// (row pair r's word at byte 2 r): p0[r], p1[r] the codes of rows r and r + 32 at k0 (p1[r] null:
-// a padded row); chunk (q, s) of step pair j goes to dst[j] + off[2 q + s]. Each row pair's planes
-// (row_pair_planes_v) are one row of 32 words, (j, s, q), both steps in one vector; one 32 x 32
-// word transpose turns them into whole chunks, stored with one 64-byte store each. (8-bit formats
-// are stored as whole codes, not bit planes.)
-template <code_form F, int PL>
+// A tile's 32 row pairs over 64 codes to the 8 step pairs they fill, for host layouts of PL planes
+// (PL even, at most 8) whose planes 2 q and 2 q + 1 of step s sit as one 16-bit word per row pair
+// in a 64-byte chunk (row pair r's word at byte 2 r): p0[r], p1[r] the codes of rows r and r + 32
+// at k0 (p1[r] null: a padded row); chunk (q, s) of step pair j goes to dst[j] + off[2 q + s].
+// Each row pair's planes (row_pair_planes_v) are one row of 32 words per two plane pairs, (j, s,
+// q mod 2), both steps in one vector; one 32 x 32 word transpose turns them into whole chunks,
+// stored with one 64-byte store each: one transpose for plane pairs 0 and 1, a second for 2 and 3
+// when PL > 4 (the chunks of plane pairs beyond PL / 2 are not stored). With `prefetch`, the rows'
+// codes two calls ahead are prefetched (codes read in place; not for a buffer the caller filled).
+template <code_form F, int PL, bool prefetch = true>
 LUTKIT_PACK_AVX512 inline void row_pairs_step_pairs8(const uint8_t* const* p0, const uint8_t* const* p1,
                                                      std::size_t stride, uint8_t* const* dst, const int* off) {
-  static_assert(PL == 4, "row_pairs_step_pairs8: 4 planes");
-  prefetch_tile_codes<F>(p0, p1, stride);
-  __m512i v[32];
-  // planes 4..7 of 4-bit codes are zero: step 1's two words move into their place
+  static_assert(PL % 2 == 0 && PL <= 8, "row_pairs_step_pairs8: planes in pairs, at most 8");
+  if constexpr (prefetch) prefetch_tile_codes<F>(p0, p1, stride);
+  __m512i v[32], u[PL > 4 ? 32 : 1];
+  // qword j of v: step 0's plane pairs 0, 1, then step 1's (u: plane pairs 2, 3)
 #pragma GCC unroll 4
   for (int r = 0; r < 32; ++r) {
     __m512i s0, s1;
     row_pair_planes_v<F>(p0[r], p1[r], stride, s0, s1);
     v[r] = _mm512_mask_blend_epi32(0xAAAA, s0, _mm512_slli_epi64(s1, 32));
+    if constexpr (PL > 4) u[r] = _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(s0, 32), s1);
   }
+  // word c of a row: step pair c / 4, step c % 4 / 2, plane pair c % 2 (+ 2 in u)
   transpose32_epi16(v);
 #pragma GCC unroll 32
-  for (int c = 0; c < 32; ++c) _mm512_storeu_si512(dst[c / 4] + off[c % 4 % 2 * 2 + c % 4 / 2], v[c]);
+  for (int c = 0; c < 32; ++c)
+    if (c % 2 < PL / 2) _mm512_storeu_si512(dst[c / 4] + off[c % 4 % 2 * 2 + c % 4 / 2], v[c]);
+  if constexpr (PL > 4) {
+    transpose32_epi16(u);
+#pragma GCC unroll 32
+    for (int c = 0; c < 32; ++c)
+      if (2 + c % 2 < PL / 2) _mm512_storeu_si512(dst[c / 4] + off[4 + c % 4 % 2 * 2 + c % 4 / 2], u[c]);
+  }
 }
 
 // fp16 encodings of n floats s[0], s[stride], ... (a group's parameter of consecutive rows) to
