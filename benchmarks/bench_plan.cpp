@@ -1,8 +1,12 @@
-// plan/: the cost model's decode GEMV time against the measured one, with a calibration of this
-// host (plan::calibrate, and the kernels' own rates: plan::calibrate_decode) taken at the start
-// of the same run (docs/plan.md, "Validation").
+// plan/: the cost model's time of each operator against the measured one, with a calibration of
+// this host (plan::calibrate, and the kernels' own rates: plan::calibrate_decode and
+// plan::calibrate_ops) taken at the start of the same run (docs/plan.md, "Validation").
 //   plan_decode/<method>/<policy>/<M>x<K>/n:1/threads:<T>/cold   decode_gemv by that method
 //   plan_read/<policy>/<M>x<K>/threads:<T>/cold                  a plain read of the same bytes
+//   plan_prefill/<act>/<policy>/<M>x<K>/n:128/threads:<T>/warm   dequant_gemm by that paradigm
+//   plan_attention/decode/ctx:<C>/threads:<T>/cold               attention_decode, 32 / 8 heads of 64
+//   plan_attention/prefill/q:<n>/ctx:<C>/threads:<T>             attention_prefill of n queries
+//   plan_sampling/ar/vocab:<V>/cold                              ar_sample, top-k 40, top-p 0.95
 // Counters: modelled_us (the model's time), model_ratio (modelled / measured). At exit, a table of
 // the same (medians where --benchmark_repetitions > 1), then the plan the model and the measured
 // errors choose per shape for a few error budgets. Nothing here asserts.
@@ -20,6 +24,7 @@
 #include <lutkit/lutkit.hpp>
 #include <lutkit/plan/calibrate.hpp>
 #include <lutkit/plan/calibrate_decode.hpp>
+#include <lutkit/plan/calibrate_ops.hpp>
 #include <lutkit/plan/chooser.hpp>
 
 namespace {
@@ -132,6 +137,104 @@ void register_policy(std::size_t M, std::size_t K) {
   }
 }
 
+// prefill GEMM: N = 128 rows, weights warm (one blob), by paradigm
+template <class P>
+void register_prefill(std::size_t M, std::size_t K, act_type act) {
+  constexpr std::size_t N = 128;
+  const plan::matmul_op op = plan::describe_matmul<P>(M, K, N);
+  for (int T : {1, 2}) {
+    if (T > g_cal.costs.cores) continue;
+    const std::string name = "plan_prefill/" + std::string(act_name(act)) + "/" + P::name() + "/" + std::to_string(M) + "x" +
+                             std::to_string(K) + "/n:128/threads:" + std::to_string(T) + "/warm";
+    g_modelled[name] = plan::model_prefill(g_cal.costs, op, act, T).total_s;
+    benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) {
+      const auto w = random_blob<P>(M, K, M * 7 + K);
+      std::mt19937_64 rng(5);
+      std::normal_distribution<float> nd;
+      std::vector<float> x(N * K), y(N * M);
+      for (auto& v : x) v = nd(rng);
+      thread_pool* pool = T > 1 ? &pool_for(T) : nullptr;
+      for (auto _ : st) {
+        dequant_gemm<P>(w, x.data(), N, K, y.data(), act, 0, 0, pool);
+        benchmark::DoNotOptimize(y.data());
+      }
+      set_model(st, name);
+    })->Unit(benchmark::kMicrosecond)->UseRealTime();
+  }
+}
+
+// attention over a Llama-3.2-1B-shaped layer (32 / 8 heads of 64, fp16 K / V): decode at a
+// context (rotating copies of the cache beyond the LLC), prefill of n queries ending it
+void register_attention(std::size_t queries, std::size_t ctx) {
+  constexpr std::size_t hq = 32, hkv = 8, d = 64;
+  plan::attention_op a;
+  a.heads = hq, a.kv_heads = hkv, a.head_dim = d, a.context = ctx, a.queries = queries;
+  for (int T : {1, 2}) {
+    if (T > g_cal.costs.cores) continue;
+    const std::string name = queries == 1 ? "plan_attention/decode/ctx:" + std::to_string(ctx) + "/threads:" + std::to_string(T) + "/cold"
+                                          : "plan_attention/prefill/q:" + std::to_string(queries) + "/ctx:" + std::to_string(ctx) +
+                                                "/threads:" + std::to_string(T);
+    g_modelled[name] = plan::model_attention(g_cal.costs, a, T).total_s;
+    benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) {
+      attention_options o;
+      o.heads_q = hq, o.heads_kv = hkv, o.head_dim = d, o.scale = 0.125f;
+      std::mt19937_64 rng(9);
+      std::normal_distribution<float> nd;
+      const std::size_t n = 2 * hkv * ctx * d;
+      std::vector<std::vector<uint16_t>> cs(queries == 1 ? std::max<std::size_t>(2, (std::size_t(128) << 20) / (2 * n) + 1) : 1);
+      cs[0].resize(n);
+      for (auto& v : cs[0]) v = f32_to_f16(nd(rng));
+      for (std::size_t i = 1; i < cs.size(); ++i) cs[i] = cs[0];
+      std::vector<float> q(queries * hq * d), out(queries * hq * d);
+      for (auto& v : q) v = nd(rng);
+      thread_pool* pool = T > 1 ? &pool_for(T) : nullptr;
+      std::size_t i = 0;
+      for (auto _ : st) {
+        const auto& c = cs[i++ % cs.size()];
+        kv_cache_view v;
+        v.k = c.data();
+        v.v = c.data() + hkv * ctx * d;
+        v.type = kv_type::f16;
+        v.len = ctx;
+        v.row_stride = std::ptrdiff_t(d);
+        v.head_stride = std::ptrdiff_t(ctx * d);
+        if (queries == 1) attention_decode(o, q.data(), v, out.data(), nullptr, pool);
+        else attention_prefill(o, q.data(), queries, int64_t(ctx - queries), v, out.data(), nullptr, nullptr, 0, pool);
+        benchmark::DoNotOptimize(out.data());
+      }
+      set_model(st, name);
+    })->Unit(benchmark::kMicrosecond)->UseRealTime();
+  }
+}
+
+// ar_sample over one row of V logits (rotating copies beyond the LLC)
+void register_sampling(std::size_t V) {
+  plan::sampling_op s;
+  s.vocab = V;
+  const std::string name = "plan_sampling/ar/vocab:" + std::to_string(V) + "/cold";
+  g_modelled[name] = plan::model_sampling(g_cal.costs, s, 1).total_s;
+  benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) {
+    std::mt19937_64 rng(13);
+    std::normal_distribution<float> nd(0.f, 3.f);
+    std::vector<std::vector<float>> cs(std::max<std::size_t>(2, (std::size_t(128) << 20) / (4 * V) + 1));
+    cs[0].resize(V);
+    for (auto& v : cs[0]) v = nd(rng);
+    for (std::size_t i = 1; i < cs.size(); ++i) cs[i] = cs[0];
+    ar_params p;
+    p.temperature = 0.8f;
+    p.top_k = 40;
+    p.top_p = 0.95f;
+    int32_t tok = 0;
+    std::size_t i = 0;
+    for (auto _ : st) {
+      p.seed = i;
+      ar_sample(logits_view::f32(cs[i++ % cs.size()].data(), 1, V), &p, &tok);
+      benchmark::DoNotOptimize(tok);
+    }
+    set_model(st, name);
+  })->Unit(benchmark::kMicrosecond)->UseRealTime();
+}
+
 // the plan per shape: errors measured on one activation row against the double reference
 template <class P>
 void print_plans(std::size_t M, std::size_t K) {
@@ -180,13 +283,29 @@ int main(int argc, char** argv) {
   plan::calibrate_decode<Q4_0>(g_cal.costs);
   plan::calibrate_decode<W2>(g_cal.costs);
   const auto t2 = std::chrono::steady_clock::now();
+  for (act_type a : {act_type::int8_group, act_type::int8}) plan::calibrate_prefill<Q4_0>(g_cal.costs, a);
+  plan::calibrate_attention(g_cal.costs);
+  plan::calibrate_sampling(g_cal.costs);
+  const auto t3 = std::chrono::steady_clock::now();
   std::printf("%s", plan::to_text(g_cal).c_str());
-  std::printf("# calibrate: %.0f ms; calibrate_decode (2 policies): %.0f ms\n",
-              std::chrono::duration<double, std::milli>(t1 - t0).count(), std::chrono::duration<double, std::milli>(t2 - t1).count());
+  std::printf("# calibrate: %.0f ms; calibrate_decode (2 policies): %.0f ms; calibrate_prefill (2 paradigms), "
+              "calibrate_attention, calibrate_sampling: %.0f ms\n",
+              std::chrono::duration<double, std::milli>(t1 - t0).count(), std::chrono::duration<double, std::milli>(t2 - t1).count(),
+              std::chrono::duration<double, std::milli>(t3 - t2).count());
   for (auto [M, K] : {std::pair<std::size_t, std::size_t>{4096, 4096}, {4096, 14336}}) {
     register_policy<Q4_0>(M, K);
     register_policy<W2>(M, K);
   }
+  for (act_type a : {act_type::int8_group, act_type::int8}) {
+    register_prefill<Q4_0>(4096, 4096, a);
+    register_prefill<Q4_0>(2048, 8192, a);
+  }
+  register_attention(1, 512);
+  register_attention(1, 4096);
+  register_attention(128, 512);
+  register_attention(512, 512);
+  register_sampling(32000);
+  register_sampling(128256);
   collecting_reporter rep;
   benchmark::RunSpecifiedBenchmarks(&rep);
   std::printf("\n%-64s %12s %12s %8s\n", "benchmark", "measured us", "modelled us", "ratio");

@@ -459,3 +459,65 @@ TEST_CASE("plan: a short calibration of this host gives usable constants", "[pla
   CHECK(from_text(to_text(calibration{k, "", "", "", ""})).costs.kernels.size() == 4);
   CHECK_THROWS_AS(calibrate_decode<Q4_0>(k, decode_calibration_options{256, 128, 64, 2, 0}), lutkit::error);
 }
+
+TEST_CASE("plan: prefill, attention and sampling workloads on hand-computed cases", "[plan]") {
+  target_costs c = toy_costs();
+  SECTION("prefill GEMM: the blob once per 768-column pass, one multiply-add per weight and row on the paradigm's unit") {
+    matmul_op op;
+    op.policy = "p";
+    op.M = 4, op.K = 2, op.N = 1000, op.tiles = 2, op.blob_bytes = 80;
+    // 2 tiles on 2 cores: each 40 bytes x 2 passes on DRAM (80 / 10 summed = 16 s), its own read
+    // 80 / 8 = 10 s; int8: 4 weights x 1000 rows = 4000 MACs a core / 4 = 1000 s; activation
+    // preparation 2 x 1000 x 4 flops / 2 / 2 threads = 2000 s; fork / join 0.5 s
+    auto r = model_prefill(c, op, act_type::int8_group, 2);
+    CHECK(r.private_s == 1000.0);
+    CHECK(r.shared_s == 1000.0);  // the compute units together, over parallel_compute = 2 cores
+    CHECK(r.overhead_s == 2000.5);
+    CHECK(r.total_s == 3000.5);
+    // fp32 on 1 core: 8000 FMAs / 2 = 4000 s, preparation 8000 / 2 = 4000 s, no fork / join
+    r = model_prefill(c, op, act_type::fp32, 1);
+    CHECK(r.total_s == 8000.0);
+    CHECK(r.bottleneck == resource::fp32_fma);
+    // a measured kernel: its rate (weights x rows) and intercept per activation take over
+    c.kernels[prefill_kernel_key(act_type::int8, "p")] = {16000.0, 0.25};
+    r = model_prefill(c, op, act_type::int8, 1);
+    // the kernel: 8000 / 16000 = 0.5 s; the int8 unit's count 8000 / 4 = 2000 s: Eq. 1 keeps the slower
+    CHECK(r.private_s == 2000.0);
+    CHECK(r.overhead_s == 500.0);  // 2 x 1000 activations x 0.25 s
+    CHECK(prefill_kernel_key(act_type::int8, "p") == "prefill.int8.p");
+  }
+  SECTION("attention: causal score counts, the cache read once, one exponential per score") {
+    attention_op a;
+    a.heads = 4, a.kv_heads = 2, a.head_dim = 8, a.context = 10, a.queries = 1, a.kv_bytes = 2;
+    CHECK(attention_score_macs(a) == 4.0 * 8 * 10);
+    a.queries = 10;  // query i sees i + 1 keys: 55 in all
+    CHECK(attention_score_macs(a) == 4.0 * 8 * 55);
+    a.queries = 4;   // the last 4 of 10: 7 + 8 + 9 + 10
+    CHECK(attention_score_macs(a) == 4.0 * 8 * 34);
+    a.causal = false;
+    CHECK(attention_score_macs(a) == 4.0 * 8 * 40);
+    a.causal = true;
+    a.queries = 1;
+    // 1 core: cache 2 x 2 x 10 x 8 x 2 = 640 bytes / 8 = 80 s own read; FMAs 2 x 320 + 8 x 40 =
+    // 960 / 2 = 480 s
+    auto r = model_attention(c, a, 1);
+    CHECK(r.private_s == 480.0);
+    CHECK(r.total_s == 480.0);
+    a.queries = 11;
+    CHECK_THROWS_AS(model_attention(c, a, 1), lutkit::error);  // more queries than the context
+  }
+  SECTION("sampling: a row is split over threads only when it is 2 MiB or larger") {
+    sampling_op s;
+    s.vocab = 1000, s.rows = 1;
+    // one core: 4000 bytes / 8 = 500 s read; 2 x 1000 flops / 2 = 1000 s
+    auto r = model_sampling(c, s, 2);
+    CHECK(r.total_s == 1000.0);  // not split: no fork / join either
+    s.vocab = std::size_t(1) << 20;  // 4 MiB: split over both cores
+    CHECK(sampling_workload(c, s, 2).cores.size() == 2);
+    s.rows = 3, s.vocab = 1000;  // rows over threads: 2 and 1
+    const auto w = sampling_workload(c, s, 2);
+    REQUIRE(w.cores.size() == 2);
+    CHECK(w.cores[0][resource::fp32_fma] == 4000.0);
+    CHECK(w.cores[1][resource::fp32_fma] == 2000.0);
+  }
+}

@@ -3,6 +3,7 @@
 //   lutkit_llm --model M.gguf [--prompt-ids 1,15043,3186 | --random-prompt N | --fill N] [-n 64] [--threads 2]
 //              [--ctx 4096] [--chunk 512] [--temp 0] [--top-k 40] [--top-p 0.95] [--seed 1]
 //              [--kv bf16] [--batch B] [--plan auto|default|PLAN] [--save-plan PLAN] [--calibration FILE] [--quiet]
+//   lutkit_llm --model M.gguf --load-rounds R [--threads 2]
 //   lutkit_llm --write-model M.gguf --shape llama-3.2-1b|bitnet-2b|tiny [--type q4_0|q4_1|q5_0|q8_0|q5_1|iq4_nl|q2_k|q3_k|q4_k|q4_k_m|q5_k|q6_k|tq2_0|tq1_0]
 //              (a random-weight model of that shape, for benchmarks)
 //
@@ -12,6 +13,9 @@
 // plans at load (a calibration of this machine, about a second, kept in --calibration FILE when
 // given and read from it when it exists), `default` (the default) runs decode_method::best on
 // every matrix, any other value is a plan saved by --save-plan. The plan is printed unless --quiet.
+// --load-rounds R: the load alone, beside a memcpy of the file's bytes into a touched buffer and
+// one into a new buffer, R rounds alternating the three (each round a new mapping and new blobs);
+// prints the medians and memcpy / load, then exits.
 // --fill N: a context of N positions whose K/V cache holds random values (no prefill), then the
 // decode from one token: decode's speed at a long context without the prompt's time.
 // Prints the generated token ids (and their text where the file has a vocabulary), then the
@@ -67,11 +71,54 @@ std::vector<int32_t> parse_ids(const std::string& s) {
   return out;
 }
 
+// --load-rounds: load (map + pack every matrix) against two memcpys of the file's bytes (from its
+// mapping, pages mapped first): into a buffer touched before the timing, and into a new buffer
+// (whose pages the kernel zeroes at first touch, as it does the blobs'); rounds alternate the three
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+int load_rounds_main(const std::string& path, std::size_t rounds, lutkit::thread_pool* tp, std::size_t threads) {
+  std::vector<double> load, copy, fresh;
+  std::size_t bytes = 0;
+  std::vector<uint8_t> dst;
+  for (std::size_t r = 0; r < rounds; ++r) {
+    {
+      const auto t0 = clk::now();
+      auto mdl = llm::load_model(lutkit::gguf::file(path), tp, false);
+      load.push_back(secs(t0, clk::now()));
+    }
+    const lutkit::gguf::file f(path);
+    const auto src = f.bytes();
+    bytes = src.size();
+    if (dst.size() != bytes) dst.assign(bytes, 1);  // touched once, before the first timing
+    uint64_t sink = 0;
+    for (std::size_t i = 0; i < bytes; i += 4096) sink += src[i];
+    auto t0 = clk::now();
+    std::memcpy(dst.data(), src.data(), bytes);
+    copy.push_back(secs(t0, clk::now()));
+    {
+      t0 = clk::now();
+      const auto buf = lutkit::detail::alloc_aligned(bytes);  // (huge pages, as the blobs)
+      std::memcpy(buf.get(), src.data(), bytes);
+      fresh.push_back(secs(t0, clk::now()));
+      sink += buf[bytes / 2];
+    }
+    if (sink == 1) std::printf(" ");
+  }
+  const double l = median(load), c = median(copy), n = median(fresh);
+  std::printf("load %.1f ms; memcpy of the file's %.1f MB: %.1f ms into a touched buffer, %.1f ms into a new one "
+              "(medians of %zu alternating rounds, %zu threads): memcpy / load %.3f (touched), %.3f (new)\n",
+              l * 1e3, double(bytes) * 1e-6, c * 1e3, n * 1e3, rounds, threads, c / l, n / l);
+  return 0;
+}
+
 int usage() {
   std::fprintf(stderr,
                "usage: lutkit_llm --model M.gguf [--prompt-ids a,b,c | --random-prompt N | --fill N] [-n N] [--threads T] "
                "[--ctx N] [--chunk N] [--temp T] [--top-k K] [--top-p P] [--seed S] [--kv bf16] [--batch B]\n"
                "                  [--plan auto|default|PLAN] [--save-plan PLAN] [--calibration FILE] [--quiet]\n"
+               "       lutkit_llm --model M.gguf --load-rounds R [--threads T]\n"
                "       lutkit_llm --write-model M.gguf --shape llama-3.2-1b|bitnet-2b|tiny "
                "[--type q4_0|q4_1|q5_0|q8_0|q5_1|iq4_nl|q2_k|q3_k|q4_k|q4_k_m|q5_k|q6_k|tq2_0|tq1_0]\n");
   return 2;
@@ -80,7 +127,7 @@ int usage() {
 
 int main(int argc, char** argv) try {
   std::string path, ids, write_path, shape = "tiny", type = "q4_0", plan = "default", save_plan, cal_path;
-  std::size_t n_gen = 32, threads = 2, ctx = 4096, chunk = 512, random_prompt = 0, fill = 0, n_batch = 1;
+  std::size_t n_gen = 32, threads = 2, ctx = 4096, chunk = 512, random_prompt = 0, fill = 0, n_batch = 1, load_rounds = 0;
   float temp = 0.f, top_p = 1.f;
   int32_t top_k = 0;
   uint64_t seed = 1;
@@ -106,6 +153,7 @@ int main(int argc, char** argv) try {
     else if (a == "--seed") seed = std::stoull(next());
     else if (a == "--kv") bf16_kv = next() == "bf16";
     else if (a == "--quiet") quiet = true;
+    else if (a == "--load-rounds") load_rounds = std::stoul(next());
     else if (a == "--plan") plan = next();
     else if (a == "--save-plan") save_plan = next();
     else if (a == "--calibration") cal_path = next();
@@ -151,13 +199,14 @@ int main(int argc, char** argv) try {
   if (path.empty()) return usage();
   lutkit::thread_pool pool(threads);
   lutkit::thread_pool* tp = threads > 1 ? &pool : nullptr;
+  if (load_rounds > 0) return load_rounds_main(path, load_rounds, tp, threads);
   const double gbps = read_bandwidth(tp);
 
   const auto t0 = clk::now();
   auto mdl = llm::load_model(lutkit::gguf::file(path), tp, !quiet);
   const auto t1 = clk::now();
+  lutkit::plan::calibration cal;  // (--plan auto: also the decode step's modelled time, printed at the end)
   if (plan == "auto") {
-    lutkit::plan::calibration cal;
     bool loaded = false;
     if (!cal_path.empty() && std::ifstream(cal_path).good()) {
       cal = lutkit::plan::load_calibration(cal_path);
@@ -276,6 +325,12 @@ int main(int argc, char** argv) try {
   if (nd) {
     const double roof = double(decode_bytes) / (gbps * 1e9);  // seconds a plain read of those bytes takes
     std::printf(", %.2f of the memory roofline (read %.1f GB/s)", roof / decode_s, gbps);
+  }
+  if (nd && plan == "auto") {
+    // the model at the decode's mean context, against the measured mean step
+    const auto sm = llm::model_decode_step(*mdl, cal, fill + prompt.size() + nd / 2);
+    std::printf(" | modelled step %.2f ms (matrices %.2f, attention %.2f) / measured %.2f ms: %.2f", sm.total_s() * 1e3,
+                sm.matrices_s * 1e3, sm.attention_s * 1e3, decode_s / double(nd) * 1e3, sm.total_s() / (decode_s / double(nd)));
   }
   std::printf(" | total %.2f s\n", secs(t0, t4));
   return 0;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include <lutkit/plan/calibrate_decode.hpp>
+#include <lutkit/plan/calibrate_ops.hpp>
 
 #include "model.hpp"
 
@@ -175,6 +176,39 @@ inline void load_plan(model& mdl, const std::string& path, std::size_t max_threa
   for (const auto& [k, v] : lines)
     llm::require(used.count(k), "llm: plan '", path, "' names ", std::get<0>(k), " ", std::get<1>(k), " x ", std::get<2>(k),
                  ", which this model does not have");
+}
+
+// The modelled time of one decode step (one token) at a context of `context` positions: every
+// weight matrix by the method and threads it runs with (its plan, else decode_method::best on
+// the pool's threads), plus each layer's attention over the context. (Norms, RoPE and the
+// residual adds, n_embd-sized vectors, are not modelled.) Calibrates the kernels the costs lack.
+struct step_model {
+  double matrices_s = 0, attention_s = 0;
+  double total_s() const { return matrices_s + attention_s; }
+};
+inline step_model model_decode_step(model& mdl, lutkit::plan::calibration& cal, std::size_t context) {
+  namespace lp = lutkit::plan;
+  step_model sm;
+  const int cores = std::max(1, cal.costs.cores);
+  for (matrix* m : all_matrices(mdl))
+    std::visit(
+        [&](const auto& pw) {
+          using T = std::decay_t<decltype(pw)>;
+          if constexpr (!std::is_same_v<T, std::monostate>) {
+            using P = typename policy_of<T>::type;
+            const auto method = m->method == lutkit::decode_method::best ? lutkit::best_decode_method<P>(1) : m->method;
+            if (!cal.costs.kernels.count(lp::kernel_key(method, P::name()))) lp::calibrate_decode<P>(cal.costs);
+            const int t = m->threads > 0 ? std::min(m->threads, cores) : cores;
+            sm.matrices_s += lp::model_decode(cal.costs, lp::describe_matmul<P>(m->M, m->K, 1), method, t).total_s;
+          }
+        },
+        m->w);
+  if (!cal.costs.kernels.count("attention.decode")) lp::calibrate_attention(cal.costs);
+  lp::attention_op a;
+  a.heads = mdl.hp.n_head, a.kv_heads = mdl.hp.n_head_kv, a.head_dim = mdl.hp.head_dim;
+  a.context = std::max<std::size_t>(1, context), a.queries = 1;
+  sm.attention_s = double(mdl.hp.n_layer) * lp::model_attention(cal.costs, a, cores).total_s;
+  return sm;
 }
 
 }  // namespace llm

@@ -422,7 +422,15 @@ class gguf_bytes {
     }
     const auto n = std::size_t(st.st_size);
     if (n > 0) {
-      void* p = ::mmap(nullptr, n, PROT_READ, MAP_PRIVATE, fd, 0);
+      // MAP_POPULATE (Linux): the page tables filled in one pass at open. A reader packs every
+      // tensor, and a page not yet mapped both costs a fault when first read and makes a
+      // software prefetch of it a no-op: the packers' prefetches of the next tile's blocks were
+      // dropped and their loads stalled (docs/llama_formats.md, "Load").
+      int flags = MAP_PRIVATE;
+#if defined(MAP_POPULATE)
+      flags |= MAP_POPULATE;
+#endif
+      void* p = ::mmap(nullptr, n, PROT_READ, flags, fd, 0);
       const int err = errno;
       ::close(fd);
       lutkit::detail::require(p != MAP_FAILED, "gguf: cannot map '", path.string(), "': ", std::strerror(err));

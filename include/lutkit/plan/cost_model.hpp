@@ -18,6 +18,7 @@
 
 #include "../core/error.hpp"
 #include "../decode/decode_gemv.hpp"
+#include "../gemm/geometry.hpp"
 #include "operator.hpp"
 
 namespace lutkit::plan {
@@ -289,6 +290,151 @@ inline int choose_threads(const target_costs& c, const matmul_op& op, decode_met
     if (s < best) best = s, best_t = t;
   }
   return best_t;
+}
+
+// ---------------------------------------------------------------- the other operators
+// Each is costed like a decode method: the bytes it reads from DRAM (shared, and each core's
+// own read), the operations it counts on the units, and where calibrate_ops (plan/calibrate_ops.hpp)
+// has timed the kernel on this host, its own rate (resource::kernel) and its fixed cost. The
+// units' counts are lower bounds (docs/plan.md); the measured rate is what closes the gap.
+
+// the split of `units` work items over `threads` cores as the drivers split them (the first
+// units % T cores one more); T is min(threads, units)
+inline std::vector<double> split_shares(std::size_t units, int threads) {
+  const std::size_t T = std::max<std::size_t>(1, std::min<std::size_t>(std::size_t(threads), units));
+  std::vector<double> share;
+  for (std::size_t i = 0; i < T; ++i)
+    share.push_back(double(units / T + (i < units % T ? 1 : 0)) / double(units));
+  return share;
+}
+inline void check_threads(const target_costs& c, int threads) {
+  lutkit::detail::require(threads >= 1, "plan: threads must be >= 1 (got ", threads, ")");
+  lutkit::detail::require(threads <= std::max(1, c.cores), "plan: ", threads, " threads, but target '", c.name, "' has ",
+                          c.cores, " cores");
+}
+inline const kernel_rate* find_kernel(const target_costs& c, const std::string& key) {
+  const auto it = c.kernels.find(key);
+  return it == c.kernels.end() ? nullptr : &it->second;
+}
+
+// Prefill GEMM (gemm/dequant_gemm.hpp) with activation paradigm `act`: the row tiles over the
+// threads (its work queue), each weight unpacked once per column pass (the blob read once per
+// pass of n_block() = 768 columns) and multiplied with every activation row: one multiply-add
+// per weight per row on the paradigm's unit (int8 / int8_group: the int8 dot, bf16: the bf16 dot,
+// fp32: the FMA). The activations are prepared (quantized, or converted to the panel) over the
+// same threads: `prep_flops` per activation over the fp32 rate, or the measured intercept.
+// Kernel key: "prefill.<act>.<policy>" (the rate in weights x rows a second on one core).
+inline std::string prefill_kernel_key(act_type a, const std::string& policy) {
+  return std::string("prefill.") + act_name(a) + "." + policy;
+}
+inline workload prefill_workload(const target_costs& c, const matmul_op& op, act_type act, int threads) {
+  check_threads(c, threads);
+  lutkit::detail::require(op.M > 0 && op.K > 0 && op.N > 0 && op.tiles > 0 && op.blob_bytes > 0,
+                          "plan: an empty matmul (", op.M, " x ", op.K, ", N = ", op.N, ")");
+  const kernel_rate* kr = find_kernel(c, prefill_kernel_key(act, op.policy));
+  const double N = double(op.N), K = double(op.K), passes = double((op.N + 767) / 768);
+  const resource unit = act == act_type::fp32   ? resource::fp32_fma
+                        : act == act_type::bf16 ? resource::bf16_dot
+                                                : resource::int8_dot;
+  workload wl;
+  const auto shares = split_shares(op.tiles, threads);
+  for (double share : shares) {
+    const double weights = double(op.M) * K * share;
+    core_work cw;
+    cw[resource::dram] = cw[resource::core_read] = double(op.blob_bytes) * share * passes;
+    cw[unit] = weights * N;
+    if (kr) cw[resource::kernel] = weights * N;
+    wl.cores.push_back(cw);
+  }
+  const double T = double(shares.size());
+  if (kr) {
+    wl.kernel_rate = kr->weights_per_s;
+    wl.overhead_s += K * N * kr->s_per_activation / T;
+  } else {
+    lutkit::detail::require(c.fp32_fmas_per_s > 0, "plan: target '", c.name, "' has no fp32 rate (activation preparation)");
+    wl.overhead_s += K * N * 4.0 / c.fp32_fmas_per_s / T;
+  }
+  if (shares.size() > 1) wl.overhead_s += c.fork_join_s;
+  return wl;
+}
+inline cost_breakdown model_prefill(const target_costs& c, const matmul_op& op, act_type act, int threads) {
+  return evaluate(c, prefill_workload(c, op, act, threads));
+}
+
+// Attention (attention/attention.hpp) of `queries` query rows at the end of a context: each
+// query row of a head sees its causal keys (decode: queries = 1, every key; prefill: query i of
+// n sees context - n + i + 1). The work unit is one query head x key x head dimension (the q.k
+// multiply-adds; p.v is as many again): "score_macs". The keys and values are read from DRAM
+// once per call (the prefill's query tiles re-read them from cache), split over the heads'
+// threads; one exponential per score (counted as 8 fp32 operations). Kernel keys
+// "attention.decode" / "attention.prefill" (rate: score_macs a second on one core; intercept:
+// seconds per query row and head, the per-row softmax and merge).
+inline double attention_score_macs(const attention_op& a) {
+  const double n = double(a.queries), ctx = double(a.context);
+  const double keys = a.causal ? n * (ctx - n) + n * (n + 1) / 2 : n * ctx;  // keys seen, summed over the queries
+  return double(a.heads) * double(a.head_dim) * keys;
+}
+inline workload attention_workload(const target_costs& c, const attention_op& a, int threads) {
+  check_threads(c, threads);
+  lutkit::detail::require(a.heads > 0 && a.kv_heads > 0 && a.heads % a.kv_heads == 0 && a.head_dim > 0 && a.context > 0 &&
+                              a.queries > 0 && a.queries <= a.context,
+                          "plan: attention needs heads a multiple of kv_heads > 0, head_dim > 0 and 0 < queries <= context");
+  const kernel_rate* kr = find_kernel(c, a.queries == 1 ? "attention.decode" : "attention.prefill");
+  const double macs = attention_score_macs(a), exps = macs / double(a.head_dim);
+  workload wl;
+  // decode: key splits of 512 positions (at most 32, every head in each; attention/driver.hpp,
+  // run_decode), so a context of 512 or fewer runs on one thread; prefill: query tiles x heads
+  const std::size_t units = a.queries == 1 ? std::clamp<std::size_t>((a.context + 511) / 512, 1, 32)
+                                           : a.heads * ((a.queries + 63) / 64);
+  const auto shares = split_shares(units, threads);
+  for (double share : shares) {
+    core_work cw;
+    cw[resource::dram] = cw[resource::core_read] = double(a.kv_cache_bytes()) * share;
+    cw[resource::fp32_fma] = (2 * macs + 8 * exps) * share;
+    if (kr) cw[resource::kernel] = macs * share;
+    wl.cores.push_back(cw);
+  }
+  if (kr) {
+    wl.kernel_rate = kr->weights_per_s;
+    wl.overhead_s += double(a.queries) * double(a.heads) * kr->s_per_activation / double(shares.size());
+  }
+  if (shares.size() > 1) wl.overhead_s += c.fork_join_s;
+  return wl;
+}
+inline cost_breakdown model_attention(const target_costs& c, const attention_op& a, int threads) {
+  return evaluate(c, attention_workload(c, a, threads));
+}
+
+// Autoregressive sampling (sampling/autoregressive.hpp: the chain of top-k, top-p, min-p,
+// temperature): one streaming read of each row's logits (its maximum and sum of exponentials),
+// then the candidates. Rows go to threads; a row is split over the threads only when it is
+// larger than 2 MiB and there are fewer rows than threads (the driver's rule). Work unit: one
+// logit; counted as 2 fp32 operations (the running maximum, the exponential's share). Kernel
+// key "sampling.ar" (rate: logits a second; intercept: seconds per row, the candidate pass).
+inline workload sampling_workload(const target_costs& c, const sampling_op& s, int threads) {
+  check_threads(c, threads);
+  lutkit::detail::require(s.vocab > 0 && s.rows > 0 && s.logit_bytes > 0, "plan: sampling needs vocab, rows > 0");
+  const kernel_rate* kr = find_kernel(c, "sampling.ar");
+  const bool split = s.rows < std::size_t(threads) && s.vocab * std::size_t(s.logit_bytes) >= (std::size_t(2) << 20);
+  const auto shares = split ? split_shares(s.rows * std::size_t(threads), threads) : split_shares(s.rows, threads);
+  const double logits = double(s.vocab) * double(s.rows);
+  workload wl;
+  for (double share : shares) {
+    core_work cw;
+    cw[resource::dram] = cw[resource::core_read] = double(s.logits_bytes()) * share;
+    cw[resource::fp32_fma] = 2 * logits * share;
+    if (kr) cw[resource::kernel] = logits * share;
+    wl.cores.push_back(cw);
+  }
+  if (kr) {
+    wl.kernel_rate = kr->weights_per_s;
+    wl.overhead_s += double(s.rows) * kr->s_per_activation / double(std::min<std::size_t>(s.rows, shares.size()));
+  }
+  if (shares.size() > 1) wl.overhead_s += c.fork_join_s;
+  return wl;
+}
+inline cost_breakdown model_sampling(const target_costs& c, const sampling_op& s, int threads) {
+  return evaluate(c, sampling_workload(c, s, threads));
 }
 
 }  // namespace lutkit::plan

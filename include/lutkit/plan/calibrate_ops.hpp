@@ -1,0 +1,185 @@
+// lutkit — the prefill GEMM's, attention's and sampling's own rates on this host
+// (target_costs::kernels, the counterpart of calibrate_decode.hpp for the other operators of
+// plan/cost_model.hpp): each kernel timed on one core at two sizes (the median of a few calls);
+// the slope is its rate in the operator's work units a second, the intercept its fixed cost
+// (each size's fastest call of a few, the two sizes alternating).
+//   calibrate_prefill<P>(c, act)  dequant_gemm<P>, N = 128, 256 and 1024 rows of K = 4096
+//                                 ("prefill.<act>.<policy>": weights x rows a second; intercept
+//                                 per activation)
+//   calibrate_attention(c)        attention_decode at contexts 512 and 4096, attention_prefill of
+//                                 prompts of 128 and 512 positions; 32 / 8 heads of 64, fp16
+//                                 K / V ("attention.decode" / "attention.prefill": score
+//                                 multiply-adds a second; intercept per query row and head)
+//   calibrate_sampling(c)         ar_sample (top-k 40, top-p 0.95, temperature 0.8) over 32000
+//                                 and 128256 logits ("sampling.ar": logits a second; intercept
+//                                 per row)
+// Weights warm (the prefill GEMM is compute-bound: each weight serves 128 rows), a prompt's K / V
+// warm; the decode's K / V and the logits in rotating copies beyond the LLC, as the decode
+// calibration's blobs. A few hundred ms each.
+#pragma once
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "../attention/attention.hpp"
+#include "../core/error.hpp"
+#include "../core/half.hpp"
+#include "../gemm/dequant_gemm.hpp"
+#include "../packing/pack.hpp"
+#include "../quant/quant.hpp"
+#include "../sampling/autoregressive.hpp"
+#include "cost_model.hpp"
+
+namespace lutkit::plan {
+
+struct ops_calibration_options {
+  int reps = 7;                                    // the median of this many calls per size
+  std::size_t cold_bytes = std::size_t(96) << 20;  // K / V and logits copies rotated through
+};
+
+namespace detail {
+// the fastest of `reps` calls of a and of b, the two alternating; call(i) is the i-th call. The
+// best, not the median: on a shared machine a slow minute only adds time, and a calibration
+// taken in one (the first second of a process, every figure divided by it) shifted every
+// modelled time of a run by the same factor, 1.3-1.8x (docs/plan.md, "Validation")
+template <class A, class B>
+std::pair<double, double> median_seconds2(int reps, A&& a, B&& b) {
+  a(0), b(0);  // (scratch allocated, code paged in)
+  std::vector<double> ta, tb;
+  auto time = [](auto&& f, std::size_t i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f(i);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  for (int r = 0; r < reps; ++r) {
+    ta.push_back(time(a, std::size_t(r) + 1));
+    tb.push_back(time(b, std::size_t(r) + 1));
+  }
+  return {*std::min_element(ta.begin(), ta.end()), *std::min_element(tb.begin(), tb.end())};
+}
+// the rate and intercept of two timings: t1 for u1 units, t2 for u2 > u1 (a noisy pair whose
+// larger case ran no slower: the larger case's mean rate, no fixed cost); `per` the count the
+// fixed cost is kept per
+inline kernel_rate two_point_rate(double u1, double t1, double u2, double t2, double per) {
+  const double rate = t2 > t1 ? (u2 - u1) / (t2 - t1) : u2 / t2;
+  return kernel_rate{rate, std::max(0.0, t1 - u1 / rate) / per};
+}
+}  // namespace detail
+
+// dequant_gemm<P> by paradigm `act` on one core: N = 128 rows of K = 4096 against 256 and 1024
+// weight rows.
+template <class P>
+void calibrate_prefill(target_costs& c, act_type act, const ops_calibration_options& o = {}) {
+  constexpr std::size_t K = 4096, N = 128, Ms = 256, Ml = 1024;
+  std::mt19937_64 rng(0x51ed);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  std::vector<float> x(N * K), y(N * Ml), w(Ml * K);
+  for (auto& v : x) v = nd(rng);
+  for (auto& v : w) v = 0.02f * nd(rng);
+  const auto small = pack<P>(quantize<P>(w.data(), Ms, K)), large = pack<P>(quantize<P>(w.data(), Ml, K));
+  const auto [ts, tl] = detail::median_seconds2(
+      o.reps, [&](std::size_t) { dequant_gemm<P>(small, x.data(), N, K, y.data(), act); },
+      [&](std::size_t) { dequant_gemm<P>(large, x.data(), N, K, y.data(), act); });
+  c.kernels[prefill_kernel_key(act, P::name())] =
+      detail::two_point_rate(double(Ms * K * N), ts, double(Ml * K * N), tl, double(K * N));
+}
+
+// attention_decode and attention_prefill on one core, 32 query heads over 8 K / V heads of 64,
+// fp16 K / V.
+inline void calibrate_attention(target_costs& c, const ops_calibration_options& o = {}) {
+  constexpr std::size_t hq = 32, hkv = 8, d = 64;
+  attention_options opt;
+  opt.heads_q = hq;
+  opt.heads_kv = hkv;
+  opt.head_dim = d;
+  opt.scale = 0.125f;
+  std::mt19937_64 rng(0xa77);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  // copies of a K / V cache of `len` positions ([head][pos][d], K then V)
+  // (cold: copies beyond the LLC, for the decode, which streams a cache written long before; a
+  // prompt's keys were written just before its attention: one copy)
+  auto caches = [&](std::size_t len, bool cold) {
+    const std::size_t n = 2 * hkv * len * d;
+    std::vector<std::vector<uint16_t>> cs(cold ? std::max<std::size_t>(2, o.cold_bytes / (2 * n) + 1) : 1);
+    cs[0].resize(n);
+    for (auto& v : cs[0]) v = f32_to_f16(nd(rng));
+    for (std::size_t i = 1; i < cs.size(); ++i) cs[i] = cs[0];
+    return cs;
+  };
+  auto view = [&](const std::vector<uint16_t>& kv, std::size_t len) {
+    kv_cache_view v;
+    v.k = kv.data();
+    v.v = kv.data() + hkv * len * d;
+    v.type = kv_type::f16;
+    v.len = len;
+    v.row_stride = std::ptrdiff_t(d);
+    v.head_stride = std::ptrdiff_t(len * d);
+    return v;
+  };
+  std::vector<float> q(128 * hq * d), out(128 * hq * d);
+  for (auto& v : q) v = nd(rng);
+  const auto c1 = caches(512, true), c2 = caches(4096, true);
+  auto decode = [&](const std::vector<std::vector<uint16_t>>& cs, std::size_t len) {
+    return [&, cp = &cs, len](std::size_t i) {
+      attention_decode(opt, q.data(), view((*cp)[i % cp->size()], len), out.data());
+    };
+  };
+  const auto [t1, t2] = detail::median_seconds2(4 * o.reps, decode(c1, 512), decode(c2, 4096));
+  attention_op a;
+  a.heads = hq, a.kv_heads = hkv, a.head_dim = d, a.queries = 1;
+  a.context = 512;
+  const double u1 = attention_score_macs(a);
+  a.context = 4096;
+  const double u2 = attention_score_macs(a);
+  c.kernels["attention.decode"] = detail::two_point_rate(u1, t1, u2, t2, double(hq));
+  // prefill: prompts of 128 and of 512 positions (every query of the context: a prompt's chunk)
+  std::vector<float> q2(512 * hq * d), out2(512 * hq * d);
+  for (auto& v : q2) v = nd(rng);
+  const auto p128 = caches(128, false), p512 = caches(512, false);
+  auto prompt = [&](const std::vector<std::vector<uint16_t>>& cs, std::size_t len) {
+    return [&, cp = &cs, len](std::size_t i) {
+      attention_prefill(opt, q2.data(), len, 0, view((*cp)[i % cp->size()], len), out2.data());
+    };
+  };
+  const auto [s1, s2] = detail::median_seconds2(o.reps, prompt(p128, 128), prompt(p512, 512));
+  a.queries = a.context = 128;
+  const double p1 = attention_score_macs(a);
+  a.queries = a.context = 512;
+  const double p2 = attention_score_macs(a);
+  // (the intercept per query row and head: of the 128-query prompt)
+  c.kernels["attention.prefill"] = detail::two_point_rate(p1, s1, p2, s2, 128.0 * double(hq));
+}
+
+// ar_sample on one core: top-k 40, top-p 0.95, temperature 0.8 over one row of 32000 and of
+// 128256 logits.
+inline void calibrate_sampling(target_costs& c, const ops_calibration_options& o = {}) {
+  std::mt19937_64 rng(0x5a3);
+  std::normal_distribution<float> nd(0.f, 3.f);
+  ar_params p;
+  p.temperature = 0.8f;
+  p.top_k = 40;
+  p.top_p = 0.95f;
+  auto logits = [&](std::size_t V) {
+    std::vector<std::vector<float>> cs(std::max<std::size_t>(2, o.cold_bytes / (4 * V) + 1));
+    cs[0].resize(V);
+    for (auto& v : cs[0]) v = nd(rng);
+    for (std::size_t i = 1; i < cs.size(); ++i) cs[i] = cs[0];
+    return cs;
+  };
+  const auto l1 = logits(32000), l2 = logits(128256);
+  int32_t tok = 0;
+  auto sample = [&](const std::vector<std::vector<float>>& cs) {
+    return [&, cp = &cs](std::size_t i) {
+      p.seed = i;
+      ar_sample(logits_view::f32((*cp)[i % cp->size()].data(), 1, (*cp)[0].size()), &p, &tok);
+    };
+  };
+  const auto [t1, t2] = detail::median_seconds2(4 * o.reps, sample(l1), sample(l2));
+  c.kernels["sampling.ar"] = detail::two_point_rate(32000.0, t1, 128256.0, t2, 1.0);
+}
+
+}  // namespace lutkit::plan
