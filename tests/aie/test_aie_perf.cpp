@@ -10,6 +10,7 @@
 #include <lutkit/targets/aie/model/array.hpp>
 #include <lutkit/targets/aie/model/cycles.hpp>
 #include <lutkit/targets/aie/model/rates.hpp>
+#include <lutkit/plan/aie.hpp>
 
 using namespace aie_test;
 namespace lk = lutkit;
@@ -230,4 +231,37 @@ TEST_CASE("aie array model: every constant has a source", "[aie_perf]") {
     fitted += c.fitted ? 1 : 0;
   }
   CHECK(fitted == 4);  // one per mechanism: DRAM bandwidth, decode dispatch, prefill fixed cost, prefill nonlinear tile
+}
+
+// plan/aie.hpp: the host's planner (cost model, choose_threads) with the array's constants makes
+// two of the Gemma 3 paper's mapping choices (docs/plan.md, "On the AIE array model")
+TEST_CASE("plan on the AIE array model: FusedDQP's columns and the prefill megatile", "[aie_perf]") {
+  mdl::npu a = mdl::xdna2();
+  const mdl::kernel_rates r = mdl::measure_rates();
+  for (const mdl::gemma3* g : {&mdl::gemma3_1b, &mdl::gemma3_4b}) {
+    INFO(g->name);
+    // the fitted DRAM read (53.5 GB/s): four columns' shim DMA (57.6 GB/s) is the first count
+    // beyond it, the paper's four columns
+    const auto p = lutkit::plan::plan_fused_dqp_columns(a, r, *g);
+    CHECK(p.columns == 4);
+    // the time falls to the DRAM bound at 4 and stays there: the same as the array model's FusedDQP
+    CHECK(p.modelled_s[2] > p.modelled_s[3] * 1.1);
+    for (std::size_t t = 4; t < p.modelled_s.size(); ++t) CHECK(p.modelled_s[t] == Approx(p.modelled_s[3]).epsilon(1e-9));
+    CHECK(p.modelled_s[3] == Approx(mdl::fused_dqp_latency(a, r, g->layer_weights()).latency()).epsilon(1e-6));
+    // at the paper's stated 40 GB/s three columns (43.2 GB/s) already pass it
+    mdl::npu b = a;
+    b.dram_gbs = mdl::dram_read_gbs_stated;
+    CHECK(lutkit::plan::plan_fused_dqp_columns(b, r, *g).columns == 3);
+  }
+  // megatiles: the widest output block for long prompts (DRAM-bound: Eq. 5's reads fall with m
+  // and n; k does not enter them, and the smaller k step is kept), the prompt's own m for a short one
+  for (double L : {512.0, 2048.0, 8192.0}) {
+    const auto m = lutkit::plan::plan_megatile(a, {L, 2048, 2048});
+    CHECK(m.t.m == 512);
+    CHECK(m.t.n == 512);
+    CHECK(m.t.k == 256);
+  }
+  CHECK(lutkit::plan::plan_megatile(a, {128, 2048, 2048}).t.m == 128);
+  const auto big = lutkit::plan::plan_megatile(a, {2048, 2048, 2048});
+  CHECK(mdl::tops({2048, 2048, 2048}, big.modelled_s) == Approx(13.7).epsilon(0.01));  // the fitted point
 }
