@@ -10,7 +10,7 @@
 #include <lutkit/targets/aie/model/array.hpp>
 #include <lutkit/targets/aie/model/cycles.hpp>
 #include <lutkit/targets/aie/model/rates.hpp>
-#include <lutkit/plan/aie.hpp>
+#include <lutkit/targets/aie/plan/costs.hpp>
 
 using namespace aie_test;
 namespace lk = lutkit;
@@ -233,7 +233,7 @@ TEST_CASE("aie array model: every constant has a source", "[aie_perf]") {
   CHECK(fitted == 4);  // one per mechanism: DRAM bandwidth, decode dispatch, prefill fixed cost, prefill nonlinear tile
 }
 
-// plan/aie.hpp: the host's planner (cost model, choose_threads) with the array's constants makes
+// targets/aie/plan/costs.hpp: the host's planner (cost model, choose_threads) with the array's constants makes
 // two of the Gemma 3 paper's mapping choices (docs/plan.md, "On the AIE array model")
 TEST_CASE("plan on the AIE array model: FusedDQP's columns and the prefill megatile", "[aie_perf]") {
   mdl::npu a = mdl::xdna2();

@@ -1,4 +1,4 @@
-// lutkit — the planner on the AIE array model (targets/aie/model/array.hpp: an XDNA 2 array of
+// lutkit — the planner (plan/) on the AIE array model (targets/aie/model/array.hpp: an XDNA 2 array of
 // 8 columns x 4 compute tiles, executed on the host): the same cost model and chooser as the
 // host's, with the array's constants, for two of the Gemma 3 paper's mapping choices
 // (docs/plan.md, "On the AIE array model"):
@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "../targets/aie/model/array.hpp"
-#include "cost_model.hpp"
+#include "../../../plan/cost_model.hpp"
+#include "../model/array.hpp"
 
 namespace lutkit::plan {
 
