@@ -37,7 +37,7 @@
 namespace lutkit::plan {
 
 struct ops_calibration_options {
-  int reps = 7;                                    // the median of this many calls per size
+  int reps = 7;                                    // the fastest of this many calls per size
   std::size_t cold_bytes = std::size_t(96) << 20;  // K / V and logits copies rotated through
 };
 
@@ -47,7 +47,7 @@ namespace detail {
 // taken in one (the first second of a process, every figure divided by it) shifted every
 // modelled time of a run by the same factor, 1.3-1.8x (docs/plan.md, "Validation")
 template <class A, class B>
-std::pair<double, double> median_seconds2(int reps, A&& a, B&& b) {
+std::pair<double, double> fastest_seconds2(int reps, A&& a, B&& b) {
   a(0), b(0);  // (scratch allocated, code paged in)
   std::vector<double> ta, tb;
   auto time = [](auto&& f, std::size_t i) {
@@ -81,7 +81,7 @@ void calibrate_prefill(target_costs& c, act_type act, const ops_calibration_opti
   for (auto& v : x) v = nd(rng);
   for (auto& v : w) v = 0.02f * nd(rng);
   const auto small = pack<P>(quantize<P>(w.data(), Ms, K)), large = pack<P>(quantize<P>(w.data(), Ml, K));
-  const auto [ts, tl] = detail::median_seconds2(
+  const auto [ts, tl] = detail::fastest_seconds2(
       o.reps, [&](std::size_t) { dequant_gemm<P>(small, x.data(), N, K, y.data(), act); },
       [&](std::size_t) { dequant_gemm<P>(large, x.data(), N, K, y.data(), act); });
   c.kernels[prefill_kernel_key(act, P::name())] =
@@ -128,7 +128,7 @@ inline void calibrate_attention(target_costs& c, const ops_calibration_options& 
       attention_decode(opt, q.data(), view((*cp)[i % cp->size()], len), out.data());
     };
   };
-  const auto [t1, t2] = detail::median_seconds2(4 * o.reps, decode(c1, 512), decode(c2, 4096));
+  const auto [t1, t2] = detail::fastest_seconds2(4 * o.reps, decode(c1, 512), decode(c2, 4096));
   attention_op a;
   a.heads = hq, a.kv_heads = hkv, a.head_dim = d, a.queries = 1;
   a.context = 512;
@@ -145,7 +145,7 @@ inline void calibrate_attention(target_costs& c, const ops_calibration_options& 
       attention_prefill(opt, q2.data(), len, 0, view((*cp)[i % cp->size()], len), out2.data());
     };
   };
-  const auto [s1, s2] = detail::median_seconds2(o.reps, prompt(p128, 128), prompt(p512, 512));
+  const auto [s1, s2] = detail::fastest_seconds2(o.reps, prompt(p128, 128), prompt(p512, 512));
   a.queries = a.context = 128;
   const double p1 = attention_score_macs(a);
   a.queries = a.context = 512;
@@ -178,7 +178,7 @@ inline void calibrate_sampling(target_costs& c, const ops_calibration_options& o
       ar_sample(logits_view::f32((*cp)[i % cp->size()].data(), 1, (*cp)[0].size()), &p, &tok);
     };
   };
-  const auto [t1, t2] = detail::median_seconds2(4 * o.reps, sample(l1), sample(l2));
+  const auto [t1, t2] = detail::fastest_seconds2(4 * o.reps, sample(l1), sample(l2));
   c.kernels["sampling.ar"] = detail::two_point_rate(32000.0, t1, 128256.0, t2, 1.0);
 }
 
