@@ -8,7 +8,7 @@
 #              of each randomized loop, every policy; the widest xsimd suite the CPU runs; the corpus
 #              replay of the three parsers, blob, GGUF and streams: the fuzz stage covers the rest)
 #   aarch64    the suites cross-built by clang-19 for aarch64 and run under qemu-aarch64 -cpu max:
-#              aarch64-neon (Highway's NEON target, the portable dequant kernels; an eighth of each
+#              aarch64-neon (Highway's NEON target, the portable dequant kernels; a twelfth of each
 #              randomized loop, printed by the suite; the [statistics] studies run on the host only),
 #              aarch64-sve256 (the LUT-GEMV, table and dequant-GEMM suites built for SVE2 at 256 bits,
 #              Highway's SVE_256 target, run with 256-bit vectors; the SVE TBL check), sme128 / sme512
@@ -24,7 +24,13 @@
 # for an ISA the CPU lacks is counted as skipped), then each stage's wall time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/deps.sh fuzz arm hexagon
+# the host build's packages first; the cross and fuzz packages (clang-19, qemu, the arm64 multiarch
+# libraries: minutes of download and unpacking on a fresh machine) install in the background
+# while the host stage builds, and the aarch64 stage waits for them
+scripts/deps.sh
+mkdir -p build
+scripts/deps.sh fuzz arm hexagon >build/deps-cross.log 2>&1 &
+deps_cross=$!
 jobs="${LUTKIT_JOBS:-2}"
 summary=()
 # stage <name>: prints the stage heading and starts its clock (the closing lines give each stage's
@@ -73,6 +79,7 @@ cmake --build build/asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   run_ctest build/asan host-asan=.
 
+wait "$deps_cross" || { cat build/deps-cross.log >&2; echo "scripts/deps.sh fuzz arm hexagon failed" >&2; exit 1; }
 stage aarch64 "clang-19 cross build, run under qemu-aarch64"
 # (the SME kernels are in this build: compiled with target("sme"), chosen at run time; -O2 like the
 # host suites: a test file compiled in 46 s instead of 53 s at -O3)
