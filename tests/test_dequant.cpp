@@ -373,15 +373,22 @@ TEST_CASE("AVX2 halves_to_float equals the portable conversion for every half", 
   CHECK(std::memcmp(x, y, sizeof(x)) == 0);
 }
 
-// The AVX2 int8 micro-kernel against portable::mk_int8, bit for bit: random and extreme operands
-// (levels 255 with activations -128, where vpmaddubsw would saturate), per-row and per-group
-// activation scales, several flush groups per call, column blocks wider than the call.
-TEST_CASE("AVX2 int8 micro-kernel equals the portable one bit for bit", "[dequant_gemm][int8_kernel]") {
-  if (!detail::avx2::cpu_supported()) return;
+// The AVX2 and AVX-512 int8 micro-kernels against portable::mk_int8, bit for bit: random and
+// extreme operands (levels 255 with activations -128, where vpmaddubsw would saturate), per-row
+// and per-group activation scales, the zero subtracted (swz * sumx) or folded into the sums'
+// starting values (zsum), several flush groups per call, column blocks wider than the call.
+TEST_CASE("AVX2 and AVX-512 int8 micro-kernels equal the portable one bit for bit", "[dequant_gemm][int8_kernel]") {
+  std::vector<std::pair<const char*, const detail::dq_kernel_set*>> sets;
+  if (detail::avx2::cpu_supported()) sets.push_back({"avx2", &detail::avx2::kernels()});
+#if defined(LUTKIT_HAVE_AVX512_DQ)
+  if (detail::avx512::cpu_supported_vnni()) sets.push_back({"avx512_vnni", &detail::avx512::kernels_vnni()});
+#endif
+  if (sets.empty()) return;
   std::mt19937_64 rng(0xA2A2);
   std::normal_distribution<float> nd(0.f, 1.f);
+  std::size_t folded = 0;
   auto run = [&]<int NC>() {
-    for (int it = 0; it < 60; ++it) {
+    for (int it = 0; it < 90; ++it) {
       const std::size_t steps = 1 + rng() % 40, groups = 1 + rng() % 3, cols = NC + rng() % 3, lda = 4 * cols;
       std::vector<uint8_t> W(256 * steps * groups);
       std::vector<int8_t> A(lda * steps * groups);
@@ -392,19 +399,54 @@ TEST_CASE("AVX2 int8 micro-kernel equals the portable one bit for bit", "[dequan
       for (auto* v : {&sw, &swz, &sa, &c0})
         for (auto& e : *v) e = nd(rng);
       for (auto& e : sumx) e = 100.f * nd(rng);
-      std::vector<float> c1 = c0;
+      // folded: -z * sum(q) of each column and group, z up to 128 (IQ4_NL's, Q8_0's zero)
+      const bool fold = it % 4 >= 2;
+      std::vector<int32_t> zsum(cols * groups);
+      for (std::size_t g = 0; g < groups; ++g)
+        for (std::size_t n = 0; n < cols; ++n) {
+          int32_t q = 0;
+          for (std::size_t s = 0; s < steps; ++s)
+            for (int i = 0; i < 4; ++i) q += A[(g * steps + s) * lda + 4 * n + i];
+          zsum[g * cols + n] = -int32_t(extreme ? 128 : 1 + rng() % 128) * q;
+        }
+      folded += fold;
+      const std::vector<float> start = c0;
       detail::mk_int8_args args{W.data(), A.data(), lda, steps, groups, c0.data(), sw.data(), swz.data(),
-                                sumx.data(), it % 2 ? sa.data() : nullptr, cols};
+                                sumx.data(), it % 2 ? sa.data() : nullptr, cols, fold ? zsum.data() : nullptr};
       detail::portable::mk_int8<NC>(args);
-      args.C = c1.data();
-      detail::avx2::kernels().int8[NC - 1](args);
-      INFO("NC=" << NC << " steps=" << steps << " groups=" << groups << " extreme=" << extreme);
-      CHECK(std::memcmp(c0.data(), c1.data(), c0.size() * sizeof(float)) == 0);
+      // the folded sums are the exact sum((level - z) q): against the subtracted form in double
+      if (fold && !extreme)
+        for (int n = 0; n < NC; ++n)
+          for (int r = 0; r < 64; ++r) {
+            double want = start[64 * n + r], mag = std::fabs(want);
+            for (std::size_t g = 0; g < groups; ++g) {
+              int64_t d = zsum[g * cols + n];
+              for (std::size_t s = 0; s < steps; ++s)
+                for (int i = 0; i < 4; ++i)
+                  d += int64_t(W[(g * steps + s) * 256 + 4 * r + i]) * A[(g * steps + s) * lda + 4 * n + i];
+              const double term = double(d) * (it % 2 ? sa[g * cols + n] : 1.f) * sw[64 * g + r];
+              want += term;
+              mag += std::fabs(term);
+            }
+            // float(d) is exact (|d| < 2^24); per group one rounding of the product with sa and one
+            // of the fma, each within 2^-24 of a value at most the magnitudes summed so far
+            REQUIRE(std::fabs(c0[64 * n + r] - want) <= std::ldexp(2.0 * double(groups), -24) * mag);
+          }
+      for (const auto& [name, ks] : sets) {
+        std::vector<float> c1 = start;
+        args.C = c1.data();
+        ks->int8[NC - 1](args);
+        INFO(name << " NC=" << NC << " steps=" << steps << " groups=" << groups << " extreme=" << extreme
+                  << " folded=" << fold);
+        CHECK(std::memcmp(c0.data(), c1.data(), c0.size() * sizeof(float)) == 0);
+      }
+      args.C = c0.data();
     }
   };
   run.template operator()<1>();
   run.template operator()<2>();
   run.template operator()<3>();
+  CHECK(folded > 60);
 }
 
 // The AVX2 bf16 and fp32 micro-kernels against portable::mk_val, bit for bit, for every column

@@ -48,7 +48,7 @@ void run_int8_decode(const packed_weights<P>& w, const float* x, std::size_t N, 
           " kernels have no int8 paradigm (use decode_method::bf16 or best)");
   constexpr act_type act = act_type::int8_group;
   run_dq_gemm_blob<P>(w, x, ldx, act, make_dq_geometry<P>(w.layout(), N, act, /*decode=*/true), ks, r0, r1, y,
-                      ldy, pool);
+                      ldy, pool, /*fold=*/false);
 }
 
 }  // namespace lutkit::detail

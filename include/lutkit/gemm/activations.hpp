@@ -73,6 +73,12 @@ struct dq_activations {
   std::vector<float> sa;         // int8_group: [flushes][NP] per-group scale
   std::vector<float> sumx;       // int8: [flushes][NP] sum of the group's int8 values (x scale for int8_group)
   std::vector<float> nan_mul;    // [NP]: 1, or NaN for a row with a non-finite activation (int8)
+  // int8 with a format whose zero is one integer for every row and group (int8_zero_folds):
+  // zsum[f * NP + n] = -zero * (the sum of the group's int8 values), the micro-kernels' starting
+  // sums (mk_int8_args::zsum)
+  bool fold_zero = false;
+  int32_t zero = 0;
+  std::vector<int32_t> zsum;
 };
 
 // Row blocks [b0, b1) of 16 activation rows: each row is converted / quantized into a
@@ -109,6 +115,7 @@ LUTKIT_ALWAYS_INLINE inline void prepare_rows(dq_activations& A, const float* x,
           for (std::size_t k = f * g.flush_k; k < std::min(g.K, (f + 1) * g.flush_k); ++k) sum += q[k];
           A.sumx[f * NP + n] = per_group ? float(sum) * sc[f] : float(sum);
           if (per_group) A.sa[f * NP + n] = sc[f];
+          if (A.fold_zero) A.zsum[f * NP + n] = -A.zero * sum;
         }
       }
     }
@@ -176,6 +183,7 @@ inline void prepare_activations(dq_activations& A, const float* x, std::size_t l
     A.sumx.assign(F * NP, 0.f);
     A.nan_mul.assign(NP, 1.f);
     if (A.act == act_type::int8_group) A.sa.assign(F * NP, 0.f);
+    if (A.fold_zero) A.zsum.assign(F * NP, 0);
   }
   const std::size_t blocks = (g.N + 15) / 16;
   const std::size_t parts = pool ? std::min(pool->size(), blocks) : 1;

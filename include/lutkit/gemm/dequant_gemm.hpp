@@ -78,10 +78,12 @@ void dq_gemm_chunk(const Src& src, const dq_activations& A, const dq_kernel_set&
     for (std::size_t n0 = 0; n0 < ncols; n0 += mk_int8_cols) {
       const std::size_t nc = std::min<std::size_t>(mk_int8_cols, ncols - n0);
       if (!fused) prefetch_next();  // (the fused kernels stream their bytes themselves)
+      // (the fused kernels take the zero as scale * zero and the activation sums)
       mk_int8_args a{W, Ad + 4 * g.panel_index(nb0 + n0, k0 / 4), 4 * g.cb, fsteps, full, C + n0 * 64,
                      s.sw.data(), s.swz.data(),
                      A.sumx.data() + f0 * NP + nb0 + n0,
-                     A.sa.empty() ? nullptr : A.sa.data() + f0 * NP + nb0 + n0, NP};
+                     A.sa.empty() ? nullptr : A.sa.data() + f0 * NP + nb0 + n0, NP,
+                     A.fold_zero && !fused ? A.zsum.data() + f0 * NP + nb0 + n0 : nullptr};
       const auto call = [&](std::size_t kstart) {
         if constexpr (can_fuse) {
           if (fused) return src.run_int8_fused(fused, t, kstart, a);
@@ -98,6 +100,7 @@ void dq_gemm_chunk(const Src& src, const dq_activations& A, const dq_kernel_set&
         a.swz += full * 64;
         a.sumx += full * NP;
         if (a.sa) a.sa += full * NP;
+        if (a.zsum) a.zsum += full * NP;
         call(k0 + full * g.flush_k);
       }
     }
@@ -228,15 +231,36 @@ void check_dq_args(const packed_weights<P>& w, const float* x, std::size_t N, st
   check_strided(N, w.M(), ldy, "dequant_gemm", "ldy");
 }
 
+// The int8 paradigm folds the weights' zero into the integer dot where it is one integer z for
+// every row and group (symmetric formats: Q4_0, Q5_0, Q8_0, IQ4_NL, Q3_K, Q6_K, ternary): the sums
+// start at -z * sum(q), so the exact int32 dot is sum((level - z) q) and the per-group epilogue
+// loses its fnmadd (c -= s z * sum(q)). Asymmetric and min-form formats keep it: their zero
+// differs per row and group. (AVX-512, Ice Lake server, the micro-kernel alone in L1, 43 calls of
+// 512 k: g16 with per-group activation scales 241 -> 307 GFLOP/s, g32 335 -> 395, g64 without
+// 438 -> 497; docs/prefill.md, "The GEMM".)
+template <class P>
+constexpr bool int8_zero_folds() {
+  constexpr auto& S = P::spec;
+  return format_traits<typename P::format>::integer_levels && !S.asymmetric && !S.min_form &&
+         S.sym_zero == float(int32_t(S.sym_zero));
+}
+
 // Rows [r0, r1) of a checked call: the activation panel (geometry geo), the blob's weight source,
 // the driver. Shared by dequant_gemm and the decode family's int8 route (decode/int8_decode.hpp).
+// fold: the zero folded into the int8 sums where int8_zero_folds<P> (dequant_gemm). The decode
+// keeps the subtracted form: its fused kernels (N <= 2) take it, and its buffered route (N >= 3)
+// gives their bits.
 template <class P>
 void run_dq_gemm_blob(const packed_weights<P>& w, const float* x, std::size_t ldx, act_type act,
                       const dq_geometry& geo, const dq_kernel_set& ks, std::size_t r0, std::size_t r1, float* y,
-                      std::size_t ldy, thread_pool* pool) {
+                      std::size_t ldy, thread_pool* pool, bool fold) {
   dq_activations A;
   A.act = act;
   A.geo = geo;
+  if constexpr (int8_zero_folds<P>()) {
+    A.fold_zero = fold && (act == act_type::int8 || act == act_type::int8_group);
+    A.zero = int32_t(P::spec.sym_zero);
+  }
   prepare_activations(A, x, ldx, pool, ks);
   const lut_weight_source<P> src{w.data(), &w.layout(), &ks};
   static_assert(prefetching_source<lut_weight_source<P>>, "the LUT weight source prefetches its next chunk");
@@ -258,7 +282,8 @@ void dequant_gemm_impl(const packed_weights<P>& w, const float* x, std::size_t N
           " has a float codebook (use act_type::bf16 or fp32)");
   require(ks.int8[0] != nullptr || !int8, "dequant_gemm: the ", ks.name,
           " kernels have no int8 paradigm (use act_type::fp32 or bf16)");
-  run_dq_gemm_blob<P>(w, x, ldx, act, make_dq_geometry<P>(w.layout(), N, act), ks, r0, r1, y, ldy, pool);
+  run_dq_gemm_blob<P>(w, x, ldx, act, make_dq_geometry<P>(w.layout(), N, act), ks, r0, r1, y, ldy, pool,
+                      /*fold=*/true);
 }
 }  // namespace detail
 

@@ -41,6 +41,10 @@ struct mk_int8_args {
   const float* sumx;  // [group][ldsum]: sum of the (scaled, if sa) int8 activations of the group
   const float* sa;    // [group][ldsum] activation scale per group, or null (per-row scale, applied later)
   std::size_t ldsum;
+  // [group][ldsum]: the int32 sums' starting values -z * sum(q) of a format whose zero is one
+  // integer z for every row and group (the zero folded into the integer dot: the epilogue is then
+  // c += sw * float(acc) [* sa], and swz and sumx are not read), or null
+  const int32_t* zsum = nullptr;
 };
 struct mk_val_args {
   const uint32_t* W;  // step-major values (bf16 pairs or fp32 bits) of the 64 rows

@@ -21,6 +21,9 @@ void mk_int8(const mk_int8_args& a) {
   const int8_t* A = a.A;
   for (std::size_t g = 0; g < a.groups; ++g) {
     int32_t acc[NC][64] = {};
+    if (a.zsum)  // the zero folded in: the sums start at -z * sum(q)
+      for (int n = 0; n < NC; ++n)
+        for (int r = 0; r < 64; ++r) acc[n][r] = a.zsum[g * a.ldsum + n];
     for (std::size_t s = 0; s < a.steps; ++s) {
       const int8_t* as = A + s * a.lda;
       const uint8_t* ws = W + s * 256;
@@ -40,7 +43,7 @@ void mk_int8(const mk_int8_args& a) {
         float f = float(acc[n][r]);
         if (a.sa) f *= a.sa[g * a.ldsum + n];
         c[r] = std::fma(f, sw[r], c[r]);
-        c[r] = std::fma(-sx, swz[r], c[r]);
+        if (!a.zsum) c[r] = std::fma(-sx, swz[r], c[r]);
       }
     }
   }

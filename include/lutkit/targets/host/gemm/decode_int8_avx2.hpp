@@ -132,7 +132,7 @@ LUTKIT_AVX2_DQ void mk_int8_fused(const uint8_t* data, const packed_layout& L, s
 #pragma GCC unroll 4
         for (int j = 0; j < 4; ++j) {
           const int row = 16 * q + 8 * (j / 2) + 32 * (j % 2);
-          int8_epilogue8(acc[n][j], sa != nullptr, ba, bx, sw + row, swz + row, a.C + 64 * n + row);
+          int8_epilogue8(acc[n][j], sa != nullptr, ba, false, bx, sw + row, swz + row, a.C + 64 * n + row);
         }
       }
     }
@@ -268,7 +268,7 @@ LUTKIT_AVX2_DQ void mk_int8_whole(const uint8_t* data, const packed_layout& L, s
           const int row = 8 * (RB * pass + b);
           __m256i sum = acc[n][b];
           if constexpr (SIGNED) sum = _mm256_add_epi32(sum, _mm256_slli_epi32(xsum[n], 7));  // the u8 levels' sum
-          int8_epilogue8(sum, sa != nullptr, ba, bx, sw + row, swz + row, a.C + 64 * n + row);
+          int8_epilogue8(sum, sa != nullptr, ba, false, bx, sw + row, swz + row, a.C + 64 * n + row);
         }
       }
     }

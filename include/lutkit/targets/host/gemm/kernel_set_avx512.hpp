@@ -81,10 +81,12 @@ inline const dq_kernel_set& kernels() {
 }
 
 // The set for AVX-512 VNNI + VBMI CPUs without BF16 (Ice Lake): this set's int8 micro-kernels,
-// int8 decodes, level 1, fp32 micro-kernels and level 2 — none of which executes a BF16
-// instruction (the attribute only allows them; the tests run this set on such a CPU) — and the
-// AVX2 set's bf16 route and activation packing. Without it those CPUs ran the AVX2 int8 kernel
-// (no VNNI) in prefill (docs/engine.md, "Beside llama.cpp").
+// int8 decodes, level 1, fp32 micro-kernels, level 2, activation packing and tile write — none of
+// which executes a BF16 instruction (the attribute only allows them; bf16 rounding is integer
+// code, and the tests run this set on such a CPU) — and the AVX2 set's bf16 route. Without it
+// those CPUs ran the AVX2 int8 kernel (no VNNI) in prefill (docs/engine.md, "Beside llama.cpp");
+// with the AVX2 set's activation packing (the SSE2 baseline's instance) it was 3 % of a Q6_K
+// prefill's samples at N = 128.
 inline const dq_kernel_set& kernels_vnni() {
   static const dq_kernel_set k = [] {
     dq_kernel_set s = kernels();
@@ -98,8 +100,6 @@ inline const dq_kernel_set& kernels_vnni() {
       s.bf16_tables[i] = a2.bf16_tables[i];
       s.bf16_steps[i] = a2.bf16_steps[i];
     }
-    s.prepare_rows = a2.prepare_rows;
-    s.write_tile = a2.write_tile;
     // decode_method::best keeps the LUT-GEMV first on these CPUs, as with the AVX2 set (the int8
     // decode's lead was measured on Zen 4 / 5 only)
     s.int8_decode_first = false;

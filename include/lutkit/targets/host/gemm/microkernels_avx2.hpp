@@ -14,13 +14,13 @@
 namespace lutkit::detail::avx2 {
 
 // portable::mk_int8's epilogue for 8 rows of one activation column, in its order:
-// c = fma(float(sum) [* sa], sw, c); c = fma(-sumx, swz, c)
-LUTKIT_AVX2_DQ inline void int8_epilogue8(__m256i sum, bool use_sa, __m256 sa, __m256 sumx, const float* sw,
-                                          const float* swz, float* c) {
+// c = fma(float(sum) [* sa], sw, c); c = fma(-sumx, swz, c) (not with the zero folded into sum)
+LUTKIT_AVX2_DQ inline void int8_epilogue8(__m256i sum, bool use_sa, __m256 sa, bool folded, __m256 sumx,
+                                          const float* sw, const float* swz, float* c) {
   __m256 f = _mm256_cvtepi32_ps(sum);
   if (use_sa) f = _mm256_mul_ps(f, sa);
   __m256 cv = _mm256_fmadd_ps(f, _mm256_loadu_ps(sw), _mm256_loadu_ps(c));
-  cv = _mm256_fnmadd_ps(_mm256_loadu_ps(swz), sumx, cv);
+  if (!folded) cv = _mm256_fnmadd_ps(_mm256_loadu_ps(swz), sumx, cv);
   _mm256_storeu_ps(c, cv);
 }
 
@@ -74,12 +74,15 @@ LUTKIT_AVX2_DQ void mk_int8(const mk_int8_args& a) {
       for (int n = 0; n < NC; ++n) {
         const __m256 bx = _mm256_set1_ps(sx[n]);
         const __m256 ba = _mm256_set1_ps(sa ? sa[n] : 1.f);
+        // the zero folded in: the exact sums plus -z * sum(q)
+        const __m256i z0 = _mm256_set1_epi32(a.zsum ? a.zsum[g * a.ldsum + n] : 0);
 #pragma GCC unroll 4
         for (int b = 0; b < RB; ++b) {
           const int r = 8 * (o0 + b);
           // lanes [r0 r1 r4 r5 | r2 r3 r6 r7] -> [r0 .. r7]
           const __m256i sum = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[n][b][0], acc[n][b][1]), 0xD8);
-          int8_epilogue8(sum, sa != nullptr, ba, bx, sw + r, swz + r, a.C + 64 * n + r);
+          int8_epilogue8(_mm256_add_epi32(sum, z0), sa != nullptr, ba, a.zsum != nullptr, bx, sw + r, swz + r,
+                         a.C + 64 * n + r);
         }
       }
     }

@@ -54,7 +54,10 @@ LUTKIT_AVX512_DQ void mk_int8(const mk_int8_args& a) {
   const int8_t* A = a.A;
   LUTKIT_DQ_COLS(LK_LOAD_F)
   for (std::size_t g = 0; g < a.groups; ++g) {
-#define LK_DECL(n) __m512i c##n##0 = _mm512_setzero_si512(), c##n##1 = c##n##0, c##n##2 = c##n##0, c##n##3 = c##n##0;
+    // (with the zero folded in, the sums start at -z * sum(q) of the column)
+#define LK_DECL(n)                                                                                 \
+  __m512i c##n##0 = a.zsum && NC > n ? _mm512_set1_epi32(a.zsum[g * a.ldsum + n]) : _mm512_setzero_si512(), \
+          c##n##1 = c##n##0, c##n##2 = c##n##0, c##n##3 = c##n##0;
     LUTKIT_DQ_COLS(LK_DECL)
 #undef LK_DECL
     for (std::size_t s = 0; s < a.steps; ++s) {
@@ -84,7 +87,7 @@ LUTKIT_AVX512_DQ void mk_int8(const mk_int8_args& a) {
     __m512 f = _mm512_cvtepi32_ps(c##n##v);                                               \
     if (sa) f = _mm512_mul_ps(f, ba);                                                     \
     f##n##v = _mm512_fmadd_ps(f, _mm512_loadu_ps(sw + 16 * v), f##n##v);                  \
-    f##n##v = _mm512_fnmadd_ps(_mm512_loadu_ps(swz + 16 * v), bx, f##n##v);               \
+    if (!a.zsum) f##n##v = _mm512_fnmadd_ps(_mm512_loadu_ps(swz + 16 * v), bx, f##n##v);  \
   }
 #define LK_EPI_COL(n)                                                  \
   if constexpr (NC > n) {                                              \
@@ -115,9 +118,17 @@ LUTKIT_AVX512_DQ void mk_int8(const mk_int8_args& a) {
 #define LK_F4_STORE(n, a0, a1, a2, a3)                                                                   \
   "vmovups %%zmm" #a0 ", " #n "*256(%[C])\n\t" "vmovups %%zmm" #a1 ", " #n "*256+64(%[C])\n\t"          \
   "vmovups %%zmm" #a2 ", " #n "*256+128(%[C])\n\t" "vmovups %%zmm" #a3 ", " #n "*256+192(%[C])\n\t"
-#define LK_MAIN_LOOP                                                                                     \
+// the sums' starting values: zero, or (the zero folded in) the column's -z * sum(q), broadcast
+// from the zsum row (in the sx register: the folded call reads no sumx)
+#define LK_INIT_ZERO                                                                                     \
   LK_ZERO(20) LK_ZERO(21) LK_ZERO(22) LK_ZERO(23) LK_ZERO(24) LK_ZERO(25) LK_ZERO(26) LK_ZERO(27)        \
-  LK_ZERO(28) LK_ZERO(29) LK_ZERO(30) LK_ZERO(31)                                                        \
+  LK_ZERO(28) LK_ZERO(29) LK_ZERO(30) LK_ZERO(31)
+#define LK_BCAST(r, n) "vpbroadcastd " #n "*4(%[sx]), %%zmm" #r "\n\t"
+#define LK_INIT_ZSUM                                                                                     \
+  LK_BCAST(20, 0) LK_BCAST(21, 0) LK_BCAST(22, 0) LK_BCAST(23, 0) LK_BCAST(24, 1) LK_BCAST(25, 1)        \
+  LK_BCAST(26, 1) LK_BCAST(27, 1) LK_BCAST(28, 2) LK_BCAST(29, 2) LK_BCAST(30, 2) LK_BCAST(31, 2)
+#define LK_MAIN_LOOP(INIT)                                                                               \
+  INIT                                                                                                   \
   "mov %[steps], %%r11\n\t"                                                                              \
   "1:\n\t"                                                                                               \
   "vmovdqu64 (%[W]), %%zmm16\n\t"                                                                        \
@@ -146,12 +157,23 @@ LUTKIT_AVX512_DQ void mk_int8(const mk_int8_args& a) {
   "vbroadcastss " #n "*4(%[sx]), %%zmm14\n\t" E(c0, 0, f0) E(c1, 64, f1) E(c2, 128, f2) E(c3, 192, f3)
 #define LK_EPI_COL_SA(n, c0, c1, c2, c3, f0, f1, f2, f3)                                                  \
   "vbroadcastss " #n "*4(%[sa]), %%zmm13\n\t" LK_EPI_COL(LK_EPI_SA, n, c0, c1, c2, c3, f0, f1, f2, f3)
+// the zero folded in: f += sw * float(c) [* sa[n]]
+#define LK_EPIF(c, off, f)                                                                                \
+  "vcvtdq2ps %%zmm" #c ", %%zmm16\n\t"                                                                   \
+  "vfmadd231ps " #off "(%[sw]), %%zmm16, %%zmm" #f "\n\t"
+#define LK_EPIF_SA(c, off, f)                                                                             \
+  "vcvtdq2ps %%zmm" #c ", %%zmm16\n\t"                                                                   \
+  "vmulps %%zmm13, %%zmm16, %%zmm16\n\t"                                                                 \
+  "vfmadd231ps " #off "(%[sw]), %%zmm16, %%zmm" #f "\n\t"
+#define LK_EPIF_COL(E, c0, c1, c2, c3, f0, f1, f2, f3) E(c0, 0, f0) E(c1, 64, f1) E(c2, 128, f2) E(c3, 192, f3)
+#define LK_EPIF_COL_SA(n, c0, c1, c2, c3, f0, f1, f2, f3)                                                 \
+  "vbroadcastss " #n "*4(%[sa]), %%zmm13\n\t" LK_EPIF_COL(LK_EPIF_SA, c0, c1, c2, c3, f0, f1, f2, f3)
 // to the next group: 64 row scales, 64 scale * zero, one row of the column sums
 #define LK_NEXT "add $256, %[sw]\n\t" "add $256, %[swz]\n\t" "add %[ldsum4], %[sx]\n\t"
-#define LK_CALL(EPILOGUE)                                                                                \
+#define LK_CALL(INIT, EPILOGUE)                                                                          \
   LK_F4("vmovups", 0, 0, 1, 2, 3) LK_F4("vmovups", 1, 4, 5, 6, 7) LK_F4("vmovups", 2, 8, 9, 10, 11)      \
   "mov %[groups], %%r10\n\t"                                                                             \
-  "2:\n\t" LK_MAIN_LOOP EPILOGUE LK_NEXT                                                                 \
+  "2:\n\t" LK_MAIN_LOOP(INIT) EPILOGUE LK_NEXT                                                           \
   "dec %%r10\n\t"                                                                                        \
   "jnz 2b\n\t"                                                                                           \
   LK_F4_STORE(0, 0, 1, 2, 3) LK_F4_STORE(1, 4, 5, 6, 7) LK_F4_STORE(2, 8, 9, 10, 11)
@@ -168,14 +190,30 @@ LUTKIT_AVX512_DQ inline void mk_int8_3(const mk_int8_args& a) {
   const int8_t* A = a.A;
   const float *sw = a.sw, *swz = a.swz, *sx = a.sumx, *sa = a.sa;
   const std::size_t ldsum4 = a.ldsum * sizeof(float);
-  if (sa) {
-    asm volatile(LK_CALL(LK_EPI_COL_SA(0, 20, 21, 22, 23, 0, 1, 2, 3) LK_EPI_COL_SA(1, 24, 25, 26, 27, 4, 5, 6, 7)
-                             LK_EPI_COL_SA(2, 28, 29, 30, 31, 8, 9, 10, 11) "add %[ldsum4], %[sa]\n\t")
-                     LK_OPERANDS);
+  static_assert(sizeof(int32_t) == sizeof(float), "zsum rows step like sumx rows");
+  if (a.zsum) {
+    // the zero folded in: the sums start at zsum (read through the sx register), no fnmadd; swz
+    // is not read (its register only advances)
+    sx = reinterpret_cast<const float*>(a.zsum);
+    if (sa) {
+      asm volatile(LK_CALL(LK_INIT_ZSUM, LK_EPIF_COL_SA(0, 20, 21, 22, 23, 0, 1, 2, 3)
+                                             LK_EPIF_COL_SA(1, 24, 25, 26, 27, 4, 5, 6, 7)
+                                                 LK_EPIF_COL_SA(2, 28, 29, 30, 31, 8, 9, 10, 11)
+                                                     "add %[ldsum4], %[sa]\n\t") LK_OPERANDS);
+    } else {
+      asm volatile(LK_CALL(LK_INIT_ZSUM, LK_EPIF_COL(LK_EPIF, 20, 21, 22, 23, 0, 1, 2, 3)
+                                             LK_EPIF_COL(LK_EPIF, 24, 25, 26, 27, 4, 5, 6, 7)
+                                                 LK_EPIF_COL(LK_EPIF, 28, 29, 30, 31, 8, 9, 10, 11)) LK_OPERANDS);
+    }
+  } else if (sa) {
+    asm volatile(LK_CALL(LK_INIT_ZERO, LK_EPI_COL_SA(0, 20, 21, 22, 23, 0, 1, 2, 3)
+                                           LK_EPI_COL_SA(1, 24, 25, 26, 27, 4, 5, 6, 7)
+                                               LK_EPI_COL_SA(2, 28, 29, 30, 31, 8, 9, 10, 11)
+                                                   "add %[ldsum4], %[sa]\n\t") LK_OPERANDS);
   } else {
-    asm volatile(LK_CALL(LK_EPI_COL(LK_EPI, 0, 20, 21, 22, 23, 0, 1, 2, 3)
-                             LK_EPI_COL(LK_EPI, 1, 24, 25, 26, 27, 4, 5, 6, 7)
-                                 LK_EPI_COL(LK_EPI, 2, 28, 29, 30, 31, 8, 9, 10, 11)) LK_OPERANDS);
+    asm volatile(LK_CALL(LK_INIT_ZERO, LK_EPI_COL(LK_EPI, 0, 20, 21, 22, 23, 0, 1, 2, 3)
+                                           LK_EPI_COL(LK_EPI, 1, 24, 25, 26, 27, 4, 5, 6, 7)
+                                               LK_EPI_COL(LK_EPI, 2, 28, 29, 30, 31, 8, 9, 10, 11)) LK_OPERANDS);
   }
 }
 #undef LK_CALL
@@ -187,6 +225,13 @@ LUTKIT_AVX512_DQ inline void mk_int8_3(const mk_int8_args& a) {
 #undef LK_EPI_COL
 #undef LK_EPI_SA
 #undef LK_EPI
+#undef LK_EPIF_COL_SA
+#undef LK_EPIF_COL
+#undef LK_EPIF_SA
+#undef LK_EPIF
+#undef LK_INIT_ZERO
+#undef LK_INIT_ZSUM
+#undef LK_BCAST
 #undef LK_MAIN_LOOP
 #undef LK_DP_COL
 #undef LK_DP
