@@ -706,6 +706,9 @@ TEST_CASE("AVX-512 activation preparation writes the baseline's bytes", "[dequan
       for (int simd = 0; simd < 2; ++simd) {
         A[simd].act = act;
         A[simd].geo = detail::make_dq_geometry_k(K, K, 64, N, act);
+        // the zero fold's starting sums too (on every other case: Q6_K's zero, then none)
+        A[simd].fold_zero = (act == act_type::int8 || act == act_type::int8_group) && c % 2 == 0;
+        A[simd].zero = 32;
         detail::prepare_activations(A[simd], x.data(), ldx, nullptr,
                                       simd == 1 ? detail::avx512::kernels() : detail::portable_dq_kernels());
       }
@@ -727,6 +730,11 @@ TEST_CASE("AVX-512 activation preparation writes the baseline's bytes", "[dequan
       CHECK(same(A[0].row_scale, A[1].row_scale));
       CHECK(same(A[0].sumx, A[1].sumx));
       CHECK(same(A[0].sa, A[1].sa));
+      CHECK(A[0].zsum == A[1].zsum);
+      CHECK(A[0].zsum.size() == (A[0].fold_zero ? A[0].sumx.size() : 0));
+      // the starting sums: -zero x the group's int8 sum (sumx: that sum, scaled for int8_group)
+      if (A[0].fold_zero && act == act_type::int8)
+        for (std::size_t i = 0; i < A[0].zsum.size(); ++i) REQUIRE(float(A[0].zsum[i]) == -32.f * A[0].sumx[i]);
       CHECK(same(A[0].nan_mul, A[1].nan_mul));
       ++cases;
     }

@@ -24,7 +24,7 @@ namespace lutkit::detail {
 // tests' references both call it. Always inlined: each kernel set's prepare_rows compiles it for
 // its instruction set (the baseline, AVX-512), and all must give the same bytes --
 // hence x / s (a division cannot be contracted into an FMA, x * (1 / s) + c could be).
-LUTKIT_ALWAYS_INLINE inline bool quantize_act_int8(const float* x, std::size_t K, std::size_t group, int8_t* q,
+LUTKIT_ALWAYS_INLINE inline bool quantize_act_int8(const float* __restrict x, std::size_t K, std::size_t group, int8_t* __restrict q,
                                                    float* scales) {
   if (group == 0) group = K;
   // written so the compiler vectorizes every loop: bit test for finiteness, round to nearest
@@ -54,10 +54,17 @@ LUTKIT_ALWAYS_INLINE inline bool quantize_act_int8(const float* x, std::size_t K
     std::memcpy(&amax, &abits, 4);
     const float s = amax / 127.f;
     const float d = s > 0.f ? s : 1.f;  // an all-zero group: x / 1 = 0
-    for (std::size_t k = g0; k < g1; ++k) {
-      float v = (x[k] / d + 12582912.f) - 12582912.f;
-      v = std::max(-127.f, std::min(127.f, v));
-      q[k] = int8_t(v);
+    // (the rounded value is an integer-valued float, so clamping its int32 conversion gives the
+    // bytes clamping the float gave: integer min / max vectorize, the float ones with their NaN
+    // rule kept this loop scalar, a fifth of a Q6_K prefill's activation packing)
+    auto round_clamp = [d](float xv) {
+      const int32_t v = int32_t((xv / d + 12582912.f) - 12582912.f);
+      return int8_t(std::clamp(v, -127, 127));
+    };
+    if (g1 - g0 == 16) {  // (the K-quants' 16-k groups: a fixed trip count vectorizes whole)
+      for (std::size_t j = 0; j < 16; ++j) q[g0 + j] = round_clamp(x[g0 + j]);
+    } else {
+      for (std::size_t k = g0; k < g1; ++k) q[k] = round_clamp(x[k]);
     }
     scales[gi] = s;
   }
@@ -111,8 +118,10 @@ LUTKIT_ALWAYS_INLINE inline void prepare_rows(dq_activations& A, const float* x,
         A.row_scale[n] = per_group ? 1.f : sc[0];
         if (!finite) A.nan_mul[n] = NAN;
         for (std::size_t f = 0; f < F; ++f) {
+          const int8_t* qf = q + f * g.flush_k;
+          const std::size_t len = std::min(g.K, (f + 1) * g.flush_k) - std::min(g.K, f * g.flush_k);
           int32_t sum = 0;
-          for (std::size_t k = f * g.flush_k; k < std::min(g.K, (f + 1) * g.flush_k); ++k) sum += q[k];
+          for (std::size_t k = 0; k < len; ++k) sum += qf[k];
           A.sumx[f * NP + n] = per_group ? float(sum) * sc[f] : float(sum);
           if (per_group) A.sa[f * NP + n] = sc[f];
           if (A.fold_zero) A.zsum[f * NP + n] = -A.zero * sum;

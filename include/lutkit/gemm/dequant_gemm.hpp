@@ -245,6 +245,15 @@ constexpr bool int8_zero_folds() {
          S.sym_zero == float(int32_t(S.sym_zero));
 }
 
+// Sets the zero fold of an int8 activation panel for policy P's blob (before prepare_activations)
+template <class P>
+void fold_zero_for(dq_activations& A, bool fold) {
+  if constexpr (int8_zero_folds<P>()) {
+    A.fold_zero = fold && (A.act == act_type::int8 || A.act == act_type::int8_group);
+    A.zero = int32_t(P::spec.sym_zero);
+  }
+}
+
 // Rows [r0, r1) of a checked call: the activation panel (geometry geo), the blob's weight source,
 // the driver. Shared by dequant_gemm and the decode family's int8 route (decode/int8_decode.hpp).
 // fold: the zero folded into the int8 sums where int8_zero_folds<P> (dequant_gemm). The decode
@@ -257,10 +266,7 @@ void run_dq_gemm_blob(const packed_weights<P>& w, const float* x, std::size_t ld
   dq_activations A;
   A.act = act;
   A.geo = geo;
-  if constexpr (int8_zero_folds<P>()) {
-    A.fold_zero = fold && (act == act_type::int8 || act == act_type::int8_group);
-    A.zero = int32_t(P::spec.sym_zero);
-  }
+  fold_zero_for<P>(A, fold);
   prepare_activations(A, x, ldx, pool, ks);
   const lut_weight_source<P> src{w.data(), &w.layout(), &ks};
   static_assert(prefetching_source<lut_weight_source<P>>, "the LUT weight source prefetches its next chunk");
