@@ -90,28 +90,25 @@ LUTKIT_AVX2_DQ double peak_loop_avx2(long iters) {
   long n = iters;
   float out = 0;
   if constexpr (Kind == 0) {
-    // 12 (vpmaddwd into a temporary, vpaddd into the accumulator) pairs: ymm0..5 accumulate,
-    // ymm6..11 the products
+    // 12 (vpmaddwd into a temporary, vpaddd into the accumulator) pairs, twice 6: ymm0..5
+    // accumulate, ymm6..11 the products
+#define LK_MADD6                                                                                    \
+  "vpmaddwd %%ymm13, %%ymm12, %%ymm6\n\t" "vpmaddwd %%ymm13, %%ymm12, %%ymm7\n\t"                     \
+  "vpmaddwd %%ymm13, %%ymm12, %%ymm8\n\t" "vpmaddwd %%ymm13, %%ymm12, %%ymm9\n\t"                     \
+  "vpmaddwd %%ymm13, %%ymm12, %%ymm10\n\t" "vpmaddwd %%ymm13, %%ymm12, %%ymm11\n\t"                   \
+  "vpaddd %%ymm6, %%ymm0, %%ymm0\n\t" "vpaddd %%ymm7, %%ymm1, %%ymm1\n\t"                             \
+  "vpaddd %%ymm8, %%ymm2, %%ymm2\n\t" "vpaddd %%ymm9, %%ymm3, %%ymm3\n\t"                             \
+  "vpaddd %%ymm10, %%ymm4, %%ymm4\n\t" "vpaddd %%ymm11, %%ymm5, %%ymm5\n\t"
     asm volatile("vpxor %%ymm0, %%ymm0, %%ymm0\n\t" "vmovdqa %%ymm0, %%ymm1\n\t" "vmovdqa %%ymm0, %%ymm2\n\t"
                  "vmovdqa %%ymm0, %%ymm3\n\t" "vmovdqa %%ymm0, %%ymm4\n\t" "vmovdqa %%ymm0, %%ymm5\n\t"
                  "vpcmpeqd %%ymm12, %%ymm12, %%ymm12\n\t" "vpsrlw $15, %%ymm12, %%ymm12\n\t"
                  "vpaddw %%ymm12, %%ymm12, %%ymm13\n\t"
                  "1:\n\t"
-                 "vpmaddwd %%ymm13, %%ymm12, %%ymm6\n\t" "vpmaddwd %%ymm13, %%ymm12, %%ymm7\n\t"
-                 "vpmaddwd %%ymm13, %%ymm12, %%ymm8\n\t" "vpmaddwd %%ymm13, %%ymm12, %%ymm9\n\t"
-                 "vpmaddwd %%ymm13, %%ymm12, %%ymm10\n\t" "vpmaddwd %%ymm13, %%ymm12, %%ymm11\n\t"
-                 "vpaddd %%ymm6, %%ymm0, %%ymm0\n\t" "vpaddd %%ymm7, %%ymm1, %%ymm1\n\t"
-                 "vpaddd %%ymm8, %%ymm2, %%ymm2\n\t" "vpaddd %%ymm9, %%ymm3, %%ymm3\n\t"
-                 "vpaddd %%ymm10, %%ymm4, %%ymm4\n\t" "vpaddd %%ymm11, %%ymm5, %%ymm5\n\t"
-                 "vpmaddwd %%ymm13, %%ymm12, %%ymm6\n\t" "vpmaddwd %%ymm13, %%ymm12, %%ymm7\n\t"
-                 "vpmaddwd %%ymm13, %%ymm12, %%ymm8\n\t" "vpmaddwd %%ymm13, %%ymm12, %%ymm9\n\t"
-                 "vpmaddwd %%ymm13, %%ymm12, %%ymm10\n\t" "vpmaddwd %%ymm13, %%ymm12, %%ymm11\n\t"
-                 "vpaddd %%ymm6, %%ymm0, %%ymm0\n\t" "vpaddd %%ymm7, %%ymm1, %%ymm1\n\t"
-                 "vpaddd %%ymm8, %%ymm2, %%ymm2\n\t" "vpaddd %%ymm9, %%ymm3, %%ymm3\n\t"
-                 "vpaddd %%ymm10, %%ymm4, %%ymm4\n\t" "vpaddd %%ymm11, %%ymm5, %%ymm5\n\t"
+                 LK_MADD6 LK_MADD6
                  "dec %[n]\n\t" "jnz 1b\n\t"
                  "vpaddd %%ymm1, %%ymm0, %%ymm0\n\t" "vcvtdq2ps %%ymm0, %%ymm0\n\t" "vmovss %%xmm0, %[out]\n\t"
                  : [n] "+r"(n), [out] "=m"(out) : : LK_PEAK_CLOBBERS("ymm"));
+#undef LK_MADD6
   } else {
     const int one = 0x3f800000;  // 1.0f
     asm volatile("vxorps %%ymm0, %%ymm0, %%ymm0\n\t" "vmovaps %%ymm0, %%ymm1\n\t" "vmovaps %%ymm0, %%ymm2\n\t"
