@@ -56,7 +56,7 @@ LUTKIT_ALWAYS_INLINE inline bool quantize_act_int8(const float* __restrict x, st
     const float d = s > 0.f ? s : 1.f;  // an all-zero group: x / 1 = 0
     // (the rounded value is an integer-valued float, so clamping its int32 conversion gives the
     // bytes clamping the float gave: integer min / max vectorize, the float ones with their NaN
-    // rule kept this loop scalar, a fifth of a Q6_K prefill's activation packing)
+    // rule kept this loop scalar: the hottest lines of a Q6_K prefill's activation packing)
     auto round_clamp = [d](float xv) {
       const int32_t v = int32_t((xv / d + 12582912.f) - 12582912.f);
       return int8_t(std::clamp(v, -127, 127));

@@ -235,9 +235,9 @@ void check_dq_args(const packed_weights<P>& w, const float* x, std::size_t N, st
 // every row and group (symmetric formats: Q4_0, Q5_0, Q8_0, IQ4_NL, Q3_K, Q6_K, ternary): the sums
 // start at -z * sum(q), so the exact int32 dot is sum((level - z) q) and the per-group epilogue
 // loses its fnmadd (c -= s z * sum(q)). Asymmetric and min-form formats keep it: their zero
-// differs per row and group. (AVX-512, Ice Lake server, the micro-kernel alone in L1, 43 calls of
-// 512 k: g16 with per-group activation scales 241 -> 307 GFLOP/s, g32 335 -> 395, g64 without
-// 438 -> 497; docs/prefill.md, "The GEMM".)
+// differs per row and group. (AVX-512, Ice Lake server, the 64 x 3 tile alone in L1, 43 calls of
+// 512 k, per-group activation scales: g16 244 -> 298 GFLOP/s, g32 347 -> 408, g64 433 -> 483;
+// docs/prefill.md, "The GEMM".)
 template <class P>
 constexpr bool int8_zero_folds() {
   constexpr auto& S = P::spec;
