@@ -198,7 +198,7 @@ LUTKIT_AVX512_GFNI void mk_int8_fused(const uint8_t* data, const packed_layout& 
     f[0][T] = to_pair_order(a.C, T);
     f[1][T] = NC == 2 ? to_pair_order(a.C + 64, T) : _mm512_setzero_ps();
   }
-  __m512 vw[4], vz[4];
+  __m512 vw[4]{}, vz[4]{};  // (set at the first group; zeroed so that GCC sees them set)
   std::size_t gw = std::size_t(-1);
   for (std::size_t g = 0; g < a.groups; ++g) {
     __m512i c[2][4];
