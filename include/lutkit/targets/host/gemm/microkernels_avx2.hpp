@@ -34,10 +34,35 @@ LUTKIT_AVX2_DQ inline void int8_epilogue8(__m256i sum, bool use_sa, __m256 sa, b
 // c = fma(float(acc) [* sa], sw, c); c = fma(-sumx, swz, c). The 16 ymm registers hold RB row
 // blocks of 8 rows at a time (RB = 4 / 2 / 1 for NC = 1 / 2 / 3: 8, 8, 6 accumulators), each
 // pass over the group's steps re-reading the step-major levels from the buffer (L1 / L2).
+// The group's activation quads are widened and broadcast once, into a buffer the 8 / RB passes
+// load (a plain load each; up to int8_bcast_steps steps a group): widening them in every pass
+// took 3 shuffle-port operations per column and step, and the kernel was shuffle-bound (Zen 3,
+// Q4_0 N = 128: 84 % of the prefill's samples in mk_int8<3>, docs/prefill.md, "The GEMM").
+inline constexpr std::size_t int8_bcast_steps = 128;
+LUTKIT_AVX2_DQ inline __m256i int8_quad16(const int8_t* as, int n) {
+  return _mm256_broadcastq_epi64(_mm_cvtepi8_epi16(_mm_cvtsi32_si128(panel_quad(as, n))));
+}
+// one k4 step of a pass: RB row blocks' levels (ws: the step's first block) against the NC
+// activation quads x, into the pass's accumulators
+template <int NC, int RB>
+LUTKIT_AVX2_DQ LUTKIT_ALWAYS_INLINE inline void int8_step(const uint8_t* ws, const __m256i* x, __m256i (&acc)[NC][RB][2]) {
+#pragma GCC unroll 4
+  for (int b = 0; b < RB; ++b) {
+    const __m256i w0 = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(ws + 32 * b)));
+    const __m256i w1 = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(ws + 32 * b + 16)));
+#pragma GCC unroll 4
+    for (int n = 0; n < NC; ++n) {
+      acc[n][b][0] = _mm256_add_epi32(acc[n][b][0], _mm256_madd_epi16(w0, x[n]));
+      acc[n][b][1] = _mm256_add_epi32(acc[n][b][1], _mm256_madd_epi16(w1, x[n]));
+    }
+  }
+}
 template <int NC>
 LUTKIT_AVX2_DQ void mk_int8(const mk_int8_args& a) {
   static_assert(NC >= 1 && NC <= 3);
   constexpr int RB = NC == 1 ? 4 : NC == 2 ? 2 : 1;
+  __m256i xb[int8_bcast_steps * NC];
+  const bool buffered = a.steps <= int8_bcast_steps;
   for (std::size_t g = 0; g < a.groups; ++g) {
     const uint8_t* W = a.W + 256 * a.steps * g;
     const int8_t* A = a.A + a.lda * a.steps * g;
@@ -45,29 +70,24 @@ LUTKIT_AVX2_DQ void mk_int8(const mk_int8_args& a) {
     const float* swz = a.swz + g * 64;
     const float* sx = a.sumx + g * a.ldsum;
     const float* sa = a.sa ? a.sa + g * a.ldsum : nullptr;
+    if (buffered)
+      for (std::size_t s = 0; s < a.steps; ++s)
+#pragma GCC unroll 4
+        for (int n = 0; n < NC; ++n) xb[s * NC + n] = int8_quad16(A + s * a.lda, n);
     for (int o0 = 0; o0 < 8; o0 += RB) {
       __m256i acc[NC][RB][2];
 #pragma GCC unroll 4
       for (int n = 0; n < NC; ++n)
 #pragma GCC unroll 4
         for (int b = 0; b < RB; ++b) acc[n][b][0] = acc[n][b][1] = _mm256_setzero_si256();
-      for (std::size_t s = 0; s < a.steps; ++s) {
-        const uint8_t* ws = W + s * 256 + 32 * o0;
-        const int8_t* as = A + s * a.lda;
-        __m256i x[NC];
+      if (buffered) {
+        for (std::size_t s = 0; s < a.steps; ++s) int8_step<NC, RB>(W + s * 256 + 32 * o0, xb + s * NC, acc);
+      } else {
+        for (std::size_t s = 0; s < a.steps; ++s) {
+          __m256i x[NC];
 #pragma GCC unroll 4
-        for (int n = 0; n < NC; ++n) {
-          x[n] = _mm256_broadcastq_epi64(_mm_cvtepi8_epi16(_mm_cvtsi32_si128(panel_quad(as, n))));
-        }
-#pragma GCC unroll 4
-        for (int b = 0; b < RB; ++b) {
-          const __m256i w0 = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(ws + 32 * b)));
-          const __m256i w1 = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(ws + 32 * b + 16)));
-#pragma GCC unroll 4
-          for (int n = 0; n < NC; ++n) {
-            acc[n][b][0] = _mm256_add_epi32(acc[n][b][0], _mm256_madd_epi16(w0, x[n]));
-            acc[n][b][1] = _mm256_add_epi32(acc[n][b][1], _mm256_madd_epi16(w1, x[n]));
-          }
+          for (int n = 0; n < NC; ++n) x[n] = int8_quad16(A + s * a.lda, n);
+          int8_step<NC, RB>(W + s * 256 + 32 * o0, x, acc);
         }
       }
 #pragma GCC unroll 4
