@@ -19,9 +19,29 @@ import subprocess
 import sys
 
 
-def functions(binary):
-    out = subprocess.run(["llvm-objdump-19", "-d", "-C", "--no-show-raw-insn", binary],
-                         capture_output=True, text=True, check=True).stdout
+def matching_symbols(binary, fre):
+    """{mangled: demangled} of the binary's defined code symbols whose demangled name matches fre,
+    from llvm-nm-19 (the two listings in the same order); None when they cannot be paired."""
+    def nm(*extra):
+        r = subprocess.run(["llvm-nm-19", "--defined-only", "--no-sort", *extra, binary],
+                           capture_output=True, text=True)
+        return [line.split(" ", 2) for line in r.stdout.splitlines()] if r.returncode == 0 else None
+    raw, dem = nm(), nm("--demangle")
+    if raw is None or dem is None or len(raw) != len(dem):
+        return None
+    return {r[2]: d[2] for r, d in zip(raw, dem)
+            if len(r) == 3 and len(d) == 3 and r[1] in "tTwW" and fre.search(d[2])}
+
+
+def functions(binary, fre=None):
+    """(demangled name, [(address, mnemonic, operands)]) of the binary's functions; with fre, only
+    those whose name matches it (disassembled alone: --disassemble-symbols, a fraction of the time)."""
+    names = matching_symbols(binary, fre) if fre is not None else None
+    if names is not None and not names:
+        return
+    cmd = ["llvm-objdump-19", "-d", "--no-show-raw-insn", binary]
+    cmd += ["-C"] if names is None else ["--disassemble-symbols=" + ",".join(names)]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     name, body = None, []
     for line in out.splitlines():
         m = re.match(r"^([0-9a-f]+) <(.*)>:$", line)
@@ -29,6 +49,8 @@ def functions(binary):
             if name:
                 yield name, body
             name, body = m.group(2), []
+            if names is not None:
+                name = names.get(name, name)
             continue
         m = re.match(r"^\s*([0-9a-f]+):\s+(\S+)\s*(.*)$", line)
         if m and name:
@@ -146,7 +168,7 @@ def main():
     a = ap.parse_args()
     fre, mre = re.compile(a.func), re.compile(a.mark)
     are = re.compile(a.args) if a.args else None
-    funcs = list(functions(a.binary))
+    funcs = list(functions(a.binary, fre))
     if any(op.startswith("{") for _, body in funcs[:50] for _, op, _ in body[:4]):
         return hexagon_main(a, fre, mre, funcs)
     found = 0
