@@ -8,6 +8,12 @@
 #include "../../../gemm/microkernel.hpp"
 #include "isa_avx2.hpp"
 
+namespace lutkit::detail::avx2 {
+// the most k4 steps a flush group may have for mk_int8 to buffer its widened activations (below;
+// declared on every target: the tests name it)
+inline constexpr std::size_t int8_bcast_steps = 128;
+}  // namespace lutkit::detail::avx2
+
 #if defined(LUTKIT_HOST_X86)
 #include "../intrinsics_begin.hpp"
 
@@ -38,7 +44,6 @@ LUTKIT_AVX2_DQ inline void int8_epilogue8(__m256i sum, bool use_sa, __m256 sa, b
 // load (a plain load each; up to int8_bcast_steps steps a group): widening them in every pass
 // took 3 shuffle-port operations per column and step, and the kernel was shuffle-bound (Zen 3,
 // Q4_0 N = 128: 84 % of the prefill's samples in mk_int8<3>, docs/prefill.md, "The GEMM").
-inline constexpr std::size_t int8_bcast_steps = 128;
 LUTKIT_AVX2_DQ inline __m256i int8_quad16(const int8_t* as, int n) {
   return _mm256_broadcastq_epi64(_mm_cvtepi8_epi16(_mm_cvtsi32_si128(panel_quad(as, n))));
 }
