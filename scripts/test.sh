@@ -75,8 +75,9 @@ wait "$deps_cross" || { cat build/deps-cross.log >&2; echo "scripts/deps.sh fuzz
 stage host-asan "ASan + UBSan build (clang-19)"
 # -O0, and Highway's AVX3 and AVX2 targets plus the scalar fallback (the Release suite above
 # covers SSE4/SSSE3 too). clang-19 rather than GCC 12 (the Release suites' compiler): on a 2-core
-# Zen 3 GCC took 9.5 min to build this at -O0, clang 3.4 x less per file (e.g. test_layout.cpp 60 s
-# against 26 s); and the headers get a second compiler's checks. At -O1 the instrumented GCC build
+# Zen 3 GCC took 9.2 min to build this at -O0, clang 2.2-3.8x less per file (e.g. test_layout.cpp
+# 60 s against 27 s; its instrumented tests run about 1.4x longer); and the headers get a second
+# compiler's checks. At -O1 the instrumented GCC build
 # took 13.7 min on 2 cores and its tests 1.7; at -O0 5.0 and 4.5.
 CXX=clang++-19 CC=clang-19 cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Release -DLUTKIT_SANITIZE=ON \
   -DCMAKE_CXX_FLAGS_RELEASE="-O0" -DLUTKIT_BUILD_BENCHMARKS=OFF -DLUTKIT_BUILD_EXAMPLES=OFF >/dev/null
