@@ -2,15 +2,15 @@
 # Builds the libFuzzer targets (tests/fuzz/fuzz_*.cpp) with clang-19, ASan and UBSan, and runs each
 # for a bounded time from its seed corpus; fails on any finding. Inputs that crash are written to
 # build/fuzz/crashes/<target>/: add them to tests/fuzz/corpus/<target>/ so the normal suite replays them.
-#   scripts/fuzz.sh                 every target, LUTKIT_FUZZ_SECONDS (default 30) each; gguf to 1e6
+#   scripts/fuzz.sh                 every target, LUTKIT_FUZZ_SECONDS (default 26) each; gguf to 1e6
 #                                   executions (at most max(300 s, 4 x LUTKIT_FUZZ_SECONDS): on a
 #                                   2.8 GHz Ice Lake server 1e6 took 186 s, on a Zen 3 133 s, while
-#                                   the other five ran one after another on the second core, 5 x 30 s)
+#                                   the other five ran one after another on the second core, 5 x 26 s)
 #   scripts/fuzz.sh blob -runs=N    one target, extra libFuzzer flags
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh fuzz
-seconds="${LUTKIT_FUZZ_SECONDS:-30}"
+seconds="${LUTKIT_FUZZ_SECONDS:-26}"
 targets=(gguf blob import streams attention sampling)  # (the longest first)
 extra=()
 if [ $# -gt 0 ]; then targets=("$1"); shift; extra=("$@"); fi

@@ -17,7 +17,7 @@
 #   hvx-v67    the HVX suite cross-built by clang-19 for Hexagon v67 (128-byte HVX, freestanding) and run
 #              under qemu-hexagon against vectors the host build writes; the ISA checks (vlut16, vgather)
 #              and the packet proxy (scripts/isa_proxy.py)
-#   fuzz       every libFuzzer target for LUTKIT_FUZZ_SECONDS (default 30) each, the GGUF
+#   fuzz       every libFuzzer target for LUTKIT_FUZZ_SECONDS (default 26) each, the GGUF
 #              reader to 1e6 executions
 # Each build's tests run in one ctest, LUTKIT_JOBS (default 2) at a time (the emulated suites
 # longest first), and the fuzz targets two at a time. The script closes with one line per target,
@@ -109,7 +109,7 @@ cmake --build build/hvx -j "$jobs"
 run_ctest build/hvx hvx-v67=.
 scripts/hvx_proxy.sh build/hvx/tests/hvx/lutkit_hvx_tests | tee build/hvx/proxy.txt
 
-stage fuzz "libFuzzer + ASan + UBSan, ${LUTKIT_FUZZ_SECONDS:-30} s per target"
+stage fuzz "libFuzzer + ASan + UBSan, ${LUTKIT_FUZZ_SECONDS:-26} s per target"
 scripts/fuzz.sh | tee build/fuzz-summary.log
 summary+=("fuzz: $(grep -c 'no finding' build/fuzz-summary.log) passed, 0 failed")
 

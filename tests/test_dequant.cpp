@@ -375,7 +375,8 @@ TEST_CASE("AVX2 halves_to_float equals the portable conversion for every half", 
 }
 
 // The AVX2 and AVX-512 int8 micro-kernels against portable::mk_int8, bit for bit: random and
-// extreme operands (levels 255 with activations -128, where vpmaddubsw would saturate), per-row
+// extreme operands (levels at their bound, up to 255, with activations -128: the AVX2 set takes
+// vpmaddubsw with int16 sums below 128, vpmaddwd above, where vpmaddubsw would saturate), per-row
 // and per-group activation scales, the zero subtracted (swz * sumx) or folded into the sums'
 // starting values (zsum), several flush groups per call, column blocks wider than the call.
 TEST_CASE("AVX2 and AVX-512 int8 micro-kernels equal the portable one bit for bit", "[dequant_gemm][int8_kernel]") {
@@ -396,7 +397,11 @@ TEST_CASE("AVX2 and AVX-512 int8 micro-kernels equal the portable one bit for bi
       std::vector<uint8_t> W(256 * steps * groups);
       std::vector<int8_t> A(lda * steps * groups);
       const bool extreme = it % 3 == 0;
-      for (auto& v : W) v = extreme ? uint8_t(255 - rng() % 2) : uint8_t(rng());
+      // the levels' bound (mk_int8_args::level_max; below 128 the AVX2 set's vpmaddubsw kernel, its
+      // int16 sums over int8_narrow_depth steps at their extremes)
+      constexpr int bounds[] = {255, 1, 2, 3, 7, 15, 31, 63, 127};
+      const int lmax = bounds[(it / 3) % 9];
+      for (auto& v : W) v = extreme ? uint8_t(lmax - int(rng() % 2)) : uint8_t(rng() % (lmax + 1));
       for (auto& v : A) v = extreme ? int8_t(-128 + int(rng() % 2)) : int8_t(rng());
       std::vector<float> sw(64 * groups), swz(64 * groups), sumx(cols * groups), sa(cols * groups), c0(64 * NC);
       for (auto* v : {&sw, &swz, &sa, &c0})
@@ -416,6 +421,7 @@ TEST_CASE("AVX2 and AVX-512 int8 micro-kernels equal the portable one bit for bi
       const std::vector<float> start = c0;
       detail::mk_int8_args args{W.data(), A.data(), lda, steps, groups, c0.data(), sw.data(), swz.data(),
                                 sumx.data(), it % 2 ? sa.data() : nullptr, cols, fold ? zsum.data() : nullptr};
+      args.level_max = lmax;
       detail::portable::mk_int8<NC>(args);
       // the folded sums are the exact sum((level - z) q): against the subtracted form in double
       if (fold && !extreme)
@@ -440,7 +446,7 @@ TEST_CASE("AVX2 and AVX-512 int8 micro-kernels equal the portable one bit for bi
         args.C = c1.data();
         ks->int8[NC - 1](args);
         INFO(name << " NC=" << NC << " steps=" << steps << " groups=" << groups << " extreme=" << extreme
-                  << " folded=" << fold);
+                  << " folded=" << fold << " level_max=" << lmax);
         CHECK(std::memcmp(c0.data(), c1.data(), c0.size() * sizeof(float)) == 0);
       }
       args.C = c0.data();

@@ -257,8 +257,10 @@ TEST_CASE("engine: prefill and greedy decode against the double reference, every
         worst_q8 = std::max(worst_q8, logit_err(f8, r));
       };
       track();
-      // 16 greedy steps; the reference follows the engine's tokens (teacher forcing)
-      for (int step = 0; step < 16; ++step) {
+      // 16 greedy steps (8 in a reduced run: positions to 20, past gemma3's window of 8); the
+      // reference follows the engine's tokens (teacher forcing)
+      const int greedy_steps = lutkit_test::case_divisor() > 1 ? 8 : 16;
+      for (int step = 0; step < greedy_steps; ++step) {
         const int32_t tok = argmax(s.logits);
         const std::size_t rt = argmax(r);
         std::vector<double> sorted = r;

@@ -84,6 +84,7 @@ void dq_gemm_chunk(const Src& src, const dq_activations& A, const dq_kernel_set&
                      A.sumx.data() + f0 * NP + nb0 + n0,
                      A.sa.empty() ? nullptr : A.sa.data() + f0 * NP + nb0 + n0, NP,
                      A.fold_zero && !fused ? A.zsum.data() + f0 * NP + nb0 + n0 : nullptr};
+      if constexpr (requires { Src::int8_level_max; }) a.level_max = Src::int8_level_max;
       const auto call = [&](std::size_t kstart) {
         if constexpr (can_fuse) {
           if (fused) return src.run_int8_fused(fused, t, kstart, a);

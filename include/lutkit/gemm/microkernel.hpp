@@ -45,6 +45,9 @@ struct mk_int8_args {
   // integer z for every row and group (the zero folded into the integer dot: the epilogue is then
   // c += sw * float(acc) [* sa], and swz and sumx are not read), or null
   const int32_t* zsum = nullptr;
+  // every level in W is at most this (the source's int8_level_max): a kernel may multiply levels
+  // below 128 as u8 x s8 pairs whose int16 sums cannot saturate (the AVX2 set's vpmaddubsw)
+  int level_max = 255;
 };
 struct mk_val_args {
   const uint32_t* W;  // step-major values (bf16 pairs or fp32 bits) of the 64 rows

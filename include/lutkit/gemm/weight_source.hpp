@@ -81,6 +81,8 @@ struct lut_weight_source {
     portable::levels_to_step_major(s.codes.get(), s.ldc, k1 - k0, s.values.get());
     return s.values.get();
   }
+  // int8: the largest level byte levels() gives (mk_int8_args::level_max)
+  static constexpr int int8_level_max = detail::int8_level_max<P>();
   // int8, 1 or 2 columns: level 1 fused into the micro-kernel, or null (then levels() above)
   int8_fused_fn int8_fused(std::size_t nc) const { return nc >= 1 && nc <= 2 ? l1.int8_fused[nc - 1] : nullptr; }
   void run_int8_fused(int8_fused_fn f, std::size_t t, std::size_t k0, const mk_int8_args& a) const { f(data, *L, t, k0, a); }

@@ -30,8 +30,9 @@ LUTKIT_AVX2_DQ inline void int8_epilogue8(__m256i sum, bool use_sa, __m256 sa, b
   _mm256_storeu_ps(c, cv);
 }
 
-// int8: 64 rows x NC columns, exact. vpmaddubsw would saturate (two u8 levels up to 255 times
-// s8 activations exceed int16), so the levels are widened to int16 (vpmovzxbw) and the
+// int8: 64 rows x NC columns, exact. With levels of 128 or more (8-bit codes, codebooks; below,
+// mk_int8_narrow above) vpmaddubsw would saturate (two u8 levels up to 255 times s8 activations
+// exceed int16), so the levels are widened to int16 (vpmovzxbw) and the
 // activations to int16 quads (sign extended, broadcast), and vpmaddwd gives each row's two pair
 // sums of a k4 step in adjacent int32 lanes: 2 accumulators of 8 lanes per 8 rows and column.
 // Per flush group one vphaddd + vpermq puts the 8 rows' sums in row order (the int32 sum of the
@@ -62,9 +63,83 @@ LUTKIT_AVX2_DQ LUTKIT_ALWAYS_INLINE inline void int8_step(const uint8_t* ws, con
     }
   }
 }
+// int8 with levels below 128 (a.level_max: the 1- to 7-bit codes, the K-quants, ternary): vpmaddubsw
+// multiplies the u8 levels by the s8 activations in pairs, 32 products an instruction against
+// vpmaddwd's 16, and its int16 pair sums cannot saturate (|2 * 127 * -128| < 2^15). Up to
+// int8_narrow_depth(level_max) steps of pair sums add in int16 (their sum stays within
+// int16: level_max 15 -> 8 steps, 31 -> 4, 63 -> 2, 3 -> 31), then one vpmaddwd by 1 widens each
+// row's two pair sums to its int32 step sum, in row order (no lane shuffle before the epilogue).
+// The integer sums are exact, so the epilogue's inputs and operations are portable::mk_int8's:
+// the same bits. Per pass RB row blocks of 8 rows x NC columns: RB * NC int16 and int32
+// accumulators (RB = 4 / 2 / 2 for NC = 1 / 2 / 3), the step's NC activation quads broadcast
+// from the panel (a load each) and shared by the RB blocks.
+inline std::size_t int8_narrow_depth(int level_max) {
+  const int d = 32767 / (256 * (level_max < 1 ? 1 : level_max));
+  return std::size_t(d < 1 ? 1 : d > 64 ? 64 : d);
+}
+template <int NC>
+LUTKIT_AVX2_DQ void mk_int8_narrow(const mk_int8_args& a) {
+  constexpr int RB = NC == 1 ? 4 : 2;
+  const std::size_t depth = int8_narrow_depth(a.level_max);
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (std::size_t g = 0; g < a.groups; ++g) {
+    const uint8_t* W = a.W + 256 * a.steps * g;
+    const int8_t* A = a.A + a.lda * a.steps * g;
+    const float* sw = a.sw + g * 64;
+    const float* swz = a.swz + g * 64;
+    const float* sx = a.sumx + g * a.ldsum;
+    const float* sa = a.sa ? a.sa + g * a.ldsum : nullptr;
+    for (int o0 = 0; o0 < 8; o0 += RB) {
+      __m256i acc[NC][RB];
+#pragma GCC unroll 4
+      for (int n = 0; n < NC; ++n) {
+        // the zero folded in: the sums start at -z * sum(q)
+        const __m256i z0 = _mm256_set1_epi32(a.zsum ? a.zsum[g * a.ldsum + n] : 0);
+#pragma GCC unroll 4
+        for (int b = 0; b < RB; ++b) acc[n][b] = z0;
+      }
+      for (std::size_t s0 = 0; s0 < a.steps; s0 += depth) {
+        const std::size_t s1 = s0 + depth < a.steps ? s0 + depth : a.steps;
+        __m256i h[NC][RB];
+#pragma GCC unroll 4
+        for (int n = 0; n < NC; ++n)
+#pragma GCC unroll 4
+          for (int b = 0; b < RB; ++b) h[n][b] = _mm256_setzero_si256();
+        for (std::size_t s = s0; s < s1; ++s) {
+          const int8_t* as = A + s * a.lda;
+          const uint8_t* ws = W + s * 256 + 32 * o0;
+          __m256i x[NC];
+#pragma GCC unroll 4
+          for (int n = 0; n < NC; ++n) x[n] = _mm256_set1_epi32(panel_quad(as, n));
+#pragma GCC unroll 4
+          for (int b = 0; b < RB; ++b) {
+            const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ws + 32 * b));
+#pragma GCC unroll 4
+            for (int n = 0; n < NC; ++n) h[n][b] = _mm256_add_epi16(h[n][b], _mm256_maddubs_epi16(w, x[n]));
+          }
+        }
+#pragma GCC unroll 4
+        for (int n = 0; n < NC; ++n)
+#pragma GCC unroll 4
+          for (int b = 0; b < RB; ++b) acc[n][b] = _mm256_add_epi32(acc[n][b], _mm256_madd_epi16(h[n][b], ones));
+      }
+#pragma GCC unroll 4
+      for (int n = 0; n < NC; ++n) {
+        const __m256 bx = _mm256_set1_ps(sx[n]);
+        const __m256 ba = _mm256_set1_ps(sa ? sa[n] : 1.f);
+#pragma GCC unroll 4
+        for (int b = 0; b < RB; ++b)
+          int8_epilogue8(acc[n][b], sa != nullptr, ba, a.zsum != nullptr, bx, sw + 8 * (o0 + b),
+                         swz + 8 * (o0 + b), a.C + 64 * n + 8 * (o0 + b));
+      }
+    }
+  }
+}
+
 template <int NC>
 LUTKIT_AVX2_DQ void mk_int8(const mk_int8_args& a) {
   static_assert(NC >= 1 && NC <= 3);
+  if (a.level_max < 128) return mk_int8_narrow<NC>(a);
   constexpr int RB = NC == 1 ? 4 : NC == 2 ? 2 : 1;
   __m256i xb[int8_bcast_steps * NC];
   const bool buffered = a.steps <= int8_bcast_steps;
