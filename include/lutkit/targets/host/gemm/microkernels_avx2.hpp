@@ -63,6 +63,18 @@ LUTKIT_AVX2_DQ LUTKIT_ALWAYS_INLINE inline void int8_step(const uint8_t* ws, con
     }
   }
 }
+// flush group g's operands of an int8 call: levels, activations, row scales, scale * zero, the
+// activation sums and scales (or null)
+struct int8_group {
+  const uint8_t* W;
+  const int8_t* A;
+  const float *sw, *swz, *sx, *sa;
+};
+inline int8_group int8_group_operands(const mk_int8_args& a, std::size_t g) {
+  return {a.W + 256 * a.steps * g, a.A + a.lda * a.steps * g, a.sw + g * 64, a.swz + g * 64, a.sumx + g * a.ldsum,
+          a.sa ? a.sa + g * a.ldsum : nullptr};
+}
+
 // int8 with levels below 128 (a.level_max: the 1- to 7-bit codes, the K-quants, ternary): vpmaddubsw
 // multiplies the u8 levels by the s8 activations in pairs, 32 products an instruction against
 // vpmaddwd's 16, and its int16 pair sums cannot saturate (|2 * 127 * -128| < 2^15). Up to
@@ -83,12 +95,7 @@ LUTKIT_AVX2_DQ void mk_int8_narrow(const mk_int8_args& a) {
   const std::size_t depth = int8_narrow_depth(a.level_max);
   const __m256i ones = _mm256_set1_epi16(1);
   for (std::size_t g = 0; g < a.groups; ++g) {
-    const uint8_t* W = a.W + 256 * a.steps * g;
-    const int8_t* A = a.A + a.lda * a.steps * g;
-    const float* sw = a.sw + g * 64;
-    const float* swz = a.swz + g * 64;
-    const float* sx = a.sumx + g * a.ldsum;
-    const float* sa = a.sa ? a.sa + g * a.ldsum : nullptr;
+    const auto [W, A, sw, swz, sx, sa] = int8_group_operands(a, g);
     for (int o0 = 0; o0 < 8; o0 += RB) {
       __m256i acc[NC][RB];
 #pragma GCC unroll 4
@@ -144,12 +151,7 @@ LUTKIT_AVX2_DQ void mk_int8(const mk_int8_args& a) {
   __m256i xb[int8_bcast_steps * NC];
   const bool buffered = a.steps <= int8_bcast_steps;
   for (std::size_t g = 0; g < a.groups; ++g) {
-    const uint8_t* W = a.W + 256 * a.steps * g;
-    const int8_t* A = a.A + a.lda * a.steps * g;
-    const float* sw = a.sw + g * 64;
-    const float* swz = a.swz + g * 64;
-    const float* sx = a.sumx + g * a.ldsum;
-    const float* sa = a.sa ? a.sa + g * a.ldsum : nullptr;
+    const auto [W, A, sw, swz, sx, sa] = int8_group_operands(a, g);
     if (buffered)
       for (std::size_t s = 0; s < a.steps; ++s)
 #pragma GCC unroll 4
