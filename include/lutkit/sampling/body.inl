@@ -24,6 +24,7 @@
 //   void mant_exp(F x, F& m, F& e)     x = 2^e m, m in [0.75, 1.5) (x normal, > 0)
 //   F load_f16(p) (exact); U load_u16(p), load_u8(p) (zero-extended)   W elements
 //   optional: size_t compress(M, F v, U ix, float* val, uint32_t* idx)  the lanes of M, in order
+//     (called for whole vectors only: it may write all W lanes from val / idx)
 // (attention/body.inl uses these and a few more). Only sums depend on the Ops (their order: W
 // lanes, then its horizontal reduction); maxima, indices, selections and decoded values do not.
 
@@ -361,21 +362,23 @@ LUTKIT_OPS_FN inline std::size_t collect_ge(const float* x, std::size_t n, uint3
   const F vt = Ops::set1(t);
   U ix = lane_index(base);
   std::size_t c = 0;
-  for (std::size_t i = 0; i < n; i += W) {
+  for (std::size_t i = 0; i < n; i += W, ix += W) {
     const bool full = i + W <= n;
     const M k = full ? M{} : Ops::tail(n - i);
     const F v = full ? Ops::load(x + i) : Ops::loadz(x + i, k);
     const M ge = full ? Ops::ge(v, vt) : Ops::both(k, Ops::ge(v, vt));
     if constexpr (requires { O::compress(ge, v, ix, val, idx); }) {
-      if (Ops::bits(ge)) c += O::compress(ge, v, ix, val + c, idx + c);
-      ix += W;
-    } else {
-      // few lanes pass (the selection's threshold keeps a top-k's worth): stored one by one
-      for (unsigned b = Ops::bits(ge); b; b &= b - 1) {
-        const unsigned l = unsigned(__builtin_ctz(b));
-        idx[c] = base + uint32_t(i) + l;
-        val[c++] = x[i + l];
+      // (a whole vector: a compress may store W lanes from c <= i, inside the caller's n)
+      if (full) {
+        c += O::compress(ge, v, ix, val + c, idx + c);
+        continue;
       }
+    }
+    // (the tail, or an Ops without compress) stored one by one
+    for (unsigned b = Ops::bits(ge); b; b &= b - 1) {
+      const unsigned l = unsigned(__builtin_ctz(b));
+      idx[c] = base + uint32_t(i) + l;
+      val[c++] = x[i + l];
     }
   }
   return c;
@@ -391,17 +394,20 @@ LUTKIT_OPS_FN inline std::size_t collect_range(const float* v, const uint32_t* i
     const F x = Ops::loadz(v + i, k);
     const U t = U(Ops::loadz(reinterpret_cast<const float*>(ix + i), k));  // (the token bits)
     const M in = Ops::both(k, Ops::both(Ops::ge(x, vlo), Ops::gt(vhi, x)));
-    // (in place: the lanes are in registers before the stores, which end at or before i + W)
+    // (in place: the lanes are in registers before the stores, which end at or before i + W: a
+    // whole vector's compress may store W lanes from c <= i)
     if constexpr (requires { O::compress(in, x, t, ov, oi); }) {
-      if (Ops::bits(in)) c += O::compress(in, x, t, ov + c, oi + c);
-    } else {
-      for (unsigned b = Ops::bits(in); b; b &= b - 1) {
-        const unsigned l = unsigned(__builtin_ctz(b));
-        const float z = v[i + l];
-        const uint32_t tk = ix[i + l];
-        ov[c] = z;
-        oi[c++] = tk;
+      if (i + W <= n) {
+        c += O::compress(in, x, t, ov + c, oi + c);
+        continue;
       }
+    }
+    for (unsigned b = Ops::bits(in); b; b &= b - 1) {
+      const unsigned l = unsigned(__builtin_ctz(b));
+      const float z = v[i + l];
+      const uint32_t tk = ix[i + l];
+      ov[c] = z;
+      oi[c++] = tk;
     }
   }
   return c;

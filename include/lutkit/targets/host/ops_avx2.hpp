@@ -14,6 +14,23 @@
 
 namespace lutkit::detail {
 
+// avx2_ops::compress's permutations: for each 8-lane mask, the indices of its set lanes in order
+// (one byte each, the unset lanes' after them)
+struct avx2_compress_table {
+  uint64_t perm[256];
+  constexpr avx2_compress_table() : perm{} {
+    for (unsigned m = 0; m < 256; ++m) {
+      uint64_t p = 0;
+      int o = 0;
+      for (int pass = 0; pass < 2; ++pass)
+        for (unsigned l = 0; l < 8; ++l)
+          if (((m >> l) & 1u) == (pass == 0 ? 1u : 0u)) p |= uint64_t(l) << (8 * o++);
+      perm[m] = p;
+    }
+  }
+};
+inline constexpr avx2_compress_table avx2_compress_perm{};
+
 struct avx2_ops {
   typedef uint32_t U __attribute__((vector_size(32)));
   using F = __m256;
@@ -81,6 +98,20 @@ struct avx2_ops {
     r = _mm_min_epu32(r, _mm_shuffle_epi32(r, 0x4E));
     r = _mm_min_epu32(r, _mm_shuffle_epi32(r, 0xB1));
     return uint32_t(_mm_cvtsi128_si32(r));
+  }
+
+  // the lanes of m, in order, to val / idx; returns their number. Whole-vector stores: all 8 lanes
+  // from val / idx are written (those past the count with the other lanes), so the caller has
+  // room for 8 there (sampling/body.inl: vectors wholly inside the input, whose output never
+  // runs past the input's count). A permutation per mask (vpermps), no branch per lane: with
+  // about half the vectors holding a lane of the selection, the branches of a lane-by-lane store
+  // were mispredicted at every vector (top-p, Zen 3).
+  LUTKIT_AVX2_OP std::size_t compress(M m, F v, U ix, float* val, uint32_t* idx) {
+    const unsigned b = bits(m);
+    const __m256i p = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(avx2_compress_perm.perm[b])));
+    _mm256_storeu_ps(val, _mm256_permutevar8x32_ps(v, p));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(idx), _mm256_permutevar8x32_epi32(__m256i(ix), p));
+    return std::size_t(__builtin_popcount(b));
   }
 
   // p 2^k, k integral in [-150, 127], rounded once as vscalefps: 2^k = 2^k1 2^k2 with both
