@@ -213,16 +213,13 @@ constexpr int min_level() {
   for (int c = 0; c <= FT::max_code; ++c) m = std::min(m, int(FT::level(c)));
   return m;
 }
-// The largest byte the int8 paradigm's level bytes (lut_weight_source::levels) hold: the codes, or
-// the byte map of integer levels (a negative level wraps to a byte of 128 or more)
+// A bound on the bytes the int8 paradigm's levels (lut_weight_source::levels) hold: the largest
+// integer level, or 255 where a level is negative (it wraps to a byte of 128 or more) or not an
+// integer
 template <class P>
 constexpr int int8_level_max() {
-  using FT = format_traits<typename P::format>;
-  if constexpr (!FT::integer_levels) return 255;
-  int m = 0;
-  for (int c = 0; c <= FT::max_code; ++c)
-    m = std::max(m, levels_are_codes<P>() ? c : int(uint8_t(int(FT::level(c)))));
-  return m;
+  if constexpr (!format_traits<typename P::format>::integer_levels) return 255;
+  return min_level<P>() < 0 ? 255 : std::min(max_level<P>(), 255);
 }
 // The fused int8 decode of whole codes (targets/cpu): step-major codes whose levels are the codes,
 // small integer levels (a byte map) or split levels (NF4)

@@ -79,7 +79,7 @@ inline int8_group int8_group_operands(const mk_int8_args& a, std::size_t g) {
 // multiplies the u8 levels by the s8 activations in pairs, 32 products an instruction against
 // vpmaddwd's 16, and its int16 pair sums cannot saturate (|2 * 127 * -128| < 2^15). Up to
 // int8_narrow_depth(level_max) steps of pair sums add in int16 (their sum stays within
-// int16: level_max 15 -> 8 steps, 31 -> 4, 63 -> 2, 3 -> 31), then one vpmaddwd by 1 widens each
+// int16: level_max 15 -> 8 steps, 31 -> 4, 63 -> 2, 3 -> 42), then one vpmaddwd by 1 widens each
 // row's two pair sums to its int32 step sum, in row order (no lane shuffle before the epilogue).
 // The integer sums are exact, so the epilogue's inputs and operations are portable::mk_int8's:
 // the same bits. Per pass RB row blocks of 8 rows x NC columns: RB * NC int16 and int32
