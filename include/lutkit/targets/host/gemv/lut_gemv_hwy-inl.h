@@ -243,6 +243,16 @@ struct HwyOps {
     const auto* s = reinterpret_cast<const hwy::float16_t*>(src);
     for (int i = 0; i < n; i += int(hn::Lanes(df))) hn::StoreU(hn::PromoteTo(df, hn::LoadU(dh, s + i)), df, dst + i);
   }
+  // 16 int8 codes as floats (the super-group formats' sub-block codes, read where the epilogue
+  // uses them)
+  static HWY_INLINE F loadi8f(const int8_t* p) {
+    const hn::Rebind<int32_t, DF> di32;
+    const hn::Rebind<int8_t, DF> di8;
+    F f;
+    for (int i = 0; i < kParts; ++i)
+      f.p[i] = hn::ConvertTo(DF(), hn::PromoteTo(di32, hn::LoadU(di8, p + i * (kPartBytes / 4))));
+    return f;
+  }
 };
 
 using Ops = HwyOps;
