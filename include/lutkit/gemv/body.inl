@@ -170,11 +170,14 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
   // (super-group formats: int8 codes converted and multiplied by the fp32 super-values at use)
   constexpr bool F16_AT_USE = requires(const uint16_t* h) { requires std::is_same_v<decltype(Ops::loadf16(h)), F>; };
   constexpr bool OUT_REGS = F16_AT_USE && NB <= 2;
-  // Ops without that load but with an 8-bit code load (AVX2) form a super-group format's scales
-  // (and minima) in the epilogue too, from the codes and super-values as stored: no per-block
-  // buffer of 64 scales written and read back
+  // Ops without that load (AVX2: an F of two registers) but with loads of 16 int8 codes or fp16
+  // values as an F form the scales (and zeros or minima) in the epilogue too, where a group is
+  // one block: from the super-values and codes as stored (super-group formats), or the fp16
+  // values; no per-block buffer of 64 scales written and read back
   constexpr bool SUPER_AT_USE =
       !F16_AT_USE && S.super_k > 0 && requires(const int8_t* c) { requires std::is_same_v<decltype(Ops::loadi8f(c)), F>; };
+  constexpr bool HALF_AT_USE = !F16_AT_USE && S.super_k == 0 && S.group_k == S.block_k &&
+                               requires(const uint16_t* h) { requires std::is_same_v<decltype(Ops::loadh(h)), F>; };
   F outv[OUT_REGS ? NB : 1][4], sreg[4], zreg[4];
   if constexpr (OUT_REGS)
     for (int n = 0; n < NB; ++n)
@@ -188,6 +191,7 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
   if constexpr (requires { Ops::prefetch_bytes(0); }) pf_bytes = Ops::prefetch_bytes(S.prefetch_bytes);
   [[maybe_unused]] const float *sup_s = nullptr, *sup_m = nullptr;
   [[maybe_unused]] const int8_t *code_s = nullptr, *code_m = nullptr;
+  [[maybe_unused]] const uint16_t *half_s = nullptr, *half_z = nullptr;
   // (blocks [blk0, blk1) lie in one band: the cursor walks them by additions)
   for (auto cur = L.cursor(t, blk0); cur.blk < blk1; cur.next()) {
     const std::size_t blk = cur.blk;
@@ -220,6 +224,9 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
         sup_m = reinterpret_cast<const float*>(a.data + L.super_min_offset(t, cur.group, S));
         code_m = reinterpret_cast<const int8_t*>(a.data + cur.zeros());
       }
+    } else if constexpr (HALF_AT_USE) {
+      half_s = reinterpret_cast<const uint16_t*>(a.data + cur.params);
+      if constexpr (S.asymmetric) half_z = reinterpret_cast<const uint16_t*>(a.data + cur.zeros());
     } else if (blk == blk0 || cur.in_group == 0) {
       if constexpr (S.super_k > 0) {  // int8 codes times the super-group's fp32 values
         const uint8_t* sp = a.data + L.super_offset(t, cur.group, S);
@@ -458,6 +465,14 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
           } else if constexpr (SUPER_AT_USE) {
             sq = Ops::mulf(Ops::loadf(sup_s + 16 * q), Ops::loadi8f(code_s + 16 * q));
             if constexpr (S.min_form) zq = Ops::mulf(Ops::loadf(sup_m + 16 * q), Ops::loadi8f(code_m + 16 * q));
+          } else if constexpr (HALF_AT_USE) {
+            sq = Ops::loadh(half_s + 16 * q);
+            if constexpr (S.min_form) {
+              zq = Ops::loadh(half_z + 16 * q);  // the minimum, as it is
+            } else if constexpr (S.asymmetric) {
+              // c_mirror - z in one rounding, as the buffered form's subtraction
+              zq = Ops::fmaf(Ops::loadh(half_z + 16 * q), Ops::setf(-1.f), Ops::setf(c_mirror));
+            }
           } else {
             if constexpr (S.asymmetric) zq = Ops::loadf(z32 + 16 * q);
             sq = Ops::loadf(s32 + 16 * q);

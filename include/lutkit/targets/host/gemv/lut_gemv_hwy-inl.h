@@ -243,6 +243,14 @@ struct HwyOps {
     const auto* s = reinterpret_cast<const hwy::float16_t*>(src);
     for (int i = 0; i < n; i += int(hn::Lanes(df))) hn::StoreU(hn::PromoteTo(df, hn::LoadU(dh, s + i)), df, dst + i);
   }
+  // 16 fp16 values as floats (a group's scales or zeros, read where the epilogue uses them)
+  static HWY_INLINE F loadh(const uint16_t* p) {
+    const hn::Rebind<hwy::float16_t, DF> dh;
+    const auto* s = reinterpret_cast<const hwy::float16_t*>(p);
+    F f;
+    for (int i = 0; i < kParts; ++i) f.p[i] = hn::PromoteTo(DF(), hn::LoadU(dh, s + i * (kPartBytes / 4)));
+    return f;
+  }
   // 16 int8 codes as floats (the super-group formats' sub-block codes, read where the epilogue
   // uses them)
   static HWY_INLINE F loadi8f(const int8_t* p) {
