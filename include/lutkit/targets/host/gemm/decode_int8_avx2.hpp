@@ -123,7 +123,7 @@ LUTKIT_AVX2_DQ void mk_int8_fused(const uint8_t* data, const packed_layout& L, s
         for (int j = 0; j < 4; ++j)
 #pragma GCC unroll 2
           for (int n = 0; n < NC; ++n)
-            acc[n][j] = _mm256_add_epi32(acc[n][j], _mm256_madd_epi16(_mm256_maddubs_epi16(r[j], x[n]), ones));
+            add_epi32_into(acc[n][j], _mm256_madd_epi16(_mm256_maddubs_epi16(r[j], x[n]), ones));
       }
 #pragma GCC unroll 2
       for (int n = 0; n < NC; ++n) {
@@ -250,11 +250,10 @@ LUTKIT_AVX2_DQ void mk_int8_whole(const uint8_t* data, const packed_layout& L, s
 #pragma GCC unroll 2
               for (int n = 0; n < NC; ++n) {
                 if constexpr (SPLIT)  // 128 x (high parts' dot) + (low parts' dot): sum(Q x), exact
-                  acc[n][b] = _mm256_add_epi32(
-                      acc[n][b], _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(w, x[h][n]), s128),
-                                                  _mm256_madd_epi16(_mm256_maddubs_epi16(wl, x[h][n]), ones)));
+                  add_epi32_into(acc[n][b], _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(w, x[h][n]), s128),
+                                                             _mm256_madd_epi16(_mm256_maddubs_epi16(wl, x[h][n]), ones)));
                 else
-                  acc[n][b] = _mm256_add_epi32(acc[n][b], _mm256_madd_epi16(_mm256_maddubs_epi16(w, x[h][n]), ones));
+                  add_epi32_into(acc[n][b], _mm256_madd_epi16(_mm256_maddubs_epi16(w, x[h][n]), ones));
               }
             }
           }

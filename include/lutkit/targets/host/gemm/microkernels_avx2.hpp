@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "../../../core/compiler.hpp"
 #include "../../../gemm/microkernel.hpp"
 #include "isa_avx2.hpp"
 
@@ -32,11 +33,13 @@ LUTKIT_AVX2_DQ inline void int8_epilogue8(__m256i sum, bool use_sa, __m256 sa, b
 
 // int8: 64 rows x NC columns, exact. With levels of 128 or more (8-bit codes, codebooks; below,
 // mk_int8_narrow above) vpmaddubsw would saturate (two u8 levels up to 255 times s8 activations
-// exceed int16), so the levels are widened to int16 (vpmovzxbw) and the
-// activations to int16 quads (sign extended, broadcast), and vpmaddwd gives each row's two pair
-// sums of a k4 step in adjacent int32 lanes: 2 accumulators of 8 lanes per 8 rows and column.
-// Per flush group one vphaddd + vpermq puts the 8 rows' sums in row order (the int32 sum of the
-// 4 products of every step, as portable::mk_int8 forms it: integer sums are exact, any order),
+// exceed int16), so the levels are widened to int16 and the activations to int16 quads (sign
+// extended, broadcast), and vpmaddwd gives each row's two pair sums of a k4 step in adjacent int32
+// lanes: 2 accumulators of 8 lanes per 8 rows and column. The widening is an in-lane vpunpck{l,h}bw
+// with zero of one 32-byte load (rows 0, 1 | 4, 5 and 2, 3 | 6, 7), not two vpmovzxbw (a
+// lane-crossing op of three cycles on Zen 3's shuffle pipes, which bound the step), so that per
+// flush group one vphaddd puts the 8 rows' sums in row order (the int32 sum of the 4 products of
+// every step, as portable::mk_int8 forms it: integer sums are exact, any order),
 // then the fp32 epilogue of portable::mk_int8 with the same operations in the same order:
 // c = fma(float(acc) [* sa], sw, c); c = fma(-sumx, swz, c). The 16 ymm registers hold RB row
 // blocks of 8 rows at a time (RB = 4 / 2 / 1 for NC = 1 / 2 / 3: 8, 8, 6 accumulators), each
@@ -54,12 +57,13 @@ template <int NC, int RB>
 LUTKIT_AVX2_DQ LUTKIT_ALWAYS_INLINE inline void int8_step(const uint8_t* ws, const __m256i* x, __m256i (&acc)[NC][RB][2]) {
 #pragma GCC unroll 4
   for (int b = 0; b < RB; ++b) {
-    const __m256i w0 = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(ws + 32 * b)));
-    const __m256i w1 = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(ws + 32 * b + 16)));
+    const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ws + 32 * b));
+    const __m256i w0 = _mm256_unpacklo_epi8(raw, _mm256_setzero_si256());  // rows 0, 1 | 4, 5
+    const __m256i w1 = _mm256_unpackhi_epi8(raw, _mm256_setzero_si256());  // rows 2, 3 | 6, 7
 #pragma GCC unroll 4
     for (int n = 0; n < NC; ++n) {
-      acc[n][b][0] = _mm256_add_epi32(acc[n][b][0], _mm256_madd_epi16(w0, x[n]));
-      acc[n][b][1] = _mm256_add_epi32(acc[n][b][1], _mm256_madd_epi16(w1, x[n]));
+      add_epi32_into(acc[n][b][0], _mm256_madd_epi16(w0, x[n]));
+      add_epi32_into(acc[n][b][1], _mm256_madd_epi16(w1, x[n]));
     }
   }
 }
@@ -122,13 +126,13 @@ LUTKIT_AVX2_DQ void mk_int8_narrow(const mk_int8_args& a) {
           for (int b = 0; b < RB; ++b) {
             const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ws + 32 * b));
 #pragma GCC unroll 4
-            for (int n = 0; n < NC; ++n) h[n][b] = _mm256_add_epi16(h[n][b], _mm256_maddubs_epi16(w, x[n]));
+            for (int n = 0; n < NC; ++n) add_epi16_into(h[n][b], _mm256_maddubs_epi16(w, x[n]));
           }
         }
 #pragma GCC unroll 4
         for (int n = 0; n < NC; ++n)
 #pragma GCC unroll 4
-          for (int b = 0; b < RB; ++b) acc[n][b] = _mm256_add_epi32(acc[n][b], _mm256_madd_epi16(h[n][b], ones));
+          for (int b = 0; b < RB; ++b) add_epi32_into(acc[n][b], _mm256_madd_epi16(h[n][b], ones));
       }
 #pragma GCC unroll 4
       for (int n = 0; n < NC; ++n) {
@@ -143,52 +147,86 @@ LUTKIT_AVX2_DQ void mk_int8_narrow(const mk_int8_args& a) {
   }
 }
 
-template <int NC>
-LUTKIT_AVX2_DQ void mk_int8(const mk_int8_args& a) {
-  static_assert(NC >= 1 && NC <= 3);
-  if (a.level_max < 128) return mk_int8_narrow<NC>(a);
+// The wide kernel's body for one combination of the epilogue's options (SA: activation scales per
+// group; FOLDED: the zero folded into the sums), the loops row blocks outside, flush groups inside:
+// a row block's NC x RB x 8 outputs stay in registers across the call's groups (loaded and
+// stored once, not per group), and every operand the loops read is a local (stores to C could
+// alias the argument struct: GCC reloaded its fields after each). The epilogue's operations and
+// their order per output are portable::mk_int8's, group after group: the same bits.
+template <int NC, bool SA, bool FOLDED>
+LUTKIT_AVX2_DQ void mk_int8_wide(const mk_int8_args& a) {
   constexpr int RB = NC == 1 ? 4 : NC == 2 ? 2 : 1;
+  const uint8_t* const W0 = a.W;
+  const int8_t* const A0 = a.A;
+  const std::size_t lda = a.lda, steps = a.steps, groups = a.groups, ldsum = a.ldsum;
+  const float *const sw0 = a.sw, *const swz0 = a.swz, *const sx0 = a.sumx, *const sa0 = a.sa;
+  const int32_t* const zs0 = a.zsum;
+  float* const C = a.C;
+  // every step's activation quads widened and broadcast once, when the call's steps fit
   __m256i xb[int8_bcast_steps * NC];
-  const bool buffered = a.steps <= int8_bcast_steps;
-  for (std::size_t g = 0; g < a.groups; ++g) {
-    const auto [W, A, sw, swz, sx, sa] = int8_group_operands(a, g);
-    if (buffered)
-      for (std::size_t s = 0; s < a.steps; ++s)
+  const bool buffered = steps * groups <= int8_bcast_steps;
+  if (buffered)
+    for (std::size_t s = 0; s < steps * groups; ++s)
 #pragma GCC unroll 4
-        for (int n = 0; n < NC; ++n) xb[s * NC + n] = int8_quad16(A + s * a.lda, n);
-    for (int o0 = 0; o0 < 8; o0 += RB) {
+      for (int n = 0; n < NC; ++n) xb[s * NC + n] = int8_quad16(A0 + s * lda, n);
+  for (int o0 = 0; o0 < 8; o0 += RB) {
+    __m256 c[NC][RB];
+#pragma GCC unroll 4
+    for (int n = 0; n < NC; ++n)
+#pragma GCC unroll 4
+      for (int b = 0; b < RB; ++b) c[n][b] = _mm256_loadu_ps(C + 64 * n + 8 * (o0 + b));
+    for (std::size_t g = 0; g < groups; ++g) {
       __m256i acc[NC][RB][2];
 #pragma GCC unroll 4
       for (int n = 0; n < NC; ++n)
 #pragma GCC unroll 4
         for (int b = 0; b < RB; ++b) acc[n][b][0] = acc[n][b][1] = _mm256_setzero_si256();
+      const uint8_t* W = W0 + 256 * steps * g + 32 * o0;
       if (buffered) {
-        for (std::size_t s = 0; s < a.steps; ++s) int8_step<NC, RB>(W + s * 256 + 32 * o0, xb + s * NC, acc);
+        const __m256i* x = xb + steps * g * NC;
+        for (std::size_t s = 0; s < steps; ++s) int8_step<NC, RB>(W + s * 256, x + s * NC, acc);
       } else {
-        for (std::size_t s = 0; s < a.steps; ++s) {
+        const int8_t* A = A0 + lda * steps * g;
+        for (std::size_t s = 0; s < steps; ++s) {
           __m256i x[NC];
 #pragma GCC unroll 4
-          for (int n = 0; n < NC; ++n) x[n] = int8_quad16(A + s * a.lda, n);
-          int8_step<NC, RB>(W + s * 256 + 32 * o0, x, acc);
+          for (int n = 0; n < NC; ++n) x[n] = int8_quad16(A + s * lda, n);
+          int8_step<NC, RB>(W + s * 256, x, acc);
         }
       }
+      const float* sw = sw0 + 64 * g + 8 * o0;
+      const float* swz = swz0 + 64 * g + 8 * o0;
 #pragma GCC unroll 4
       for (int n = 0; n < NC; ++n) {
-        const __m256 bx = _mm256_set1_ps(sx[n]);
-        const __m256 ba = _mm256_set1_ps(sa ? sa[n] : 1.f);
-        // the zero folded in: the exact sums plus -z * sum(q)
-        const __m256i z0 = _mm256_set1_epi32(a.zsum ? a.zsum[g * a.ldsum + n] : 0);
 #pragma GCC unroll 4
         for (int b = 0; b < RB; ++b) {
-          const int r = 8 * (o0 + b);
-          // lanes [r0 r1 r4 r5 | r2 r3 r6 r7] -> [r0 .. r7]
-          const __m256i sum = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[n][b][0], acc[n][b][1]), 0xD8);
-          int8_epilogue8(_mm256_add_epi32(sum, z0), sa != nullptr, ba, a.zsum != nullptr, bx, sw + r, swz + r,
-                         a.C + 64 * n + r);
+          // pair sums [r0 r0 r1 r1 | r4 r4 r5 r5] and [r2 r2 r3 r3 | r6 r6 r7 r7] -> [r0 .. r7]
+          __m256i sum = _mm256_hadd_epi32(acc[n][b][0], acc[n][b][1]);
+          // the zero folded in: the exact sums plus -z * sum(q)
+          if constexpr (FOLDED) sum = _mm256_add_epi32(sum, _mm256_set1_epi32(zs0[g * ldsum + n]));
+          __m256 f = _mm256_cvtepi32_ps(sum);
+          if constexpr (SA) f = _mm256_mul_ps(f, _mm256_set1_ps(sa0[g * ldsum + n]));
+          c[n][b] = _mm256_fmadd_ps(f, _mm256_loadu_ps(sw + 8 * b), c[n][b]);
+          if constexpr (!FOLDED) c[n][b] = _mm256_fnmadd_ps(_mm256_loadu_ps(swz + 8 * b), _mm256_set1_ps(sx0[g * ldsum + n]), c[n][b]);
         }
       }
     }
+#pragma GCC unroll 4
+    for (int n = 0; n < NC; ++n)
+#pragma GCC unroll 4
+      for (int b = 0; b < RB; ++b) _mm256_storeu_ps(C + 64 * n + 8 * (o0 + b), c[n][b]);
   }
+}
+
+template <int NC>
+LUTKIT_AVX2_DQ void mk_int8(const mk_int8_args& a) {
+  static_assert(NC >= 1 && NC <= 3);
+  if (a.level_max < 128) return mk_int8_narrow<NC>(a);
+  const bool sa = a.sa != nullptr, folded = a.zsum != nullptr;
+  if (sa && folded) return mk_int8_wide<NC, true, true>(a);
+  if (sa) return mk_int8_wide<NC, true, false>(a);
+  if (folded) return mk_int8_wide<NC, false, true>(a);
+  return mk_int8_wide<NC, false, false>(a);
 }
 
 // bf16 / fp32: 64 rows x NC columns, portable::mk_val's operations in its order (bf16: per step
