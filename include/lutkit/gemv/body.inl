@@ -171,9 +171,9 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
   constexpr bool F16_AT_USE = requires(const uint16_t* h) { requires std::is_same_v<decltype(Ops::loadf16(h)), F>; };
   constexpr bool OUT_REGS = F16_AT_USE && NB <= 2;
   // Ops without that load (AVX2: an F of two registers) but with loads of 16 int8 codes or fp16
-  // values as an F form the scales (and zeros or minima) in the epilogue too, where a group is
-  // one block: from the super-values and codes as stored (super-group formats), or the fp16
-  // values; no per-block buffer of 64 scales written and read back
+  // values as an F form the scales (and zeros or minima) in the epilogue too: a super-group
+  // format's from its super-values and codes as stored, and, where a group is one block, the
+  // fp16 values; no per-block buffer of 64 scales written and read back
   constexpr bool SUPER_AT_USE =
       !F16_AT_USE && S.super_k > 0 && requires(const int8_t* c) { requires std::is_same_v<decltype(Ops::loadi8f(c)), F>; };
   constexpr bool HALF_AT_USE = !F16_AT_USE && S.super_k == 0 && S.group_k == S.block_k &&
