@@ -14,8 +14,8 @@
 
 namespace lutkit::detail::avx2 {
 // acc += p in acc's own register (int32 / int16 lanes). For a loop-carried accumulator GCC 12 adds
-// into the product's register and copies the sum back at every step: 6 vmovdqa in the 17
-// instructions of mk_int8's step (3 columns), which made the loop dispatch-bound on Zen 3.
+// into the product's register and copies the sum back at every step: 6 vmovdqa beside the 17
+// other instructions of mk_int8's step (3 columns), which made the loop dispatch-bound on Zen 3.
 LUTKIT_AVX2_DQ LUTKIT_ALWAYS_INLINE inline void add_epi32_into(__m256i& acc, __m256i p) {
   __asm__("vpaddd %1, %0, %0" : "+x"(acc) : "x"(p));
 }

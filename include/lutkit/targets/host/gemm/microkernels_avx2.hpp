@@ -10,8 +10,8 @@
 #include "isa_avx2.hpp"
 
 namespace lutkit::detail::avx2 {
-// the most k4 steps a flush group may have for mk_int8 to buffer its widened activations (below;
-// declared on every target: the tests name it)
+// the most k4 steps a call (all its flush groups) may have for mk_int8 to buffer its widened
+// activations (below; declared on every target: the tests name it)
 inline constexpr std::size_t int8_bcast_steps = 128;
 }  // namespace lutkit::detail::avx2
 
