@@ -150,71 +150,64 @@ LUTKIT_AVX2_DQ void mk_int8_narrow(const mk_int8_args& a) {
 // The wide kernel's body for one combination of the epilogue's options (SA: activation scales per
 // group; FOLDED: the zero folded into the sums), the loops row blocks outside, flush groups inside:
 // a row block's NC x RB x 8 outputs stay in registers across the call's groups (loaded and
-// stored once, not per group), and every operand the loops read is a local (stores to C could
-// alias the argument struct: GCC reloaded its fields after each). The epilogue's operations and
-// their order per output are portable::mk_int8's, group after group: the same bits.
+// stored once, not per group; GCC had also reloaded the argument struct's fields after every store
+// to C, which could alias them). The epilogue's operations and their order per output are
+// portable::mk_int8's, group after group: the same bits.
 template <int NC, bool SA, bool FOLDED>
 LUTKIT_AVX2_DQ void mk_int8_wide(const mk_int8_args& a) {
   constexpr int RB = NC == 1 ? 4 : NC == 2 ? 2 : 1;
-  const uint8_t* const W0 = a.W;
-  const int8_t* const A0 = a.A;
-  const std::size_t lda = a.lda, steps = a.steps, groups = a.groups, ldsum = a.ldsum;
-  const float *const sw0 = a.sw, *const swz0 = a.swz, *const sx0 = a.sumx, *const sa0 = a.sa;
-  const int32_t* const zs0 = a.zsum;
-  float* const C = a.C;
   // every step's activation quads widened and broadcast once, when the call's steps fit
   __m256i xb[int8_bcast_steps * NC];
-  const bool buffered = steps * groups <= int8_bcast_steps;
+  const std::size_t steps = a.steps;
+  const bool buffered = steps * a.groups <= int8_bcast_steps;
   if (buffered)
-    for (std::size_t s = 0; s < steps * groups; ++s)
+    for (std::size_t s = 0; s < steps * a.groups; ++s)
 #pragma GCC unroll 4
-      for (int n = 0; n < NC; ++n) xb[s * NC + n] = int8_quad16(A0 + s * lda, n);
+      for (int n = 0; n < NC; ++n) xb[s * NC + n] = int8_quad16(a.A + s * a.lda, n);
   for (int o0 = 0; o0 < 8; o0 += RB) {
     __m256 c[NC][RB];
 #pragma GCC unroll 4
     for (int n = 0; n < NC; ++n)
 #pragma GCC unroll 4
-      for (int b = 0; b < RB; ++b) c[n][b] = _mm256_loadu_ps(C + 64 * n + 8 * (o0 + b));
-    for (std::size_t g = 0; g < groups; ++g) {
+      for (int b = 0; b < RB; ++b) c[n][b] = _mm256_loadu_ps(a.C + 64 * n + 8 * (o0 + b));
+    for (std::size_t g = 0; g < a.groups; ++g) {
+      const auto [W, A, sw, swz, sx, sa] = int8_group_operands(a, g);
       __m256i acc[NC][RB][2];
 #pragma GCC unroll 4
       for (int n = 0; n < NC; ++n)
 #pragma GCC unroll 4
         for (int b = 0; b < RB; ++b) acc[n][b][0] = acc[n][b][1] = _mm256_setzero_si256();
-      const uint8_t* W = W0 + 256 * steps * g + 32 * o0;
       if (buffered) {
         const __m256i* x = xb + steps * g * NC;
-        for (std::size_t s = 0; s < steps; ++s) int8_step<NC, RB>(W + s * 256, x + s * NC, acc);
+        for (std::size_t s = 0; s < steps; ++s) int8_step<NC, RB>(W + s * 256 + 32 * o0, x + s * NC, acc);
       } else {
-        const int8_t* A = A0 + lda * steps * g;
         for (std::size_t s = 0; s < steps; ++s) {
           __m256i x[NC];
 #pragma GCC unroll 4
-          for (int n = 0; n < NC; ++n) x[n] = int8_quad16(A + s * lda, n);
-          int8_step<NC, RB>(W + s * 256, x, acc);
+          for (int n = 0; n < NC; ++n) x[n] = int8_quad16(A + s * a.lda, n);
+          int8_step<NC, RB>(W + s * 256 + 32 * o0, x, acc);
         }
       }
-      const float* sw = sw0 + 64 * g + 8 * o0;
-      const float* swz = swz0 + 64 * g + 8 * o0;
 #pragma GCC unroll 4
       for (int n = 0; n < NC; ++n) {
 #pragma GCC unroll 4
         for (int b = 0; b < RB; ++b) {
+          const int r = 8 * (o0 + b);
           // pair sums [r0 r0 r1 r1 | r4 r4 r5 r5] and [r2 r2 r3 r3 | r6 r6 r7 r7] -> [r0 .. r7]
           __m256i sum = _mm256_hadd_epi32(acc[n][b][0], acc[n][b][1]);
           // the zero folded in: the exact sums plus -z * sum(q)
-          if constexpr (FOLDED) sum = _mm256_add_epi32(sum, _mm256_set1_epi32(zs0[g * ldsum + n]));
+          if constexpr (FOLDED) sum = _mm256_add_epi32(sum, _mm256_set1_epi32(a.zsum[g * a.ldsum + n]));
           __m256 f = _mm256_cvtepi32_ps(sum);
-          if constexpr (SA) f = _mm256_mul_ps(f, _mm256_set1_ps(sa0[g * ldsum + n]));
-          c[n][b] = _mm256_fmadd_ps(f, _mm256_loadu_ps(sw + 8 * b), c[n][b]);
-          if constexpr (!FOLDED) c[n][b] = _mm256_fnmadd_ps(_mm256_loadu_ps(swz + 8 * b), _mm256_set1_ps(sx0[g * ldsum + n]), c[n][b]);
+          if constexpr (SA) f = _mm256_mul_ps(f, _mm256_set1_ps(sa[n]));
+          c[n][b] = _mm256_fmadd_ps(f, _mm256_loadu_ps(sw + r), c[n][b]);
+          if constexpr (!FOLDED) c[n][b] = _mm256_fnmadd_ps(_mm256_loadu_ps(swz + r), _mm256_set1_ps(sx[n]), c[n][b]);
         }
       }
     }
 #pragma GCC unroll 4
     for (int n = 0; n < NC; ++n)
 #pragma GCC unroll 4
-      for (int b = 0; b < RB; ++b) _mm256_storeu_ps(C + 64 * n + 8 * (o0 + b), c[n][b]);
+      for (int b = 0; b < RB; ++b) _mm256_storeu_ps(a.C + 64 * n + 8 * (o0 + b), c[n][b]);
   }
 }
 

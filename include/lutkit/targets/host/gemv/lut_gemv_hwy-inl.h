@@ -238,10 +238,7 @@ struct HwyOps {
     for (int i = 0; i < kParts; ++i) hn::StoreU(rd(w.p[i]), DW(), dst + i * (kPartBytes / 2));
   }
   static HWY_INLINE void f16_to_f32(const uint16_t* src, float* dst, int n) {
-    const hn::CappedTag<float, 16> df;
-    const hn::Rebind<hwy::float16_t, decltype(df)> dh;
-    const auto* s = reinterpret_cast<const hwy::float16_t*>(src);
-    for (int i = 0; i < n; i += int(hn::Lanes(df))) hn::StoreU(hn::PromoteTo(df, hn::LoadU(dh, s + i)), df, dst + i);
+    for (int i = 0; i < n; i += 16) storef(dst + i, loadh(src + i));
   }
   // 16 fp16 values as floats (a group's scales or zeros, read where the epilogue uses them)
   static HWY_INLINE F loadh(const uint16_t* p) {
