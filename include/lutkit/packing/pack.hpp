@@ -215,7 +215,7 @@ struct ggml_superblock_source {
     const uint8_t* at(std::size_t) const { return nullptr; }
     // (K is a multiple of E = 256: the 64 codes of a multiple of 64 lie in one block)
     void codes64(std::size_t k0, uint8_t* out) const {
-      if (k0 % 64 == 0 && k0 < K) return Block::codes64(b + (k0 / E) * Block::block_bytes, unsigned(k0 % E), out);
+      if (k0 % 64 == 0 && k0 < K) return kq_codes64<Block>(b + (k0 / E) * Block::block_bytes, unsigned(k0 % E), out);
       for (std::size_t j = 0; j < 8; ++j) {
         const uint64_t x = codes8(k0 + 8 * j);
         std::memcpy(out + 8 * j, &x, 8);

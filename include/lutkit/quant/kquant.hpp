@@ -145,8 +145,8 @@ inline bool kq_zero(const unsigned char* p) { return ((p[0] | (unsigned(p[1]) <<
 // and bytes per block, the weights per sub-block (the policy's group), and of a block b: finite()
 // (its fp16 super-scales are), sup(b) and sup_min(b) (d and -dmin; 0 for the symmetric types),
 // scale(b, j) and minimum(b, j) of sub-block j (the fp32 values llama.cpp forms: int8 multiples
-// of sup and sup_min), codes8(b, e0) (codes e0 .. e0 + 7, e0 a multiple of 8; byte i: e0 + i) and
-// codes64(b, e0, out) (codes e0 .. e0 + 63, e0 a multiple of 64: loops the compiler vectorises).
+// of sup and sup_min), codes8(b, e0) (codes e0 .. e0 + 7, e0 a multiple of 8; byte i: e0 + i:
+// formed in a 64-bit word, kq_codes64 below).
 // scale_code(b, j) and min_code(b, j) are the sub-block's integer factors themselves (scale =
 // sup x scale_code exactly: an fp16 times a code of at most 8 bits), and sup_zero(b) /
 // sup_min_zero(b) say whether sup / sup_min is +-0 (then the packer's code keeps the product's sign
@@ -180,14 +180,6 @@ struct ggml_q4_k {
     std::memcpy(&x, b + 16 + 32 * c + l % 32, 8);
     return (x >> sh) & 0x0F0F0F0F0F0F0F0Full;
   }
-  // codes e0 .. e0 + 63 (e0 a multiple of 64) to out: one 32-byte run, low nibbles then high
-  static void codes64(const unsigned char* b, unsigned e0, uint8_t* out) {
-    const unsigned char* q = b + 16 + 32 * (e0 / 64);
-    for (int l = 0; l < 32; ++l) {
-      out[l] = q[l] & 0x0F;
-      out[32 + l] = q[l] >> 4;
-    }
-  }
 };
 struct ggml_q6_k {
   using format = fmt::q6_k;
@@ -214,16 +206,6 @@ struct ggml_q6_k {
     hi = (hi >> (2 * c)) & 0x0303030303030303ull;
     return lo | (hi << 4);
   }
-  // codes e0 .. e0 + 63 (e0 a multiple of 64: c = 2 (e0 / 64 % 2) and c + 1 of half h)
-  static void codes64(const unsigned char* b, unsigned e0, uint8_t* out) {
-    const unsigned h = e0 / 128, c0 = (e0 / 32) % 4;
-    const unsigned char* ql = b + 64 * h;
-    const unsigned char* qh = b + 128 + 32 * h;
-    const unsigned sl = c0 < 2 ? 0 : 4;
-    for (unsigned cc = 0; cc < 2; ++cc)
-      for (int l = 0; l < 32; ++l)
-        out[32 * cc + l] = uint8_t(((ql[32 * cc + l] >> sl) & 0x0F) | (((qh[l] >> (2 * (c0 + cc))) & 3) << 4));
-  }
 };
 
 // Q5_K (176 bytes: Q4_K's d, dmin and scales, qh[32] at 16, qs[128] at 48): sub-block j's scale
@@ -248,16 +230,6 @@ struct ggml_q5_k {
     std::memcpy(&hi, b + 16 + l % 32, 8);
     return ((lo >> sh) & 0x0F0F0F0F0F0F0F0Full) | (((hi >> j) & 0x0101010101010101ull) << 4);
   }
-  // codes e0 .. e0 + 63 (e0 a multiple of 64): Q4_K's nibbles, the fifth bits of sub-blocks j, j + 1
-  static void codes64(const unsigned char* b, unsigned e0, uint8_t* out) {
-    const unsigned char* q = b + 48 + 32 * (e0 / 64);
-    const unsigned char* qh = b + 16;
-    const unsigned j = e0 / 32;
-    for (int l = 0; l < 32; ++l) {
-      out[l] = uint8_t((q[l] & 0x0F) | (((qh[l] >> j) & 1) << 4));
-      out[32 + l] = uint8_t((q[l] >> 4) | (((qh[l] >> (j + 1)) & 1) << 4));
-    }
-  }
 };
 // Q2_K (84 bytes: scales[16], qs[64] at 16, fp16 d at 80, dmin at 82). Sub-block i: scale
 // d * (scales[i] & 15), minimum -(dmin * (scales[i] >> 4)); weight e = 128 h + 32 j + l: bits
@@ -280,13 +252,6 @@ struct ggml_q2_k {
     uint64_t lo;
     std::memcpy(&lo, b + 16 + 32 * h + l, 8);
     return (lo >> (2 * j)) & 0x0303030303030303ull;
-  }
-  // codes e0 .. e0 + 63 (e0 a multiple of 64: j = 2 (e0 / 64 % 2) and j + 1 of half h)
-  static void codes64(const unsigned char* b, unsigned e0, uint8_t* out) {
-    const unsigned h = e0 / 128, j0 = (e0 / 32) % 4;
-    const unsigned char* q = b + 16 + 32 * h;
-    for (unsigned jj = 0; jj < 2; ++jj)
-      for (int l = 0; l < 32; ++l) out[32 * jj + l] = uint8_t((q[l] >> (2 * (j0 + jj))) & 3);
   }
 };
 // Q3_K (110 bytes: hmask[32], qs[64], 12 bytes of 6-bit scales, fp16 d). Weight e = 128 h + 32 j + l
@@ -320,17 +285,18 @@ struct ggml_q3_k {
     hi = (hi >> (4 * h + j)) & 0x0101010101010101ull;
     return lo | (hi << 2);
   }
-  // codes e0 .. e0 + 63 (e0 a multiple of 64: j = 2 (e0 / 64 % 2) and j + 1 of half h)
-  static void codes64(const unsigned char* b, unsigned e0, uint8_t* out) {
-    const unsigned h = e0 / 128, j0 = (e0 / 32) % 4;
-    const unsigned char* q = b + 32 + 32 * h;
-    for (unsigned jj = 0; jj < 2; ++jj) {
-      const unsigned j = j0 + jj;
-      for (int l = 0; l < 32; ++l)
-        out[32 * jj + l] = uint8_t(((q[l] >> (2 * j)) & 3) | (((b[l] >> (4 * h + j)) & 1) << 2));
-    }
-  }
 };
+
+// codes e0 .. e0 + 63 of a K-quant block (e0 a multiple of 64) to out, eight at a time as codes8
+// forms them in a 64-bit word. (Byte loops with a shift by the sub-block's bit position were left
+// scalar by GCC: x86 has no byte shifts; docs/llama_formats.md, "Load".)
+template <class Block>
+void kq_codes64(const unsigned char* b, unsigned e0, uint8_t* out) {
+  for (unsigned i = 0; i < 64; i += 8) {
+    const uint64_t x = Block::codes8(b, e0 + i);
+    std::memcpy(out + i, &x, 8);
+  }
+}
 
 // the checks of every reader of a K-quant tensor: the policy holds the block's format with
 // group<sub>, K a multiple of the super-block, the buffer large enough

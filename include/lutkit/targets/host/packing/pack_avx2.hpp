@@ -112,38 +112,71 @@ LUTKIT_PACK_AVX2 inline void transpose16_epi16(__m256i (&v)[16]) {
 }
 constexpr int column_register(int j) { return (j & 8) | ((j & 1) << 2) | (j & 2) | ((j & 4) >> 2); }
 
-// A tile's 32 row pairs over 64 codes to the 8 step pairs they fill, for host layouts of 4 planes
-// whose planes 2 q and 2 q + 1 of step s sit as one 16-bit word per row pair in a 64-byte chunk
-// (row pair r's word at byte 2 r): p0[r], p1[r] the codes of rows r and r + 32 at k0 (p1[r] null:
-// a padded row); chunk (q, s) of step pair j goes to dst[j] + off[2 q + s]. Each row pair's
-// planes are one row of 32 words (step pair, step, plane pair), both steps in one row; the 32 x 32
-// word matrix is transposed as four 16 x 16 blocks, and each column (a half chunk: 16 row pairs)
-// is stored with one 32-byte store. (8-bit formats are stored as whole codes, not bit planes.)
+// A tile's 32 row pairs over 64 codes to the 8 step pairs they fill, for host layouts of 2, 4 or
+// 6 planes whose planes 2 q and 2 q + 1 of step s sit as one 16-bit word per row pair in a 64-byte
+// chunk (row pair r's word at byte 2 r): p0[r], p1[r] the codes of rows r and r + 32 at k0 (p1[r]
+// null: a padded row); chunk (q, s) of step pair j goes to dst[j] + off[2 q + s]. Each row pair's
+// planes are rows of 16-bit words, the 32 x 32 (4 planes) or 32 x 16 (a plane pair of 2 or 6
+// planes) word matrices are transposed as 16 x 16 blocks, and each column (a half chunk: 16 row
+// pairs) is stored with one 32-byte store. (8-bit formats are stored as whole codes, not bit planes.)
 template <code_form F, int PL, bool prefetch = true>
 LUTKIT_PACK_AVX2 inline void row_pairs_step_pairs8(const uint8_t* const* p0, const uint8_t* const* p1,
                                                    std::size_t stride, uint8_t* const* dst, const int* off) {
-  static_assert(PL == 4, "row_pairs_step_pairs8: 4 planes");
+  static_assert(PL == 2 || PL == 4 || PL == 6, "row_pairs_step_pairs8: 2, 4 or 6 planes");
   if constexpr (prefetch) prefetch_tile_codes<F>(p0, p1, stride);
-  __m256i m[2][32];  // [column half][row pair]
-  for (int r = 0; r < 32; ++r) {
-    __m256i s[2][2];
-    row_pair_planes_v<F>(p0[r], p1[r], stride, s);
-    // planes 4..7 of 4-bit codes are zero: step 1's two words move into their place
-    for (int h = 0; h < 2; ++h) m[h][r] = _mm256_blend_epi32(s[0][h], _mm256_slli_epi64(s[1][h], 32), 0xAA);
-  }
-  for (int h = 0; h < 2; ++h)
-    for (int a = 0; a < 2; ++a) {
-      __m256i v[16];
+  if constexpr (PL == 4) {
+    __m256i m[2][32];  // [column half][row pair]
+    for (int r = 0; r < 32; ++r) {
+      __m256i s[2][2];
+      row_pair_planes_v<F>(p0[r], p1[r], stride, s);
+      // planes 4..7 of 4-bit codes are zero: step 1's two words move into their place
+      for (int h = 0; h < 2; ++h) m[h][r] = _mm256_blend_epi32(s[0][h], _mm256_slli_epi64(s[1][h], 32), 0xAA);
+    }
+    for (int h = 0; h < 2; ++h)
+      for (int a = 0; a < 2; ++a) {
+        __m256i v[16];
 #pragma GCC unroll 16
-      for (int i = 0; i < 16; ++i) v[i] = m[h][16 * a + i];
-      transpose16_epi16(v);
+        for (int i = 0; i < 16; ++i) v[i] = m[h][16 * a + i];
+        transpose16_epi16(v);
 #pragma GCC unroll 16
-      for (int j = 0; j < 16; ++j) {
-        const int c = 16 * h + j;  // word c of a row: step pair c / 4, then (s, q)
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst[c / 4] + off[c % 4 % 2 * 2 + c % 4 / 2] + 32 * a),
-                            v[column_register(j)]);
+        for (int j = 0; j < 16; ++j) {
+          const int c = 16 * h + j;  // word c of a row: step pair c / 4, then (s, q)
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst[c / 4] + off[c % 4 % 2 * 2 + c % 4 / 2] + 32 * a),
+                              v[column_register(j)]);
+        }
+      }
+  } else {
+    // plane pair q of a row pair: word 2 j + s = planes 2 q, 2 q + 1 of step s of step pair j
+    constexpr int Q = PL / 2;
+    __m256i m[Q][32];  // [plane pair][row pair]
+    const __m256i word = _mm256_set1_epi64x(0xFFFF);
+    const __m256i even_dwords = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
+    for (int r = 0; r < 32; ++r) {
+      __m256i s[2][2];  // qword j of s[st][h]: step pair 4 h + j, step st, plane p in byte p
+      row_pair_planes_v<F>(p0[r], p1[r], stride, s);
+#pragma GCC unroll 3
+      for (int q = 0; q < Q; ++q) {
+        __m256i y[2];
+        for (int h = 0; h < 2; ++h) {
+          const __m256i w0 = _mm256_and_si256(_mm256_srli_epi64(s[0][h], 16 * q), word);
+          const __m256i w1 = _mm256_and_si256(_mm256_srli_epi64(s[1][h], 16 * q), word);
+          y[h] = _mm256_permutevar8x32_epi32(_mm256_or_si256(w0, _mm256_slli_epi64(w1, 16)), even_dwords);
+        }
+        m[q][r] = _mm256_permute2x128_si256(y[0], y[1], 0x20);
       }
     }
+    for (int q = 0; q < Q; ++q)
+      for (int a = 0; a < 2; ++a) {
+        __m256i v[16];
+#pragma GCC unroll 16
+        for (int i = 0; i < 16; ++i) v[i] = m[q][16 * a + i];
+        transpose16_epi16(v);
+#pragma GCC unroll 16
+        for (int c = 0; c < 16; ++c)
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst[c / 2] + off[2 * q + c % 2] + 32 * a),
+                              v[column_register(c)]);
+      }
+  }
 }
 
 // fp16 encodings of n floats s[0], s[stride], ... (a group's parameter of consecutive rows) to
