@@ -783,8 +783,12 @@ TEST_CASE("the packer's tile kernel: 32 row pairs to 8 step pairs, the AVX-512 a
   };
   check.operator()<detail::code_form::bytes, Q4>(0, 0x0F);
   check.operator()<detail::code_form::ggml_nibbles, Q4>(18, 0xFF);
-  // 2 and 6 planes (Q2_K and TQ2_0, Q6_K): the AVX2 kernel's plane-pair path
+  // 2, 3, 5 and 6 planes (Q2_K and TQ2_0, Q3_K, Q5_0 and Q5_K, Q6_K): the AVX2 kernel's
+  // plane-pair path, and its last single plane
   check.operator()<detail::code_form::bytes, policy<fmt::q2_k, group<16>>>(0, 0x03);
   check.operator()<detail::code_form::bytes, policy<fmt::uint_asym<2>, group<256>>>(0, 0x03);
+  check.operator()<detail::code_form::bytes, policy<fmt::q3_k, group<16>>>(0, 0x07);
+  check.operator()<detail::code_form::bytes, policy<fmt::uint_sym<5>, group<32>>>(0, 0x1F);
+  check.operator()<detail::code_form::bytes, policy<fmt::q5_k, group<32>>>(0, 0x1F);
   check.operator()<detail::code_form::bytes, policy<fmt::q6_k, group<16>>>(0, 0x3F);
 }

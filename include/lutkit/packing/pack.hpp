@@ -224,48 +224,49 @@ struct ggml_superblock_source {
   };
   std::size_t M() const { return M_; }
   std::size_t K() const { return K_; }
-  const unsigned char* block(std::size_t m, std::size_t g) const {
-    const std::size_t i = m * (K_ / E) + g / G;
-    const unsigned char* b = blocks + i * Block::block_bytes;
-    check_superblock_finite<Block>(what, b, i, K_);
-    return b;
-  }
-  // a block without the finiteness check (done at the super-block's first group, which the packer
-  // always asks for before the others)
+  // a block of row m, group g (the finiteness check is codes_rows')
   const unsigned char* block_in(std::size_t m, std::size_t g) const {
     return blocks + (m * (K_ / E) + g / G) * Block::block_bytes;
   }
-  // the int8 code slots of rows m0 .. m0 + n - 1 of group g (the sub-block's scale / minimum over
-  // the super-block's d / -dmin: its sc / m, read as the integers they are; a zero d or dmin goes
-  // through super_code, which keeps the product's sign)
-  void scale_bits_rows(std::size_t m0, std::size_t n, std::size_t g, uint8_t* out) const {
-    const int j = int(g % G);
-    // at a super-block's first group, the rows' blocks two super-blocks on: the packer reads 64
-    // rows at once, more streams than the hardware prefetcher follows, and waited on every row's
-    // first line of a block (the block's parameters) without this
-    if (j == 0 && g / G + 2 < K_ / E)
+  // The int8 code slots of rows m0 .. m0 + n - 1 for every sub-block of super-block u: sc[ld j + i]
+  // the scale codes of sub-block j, mn[ld j + i] the minimum codes (asymmetric types). A code is
+  // the sub-block's scale / minimum over the super-block's d / -dmin: its sc / m, read as the
+  // integer it is; a zero d or dmin goes through super_code, which keeps the product's sign. One
+  // pass over the rows' blocks per super-block (the packer copies a group's slots from sc / mn):
+  // per group and row, the block's address and its zero and finiteness tests were most of a
+  // K-quant load with 16-weight groups.
+  void codes_rows(std::size_t m0, std::size_t n, std::size_t u, std::size_t ld, uint8_t* sc, uint8_t* mn) const {
+    const std::size_t per_row = K_ / E, row_bytes = per_row * Block::block_bytes;
+    // the rows' blocks two super-blocks on: the packer reads 64 rows at once, more streams than
+    // the hardware prefetcher follows, and waited on every row's first line of a block without this
+    if (u + 2 < per_row)
       for (std::size_t i = 0; i < n; ++i) {
-        const unsigned char* p = block_in(m0 + i, g + 2 * G);
+        const unsigned char* p = blocks + (m0 + i) * row_bytes + (u + 2) * Block::block_bytes;
         for (std::size_t o = 0; o < Block::block_bytes; o += 64) prefetch_line(p + o);
         prefetch_line(p + Block::block_bytes - 1);
       }
-    for (std::size_t i = 0; i < n; ++i) {
-      const unsigned char* b = j == 0 ? block(m0 + i, g) : block_in(m0 + i, g);
-      out[i] = Block::sup_zero(b) ? uint8_t(super_code(Block::scale(b, j), Block::sup(b), what))
-                                  : uint8_t(int8_t(Block::scale_code(b, j)));
+    const unsigned char* b = blocks + m0 * row_bytes + u * Block::block_bytes;
+    for (std::size_t i = 0; i < n; ++i, b += row_bytes) {
+      check_superblock_finite<Block>(what, b, (m0 + i) * per_row + u, K_);
+      if (Block::sup_zero(b)) [[unlikely]] {
+        for (std::size_t j = 0; j < G; ++j) sc[ld * j + i] = uint8_t(super_code(Block::scale(b, int(j)), Block::sup(b), what));
+      } else {
+        for (std::size_t j = 0; j < G; ++j) sc[ld * j + i] = uint8_t(int8_t(Block::scale_code(b, int(j))));
+      }
+      if constexpr (P::spec.asymmetric) {
+        if (Block::sup_min_zero(b)) [[unlikely]] {
+          for (std::size_t j = 0; j < G; ++j)
+            mn[ld * j + i] = uint8_t(super_code(Block::minimum(b, int(j)), Block::sup_min(b), what));
+        } else {
+          for (std::size_t j = 0; j < G; ++j) mn[ld * j + i] = uint8_t(int8_t(Block::min_code(b, int(j))));
+        }
+      }
     }
   }
-  void zero_bits_rows(std::size_t m0, std::size_t n, std::size_t g, uint8_t* out) const {
-    const int j = int(g % G);
-    for (std::size_t i = 0; i < n; ++i) {
-      const unsigned char* b = block_in(m0 + i, g);
-      out[i] = Block::sup_min_zero(b) ? uint8_t(super_code(Block::minimum(b, j), Block::sup_min(b), what))
-                                      : uint8_t(int8_t(Block::min_code(b, j)));
-    }
-  }
+  // (after codes_rows of the super-block, which checked the blocks finite)
   void super_rows(std::size_t m0, std::size_t n, std::size_t g, float* sup, float* sup_min) const {
     for (std::size_t i = 0; i < n; ++i) {
-      const unsigned char* b = block(m0 + i, g);
+      const unsigned char* b = block_in(m0 + i, g);
       sup[i] = Block::sup(b);
       if (P::spec.asymmetric) sup_min[i] = Block::sup_min(b);
     }
@@ -291,18 +292,22 @@ constexpr bool planes_side_by_side() {
 }
 
 // Host layouts whose planes 2 q and 2 q + 1 of step s sit as one 16-bit word per row pair r
-// (r and r + 32) at byte 2 r of a 64-byte chunk of the step pair (row_pairs_step_pairs8)
+// (r and r + 32) at byte 2 r of a 64-byte chunk of the step pair, and an odd count's last plane
+// as one byte per row pair in a 32-byte chunk: row pairs r and r + 16 (r < 16) at bytes 2 r and
+// 2 r + 1 (row_pairs_step_pairs8)
 template <class P>
 constexpr bool paired_plane_chunks() {
   constexpr auto& S = P::spec;
-  if (S.plane_chunks() || S.rows_per_tile != 64 || S.planes % 2 != 0 || S.planes > 8) return false;
+  if (S.plane_chunks() || S.rows_per_tile != 64 || S.planes > 8) return false;
   for (int q = 0; 2 * q < S.planes; ++q)
     for (int s = 0; s < 2; ++s) {
       const int base = S.index_byte_in_step_pair(0, 2 * q, s);
-      if (base % 64 != 0) return false;
+      const bool single = 2 * q + 1 == S.planes;
+      if (base % (single ? 32 : 64) != 0) return false;
       for (int r = 0; r < 32; ++r)
-        if (S.index_byte_in_step_pair(r, 2 * q, s) != base + 2 * r ||
-            S.index_byte_in_step_pair(r, 2 * q + 1, s) != base + 2 * r + 1)
+        if (single ? S.index_byte_in_step_pair(r, 2 * q, s) != base + 2 * (r % 16) + r / 16
+                   : S.index_byte_in_step_pair(r, 2 * q, s) != base + 2 * r ||
+                         S.index_byte_in_step_pair(r, 2 * q + 1, s) != base + 2 * r + 1)
           return false;
     }
   return true;
@@ -381,12 +386,28 @@ void pack_tiles(const Src& src, uint8_t* d, const packed_layout& L, std::size_t 
       for (int s = 0; s < 2; ++s) off[p][s] = S.index_byte_in_step_pair(r, p, s);
   };
   // rows [r0, r1) of tile t (those inside the tensor): the scale and zero slots of groups [g0, g1)
+  // sources with codes_rows (K-quants): a super-block's code slots for the tile's rows, formed at
+  // its first group (which the walks below always reach before its others) and copied per group
+  constexpr bool super_codes = requires(const Src& s, uint8_t* p) { s.codes_rows(0, 0, 0, 0, p, p); };
+  constexpr std::size_t GS = std::size_t(S.groups_per_super());
+  std::vector<uint8_t> sub_codes(super_codes ? 2 * GS * std::size_t(R) : 0);
   auto params = [&](std::size_t t, int r0, int r1, std::size_t g0, std::size_t g1) {
     r1 = int(std::min<std::size_t>(std::size_t(r1), M - std::min(M, t * std::size_t(R))));
     for (std::size_t g = g0; g < g1; ++g) {
+      if constexpr (super_codes) {
+        if (r1 > r0) {
+          const std::size_t n = std::size_t(r1 - r0), m0 = t * std::size_t(R) + std::size_t(r0), j = g % GS;
+          uint8_t* sc = sub_codes.data();
+          uint8_t* mn = sc + GS * std::size_t(R);
+          if (j == 0) src.codes_rows(m0, n, g / GS, std::size_t(R), sc, mn);
+          std::memcpy(d + L.scale_offset(t, g) + std::size_t(r0), sc + j * std::size_t(R), n);
+          if constexpr (S.asymmetric) std::memcpy(d + L.zero_offset(t, g) + std::size_t(r0), mn + j * std::size_t(R), n);
+        }
+      } else {
       if (r1 > r0) src.scale_bits_rows(t * std::size_t(R) + std::size_t(r0), std::size_t(r1 - r0), g, d + L.scale_offset(t, g) + std::size_t(S.param_bytes()) * std::size_t(r0));
       if constexpr (S.asymmetric)
         if (r1 > r0) src.zero_bits_rows(t * std::size_t(R) + std::size_t(r0), std::size_t(r1 - r0), g, d + L.zero_offset(t, g) + std::size_t(S.param_bytes()) * std::size_t(r0));
+      }
       if constexpr (S.super_k > 0)  // the super-group's entry, at its first group
         if (r1 > r0 && g % std::size_t(S.groups_per_super()) == 0) {
           alignas(64) float sup[R], sup_min[R];

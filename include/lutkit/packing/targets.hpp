@@ -28,17 +28,18 @@ void row_pair_planes(const uint8_t* p0, const uint8_t* p1, std::size_t stride, u
 }
 
 // row_pairs_step_pairs8 (portable_kernel.hpp): the AVX-512 kernel (any even PL up to 8) or the
-// AVX2 one (2, 4 or 6 planes), else row pair by row pair through row_pair_planes above (each row pair's
+// AVX2 one (2 to 6 planes), else row pair by row pair through row_pair_planes above (each row pair's
 // planes by GFNI or AVX2 where the CPU has it, stored 16 bits at a time). `prefetch`: the SIMD
 // kernels prefetch the rows' codes two calls ahead (false for codes the caller assembled).
 template <code_form F, int PL, bool prefetch = true>
 void row_pairs_step_pairs8(const uint8_t* const* p0, const uint8_t* const* p1, std::size_t stride,
                            uint8_t* const* dst, const int* off) {
 #if defined(LUTKIT_HAVE_PACK_AVX512)
-  if (avx512::cpu_has_pack_kernel()) return avx512::row_pairs_step_pairs8<F, PL, prefetch>(p0, p1, stride, dst, off);
+  if constexpr (PL % 2 == 0)
+    if (avx512::cpu_has_pack_kernel()) return avx512::row_pairs_step_pairs8<F, PL, prefetch>(p0, p1, stride, dst, off);
 #endif
 #if defined(LUTKIT_HAVE_PACK_AVX2)
-  if constexpr (PL <= 6)
+  if constexpr (PL >= 2 && PL <= 6)
     if (avx2_pack::cpu_has_pack_kernel())
       return avx2_pack::row_pairs_step_pairs8<F, PL, prefetch>(p0, p1, stride, dst, off);
 #endif

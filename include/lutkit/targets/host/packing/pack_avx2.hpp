@@ -112,17 +112,19 @@ LUTKIT_PACK_AVX2 inline void transpose16_epi16(__m256i (&v)[16]) {
 }
 constexpr int column_register(int j) { return (j & 8) | ((j & 1) << 2) | (j & 2) | ((j & 4) >> 2); }
 
-// A tile's 32 row pairs over 64 codes to the 8 step pairs they fill, for host layouts of 2, 4 or
-// 6 planes whose planes 2 q and 2 q + 1 of step s sit as one 16-bit word per row pair in a 64-byte
-// chunk (row pair r's word at byte 2 r): p0[r], p1[r] the codes of rows r and r + 32 at k0 (p1[r]
-// null: a padded row); chunk (q, s) of step pair j goes to dst[j] + off[2 q + s]. Each row pair's
-// planes are rows of 16-bit words, the 32 x 32 (4 planes) or 32 x 16 (a plane pair of 2 or 6
-// planes) word matrices are transposed as 16 x 16 blocks, and each column (a half chunk: 16 row
-// pairs) is stored with one 32-byte store. (8-bit formats are stored as whole codes, not bit planes.)
+// A tile's 32 row pairs over 64 codes to the 8 step pairs they fill, for host layouts of 2 to 6
+// planes whose planes 2 q and 2 q + 1 of step s sit as one 16-bit word per row pair in a 64-byte
+// chunk (row pair r's word at byte 2 r), and an odd count's last plane as one byte per row pair
+// (row pairs r and r + 16 at bytes 2 r and 2 r + 1 of its chunk, r < 16): p0[r], p1[r] the codes
+// of rows r and r + 32 at k0 (p1[r] null: a padded row); chunk (q, s) of step pair j goes to
+// dst[j] + off[2 q + s]. Each row pair's planes are rows of 16-bit words, the 32 x 32 (4 planes)
+// or 32 x 16 (a plane pair, or the last plane with a zero partner) word matrices are transposed
+// as 16 x 16 blocks, and each column (a half chunk: 16 row pairs) is stored with one 32-byte
+// store (the last plane's two halves as the low and high bytes of one). (8-bit formats are stored as whole codes, not bit planes.)
 template <code_form F, int PL, bool prefetch = true>
 LUTKIT_PACK_AVX2 inline void row_pairs_step_pairs8(const uint8_t* const* p0, const uint8_t* const* p1,
                                                    std::size_t stride, uint8_t* const* dst, const int* off) {
-  static_assert(PL == 2 || PL == 4 || PL == 6, "row_pairs_step_pairs8: 2, 4 or 6 planes");
+  static_assert(PL >= 2 && PL <= 6, "row_pairs_step_pairs8: 2 to 6 planes");
   if constexpr (prefetch) prefetch_tile_codes<F>(p0, p1, stride);
   if constexpr (PL == 4) {
     __m256i m[2][32];  // [column half][row pair]
@@ -147,7 +149,8 @@ LUTKIT_PACK_AVX2 inline void row_pairs_step_pairs8(const uint8_t* const* p0, con
       }
   } else {
     // plane pair q of a row pair: word 2 j + s = planes 2 q, 2 q + 1 of step s of step pair j
-    constexpr int Q = PL / 2;
+    // (an odd PL's last plane: q = PL / 2, with plane PL, all zero, for its high byte)
+    constexpr int Q = (PL + 1) / 2;
     __m256i m[Q][32];  // [plane pair][row pair]
     const __m256i word = _mm256_set1_epi64x(0xFFFF);
     const __m256i even_dwords = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
@@ -165,7 +168,7 @@ LUTKIT_PACK_AVX2 inline void row_pairs_step_pairs8(const uint8_t* const* p0, con
         m[q][r] = _mm256_permute2x128_si256(y[0], y[1], 0x20);
       }
     }
-    for (int q = 0; q < Q; ++q)
+    for (int q = 0; q < PL / 2; ++q)
       for (int a = 0; a < 2; ++a) {
         __m256i v[16];
 #pragma GCC unroll 16
@@ -176,6 +179,19 @@ LUTKIT_PACK_AVX2 inline void row_pairs_step_pairs8(const uint8_t* const* p0, con
           _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst[c / 2] + off[2 * q + c % 2] + 32 * a),
                               v[column_register(c)]);
       }
+    if constexpr (PL % 2 == 1) {
+      __m256i v[2][16];
+      for (int a = 0; a < 2; ++a) {
+#pragma GCC unroll 16
+        for (int i = 0; i < 16; ++i) v[a][i] = m[Q - 1][16 * a + i];
+        transpose16_epi16(v[a]);
+      }
+      // row pairs i and 16 + i of a column (words with a zero high byte) to bytes 2 i, 2 i + 1
+#pragma GCC unroll 16
+      for (int c = 0; c < 16; ++c)
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst[c / 2] + off[PL - 1 + c % 2]),
+                            _mm256_or_si256(v[0][column_register(c)], _mm256_slli_epi16(v[1][column_register(c)], 8)));
+    }
   }
 }
 
