@@ -589,17 +589,19 @@ struct ggml_q5_0 : ggml_block_32 {
   static uint32_t high_bits(const unsigned char* qs) {
     return uint32_t(qs[-4]) | (uint32_t(qs[-3]) << 8) | (uint32_t(qs[-2]) << 16) | (uint32_t(qs[-1]) << 24);
   }
-  static uint64_t codes8(const unsigned char* qs, unsigned j0) {
-    const uint32_t h = high_bits(qs) >> j0;
-    uint64_t x = ggml_nibble_codes::codes8(qs, j0);
-    for (unsigned i = 0; i < 8; ++i) x |= uint64_t((h >> i) & 1u) << (8 * i + 4);
-    return x;
+  // bits 0..7 of h as bit 4 of bytes 0..7: the byte copied to every byte, byte i's bit i kept,
+  // then + 0x7F carries a set bit to bit 7 (a 64-bit word: no shift per byte, which x86 lacks)
+  static uint64_t bit4_bytes(uint32_t h) {
+    const uint64_t t = (uint64_t(h & 0xFFu) * 0x0101010101010101ull) & 0x8040201008040201ull;
+    return ((t + 0x7F7F7F7F7F7F7F7Full) >> 3) & 0x1010101010101010ull;
   }
-  LUTKIT_VECTORIZE static void codes32(const unsigned char* qs, uint8_t* out) {
-    const uint32_t h = high_bits(qs);
-    for (int j = 0; j < 16; ++j) {
-      out[j] = uint8_t((qs[j] & 0x0Fu) | (((h >> j) & 1u) << 4));
-      out[j + 16] = uint8_t((qs[j] >> 4) | (((h >> (j + 16)) & 1u) << 4));
+  static uint64_t codes8(const unsigned char* qs, unsigned j0) {
+    return ggml_nibble_codes::codes8(qs, j0) | bit4_bytes(high_bits(qs) >> j0);
+  }
+  static void codes32(const unsigned char* qs, uint8_t* out) {
+    for (unsigned j = 0; j < 32; j += 8) {
+      const uint64_t x = codes8(qs, j);
+      std::memcpy(out + j, &x, 8);
     }
   }
   static void codes_block(const unsigned char* qs, uint8_t* out) { codes32(qs, out); }
