@@ -124,10 +124,7 @@ struct ggml_source {
         if (k0 + 64 <= K) Block::codes32(blk + Block::block_bytes, out + 32);
         else std::memset(out + 32, 0, 32);
       } else {  // (K a multiple of E >= 64: the 64 codes lie in one block)
-        for (std::size_t j = 0; j < 8; ++j) {
-          const uint64_t x = codes8(k0 + 8 * j);
-          std::memcpy(out + 8 * j, &x, 8);
-        }
+        codes64_by8<Block>(b + (k0 / E) * Block::block_bytes + Block::qs_offset, unsigned(k0 % E), out);
       }
     }
   };
@@ -215,7 +212,7 @@ struct ggml_superblock_source {
     const uint8_t* at(std::size_t) const { return nullptr; }
     // (K is a multiple of E = 256: the 64 codes of a multiple of 64 lie in one block)
     void codes64(std::size_t k0, uint8_t* out) const {
-      if (k0 % 64 == 0 && k0 < K) return kq_codes64<Block>(b + (k0 / E) * Block::block_bytes, unsigned(k0 % E), out);
+      if (k0 % 64 == 0 && k0 < K) return codes64_by8<Block>(b + (k0 / E) * Block::block_bytes, unsigned(k0 % E), out);
       for (std::size_t j = 0; j < 8; ++j) {
         const uint64_t x = codes8(k0 + 8 * j);
         std::memcpy(out + 8 * j, &x, 8);

@@ -146,7 +146,7 @@ inline bool kq_zero(const unsigned char* p) { return ((p[0] | (unsigned(p[1]) <<
 // (its fp16 super-scales are), sup(b) and sup_min(b) (d and -dmin; 0 for the symmetric types),
 // scale(b, j) and minimum(b, j) of sub-block j (the fp32 values llama.cpp forms: int8 multiples
 // of sup and sup_min), codes8(b, e0) (codes e0 .. e0 + 7, e0 a multiple of 8; byte i: e0 + i:
-// formed in a 64-bit word, kq_codes64 below).
+// formed in a 64-bit word; codes64_by8 in quant.hpp takes 64 at a time).
 // scale_code(b, j) and min_code(b, j) are the sub-block's integer factors themselves (scale =
 // sup x scale_code exactly: an fp16 times a code of at most 8 bits), and sup_zero(b) /
 // sup_min_zero(b) say whether sup / sup_min is +-0 (then the packer's code keeps the product's sign
@@ -286,17 +286,6 @@ struct ggml_q3_k {
     return lo | (hi << 2);
   }
 };
-
-// codes e0 .. e0 + 63 of a K-quant block (e0 a multiple of 64) to out, eight at a time as codes8
-// forms them in a 64-bit word. (Byte loops with a shift by the sub-block's bit position were left
-// scalar by GCC: x86 has no byte shifts; docs/llama_formats.md, "Load".)
-template <class Block>
-void kq_codes64(const unsigned char* b, unsigned e0, uint8_t* out) {
-  for (unsigned i = 0; i < 64; i += 8) {
-    const uint64_t x = Block::codes8(b, e0 + i);
-    std::memcpy(out + i, &x, 8);
-  }
-}
 
 // the checks of every reader of a K-quant tensor: the policy holds the block's format with
 // group<sub>, K a multiple of the super-block, the buffer large enough

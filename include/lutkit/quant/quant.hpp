@@ -537,6 +537,20 @@ namespace detail {
 // of qh), so the packer reads them through its codes8 / codes32 only (no in-place fast path)
 enum class code_form { bytes, ggml_nibbles, ggml_int8, assembled };
 
+// Codes e0 .. e0 + 63 of a block (e0 a multiple of 64, inside the block) to out, eight at a time
+// as Block::codes8 forms them in a 64-bit word. e0's low bits are cleared for the compiler: with
+// them known zero, codes8's index arithmetic folds to constants per eight. (Byte loops with a
+// shift by the sub-block's bit position were left scalar by GCC: x86 has no byte shifts.)
+template <class Block>
+inline void codes64_by8(const unsigned char* b, unsigned e0, uint8_t* out) {
+  e0 &= ~63u;
+#pragma GCC unroll 8
+  for (unsigned i = 0; i < 64; i += 8) {
+    const uint64_t x = Block::codes8(b, e0 + i);
+    std::memcpy(out + i, &x, 8);
+  }
+}
+
 // What every block type gives: its weights (block_elems), bytes, where d and the codes start, the
 // zero of asymmetric policies, codes8 (8 codes from a multiple of 8) and codes_block (all of them)
 struct ggml_block_32 {

@@ -85,7 +85,7 @@ LUTKIT_PACK_AVX2 inline void row_pair_planes(const uint8_t* p0, const uint8_t* p
 
 // A 16 x 16 transpose of 16-bit words: v[i] word j -> word i of the register holding column j,
 // which is v[(j & 8) | bit-reversed (j & 7)] (16-, 32-, 64-bit unpacks, then 128-bit lane swaps)
-LUTKIT_PACK_AVX2 inline void transpose16_epi16(__m256i (&v)[16]) {
+LUTKIT_PACK_AVX2 __attribute__((always_inline)) inline void transpose16_epi16(__m256i (&v)[16]) {
   __m256i a[16];
 #pragma GCC unroll 8
   for (int i = 0; i < 8; ++i) {
