@@ -728,6 +728,72 @@ TEST_CASE("the packer's strided fp16 encoding: the dispatched kernel = f32_to_f1
   }
 }
 
+TEST_CASE("the packer's whole-code kernel: 8 rows to 8 step pairs, the AVX2 kernel and the scalar twin agree with the spec", "[layout]") {
+  std::mt19937_64 rng(31);
+  auto check = [&]<detail::code_form F, class P>(std::size_t stride, unsigned code_mask) {
+    constexpr int PL = P::spec.planes;
+    static_assert(detail::whole_code_rows_side_by_side<P>());
+    const std::size_t pair_bytes = std::size_t(P::spec.step_pair_bytes());
+    for (int c = 0; c < 40; ++c) {
+      // 8 rows of 64 codes in form F at rows r0 .. r0 + 7 of a tile
+      const int r0 = 8 * int(rng() % std::size_t(P::spec.rows_per_tile / 8));
+      std::vector<std::vector<uint8_t>> rows(8, std::vector<uint8_t>(2 * stride + 64));
+      for (auto& row : rows)
+        for (auto& v : row) v = uint8_t(F == detail::code_form::bytes ? rng() & code_mask : rng());
+      const uint8_t* p[8];
+      for (int i = 0; i < 8; ++i) p[i] = rows[std::size_t(i)].data() + (F == detail::code_form::bytes ? 0 : 2);
+      const int o0 = P::spec.code_byte_in_step_pair(r0, 0, 0), o1 = P::spec.code_byte_in_step_pair(r0, 1, 0);
+      std::vector<uint8_t> want(8 * pair_bytes, 0xA5), got(8 * pair_bytes, 0xA5);
+      uint8_t *wp[8], *gp[8];
+      for (int j = 0; j < 8; ++j) {
+        wp[j] = want.data() + std::size_t(j) * pair_bytes;
+        gp[j] = got.data() + std::size_t(j) * pair_bytes;
+      }
+      detail::whole_codes_rows8_scalar<F, PL>(p, stride, wp, o0, o1);
+      detail::whole_codes_rows8<F, PL>(p, stride, gp, o0, o1);
+      REQUIRE(want == got);
+#if defined(LUTKIT_HAVE_PACK_AVX2)
+      if (detail::avx2_pack::cpu_has_pack_kernel()) {
+        std::fill(got.begin(), got.end(), uint8_t(0xA5));
+        detail::avx2_pack::whole_codes_rows8<F, PL>(p, stride, gp, o0, o1);
+        REQUIRE(want == got);
+      }
+#endif
+      // the twin against the spec: code i of step s of step pair j of row r0 + r, from its form
+      for (int r = 0; r < 8; ++r) {
+        uint8_t codes[64];
+        for (int k = 0; k < 64; ++k) {
+          const uint8_t* b = p[r] + (k / 32) * stride;
+          if constexpr (F == detail::code_form::bytes) codes[k] = p[r][k];
+          else if constexpr (F == detail::code_form::ggml_nibbles) codes[k] = uint8_t(k % 32 < 16 ? b[k % 16] & 15 : b[k % 16] >> 4);
+          else codes[k] = uint8_t(b[k % 32] ^ 0x80);
+        }
+        for (int j = 0; j < 8; ++j)
+          for (int s = 0; s < 2; ++s)
+            for (int i = 0; i < 4; ++i) {
+              const uint8_t byte = wp[j][P::spec.code_byte_in_step_pair(r0 + r, s, i)];
+              const unsigned code = PL == 8 ? byte : (byte >> P::spec.code_shift(s)) & 15u;
+              REQUIRE(code == codes[8 * j + 4 * s + i]);
+            }
+      }
+      // bytes of other rows untouched
+      for (std::size_t j = 0; j < 8; ++j)
+        for (std::size_t b = 0; b < pair_bytes; ++b) {
+          const int ob = int(b);
+          const bool mine = (ob >= o0 && ob < o0 + 32) || (PL == 8 && ob >= o1 && ob < o1 + 32);
+          if (!mine) REQUIRE(want[j * pair_bytes + b] == 0xA5);
+        }
+    }
+  };
+  using Q4K = policy<fmt::q4_k, group<32>>;
+  using Q41 = policy<fmt::q4_1, group<32>>;
+  using Q8 = policy<fmt::uint_sym<8>, group<32>>;
+  check.operator()<detail::code_form::bytes, Q4K>(0, 0x0F);
+  check.operator()<detail::code_form::ggml_nibbles, Q41>(20, 0xFF);
+  check.operator()<detail::code_form::bytes, Q8>(0, 0xFF);
+  check.operator()<detail::code_form::ggml_int8, Q8>(34, 0xFF);
+}
+
 TEST_CASE("the packer's tile kernel: 32 row pairs to 8 step pairs, the AVX-512 and AVX2 kernels and the scalar twin agree", "[layout]") {
   using Q4 = policy<fmt::uint_sym<4>, group<32>>;
   std::mt19937_64 rng(29);

@@ -310,6 +310,19 @@ constexpr bool paired_plane_chunks() {
   return true;
 }
 
+// Whole-code layouts whose rows' 4 bytes of a step sit side by side (row r at byte 4 r of the
+// step's chunk, 8 rows a 32-byte run: whole_codes_rows8)
+template <class P>
+constexpr bool whole_code_rows_side_by_side() {
+  constexpr auto& S = P::spec;
+  if (!S.whole_codes() || S.ternary || (S.planes != 4 && S.planes != 8) || S.rows_per_tile % 8 != 0) return false;
+  const int b0 = S.code_byte_in_step_pair(0, 0, 0), b1 = S.code_byte_in_step_pair(0, 1, 0);
+  for (int r = 0; r < S.rows_per_tile; ++r)
+    if (S.code_byte_in_step_pair(r, 0, 0) != b0 + 4 * r || (S.planes == 8 && S.code_byte_in_step_pair(r, 1, 0) != b1 + 4 * r))
+      return false;
+  return true;
+}
+
 // The layouts whose walk below stores every byte of a tile's blocks whole (no or-ing into
 // zeros): the plane orders and the host layouts' row pairs
 template <class P>
@@ -419,6 +432,7 @@ void pack_tiles(const Src& src, uint8_t* d, const packed_layout& L, std::size_t 
   const std::size_t gk = std::size_t(S.group_k);
   auto groups_from = [&](std::size_t k0) { return gk ? (k0 + gk - 1) / gk : (k0 == 0 ? 0 : 1); };
   constexpr bool host_walk = !S.plane_chunks() && !S.whole_codes() && rows_share_bytes_by_nibble<P>();
+  constexpr bool whole_rows8 = whole_code_rows_side_by_side<P>();
   // the host walk's state: the tile's row cursors, a row pair's codes and planes
   using cursor = decltype(src.row(0));
   std::vector<cursor> cursors(host_walk ? 64 : 0);
@@ -455,14 +469,45 @@ void pack_tiles(const Src& src, uint8_t* d, const packed_layout& L, std::size_t 
       // the chunk's step pairs' first bytes (the same for every row), then per row its codes 64
       // at a time (codes64: vectorised where the source's form allows) to 8 step pairs
       walk(t, sp0, sp1, [&](uint8_t* pair, std::size_t k0) { pair_ptrs[k0 / 8 - sp0] = pair; });
+      // blocks of 8 rows over whole units of 8 step pairs: whole_codes_rows8 (the rows' dwords of a
+      // step pair side by side); the rest row by row below
+      const std::size_t rows = std::min<std::size_t>(std::size_t(R), M - t * std::size_t(R));
+      std::size_t rows8 = 0, sp_rest = sp0;
+      if constexpr (whole_rows8) {
+        rows8 = rows / 8 * 8;
+        sp_rest = sp0 + (sp1 - sp0) / 8 * 8;
+        using cursor = decltype(src.row(0));
+        alignas(64) uint8_t buf8[8][64];
+        for (std::size_t r0 = 0; r0 < rows8; r0 += 8) {
+          cursor cs[8];
+          for (std::size_t i = 0; i < 8; ++i) {
+            pf.step();
+            cs[i] = src.row(t * std::size_t(R) + r0 + i);
+          }
+          const int o0 = S.code_byte_in_step_pair(int(r0), 0, 0), o1 = S.code_byte_in_step_pair(int(r0), 1, 0);
+          for (std::size_t sp = sp0; sp < sp_rest; sp += 8) {
+            const uint8_t* p[8];
+            if (cs[0].whole64(8 * sp)) {
+              for (std::size_t i = 0; i < 8; ++i) p[i] = cs[i].at(8 * sp);
+              whole_codes_rows8<cursor::form, PL>(p, cursor::stride, &pair_ptrs[sp - sp0], o0, o1);
+            } else {
+              for (std::size_t i = 0; i < 8; ++i) {
+                cs[i].codes64(8 * sp, buf8[i]);
+                p[i] = buf8[i];
+              }
+              whole_codes_rows8<code_form::bytes, PL>(p, 0, &pair_ptrs[sp - sp0], o0, o1);
+            }
+          }
+        }
+      }
       for (int r = 0; r < R; ++r) {
         const std::size_t m = t * std::size_t(R) + std::size_t(r);
         if (m >= M) break;
-        pf.step();
+        if (std::size_t(r) >= rows8) pf.step();
         const auto c = src.row(m);
         const int o0 = S.code_byte_in_step_pair(r, 0, 0), o1 = S.code_byte_in_step_pair(r, 1, 0);
         alignas(64) uint8_t buf[64];  // the row's 64 codes from a multiple of 64
-        for (std::size_t sp = sp0; sp < sp1;) {
+        for (std::size_t sp = std::size_t(r) < rows8 ? sp_rest : sp0; sp < sp1;) {
           const std::size_t base = sp - sp % 8, e = std::min(sp1, base + 8);
           c.codes64(8 * base, buf);
           for (; sp < e; ++sp) {

@@ -59,6 +59,30 @@ void row_pairs_step_pairs8_scalar(const uint8_t* const* p0, const uint8_t* const
   row_pairs_step_pairs8_by_rows<F, PL>(p0, p1, stride, dst, off, row_pair_planes_scalar<F>);
 }
 
+// Whole codes (4 or 8 bits a code, 4 bytes per row and step): 8 rows' 64 codes to the 8 step
+// pairs they fill, p[i] the codes of row r0 + i at k0 in form F; step pair j's dwords of the 8
+// rows are 32 bytes at dst[j] + o0 (4 bits: step 2 j's code i in the low nibble of byte i, step
+// 2 j + 1's in the high one; 8 bits: step 2 j's codes there, step 2 j + 1's at dst[j] + o1).
+template <code_form F, int PL>
+void whole_codes_rows8_scalar(const uint8_t* const* p, std::size_t stride, uint8_t* const* dst, int o0, int o1) {
+  static_assert(PL == 4 || PL == 8, "whole codes: 4 or 8 bits");
+  for (int i = 0; i < 8; ++i)
+    for (int j = 0; j < 8; ++j) {
+      uint64_t x;
+      if constexpr (F == code_form::bytes) x = load_codes8(p[i], std::size_t(8 * j), std::size_t(64));
+      else if constexpr (F == code_form::ggml_nibbles) x = ggml_q4_0::codes8(p[i] + (j / 4) * stride, unsigned(8 * j % 32));
+      else x = ggml_q8_0::codes8(p[i] + (j / 4) * stride, unsigned(8 * j % 32));
+      if constexpr (PL == 8) {
+        const uint32_t lo = uint32_t(x), hi = uint32_t(x >> 32);
+        std::memcpy(dst[j] + o0 + 4 * i, &lo, 4);
+        std::memcpy(dst[j] + o1 + 4 * i, &hi, 4);
+      } else {
+        const uint32_t v = (uint32_t(x) & 0x0F0F0F0Fu) | ((uint32_t(x >> 32) & 0x0F0F0F0Fu) << 4);
+        std::memcpy(dst[j] + o0 + 4 * i, &v, 4);
+      }
+    }
+}
+
 // The codes of a tile kernel's 32 row pairs two calls ahead (the same rows' next 64 codes but
 // one), for the SIMD tile kernels: 64 rows read 36-68 bytes each per call are more streams than
 // the hardware prefetcher follows (docs/design_measurements.md, "Packer prefetch").

@@ -46,6 +46,15 @@ void row_pairs_step_pairs8(const uint8_t* const* p0, const uint8_t* const* p1, s
   row_pairs_step_pairs8_by_rows<F, PL>(p0, p1, stride, dst, off, row_pair_planes<F>);
 }
 
+// whole_codes_rows8 (portable_kernels.hpp): the AVX2 kernel where the CPU has it, else the twin
+template <code_form F, int PL>
+void whole_codes_rows8(const uint8_t* const* p, std::size_t stride, uint8_t* const* dst, int o0, int o1) {
+#if defined(LUTKIT_HAVE_PACK_AVX2)
+  if (avx2_pack::cpu_has_pack_kernel()) return avx2_pack::whole_codes_rows8<F, PL>(p, stride, dst, o0, o1);
+#endif
+  whole_codes_rows8_scalar<F, PL>(p, stride, dst, o0, o1);
+}
+
 // fp16 encodings of s[0], s[stride], ..., s[(n - 1) stride] to out (2 bytes each): the AVX-512
 // or AVX2 gather + vcvtps2ph where the CPU has it, else f32_to_f16 one by one; the same bits
 inline void f16_strided(const float* s, std::size_t stride, std::size_t n, uint8_t* out) {

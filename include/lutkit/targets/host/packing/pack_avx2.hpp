@@ -195,6 +195,52 @@ LUTKIT_PACK_AVX2 inline void row_pairs_step_pairs8(const uint8_t* const* p0, con
   }
 }
 
+// v[i] dword j to dst[j] + o + 4 i: the 8 x 8 dword matrix transposed, one 32-byte store a column
+LUTKIT_PACK_AVX2 inline void transpose8_epi32_store(const __m256i (&v)[8], uint8_t* const* dst, int o) {
+  __m256i t[8], u[8];
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = _mm256_unpacklo_epi32(v[2 * i], v[2 * i + 1]);
+    t[2 * i + 1] = _mm256_unpackhi_epi32(v[2 * i], v[2 * i + 1]);
+  }
+  for (int i = 0; i < 2; ++i)
+    for (int h = 0; h < 2; ++h) {
+      u[4 * i + h] = _mm256_unpacklo_epi64(t[4 * i + h], t[4 * i + h + 2]);
+      u[4 * i + h + 2] = _mm256_unpackhi_epi64(t[4 * i + h], t[4 * i + h + 2]);
+    }
+  // u[0..3]: rows 0..3 of columns (0, 2, 1, 3) in the low lane, (4, 6, 5, 7) in the high one;
+  // u[4..7] the same for rows 4..7
+  constexpr int col[4] = {0, 2, 1, 3};
+  for (int c = 0; c < 4; ++c) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst[col[c]] + o), _mm256_permute2x128_si256(u[c], u[4 + c], 0x20));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst[4 + col[c]] + o), _mm256_permute2x128_si256(u[c], u[4 + c], 0x31));
+  }
+}
+
+// Whole codes: 8 rows' 64 codes to the 8 step pairs they fill (the portable twin,
+// whole_codes_rows8_scalar, says where). Each row's step pairs become one register of dwords
+// (4 bits: the two steps' nibbles merged in each qword; 8 bits: the two steps apart), and the 8 x 8
+// dword matrix is transposed so that a step pair's 8 rows are one 32-byte store.
+template <code_form F, int PL>
+LUTKIT_PACK_AVX2 inline void whole_codes_rows8(const uint8_t* const* p, std::size_t stride, uint8_t* const* dst, int o0, int o1) {
+  static_assert(PL == 4 || PL == 8, "whole codes: 4 or 8 bits");
+  const __m256i even_dwords = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
+  __m256i lo[8], hi[8];  // row i: dword j = step pair j (8 bits: lo step 2 j, hi step 2 j + 1)
+  for (int i = 0; i < 8; ++i) {
+    __m256i c0, c1;  // qword j of c0: step pair j, of c1: step pair 4 + j
+    load_codes64<F>(p[i], stride, c0, c1);
+    if constexpr (PL == 4) {
+      const __m256i l4 = _mm256_set1_epi32(0x0F0F0F0F), h4 = _mm256_set1_epi32(int(0xF0F0F0F0u));
+      c0 = _mm256_or_si256(_mm256_and_si256(c0, l4), _mm256_and_si256(_mm256_srli_epi64(c0, 28), h4));
+      c1 = _mm256_or_si256(_mm256_and_si256(c1, l4), _mm256_and_si256(_mm256_srli_epi64(c1, 28), h4));
+    }
+    const __m256i a = _mm256_permutevar8x32_epi32(c0, even_dwords), b = _mm256_permutevar8x32_epi32(c1, even_dwords);
+    lo[i] = _mm256_permute2x128_si256(a, b, 0x20);
+    if constexpr (PL == 8) hi[i] = _mm256_permute2x128_si256(a, b, 0x31);
+  }
+  transpose8_epi32_store(lo, dst, o0);
+  if constexpr (PL == 8) transpose8_epi32_store(hi, dst, o1);
+}
+
 // fp16 encodings of n floats s[0], s[stride], ... (a group's parameter of consecutive rows) to
 // out, 2 bytes each: 8 at a time by one gather and one vcvtps2ph (round to nearest even, as
 // f32_to_f16); 8 holding a NaN take f32_to_f16, whose NaN is the canonical 0x7E00
