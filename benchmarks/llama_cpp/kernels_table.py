@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Table of medians from kernels_bench JSON files: per type, N and T, ggml's and lutkit's time and
-the ratio ggml / lutkit (above 1: lutkit faster); then the load (the engine's pack of the blocks)
-against one memcpy of the same bytes.
+the ratio ggml / lutkit (above 1: lutkit faster); then the load (the engine's pack of the blocks
+to a new blob) against one memcpy of the same bytes into a buffer already touched, and against
+one into a new buffer (both pay the first touch of new pages).
 
     python3 benchmarks/llama_cpp/kernels_table.py build/llama_cpp/results/kernels-*/*.json
 """
 import json, re, sys, statistics as st
 
-times, loads, memcpys = {}, {}, {}
+times, loads, memcpys, memcpys_new = {}, {}, {}, {}
 for path in sys.argv[1:]:
     for b in json.load(open(path))["benchmarks"]:
         if b.get("run_type") != "iteration":
@@ -21,6 +22,9 @@ for path in sys.argv[1:]:
         m = re.match(r"^memcpy/(\w+)(/|$)", b["name"])
         if m:
             memcpys.setdefault(m[1], []).append(b["real_time"])
+        m = re.match(r"^memcpy_new/(\w+)(/|$)", b["name"])
+        if m:
+            memcpys_new.setdefault(m[1], []).append(b["real_time"])
 types = sorted({k[0] for k in times} | {k[0] for k in loads} | set(memcpys), key=lambda t: (t[0] != "q", t))
 print("| type | N | T | ggml ms | lutkit ms | ggml / lutkit |")
 print("| --- | --- | --- | --- | --- | --- |")
@@ -34,10 +38,11 @@ for t in types:
             print(f"| {t.upper()} | {n} | {T} | {gm:.2f} | {lm:.2f} | {gm / lm:.2f} |")
 
 print()
-print("| type | memcpy ms | load ms, 1 / 2 threads | memcpy / load, 1 / 2 threads |")
-print("| --- | --- | --- | --- |")
+print("| type | memcpy ms, touched / new buffer | load ms, 1 / 2 threads | memcpy / load, 1 / 2 threads | memcpy into new / load, 1 / 2 threads |")
+print("| --- | --- | --- | --- | --- |")
 for t in types:
     if t not in memcpys or (t, 1) not in loads or (t, 2) not in loads:
         continue
     c, l1, l2 = st.median(memcpys[t]), st.median(loads[(t, 1)]), st.median(loads[(t, 2)])
-    print(f"| {t.upper()} | {c:.2f} | {l1:.1f} / {l2:.1f} | {c / l1:.2f} / {c / l2:.2f} |")
+    cn = st.median(memcpys_new[t]) if t in memcpys_new else float("nan")
+    print(f"| {t.upper()} | {c:.2f} / {cn:.2f} | {l1:.1f} / {l2:.1f} | {c / l1:.2f} / {c / l2:.2f} | {cn / l1:.2f} / {cn / l2:.2f} |")

@@ -672,22 +672,34 @@ struct ggml_tq2_0 : ggml_ternary_256 {
 struct ggml_tq1_0 : ggml_ternary_256 {
   static constexpr const char* name = "tq1_0";
   static constexpr std::size_t block_bytes = 54, d_offset = 52;
-  static uint8_t code(const unsigned char* qs, unsigned j) {
-    static constexpr uint8_t pow3[5] = {1, 3, 9, 27, 81};
-    unsigned byte, n;
-    if (j < 160) byte = j % 32, n = j / 32;
-    else if (j < 240) byte = 32 + (j - 160) % 16, n = (j - 160) / 16;
-    else byte = 48 + (j - 240) % 4, n = (j - 240) / 4;
-    const uint8_t q = uint8_t(qs[byte] * pow3[n]);
-    return uint8_t((unsigned(q) * 3u) >> 8);
+  // digit n of each of the 8 bytes of x, ((x * 3^n mod 256) * 3) >> 8, in the 16-bit lanes of a
+  // 64-bit word (even bytes, then odd ones; the products stay below 2^16 in their lanes)
+  static uint64_t digits8(uint64_t x, unsigned n) {
+    static constexpr uint64_t pow3[5] = {1, 3, 9, 27, 81};
+    constexpr uint64_t lo = 0x00FF00FF00FF00FFull;
+    const uint64_t e = (((((x & lo) * pow3[n]) & lo) * 3) >> 8) & lo;
+    const uint64_t o = ((((((x >> 8) & lo) * pow3[n]) & lo) * 3) >> 8) & lo;
+    return e | (o << 8);
   }
+  // codes j0 .. j0 + 7 (j0 a multiple of 8): one digit of 8 consecutive bytes, but for the last 8
+  // weights (240 + 4 n + i: digit n of byte 48 + i), two digits of 4 bytes
   static uint64_t codes8(const unsigned char* qs, unsigned j0) {
-    uint64_t x = 0;
-    for (unsigned i = 0; i < 8; ++i) x |= uint64_t(code(qs, j0 + i)) << (8 * i);
-    return x;
+    uint64_t x;
+    if (j0 < 240) {
+      std::memcpy(&x, qs + (j0 < 160 ? j0 % 32 : 32 + (j0 - 160) % 16), 8);
+      return digits8(x, j0 < 160 ? j0 / 32 : (j0 - 160) / 16);
+    }
+    uint32_t w;
+    std::memcpy(&w, qs + 48, 4);
+    x = uint64_t(w) | (uint64_t(w) << 32);
+    const unsigned n = (j0 - 240) / 4;
+    return (digits8(x, n) & 0xFFFFFFFFull) | (digits8(x, n + 1) & 0xFFFFFFFF00000000ull);
   }
   static void codes_block(const unsigned char* qs, uint8_t* out) {
-    for (unsigned j = 0; j < 256; ++j) out[j] = code(qs, j);
+    for (unsigned j = 0; j < 256; j += 8) {
+      const uint64_t x = codes8(qs, j);
+      std::memcpy(out + j, &x, 8);
+    }
   }
 };
 
