@@ -130,13 +130,8 @@ void bm_lutkit(benchmark::State& st, std::size_t N, int T) {
   }
   st.counters["weight_GBps"] = benchmark::Counter(double(g.lk[0].bytes()) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
-// (load and memcpy_new: one untimed round first. On a virtual machine that reports freed memory to
-// its host (virtio-balloon free page reporting), the first touch of memory freed seconds before,
-// while other rows ran, waits on the host: 100-200 ms for 62 MB, against 7 ms for pages it
-// recycles at once. The round frees its buffer just before the timed ones allocate theirs.)
 void bm_load(benchmark::State& st, int T) {
   const lutkit::gguf::tensor t = blocks_tensor();
-  { llm::matrix warm = llm::pack_matrix(t, g.pool(T)); benchmark::DoNotOptimize(&warm); }
   for (auto _ : st) {
     llm::matrix m = llm::pack_matrix(t, g.pool(T));
     benchmark::DoNotOptimize(&m);
@@ -155,11 +150,6 @@ void bm_memcpy(benchmark::State& st) {
 // the same memcpy into a new buffer, allocated as a blob is (lutkit's alloc_aligned: 2 MiB
 // aligned, huge pages advised): the first touch of new pages that a load into new memory pays
 void bm_memcpy_new(benchmark::State& st) {
-  {
-    lutkit::detail::aligned_bytes warm = lutkit::detail::alloc_aligned(g.blocks.size());
-    std::memcpy(warm.get(), g.blocks.data(), g.blocks.size());
-    benchmark::DoNotOptimize(warm.get());
-  }
   for (auto _ : st) {
     lutkit::detail::aligned_bytes dst = lutkit::detail::alloc_aligned(g.blocks.size());
     std::memcpy(dst.get(), g.blocks.data(), g.blocks.size());
