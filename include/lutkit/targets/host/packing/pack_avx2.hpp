@@ -111,6 +111,12 @@ LUTKIT_PACK_AVX2 __attribute__((always_inline)) inline void transpose16_epi16(__
   }
 }
 constexpr int column_register(int j) { return (j & 8) | ((j & 1) << 2) | (j & 2) | ((j & 4) >> 2); }
+// v = rows[0..15] transposed (column j in v[column_register(j)])
+LUTKIT_PACK_AVX2 __attribute__((always_inline)) inline void transposed16(const __m256i* rows, __m256i (&v)[16]) {
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; ++i) v[i] = rows[i];
+  transpose16_epi16(v);
+}
 
 // A tile's 32 row pairs over 64 codes to the 8 step pairs they fill, for host layouts of 2 to 6
 // planes whose planes 2 q and 2 q + 1 of step s sit as one 16-bit word per row pair in a 64-byte
@@ -137,9 +143,7 @@ LUTKIT_PACK_AVX2 inline void row_pairs_step_pairs8(const uint8_t* const* p0, con
     for (int h = 0; h < 2; ++h)
       for (int a = 0; a < 2; ++a) {
         __m256i v[16];
-#pragma GCC unroll 16
-        for (int i = 0; i < 16; ++i) v[i] = m[h][16 * a + i];
-        transpose16_epi16(v);
+        transposed16(&m[h][16 * a], v);
 #pragma GCC unroll 16
         for (int j = 0; j < 16; ++j) {
           const int c = 16 * h + j;  // word c of a row: step pair c / 4, then (s, q)
@@ -171,9 +175,7 @@ LUTKIT_PACK_AVX2 inline void row_pairs_step_pairs8(const uint8_t* const* p0, con
     for (int q = 0; q < PL / 2; ++q)
       for (int a = 0; a < 2; ++a) {
         __m256i v[16];
-#pragma GCC unroll 16
-        for (int i = 0; i < 16; ++i) v[i] = m[q][16 * a + i];
-        transpose16_epi16(v);
+        transposed16(&m[q][16 * a], v);
 #pragma GCC unroll 16
         for (int c = 0; c < 16; ++c)
           _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst[c / 2] + off[2 * q + c % 2] + 32 * a),
@@ -181,11 +183,7 @@ LUTKIT_PACK_AVX2 inline void row_pairs_step_pairs8(const uint8_t* const* p0, con
       }
     if constexpr (PL % 2 == 1) {
       __m256i v[2][16];
-      for (int a = 0; a < 2; ++a) {
-#pragma GCC unroll 16
-        for (int i = 0; i < 16; ++i) v[a][i] = m[Q - 1][16 * a + i];
-        transpose16_epi16(v[a]);
-      }
+      for (int a = 0; a < 2; ++a) transposed16(&m[Q - 1][16 * a], v[a]);
       // row pairs i and 16 + i of a column (words with a zero high byte) to bytes 2 i, 2 i + 1
 #pragma GCC unroll 16
       for (int c = 0; c < 16; ++c)
