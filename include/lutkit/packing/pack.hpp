@@ -476,7 +476,6 @@ void pack_tiles(const Src& src, uint8_t* d, const packed_layout& L, std::size_t 
       if constexpr (whole_rows8) {
         rows8 = rows / 8 * 8;
         sp_rest = sp0 + (sp1 - sp0) / 8 * 8;
-        using cursor = decltype(src.row(0));
         alignas(64) uint8_t buf8[8][64];
         for (std::size_t r0 = 0; r0 < rows8; r0 += 8) {
           cursor cs[8];
@@ -487,10 +486,15 @@ void pack_tiles(const Src& src, uint8_t* d, const packed_layout& L, std::size_t 
           const int o0 = S.code_byte_in_step_pair(int(r0), 0, 0), o1 = S.code_byte_in_step_pair(int(r0), 1, 0);
           for (std::size_t sp = sp0; sp < sp_rest; sp += 8) {
             const uint8_t* p[8];
-            if (cs[0].whole64(8 * sp)) {
-              for (std::size_t i = 0; i < 8; ++i) p[i] = cs[i].at(8 * sp);
-              whole_codes_rows8<cursor::form, PL>(p, cursor::stride, &pair_ptrs[sp - sp0], o0, o1);
-            } else {
+            bool in_place = false;  // (assembled codes have no in-place form)
+            if constexpr (cursor::form != code_form::assembled) {
+              in_place = cs[0].whole64(8 * sp);
+              if (in_place) {
+                for (std::size_t i = 0; i < 8; ++i) p[i] = cs[i].at(8 * sp);
+                whole_codes_rows8<cursor::form, PL>(p, cursor::stride, &pair_ptrs[sp - sp0], o0, o1);
+              }
+            }
+            if (!in_place) {
               for (std::size_t i = 0; i < 8; ++i) {
                 cs[i].codes64(8 * sp, buf8[i]);
                 p[i] = buf8[i];
