@@ -414,9 +414,9 @@ void pack_tiles(const Src& src, uint8_t* d, const packed_layout& L, std::size_t 
           if constexpr (S.asymmetric) std::memcpy(d + L.zero_offset(t, g) + std::size_t(r0), mn + j * std::size_t(R), n);
         }
       } else {
-      if (r1 > r0) src.scale_bits_rows(t * std::size_t(R) + std::size_t(r0), std::size_t(r1 - r0), g, d + L.scale_offset(t, g) + std::size_t(S.param_bytes()) * std::size_t(r0));
-      if constexpr (S.asymmetric)
-        if (r1 > r0) src.zero_bits_rows(t * std::size_t(R) + std::size_t(r0), std::size_t(r1 - r0), g, d + L.zero_offset(t, g) + std::size_t(S.param_bytes()) * std::size_t(r0));
+        if (r1 > r0) src.scale_bits_rows(t * std::size_t(R) + std::size_t(r0), std::size_t(r1 - r0), g, d + L.scale_offset(t, g) + std::size_t(S.param_bytes()) * std::size_t(r0));
+        if constexpr (S.asymmetric)
+          if (r1 > r0) src.zero_bits_rows(t * std::size_t(R) + std::size_t(r0), std::size_t(r1 - r0), g, d + L.zero_offset(t, g) + std::size_t(S.param_bytes()) * std::size_t(r0));
       }
       if constexpr (S.super_k > 0)  // the super-group's entry, at its first group
         if (r1 > r0 && g % std::size_t(S.groups_per_super()) == 0) {

@@ -35,9 +35,10 @@ void row_pair_planes_scalar(const uint8_t* p0, const uint8_t* p1, std::size_t st
 // A tile's 32 row pairs over 64 codes to the 8 step pairs they fill, in a host layout whose planes
 // 2 q and 2 q + 1 of step s sit as one 16-bit word per row pair in a 64-byte chunk (row pair r's
 // word at byte 2 r, low byte plane 2 q), and an odd PL's last plane as one byte per row pair
-// (row pairs r and r + 16 at bytes 2 r and 2 r + 1 of its chunk, r < 16): p0[r], p1[r] the codes of rows r and r + 32 at k0 (p1[r] null: a padded
-// row); chunk (q, s) of step pair j is at dst[j] + off[2 q + s]. Row pair by row pair, each
-// one's planes from planes_of (a row_pair_planes kernel).
+// (row pairs r and r + 16 at bytes 2 r and 2 r + 1 of its chunk, r < 16): p0[r], p1[r] the
+// codes of rows r and r + 32 at k0 (p1[r] null: a padded row); chunk (q, s) of step pair j is
+// at dst[j] + off[2 q + s]. Row pair by row pair, each one's planes from planes_of (a
+// row_pair_planes kernel).
 template <code_form F, int PL, class Planes>
 void row_pairs_step_pairs8_by_rows(const uint8_t* const* p0, const uint8_t* const* p1, std::size_t stride,
                                    uint8_t* const* dst, const int* off, Planes planes_of) {

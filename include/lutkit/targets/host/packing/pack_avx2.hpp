@@ -126,7 +126,8 @@ LUTKIT_PACK_AVX2 __attribute__((always_inline)) inline void transposed16(const _
 // dst[j] + off[2 q + s]. Each row pair's planes are rows of 16-bit words, the 32 x 32 (4 planes)
 // or 32 x 16 (a plane pair, or the last plane with a zero partner) word matrices are transposed
 // as 16 x 16 blocks, and each column (a half chunk: 16 row pairs) is stored with one 32-byte
-// store (the last plane's two halves as the low and high bytes of one). (8-bit formats are stored as whole codes, not bit planes.)
+// store (the last plane's two halves as the low and high bytes of one). (8-bit formats are
+// stored as whole codes, not bit planes.)
 template <code_form F, int PL, bool prefetch = true>
 LUTKIT_PACK_AVX2 inline void row_pairs_step_pairs8(const uint8_t* const* p0, const uint8_t* const* p1,
                                                    std::size_t stride, uint8_t* const* dst, const int* off) {
