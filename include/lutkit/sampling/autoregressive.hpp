@@ -260,8 +260,8 @@ inline void ar_top_p_all(const ar_row_ctx& c, double M, double beta, double targ
     bool first = true, found = false;
     for (int round = 0; round < 3; ++round) {
       double mass[J] = {};
-      uint64_t cnt[J] = {};
-      c.ks->mass_ge(smp.data(), smp.size(), float(M), float(beta), t, mass, cnt);
+      float vmax = -inf;
+      c.ks->mass_ge(smp.data(), smp.size(), float(M), float(beta), t, mass, &vmax);
       if (first) fs_h = mass[J - 1], first = false;
       int js = -1;
       for (int j = 0; j < J; ++j)
@@ -283,14 +283,14 @@ inline void ar_top_p_all(const ar_row_ctx& c, double M, double beta, double targ
   std::size_t n = 0, pn = 0;
   float hi = inf;
   double Fhi = 0.0;
-  uint64_t nhi = 0;      // values >= hi
+  bool nhi = false;      // a value >= hi exists
   const float* pv = cv;  // the values searched: C, then the band
   auto start = [&] {     // C = the values >= lo; with the top known, the band [lo, h) and F(h)
     n = ar_collect_soa(c, lo, cv, ci);
-    pv = cv, pn = n, hi = inf, Fhi = 0.0, nhi = 0;
+    pv = cv, pn = n, hi = inf, Fhi = 0.0, nhi = false;
     if (h > -inf && h > lo) {
       pn = c.ks->collect_range(cv, ci, n, lo, h, bv, bi);
-      pv = bv, hi = h, Fhi = Fh, nhi = n - pn;
+      pv = bv, hi = h, Fhi = Fh, nhi = n > pn;
     }
   };
   start();
@@ -303,8 +303,8 @@ inline void ar_top_p_all(const ar_row_ctx& c, double M, double beta, double targ
     else
       for (int j = 1; j < J; ++j) t[j] = lo + (top - lo) * float(j) / float(J);
     double mass[J] = {};
-    uint64_t cnt[J] = {};
-    c.ks->mass_ge(pv, pn, float(M), float(beta), t, mass, cnt);
+    float vmax = -inf;  // the largest searched value (>= t[0]): a value >= t[j] exists iff vmax >= t[j]
+    c.ks->mass_ge(pv, pn, float(M), float(beta), t, mass, &vmax);
     if (round == 0 && Fhi + mass[0] < target && lo > -inf) {  // the estimate was too high: the whole row
       lo = -inf;
       start();
@@ -315,11 +315,11 @@ inline void ar_top_p_all(const ar_row_ctx& c, double M, double beta, double targ
     // happens only with lo = -inf and p ~ 1 (the float sums round under p S): then all is kept
     int js = 0;
     for (int j = 1; j < J; ++j)
-      if (Fhi + mass[j] >= target && nhi + cnt[j] > 0) js = j;  // (p = 0: target 0, at least one)
+      if (Fhi + mass[j] >= target && (nhi || vmax >= t[j])) js = j;  // (p = 0: target 0, at least one)
     const float nlo = t[js], nhi_t = js + 1 < J ? t[js + 1] : hi;
     if (js + 1 < J) {
       Fhi += mass[js + 1];
-      nhi += cnt[js + 1];
+      nhi = nhi || vmax >= t[js + 1];
     }
     const bool narrowed = nlo != lo || nhi_t != hi;
     lo = nlo, hi = nhi_t;
@@ -335,11 +335,11 @@ inline void ar_top_p_all(const ar_row_ctx& c, double M, double beta, double targ
   double cum = Fhi;
   std::size_t m = 0;
   for (const auto& e : band) {
-    if ((nhi > 0 || m > 0) && cum >= target) break;
+    if ((nhi || m > 0) && cum >= target) break;
     cum += q(e.z);
     ++m;
   }
-  // 4. the kept values in token order: the nhi values >= hi and the m first of the band, i.e.
+  // 4. the kept values in token order: the values >= hi and the m first of the band, i.e.
   // the collected values at least as good as the last kept one
   const ar_cand last = m ? band[m - 1] : ar_cand{0xFFFFFFFFu, hi};
   const std::size_t nk = c.ks->collect_range(cv, ci, n, last.z, inf, bv, bi);
@@ -554,9 +554,12 @@ inline void ar_sample_impl(const logits_view& lv, const ar_params* params, int32
       const float* x = read_chunk(lv, ks, r, b, n, scratch, pl);
       // the next chunk (the next row's first after the last) is prefetched meanwhile
       const auto pf = ci + 1 < nchunks ? chunk_bytes(lv, r, b + n, chunk) : chunk_bytes(lv, r + 1, 0, chunk);
-      ks.max_argmax(x, n, uint32_t(b), false, o.st, bmax.data() + r * nblocks + b / ar_block, pf.first, pf.second);
-      if (beta != 0.f && o.st.i1 != no_index && o.st.m1 < std::numeric_limits<float>::infinity())
-        o.s = ks.sum_exp(x, n, o.st.m1, beta, nullptr, nullptr, 0);
+      // (the next chunk is prefetched during the exp sum when there is one: the longer of the two)
+      const bool sum = beta != 0.f;
+      ks.max_argmax(x, n, uint32_t(b), false, o.st, bmax.data() + r * nblocks + b / ar_block, sum ? nullptr : pf.first,
+                    sum ? 0 : pf.second);
+      if (sum && o.st.i1 != no_index && o.st.m1 < std::numeric_limits<float>::infinity())
+        o.s = ks.sum_exp(x, n, o.st.m1, beta, nullptr, pf.first, pf.second);
     }
   };
   auto finish = [&](std::size_t r) {

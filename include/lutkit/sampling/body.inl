@@ -38,19 +38,34 @@ constexpr float kLn2 = 0.693147180559945309f;
 LUTKIT_OPS_FN inline F ninf() { return Ops::set1(-__builtin_inff()); }
 LUTKIT_OPS_FN inline U lane_index(uint32_t base) { return Ops::set1u(base) + Ops::iota(); }
 
-// 2^y for y <= 127 (the caller clamps y >= -150: NaN and -inf give 0): y = k + f, |f| <= 1/2,
-// 2^f by its Taylor series to degree 6 (truncation < 1.2e-7 relative, Horner rounding < 2u)
+// 2^y for -150 <= y <= 95 (the caller clamps y >= -150: NaN and -inf give 0, as 2^-150 rounds to
+// 0): y = k + f, k = round(y), |f| <= 1/2, 2^f = 1 + f q(f) with q of degree 4, fitted minimax in
+// relative error (2^0 = 1 exactly; with float coefficients and FMA Horner steps within 1.6e-7 of
+// 2^f, the degree-6 Taylor series it replaced 2.1e-7), then p 2^k in one rounding. With a
+// one-instruction p 2^k (Ops::scale2_native: AVX-512's vscalefps) k comes from a rounding
+// instruction; else from adding 1.5 2^23, whose low mantissa bits are then k, shifted into an
+// exponent field biased by 32 so that the product with 2^-32 is the one rounding.
 LUTKIT_OPS_FN inline F exp2_poly(F y) {
-  const F k = Ops::round(y);
+  F k, t;
+  if constexpr (Ops::scale2_native) {
+    k = Ops::round(y);
+  } else {
+    t = y + Ops::set1(0x1.8p23f);
+    k = t - Ops::set1(0x1.8p23f);
+  }
   const F f = y - k;
-  F p = Ops::set1(1.5403530393381606e-4f);                   // ln2^6 / 6!
-  p = Ops::fma(p, f, Ops::set1(1.3333558146428443e-3f));     // ln2^5 / 5!
-  p = Ops::fma(p, f, Ops::set1(9.6181291076284772e-3f));     // ln2^4 / 4!
-  p = Ops::fma(p, f, Ops::set1(5.5504108664821580e-2f));     // ln2^3 / 3!
-  p = Ops::fma(p, f, Ops::set1(2.4022650695910071e-1f));     // ln2^2 / 2
-  p = Ops::fma(p, f, Ops::set1(6.9314718055994531e-1f));     // ln2
+  F p = Ops::set1(1.326472614891827e-3f);
+  p = Ops::fma(p, f, Ops::set1(9.671512991189957e-3f));
+  p = Ops::fma(p, f, Ops::set1(5.550733581185341e-2f));
+  p = Ops::fma(p, f, Ops::set1(2.4022242426872253e-1f));
+  p = Ops::fma(p, f, Ops::set1(6.931470036506653e-1f));
   p = Ops::fma(p, f, Ops::set1(1.f));
-  return Ops::scale2(p, k);
+  if constexpr (Ops::scale2_native) {
+    return Ops::scale2(p, k);
+  } else {
+    const U e = ((U)t + Ops::set1u(127 + 32)) << 23;  // (the shift drops the 1.5 2^23's bits)
+    return p * (F)e * Ops::set1(0x1p-32f);
+  }
 }
 
 // y = (x - m) c in log2 units, clamped at -150 (NaN, first operand of max, also -> -150)
@@ -264,11 +279,10 @@ LUTKIT_OPS_FN inline float max_sum_exp(const float* x, std::size_t n, uint32_t b
              : max_sum_body<false, false>(x, n, base, st, ref, beta, ent, p);
 }
 
-LUTKIT_OPS_FN inline float sum_exp(const float* x, std::size_t n, float m, float beta, float* ent, const void* pf,
-                                   std::size_t pf_bytes) {
+template <bool Ent>
+LUTKIT_OPS_FN inline float sum_exp_body(const float* x, std::size_t n, float m, float beta, float* ent, prefetcher& p) {
   const F vm = Ops::set1(m), vc = Ops::set1(beta * kLog2e);
   F s0 = Ops::zero(), s1 = s0, t0 = s0, t1 = s0;
-  prefetcher p(pf, pf_bytes, n, 2 * W);
   std::size_t i = 0;
   for (; i + 2 * W <= n; i += 2 * W) {
     p.run();
@@ -277,7 +291,7 @@ LUTKIT_OPS_FN inline float sum_exp(const float* x, std::size_t n, float m, float
     const F e0 = exp2_poly(y0), e1 = exp2_poly(y1);
     s0 = s0 + e0;
     s1 = s1 + e1;
-    if (ent) {
+    if constexpr (Ent) {
       t0 = Ops::fma(e0, y0, t0);
       t1 = Ops::fma(e1, y1, t1);
     }
@@ -286,10 +300,16 @@ LUTKIT_OPS_FN inline float sum_exp(const float* x, std::size_t n, float m, float
     const F y = log2_units(Ops::load_or(x + i, Ops::tail(n - i), ninf()), vm, vc);
     const F e = exp2_poly(y);
     s0 = s0 + e;
-    t0 = Ops::fma(e, y, t0);
+    if constexpr (Ent) t0 = Ops::fma(e, y, t0);
   }
-  if (ent) *ent += kLn2 * Ops::hsum(t0 + t1);
+  if constexpr (Ent) *ent += kLn2 * Ops::hsum(t0 + t1);
   return Ops::hsum(s0 + s1);
+}
+
+LUTKIT_OPS_FN inline float sum_exp(const float* x, std::size_t n, float m, float beta, float* ent, const void* pf,
+                                   std::size_t pf_bytes) {
+  prefetcher p(pf, pf_bytes, n, 2 * W);
+  return ent ? sum_exp_body<true>(x, n, m, beta, ent, p) : sum_exp_body<false>(x, n, m, beta, ent, p);
 }
 
 // Gumbel-max. The lanes start at the best (y, index) of the previous chunks; g <= 16.64 for every
@@ -328,32 +348,34 @@ LUTKIT_OPS_FN inline void gumbel_argmax(const float* x, std::size_t n, uint32_t 
   }
 }
 
+// (the thresholds above t[0] are compared from memory: with 8 sums, 8 thresholds and the exp's
+// constants in registers, 16 AVX2 registers spilled the sums at every vector, 3x slower)
 LUTKIT_OPS_FN inline void mass_ge(const float* x, std::size_t n, float m, float beta, const float* t, double* mass,
-                                  uint64_t* count) {
+                                  float* top) {
   constexpr int J = mass_thresholds;
-  F vt[J], ms[J];
-  U cs[J];
+  alignas(64) float tb[J][W];
+  F ms[J];
   for (int j = 0; j < J; ++j) {
-    vt[j] = Ops::set1(t[j]);
+    Ops::store(tb[j], Ops::set1(t[j]));
     ms[j] = Ops::zero();
-    cs[j] = Ops::set1u(0);
   }
-  const F vm = Ops::set1(m), vc = Ops::set1(beta * kLog2e);
-  for (std::size_t i = 0; i < n; i += W) {
-    const M k = Ops::tail(n - i);
-    const F v = Ops::loadz(x + i, k);
-    if (!Ops::bits(Ops::both(k, Ops::ge(v, vt[0])))) continue;
+  const F vm = Ops::set1(m), vc = Ops::set1(beta * kLog2e), t0 = Ops::set1(t[0]);
+  F vtop = ninf();
+  auto one = [&](F v) LUTKIT_OPS_FN {  // (v: -inf in lanes past the end)
+    const M g0 = Ops::ge(v, t0);
+    if (!Ops::bits(g0)) return;
+    vtop = Ops::max(Ops::select(g0, ninf(), v), vtop);
     const F e = exp2_poly(log2_units(v, vm, vc));
-    for (int j = 0; j < J; ++j) {
-      const M g = Ops::both(k, Ops::ge(v, vt[j]));
-      ms[j] = Ops::add_if(g, ms[j], e);
-      cs[j] = Ops::inc_if(g, cs[j]);
-    }
-  }
-  for (int j = 0; j < J; ++j) {
-    mass[j] += double(Ops::hsum(ms[j]));
-    count[j] += uint64_t(Ops::hsum(cs[j]));
-  }
+    ms[0] = Ops::add_if(g0, ms[0], e);
+#pragma GCC unroll 8
+    for (int j = 1; j < J; ++j) ms[j] = Ops::add_if(Ops::ge(v, Ops::load(tb[j])), ms[j], e);
+  };
+  std::size_t i = 0;
+  for (; i + W <= n; i += W) one(Ops::load(x + i));
+  if (i < n) one(Ops::load_or(x + i, Ops::tail(n - i), ninf()));
+  for (int j = 0; j < J; ++j) mass[j] += double(Ops::hsum(ms[j]));
+  const float tv = Ops::hmax(vtop);
+  if (tv > *top) *top = tv;
 }
 
 template <class O = Ops>  // (a template: the branch of an Ops without compress is discarded)
@@ -390,15 +412,16 @@ LUTKIT_OPS_FN inline std::size_t collect_range(const float* v, const uint32_t* i
   const F vlo = Ops::set1(lo), vhi = Ops::set1(hi);
   std::size_t c = 0;
   for (std::size_t i = 0; i < n; i += W) {
-    const M k = Ops::tail(n - i);
-    const F x = Ops::loadz(v + i, k);
-    const U t = U(Ops::loadz(reinterpret_cast<const float*>(ix + i), k));  // (the token bits)
-    const M in = Ops::both(k, Ops::both(Ops::ge(x, vlo), Ops::gt(vhi, x)));
+    const bool full = i + W <= n;
+    const M k = full ? M{} : Ops::tail(n - i);
+    const F x = full ? Ops::load(v + i) : Ops::loadz(v + i, k);
+    const M r = Ops::both(Ops::ge(x, vlo), Ops::gt(vhi, x));
+    const M in = full ? r : Ops::both(k, r);
     // (in place: the lanes are in registers before the stores, which end at or before i + W: a
     // whole vector's compress may store W lanes from c <= i)
-    if constexpr (requires { O::compress(in, x, t, ov, oi); }) {
-      if (i + W <= n) {
-        c += O::compress(in, x, t, ov + c, oi + c);
+    if constexpr (requires { O::compress(in, x, U{}, ov, oi); }) {
+      if (full) {
+        c += O::compress(in, x, U(Ops::load(reinterpret_cast<const float*>(ix + i))), ov + c, oi + c);  // (token bits)
         continue;
       }
     }

@@ -58,9 +58,9 @@ struct sampling_kernel_set {
   // (best_y, best_i) <- the largest y (lowest index on ties; NaN never)
   void (*gumbel_argmax)(const float* x, std::size_t n, uint32_t base, rng_key key, float beta, float& best_y,
                         uint32_t& best_i);
-  // for the 8 ascending thresholds t[j]: mass[j] += the sum of exp(beta (x - m)) over x >= t[j],
-  // count[j] += their number (NaN never counts)
-  void (*mass_ge)(const float* x, std::size_t n, float m, float beta, const float* t, double* mass, uint64_t* count);
+  // for the 8 ascending thresholds t[j]: mass[j] += the sum of exp(beta (x - m)) over x >= t[j];
+  // *top = the largest x >= t[0] if it exceeds *top (NaN never counts)
+  void (*mass_ge)(const float* x, std::size_t n, float m, float beta, const float* t, double* mass, float* top);
   // the values >= t (NaN never) with their indices base + i; returns their count (<= n)
   std::size_t (*collect_ge)(const float* x, std::size_t n, uint32_t base, float t, uint32_t* idx, float* val);
   // the pairs (v[i], ix[i]) with lo <= v[i] < hi, in order, into (ov, oi); returns their count.

@@ -78,16 +78,16 @@ inline void gumbel_argmax(const float* x, std::size_t n, uint32_t base, rng_key 
   }
 }
 
-inline void mass_ge(const float* x, std::size_t n, float m, float beta, const float* t, double* mass,
-                    uint64_t* count) {
+inline void mass_ge(const float* x, std::size_t n, float m, float beta, const float* t, double* mass, float* top) {
   float ms[mass_thresholds] = {};
   for (std::size_t i = 0; i < n; ++i) {
     if (!(x[i] >= t[0])) continue;
     float d = (x[i] - m) * beta;
     if (!(d >= -200.f)) d = -200.f;
     const float e = std::exp(d);
+    if (x[i] > *top) *top = x[i];
     for (int j = 0; j < mass_thresholds; ++j)
-      if (x[i] >= t[j]) ms[j] += e, ++count[j];
+      if (x[i] >= t[j]) ms[j] += e;
   }
   for (int j = 0; j < mass_thresholds; ++j) mass[j] += double(ms[j]);
 }

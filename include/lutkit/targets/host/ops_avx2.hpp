@@ -116,6 +116,7 @@ struct avx2_ops {
 
   // p 2^k, k integral in [-150, 127], rounded once as vscalefps: 2^k = 2^k1 2^k2 with both
   // factors normal (k1 = floor(k / 2)); p 2^k1 is exact, the second product rounds (subnormals too)
+  static constexpr bool scale2_native = false;  // (sampling/body.inl, exp2_poly)
   LUTKIT_AVX2_OP F scale2(F p, F k) {
     const __m256i ki = _mm256_cvtps_epi32(k);
     const __m256i k1 = _mm256_srai_epi32(ki, 1), k2 = _mm256_sub_epi32(ki, k1);
