@@ -25,8 +25,8 @@ double mx_def(uint8_t c, uint8_t e) {
 
 // Relative error bound of the kernel's S = sum exp(x - max) (u = 2^-24): each chunk is summed
 // in float over 16 (or 32) lanes, so a term passes through at most chunk/16 + 8 additions; each
-// exp is within 4u (AVX-512: 2^y with Taylor degree 6 of 2^f, truncation < 2u, Horner < 2u;
-// portable: std::exp, 1u); the argument y = (x - max) beta log2(e) is rounded three times
+// exp is within 4u (AVX-512 / AVX2: 2^y with 2^f = 1 + f q(f), q of degree 4 fitted minimax,
+// 1.5u, 2.6u with its float coefficients and Horner roundings; portable: std::exp, 1u); the argument y = (x - max) beta log2(e) is rounded three times
 // (difference, product, constant: relative 3u), which moves exp by 3 |d| u relatively, d =
 // x - max: 3 u sum e_i |d_i| in total; chunks are merged in double (u per chunk, with the float
 // rounding of each chunk sum). So

@@ -1,7 +1,7 @@
 // lutkit — the sampling micro-kernels (sampling/microkernel.hpp), written ONCE against a vector of
 // W float lanes and compiled per instruction set: fused max / argmax / second max, exp sums
-// (range reduction + degree-6 polynomial + 2^k), Gumbel-max with the counter-based hash in vector
-// lanes, threshold masses and selection, the bf16 / fp16 / MXFP8 decoders. No include guard: a
+// (range reduction + degree-5 minimax polynomial + 2^k), Gumbel-max with the counter-based hash
+// in vector lanes, threshold masses and selection, the bf16 / fp16 / MXFP8 decoders. No include guard: a
 // target includes it once per instruction set, inside that set's namespace, after including
 // sampling/logits.hpp and sampling/microkernel.hpp, with
 //   using Ops = ...;        the vector-width primitives (below)
