@@ -526,12 +526,11 @@ inline void ar_sample_impl(const logits_view& lv, const ar_params* params, int32
   const std::size_t nchunks = (V + chunk - 1) / chunk;
   const std::size_t nblocks = (V + ar_block - 1) / ar_block;
   const std::size_t threads = pool ? pool->size() : 1;
-  // a row is split over several threads when there are fewer rows than threads
-  // A row is split over threads only when there are fewer rows than threads and a row is large
-  // (>= 2 MiB of logits): a smaller row takes less than a second thread's hand-over costs on a
-  // busy machine (docs/sampling.md, "design decisions").
-  // (Two tasks per thread: a thread the OS holds back leaves its share to the others.)
-  const bool split = rows < threads && V * lv.element_bytes() >= (std::size_t(2) << 20);
+  // A row's pass is split over threads when there are fewer rows than threads and a row holds at
+  // least 256 KiB of logits: below, the pass takes about as long as a second thread's hand-over
+  // (docs/sampling.md, "design decisions"). (Two tasks per thread: a thread the OS holds back
+  // leaves its share to the others.)
+  const bool split = rows < threads && V * lv.element_bytes() >= (std::size_t(256) << 10);
   const std::size_t parts = split ? std::min(nchunks, 2 * ((threads + rows - 1) / rows)) : std::size_t(1);
   std::vector<std::vector<token_patch>> patches(rows);
   std::vector<float> sum_beta(rows);
