@@ -506,7 +506,7 @@ TEST_CASE("plan: prefill, attention and sampling workloads on hand-computed case
     a.queries = 11;
     CHECK_THROWS_AS(model_attention(c, a, 1), lutkit::error);  // more queries than the context
   }
-  SECTION("sampling: a row is split over threads only when it is 2 MiB or larger") {
+  SECTION("sampling: a row is split over threads only when it is 256 KiB or larger") {
     sampling_op s;
     s.vocab = 1000, s.rows = 1;
     // one core: 4000 bytes / 8 = 500 s read; 2 x 1000 flops / 2 = 1000 s
@@ -514,6 +514,10 @@ TEST_CASE("plan: prefill, attention and sampling workloads on hand-computed case
     CHECK(r.total_s == 1000.0);  // not split: no fork / join either
     s.vocab = std::size_t(1) << 20;  // 4 MiB: split over both cores
     CHECK(sampling_workload(c, s, 2).cores.size() == 2);
+    s.vocab = 65536;  // 256 KiB: split
+    CHECK(sampling_workload(c, s, 2).cores.size() == 2);
+    s.vocab = 65535;  // just under: one core
+    CHECK(sampling_workload(c, s, 2).cores.size() == 1);
     s.rows = 3, s.vocab = 1000;  // rows over threads: 2 and 1
     const auto w = sampling_workload(c, s, 2);
     REQUIRE(w.cores.size() == 2);

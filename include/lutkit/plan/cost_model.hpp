@@ -19,6 +19,7 @@
 #include "../core/error.hpp"
 #include "../decode/decode_gemv.hpp"
 #include "../gemm/geometry.hpp"
+#include "../sampling/microkernel.hpp"
 #include "operator.hpp"
 
 namespace lutkit::plan {
@@ -409,15 +410,15 @@ inline cost_breakdown model_attention(const target_costs& c, const attention_op&
 
 // Autoregressive sampling (sampling/autoregressive.hpp: the chain of top-k, top-p, min-p,
 // temperature): one streaming read of each row's logits (its maximum and sum of exponentials),
-// then the candidates. Rows go to threads; a row is split over the threads only when it is
-// larger than 2 MiB and there are fewer rows than threads (the driver's rule). Work unit: one
+// then the candidates. Rows go to threads; a row is split over the threads by the driver's rule
+// (detail::ar_split_rows: fewer rows than threads, at least 256 KiB a row). Work unit: one
 // logit; counted as 2 fp32 operations (the running maximum, the exponential's share). Kernel
 // key "sampling.ar" (rate: logits a second; intercept: seconds per row, the candidate pass).
 inline workload sampling_workload(const target_costs& c, const sampling_op& s, int threads) {
   check_threads(c, threads);
   lutkit::detail::require(s.vocab > 0 && s.rows > 0 && s.logit_bytes > 0, "plan: sampling needs vocab, rows > 0");
   const kernel_rate* kr = find_kernel(c, "sampling.ar");
-  const bool split = s.rows < std::size_t(threads) && s.vocab * std::size_t(s.logit_bytes) >= (std::size_t(2) << 20);
+  const bool split = lutkit::detail::ar_split_rows(s.rows, std::size_t(threads), s.vocab * std::size_t(s.logit_bytes));
   const auto shares = split ? split_shares(s.rows * std::size_t(threads), threads) : split_shares(s.rows, threads);
   const double logits = double(s.vocab) * double(s.rows);
   workload wl;

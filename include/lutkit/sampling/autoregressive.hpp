@@ -526,11 +526,8 @@ inline void ar_sample_impl(const logits_view& lv, const ar_params* params, int32
   const std::size_t nchunks = (V + chunk - 1) / chunk;
   const std::size_t nblocks = (V + ar_block - 1) / ar_block;
   const std::size_t threads = pool ? pool->size() : 1;
-  // A row's pass is split over threads when there are fewer rows than threads and a row holds at
-  // least 256 KiB of logits: below, the pass takes about as long as a second thread's hand-over
-  // (docs/sampling.md, "design decisions"). (Two tasks per thread: a thread the OS holds back
-  // leaves its share to the others.)
-  const bool split = rows < threads && V * lv.element_bytes() >= (std::size_t(256) << 10);
+  // (split: two tasks per thread, so that a thread the OS holds back leaves its share to the others)
+  const bool split = ar_split_rows(rows, threads, V * lv.element_bytes());
   const std::size_t parts = split ? std::min(nchunks, 2 * ((threads + rows - 1) / rows)) : std::size_t(1);
   std::vector<std::vector<token_patch>> patches(rows);
   std::vector<float> sum_beta(rows);

@@ -19,6 +19,12 @@ constexpr uint32_t no_index = 0xFFFFFFFFu;
 constexpr std::size_t ar_block = 256;
 // thresholds of one mass_ge pass (the top-p threshold search)
 constexpr int mass_thresholds = 8;
+// The AR driver's rule for splitting a row's pass over the threads: fewer rows than threads and
+// at least 256 KiB of logits a row (below, the pass takes about as long as a second thread's
+// hand-over: docs/sampling.md, "design decisions"). The planner's cost model uses it too.
+inline bool ar_split_rows(std::size_t rows, std::size_t threads, std::size_t row_bytes) {
+  return rows < threads && row_bytes >= (std::size_t(256) << 10);
+}
 
 // running maximum of a row: largest value, its (lowest) index, second largest value.
 // NaN is never a candidate; -inf never becomes the argmax (index stays no_index).
