@@ -358,7 +358,7 @@ TEST_CASE("ar: categorical draws follow the truncated softmax (chi-square, false
 TEST_CASE("ar: the same bits on 1 and 2 threads (a row split over both)", "[sampling][ar]") {
   std::mt19937_64 rng(8);
   // a single row of 2.4 MB or of 256 KiB (the smallest that is split) is split over the threads
-  for (const auto [rows, V] : {std::pair<std::size_t, std::size_t>{1, 600000}, {1, 65536}, {3, 20000}}) {
+  for (const auto& [rows, V] : {std::pair<std::size_t, std::size_t>{1, 600000}, {1, 65536}, {3, 20000}}) {
     const auto d = random_logits(rng, logit_type::f32, rows, V, false);
     thread_pool pool(2);
     for (const auto be : backends())
