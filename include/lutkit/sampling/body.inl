@@ -14,7 +14,7 @@
 //   M tail(size_t left)                lanes [0, left); F loadz(p, M), load_or(p, M, F fill):
 //                                      masked loads that touch no lane outside the mask
 //   F fma(a, b, c) = a b + c (one rounding), max(a, b), min(a, b) (b where either is NaN),
-//     round(x) (nearest even), to_float(U) (as int32)
+//     round(x) (nearest even), to_float(U) (as int32); U round_int(F) (nearest even, as int32)
 //   M gt(F, F), ge(F, F), eq(F, F) (ordered: false on NaN), ordered(F), eq(U, U), less(U, U)
 //     (as int32), both(M, M); unsigned bits(M) (lane i at bit i); F select(M, F no, F yes),
 //     U select(M, U no, U yes); F add_if(M, F acc, F x), U inc_if(M, U c)
@@ -43,15 +43,16 @@ LUTKIT_OPS_FN inline U lane_index(uint32_t base) { return Ops::set1u(base) + Ops
 // relative error (2^0 = 1 exactly; with float coefficients and FMA Horner steps within 1.6e-7 of
 // 2^f, the degree-6 Taylor series it replaced 2.1e-7), then p 2^k in one rounding. With a
 // one-instruction p 2^k (Ops::scale2_native: AVX-512's vscalefps) k comes from a rounding
-// instruction; else from adding 1.5 2^23, whose low mantissa bits are then k, shifted into an
-// exponent field biased by 32 so that the product with 2^-32 is the one rounding.
+// instruction; else from a conversion to int32 (nearest), shifted into an exponent field biased
+// by 32 so that the product with 2^-32 is the one rounding.
 LUTKIT_OPS_FN inline F exp2_poly(F y) {
-  F k, t;
+  F k;
+  U ki;
   if constexpr (Ops::scale2_native) {
     k = Ops::round(y);
   } else {
-    t = y + Ops::set1(0x1.8p23f);
-    k = t - Ops::set1(0x1.8p23f);
+    ki = Ops::round_int(y);
+    k = Ops::to_float(ki);
   }
   const F f = y - k;
   F p = Ops::set1(1.326472614891827e-3f);
@@ -63,8 +64,7 @@ LUTKIT_OPS_FN inline F exp2_poly(F y) {
   if constexpr (Ops::scale2_native) {
     return Ops::scale2(p, k);
   } else {
-    const U e = ((U)t + Ops::set1u(127 + 32)) << 23;  // (the shift drops the 1.5 2^23's bits)
-    return p * (F)e * Ops::set1(0x1p-32f);
+    return p * (F)((ki + Ops::set1u(127 + 32)) << 23) * Ops::set1(0x1p-32f);
   }
 }
 

@@ -58,6 +58,7 @@ struct avx2_ops {
   LUTKIT_AVX2_OP F min(F a, F b) { return _mm256_min_ps(a, b); }
   LUTKIT_AVX2_OP F round(F x) { return _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
   LUTKIT_AVX2_OP F to_float(U i) { return _mm256_cvtepi32_ps(__m256i(i)); }
+  LUTKIT_AVX2_OP U round_int(F x) { return (U)_mm256_cvtps_epi32(x); }  // (MXCSR's nearest even)
 
   LUTKIT_AVX2_OP M gt(F a, F b) { return _mm256_cmp_ps(a, b, _CMP_GT_OQ); }
   LUTKIT_AVX2_OP M ge(F a, F b) { return _mm256_cmp_ps(a, b, _CMP_GE_OQ); }

@@ -50,6 +50,7 @@ struct avx512_ops {
   LUTKIT_AVX512_OP F fma(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
   LUTKIT_AVX512_OP F round(F x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
   LUTKIT_AVX512_OP F to_float(U i) { return _mm512_cvtepi32_ps(__m512i(i)); }
+  LUTKIT_AVX512_OP U round_int(F x) { return (U)_mm512_cvtps_epi32(x); }  // (MXCSR's nearest even)
   static constexpr bool scale2_native = true;  // (sampling/body.inl, exp2_poly)
   LUTKIT_AVX512_OP F scale2(F p, F k) { return _mm512_scalef_ps(p, k); }  // p 2^k, one rounding
   LUTKIT_AVX512_OP void mant_exp(F x, F& m, F& e) {  // x = 2^e m, m in [0.75, 1.5)
