@@ -139,6 +139,47 @@ void check_case(std::mt19937_64& rng, const dcase& c, thread_pool* pool) {
 
 }  // namespace
 
+// Each term of the kernels' exp sums against exp in double: within the 4u of the bound below
+// (the polynomial, its Horner roundings and the final one) plus the argument's three roundings
+// (3u relative in y, so 3 |y| ln 2 u in the result), for single values (a sum of one term: the
+// kernels' tail path) over y = beta (x - m) log2(e) in [-120, 0], and one value per lane of a
+// whole vector with m the lanes' maximum.
+TEST_CASE("sampling exp: every term within 4u + the argument's roundings", "[sampling]") {
+  std::mt19937_64 rng(31);
+  std::uniform_real_distribution<double> ud(0.0, 1.0);
+  const double u = std::ldexp(1.0, -24);
+  for (const auto be : backends()) {
+    const auto& ks = detail::sampling_kernels_for(be);
+    double worst = 0.0;
+    for (int i = 0; i < 20000; ++i) {
+      const float m = float(ud(rng) * 40.0 - 20.0), beta = float(0.25 + 2.0 * ud(rng));
+      const float x = float(double(m) - ud(rng) * 120.0 / (double(beta) * 1.4426950408889634));
+      const double y = double(beta) * (double(x) - double(m));  // natural units
+      const double ref = std::exp(y);
+      const double got = double(ks.sum_exp(&x, 1, m, beta, nullptr, nullptr, 0));
+      const double err = std::fabs(got - ref) / ref, tol = (4.0 + 3.0 * std::fabs(y)) * u;
+      worst = std::max(worst, err / tol);
+      if (err > tol) FAIL_CHECK("backend " << ks.name << ": exp(" << y << ") = " << got << ", error " << err);
+    }
+    float xs[16];
+    for (int i = 0; i < 2000; ++i) {
+      const float beta = float(0.25 + 2.0 * ud(rng));
+      float m = -INFINITY;
+      for (float& v : xs) m = std::max(m, v = float(ud(rng) * 30.0 - 15.0));
+      double ref = 0.0, tol = 0.0;
+      for (float v : xs) {
+        const double y = double(beta) * (double(v) - double(m));
+        ref += std::exp(y);
+        tol += std::exp(y) * (4.0 + 3.0 * std::fabs(y) + 16.0) * u;  // (+ the float sum's 16 additions)
+      }
+      const double got = double(ks.sum_exp(xs, 16, m, beta, nullptr, nullptr, 0));
+      CHECK(std::fabs(got - ref) <= tol);
+    }
+    INFO(ks.name << ": the worst single term at " << worst << " of its tolerance");
+    CHECK(worst <= 1.0);
+  }
+}
+
 TEST_CASE("MXFP8 decoding is bit-exact: every code, scales incl. 0, 127, 254, NaN; subnormals", "[sampling][mxfp8]") {
   const uint8_t scales[] = {0, 1, 100, 120, 127, 128, 135, 200, 254, 255};
   std::vector<uint8_t> codes(256);
