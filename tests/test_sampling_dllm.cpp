@@ -26,8 +26,8 @@ double mx_def(uint8_t c, uint8_t e) {
 // Relative error bound of the kernel's S = sum exp(x - max) (u = 2^-24): each chunk is summed
 // in float over 16 (or 32) lanes, so a term passes through at most chunk/16 + 8 additions; each
 // exp is within 4u (AVX-512 / AVX2: 2^y with 2^f = 1 + f q(f), q of degree 4 fitted minimax,
-// 1.5u, 2.6u with its float coefficients and Horner roundings; portable: std::exp, 1u); the argument y = (x - max) beta log2(e) is rounded three times
-// (difference, product, constant: relative 3u), which moves exp by 3 |d| u relatively, d =
+// 1.5u, 2.6u with its float coefficients and Horner roundings; portable: std::exp, 1u); the
+// argument y = (x - max) beta log2(e) is rounded three times (difference, product, constant: relative 3u), which moves exp by 3 |d| u relatively, d =
 // x - max: 3 u sum e_i |d_i| in total; chunks are merged in double (u per chunk, with the float
 // rounding of each chunk sum). So
 //   |dS| / S <= u (chunk/16 + 12 + 2 nchunks) + 3 u A1 / S,   A1 = sum e_i |d_i|.
@@ -139,11 +139,12 @@ void check_case(std::mt19937_64& rng, const dcase& c, thread_pool* pool) {
 
 }  // namespace
 
-// Each term of the kernels' exp sums against exp in double: within the 4u of the bound below
+// Each term of the kernels' exp sums against exp in double: within the 4u of the bound above
 // (the polynomial, its Horner roundings and the final one) plus the argument's three roundings
-// (3u relative in y, so 3 |y| ln 2 u in the result), for single values (a sum of one term: the
-// kernels' tail path) over y = beta (x - m) log2(e) in [-120, 0], and one value per lane of a
-// whole vector with m the lanes' maximum.
+// (3u relative in the log2-unit argument, so 3 |y| u in the result with y = beta (x - m) in
+// natural units), for single values (a sum of one term: the kernels' tail path) with the
+// log2-unit argument in [-120, 0], and one value per lane of a whole vector with m the lanes'
+// maximum.
 TEST_CASE("sampling exp: every term within 4u + the argument's roundings", "[sampling]") {
   std::mt19937_64 rng(31);
   std::uniform_real_distribution<double> ud(0.0, 1.0);

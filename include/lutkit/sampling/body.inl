@@ -1,9 +1,9 @@
 // lutkit — the sampling micro-kernels (sampling/microkernel.hpp), written ONCE against a vector of
 // W float lanes and compiled per instruction set: fused max / argmax / second max, exp sums
 // (range reduction + degree-5 minimax polynomial + 2^k), Gumbel-max with the counter-based hash
-// in vector lanes, threshold masses and selection, the bf16 / fp16 / MXFP8 decoders. No include guard: a
-// target includes it once per instruction set, inside that set's namespace, after including
-// sampling/logits.hpp and sampling/microkernel.hpp, with
+// in vector lanes, threshold masses and selection, the bf16 / fp16 / MXFP8 decoders. No include
+// guard: a target includes it once per instruction set, inside that set's namespace, after
+// including sampling/logits.hpp and sampling/microkernel.hpp, with
 //   using Ops = ...;        the vector-width primitives (below)
 //   #define LUTKIT_OPS_FN   the function attributes of that set (e.g. its target attribute)
 // (targets/host/sampling/sampling_avx2.hpp and sampling_avx512.hpp).
@@ -348,8 +348,8 @@ LUTKIT_OPS_FN inline void gumbel_argmax(const float* x, std::size_t n, uint32_t 
   }
 }
 
-// (the thresholds above t[0] are compared from memory: with 8 sums, 8 thresholds and the exp's
-// constants in registers, 16 AVX2 registers spilled the sums at every vector, 3x slower)
+// (the thresholds above t[0] are compared from memory: with 8 sums, 8 counts, 8 thresholds and
+// the exp's constants in registers, AVX2's 16 spilled the sums at every vector, 1.6x slower)
 LUTKIT_OPS_FN inline void mass_ge(const float* x, std::size_t n, float m, float beta, const float* t, double* mass,
                                   float* top) {
   constexpr int J = mass_thresholds;
