@@ -385,7 +385,7 @@ std::pair<double, double> run_against_reference(const llm::model& m, lutkit::thr
   return {worst, worst8};
 }
 
-TEST_CASE("engine: decode kernels from a plan: within the defaults' error, deterministic, saved and loaded", "[engine][plan]") {
+TEST_CASE("engine: decode kernels and prefill paradigms from a plan: within the defaults' error, deterministic, saved and loaded", "[engine][plan]") {
   lutkit::thread_pool pool(2);
   // fixed costs (the shape of a 2-core host's), no kernel calibration: the plan is a function of
   // the file and these numbers
@@ -417,10 +417,21 @@ TEST_CASE("engine: decode kernels from a plan: within the defaults' error, deter
       CHECK(r.method != lutkit::decode_method::best);
       CHECK(r.error <= r.default_error);
       CHECK((r.threads >= 1 && r.threads <= 2));
+      // a prompt chunk's paradigm: within the default's error on the same activations
+      INFO("prefill " << lutkit::act_name(r.act) << " " << r.prefill_error << ", default " << lutkit::act_name(r.default_act)
+                      << " " << r.default_prefill_error);
+      CHECK(r.prefill_error <= r.default_prefill_error);
+      CHECK(r.default_prefill_error > 0);
+      CHECK((r.prefill_threads >= 1 && r.prefill_threads <= 2));
+      CHECK(r.prefill_modelled_s > 0);
       counted += r.count;
     }
     CHECK(counted == llm::all_matrices(*m).size());
-    for (const llm::matrix* x : llm::all_matrices(*m)) CHECK(x->method_valid(x->method));
+    for (const llm::matrix* x : llm::all_matrices(*m)) {
+      CHECK(x->method_valid(x->method));
+      CHECK(x->prefill_planned);
+      CHECK(x->act_valid(x->act));
+    }
     // deterministic: planned again, the same choices and errors
     const auto again = llm::plan_model(*m, cal, false);
     REQUIRE(again.size() == rows.size());
@@ -428,6 +439,9 @@ TEST_CASE("engine: decode kernels from a plan: within the defaults' error, deter
       CHECK(again[i].method == rows[i].method);
       CHECK(again[i].threads == rows[i].threads);
       CHECK(again[i].error == rows[i].error);
+      CHECK(again[i].act == rows[i].act);
+      CHECK(again[i].prefill_threads == rows[i].prefill_threads);
+      CHECK(again[i].prefill_error == rows[i].prefill_error);
     }
     // the planned model against the reference, as the default one is held
     const auto [e, e8] = run_against_reference(*m, &pool);
@@ -442,24 +456,41 @@ TEST_CASE("engine: decode kernels from a plan: within the defaults' error, deter
     for (std::size_t i = 0; i < a.size(); ++i) {
       CHECK(a[i]->method == b[i]->method);
       CHECK(a[i]->threads == b[i]->threads);
+      CHECK(b[i]->prefill_planned);
+      CHECK(a[i]->act == b[i]->act);
+      CHECK(a[i]->prefill_threads == b[i]->prefill_threads);
     }
     // every matrix forced to a method other than the defaults, on one thread: the forward pass
     // runs them and stays within the bound
-    for (const char* forced : {"bf16", "fused_dq"}) {
+    // (and every prompt chunk to a paradigm other than the default, on one thread)
+    for (const auto& [forced, forced_act] : {std::pair{"bf16", "fp32"}, std::pair{"fused_dq", "bf16"}}) {
       {
         std::ofstream f(path);
-        for (const auto& r : rows) f << r.type << ' ' << r.M << ' ' << r.K << ' ' << forced << " 1\n";
+        for (const auto& r : rows) f << r.type << ' ' << r.M << ' ' << r.K << ' ' << forced << " 1 " << forced_act << " 1\n";
       }
       auto m3 = llm::load_model(lutkit::gguf::file(std::span<const uint8_t>(bytes)), &pool, false);
       llm::load_plan(*m3, path, 2);
-      for (const llm::matrix* x : llm::all_matrices(*m3)) CHECK(std::string(lutkit::decode_method_name(x->method)) == forced);
-      {  // the forced kernels run: one-token steps give other bits than the defaults'
+      for (const llm::matrix* x : llm::all_matrices(*m3)) {
+        CHECK(std::string(lutkit::decode_method_name(x->method)) == forced);
+        CHECK(std::string(lutkit::act_name(x->act)) == forced_act);
+        CHECK(x->prefill_threads == 1);
+      }
+      {  // the forced kernels run: one-token steps give other bits than the defaults', and a prompt
+         // chunk other bits than the same decode methods with the default paradigm
         auto m0 = llm::load_model(lutkit::gguf::file(std::span<const uint8_t>(bytes)), &pool, false);
         llm::session a(*m0, 8), b(*m3, 8);
         const std::vector<int32_t> toks{7, 19, 3};
         a.prefill(toks, 1, &pool);
         b.prefill(toks, 1, &pool);
         CHECK(std::memcmp(a.logits.data(), b.logits.data(), a.logits.size() * 4) != 0);
+        auto m4 = llm::load_model(lutkit::gguf::file(std::span<const uint8_t>(bytes)), &pool, false);
+        const auto m3s = llm::all_matrices(*m3), m4s = llm::all_matrices(*m4);
+        for (std::size_t i = 0; i < m4s.size(); ++i) m4s[i]->method = m3s[i]->method, m4s[i]->threads = 1;
+        llm::session c(*m4, 8), d(*m3, 8);
+        const std::vector<int32_t> chunk{7, 19, 3, 11, 5, 2};
+        c.prefill(chunk, 6, &pool);
+        d.prefill(chunk, 6, &pool);
+        CHECK(std::memcmp(c.logits.data(), d.logits.data(), c.logits.size() * 4) != 0);
       }
       const auto [ef, ef8] = run_against_reference(*m3, &pool);
       INFO("forced " << forced << ": " << ef << ", llama.cpp's arithmetic " << ef8);
@@ -484,6 +515,19 @@ TEST_CASE("engine: decode kernels from a plan: within the defaults' error, deter
     bad(head + " fastest 1\n", "unknown decode method");                       // not a method
     bad(head + " int8 3\n", "threads");                                       // more threads than the pool
     bad(head + " int8\n", "expected <type> <M> <K> <method> <threads>");      // a short line
+    bad(head + " int8 1 int4 1\n", "unknown activation paradigm");           // not a paradigm
+    bad(head + " int8 1 fp32\n", "expected <type> <M> <K> <method> <threads>");  // no prefill threads
+    bad(head + " int8 1 fp32 3\n", "threads");                               // more threads than the pool
+    bad(head + " int8 1 fp32 1 x\n", "expected");                             // a field too many
+    {  // a line of five fields: the prefill keeps its default paradigm over the pool
+      {
+        std::ofstream f(path);
+        f << all;
+      }
+      auto m5 = llm::load_model(lutkit::gguf::file(std::span<const uint8_t>(bytes)), &pool, false);
+      llm::load_plan(*m5, path, 2);
+      for (const llm::matrix* x : llm::all_matrices(*m5)) CHECK(!x->prefill_planned);
+    }
     std::remove(path.c_str());
   }
 }

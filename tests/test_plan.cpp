@@ -525,3 +525,112 @@ TEST_CASE("plan: prefill, attention and sampling workloads on hand-computed case
     CHECK(w.cores[1][resource::fp32_fma] == 2000.0);
   }
 }
+
+TEST_CASE("plan: the prefill chooser keeps to the error budget; the thread count follows the prefill model", "[plan]") {
+  const prefill_candidate i8{act_type::int8, 0.03, 1.0, 2};
+  const prefill_candidate i8g{act_type::int8_group, 0.006, 1.2, 2};
+  const prefill_candidate bf{act_type::bf16, 0.002, 3.0, 2};
+  const prefill_candidate f32{act_type::fp32, 1e-7, 6.0, 2};
+  CHECK(choose_prefill({f32, bf, i8g, i8}, 0.05).chosen.act == act_type::int8);
+  CHECK(choose_prefill({f32, bf, i8g, i8}, 0.006).chosen.act == act_type::int8_group);  // error == budget fits
+  CHECK(choose_prefill({f32, bf, i8g, i8}, 0.005).chosen.act == act_type::bf16);
+  CHECK(choose_prefill({i8, bf, f32, i8g}, 1e-6).chosen.act == act_type::fp32);
+  CHECK_THROWS_WITH(choose_prefill({bf, i8}, 1e-3), Catch::Contains("int8") && Catch::Contains("bf16") && Catch::Contains("budget"));
+  CHECK_THROWS_AS(choose_prefill({}, 1.0), lutkit::error);
+  CHECK_THROWS_AS(choose_prefill({prefill_candidate{act_type::bf16, 0.1, -1.0, 1}}, 1.0), lutkit::error);
+  // ties: the lower error, then act_type's order, whatever the input order
+  const prefill_candidate a{act_type::int8, 0.01, 1.0, 1}, b{act_type::int8_group, 0.01, 1.0, 1};
+  CHECK(choose_prefill({b, a}, 1).chosen.act == act_type::int8);
+  CHECK(choose_prefill({a, b}, 1).chosen.act == act_type::int8);
+  // random sets: within budget, and no candidate within it is faster
+  std::mt19937_64 rng(4949);
+  std::uniform_real_distribution<double> u(0, 1);
+  int chosen = 0;
+  for (int it = 0; it < 500; ++it) {
+    std::vector<prefill_candidate> cs;
+    for (act_type t : {act_type::fp32, act_type::bf16, act_type::int8, act_type::int8_group})
+      if (u(rng) < 0.8) cs.push_back({t, u(rng) * 0.04, u(rng), 1});
+    if (cs.empty()) continue;
+    const double budget = u(rng) * 0.04;
+    bool any = false;
+    for (const auto& c : cs) any = any || c.error <= budget;
+    if (!any) {
+      CHECK_THROWS_AS(choose_prefill(cs, budget), lutkit::error);
+      continue;
+    }
+    const prefill_candidate p = choose_prefill(cs, budget).chosen;
+    ++chosen;
+    REQUIRE(p.error <= budget);
+    for (const auto& c : cs)
+      if (c.error <= budget) REQUIRE(p.modelled_s <= c.modelled_s);
+  }
+  CHECK(chosen > 100);
+  // threads: the toy machine's int8 prefill (model_prefill above: 1 core 2000 + 4000 s; 2 cores
+  // 1000 + 2000.5 s) takes 2; a fork / join dearer than the gain takes 1
+  target_costs c = toy_costs();
+  matmul_op op;
+  op.policy = "p";
+  op.M = 4, op.K = 2, op.N = 1000, op.tiles = 2, op.blob_bytes = 80;
+  CHECK(choose_prefill_threads(c, op, act_type::int8_group) == 2);
+  c.fork_join_s = 3000;
+  CHECK(choose_prefill_threads(c, op, act_type::int8_group) == 1);
+}
+
+TEST_CASE("plan: measured prefill errors and plans for Q4_0, deterministic for a fixed calibration file", "[plan]") {
+  const std::size_t M = 128, K = 512, N = 8;
+  std::mt19937_64 rng(17);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  std::vector<float> wf(M * K), x(N * K);
+  for (auto& v : wf) v = nd(rng) * 0.05f;
+  // outlier channels: per-row int8 loses the small ones, per-group int8 keeps each group's own scale
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = nd(rng) * ((i % K) % 97 == 0 ? 30.f : 1.f);
+  const auto w = pack<Q4_0>(quantize<Q4_0>(wf.data(), M, K));
+  const auto acts = valid_prefill_acts<Q4_0>();
+  REQUIRE(acts.size() == 4);  // fp32, bf16, int8, int8_group: integer levels on the host
+  const double e_f32 = measure_prefill_error<Q4_0>(w, x.data(), N, act_type::fp32);
+  const double e_bf16 = measure_prefill_error<Q4_0>(w, x.data(), N, act_type::bf16);
+  const double e_i8g = measure_prefill_error<Q4_0>(w, x.data(), N, act_type::int8_group);
+  const double e_i8 = measure_prefill_error<Q4_0>(w, x.data(), N, act_type::int8);
+  CHECK(e_f32 < 1e-5);
+  CHECK(e_bf16 > e_f32);
+  CHECK(e_bf16 < 1e-2);
+  CHECK(e_i8g > e_bf16);
+  CHECK(e_i8 > 2 * e_i8g);
+  CHECK(e_i8 < 0.1);
+  CHECK_THROWS_AS(measure_prefill_error<Q4_0>(w, nullptr, N, act_type::fp32), lutkit::error);
+
+  calibration cal = sample_calibration();
+  cal.costs.kernels[prefill_kernel_key(act_type::int8_group, Q4_0::name())] = {6.0e10, 1e-9};
+  cal.costs.kernels[prefill_kernel_key(act_type::int8, Q4_0::name())] = {7.0e10, 5e-10};
+  cal.costs.kernels[prefill_kernel_key(act_type::bf16, Q4_0::name())] = {2.0e10, 2e-9};
+  cal.costs.kernels[prefill_kernel_key(act_type::fp32, Q4_0::name())] = {1.0e10, 2e-9};
+  const std::string path = tmp_path("prefill_plan");
+  save_calibration(cal, path);
+  const target_costs c1 = load_calibration(path).costs;
+  const target_costs c2 = load_calibration(path).costs;
+  const matmul_op op = describe_matmul<Q4_0>(4096, K, 512);  // a prompt chunk of 512 on a larger matrix
+  // the budget of the default paradigm's own error: never less accurate than the default
+  const prefill_plan p1 = plan_prefill<Q4_0>(c1, op, w, x.data(), N, e_i8g);
+  const prefill_plan p2 = plan_prefill<Q4_0>(c2, op, w, x.data(), N, e_i8g);
+  REQUIRE(p1.candidates.size() == 4);
+  CHECK(p1.chosen.act == p2.chosen.act);
+  CHECK(p1.chosen.threads == p2.chosen.threads);
+  CHECK(p1.chosen.modelled_s == p2.chosen.modelled_s);
+  for (std::size_t i = 0; i < p1.candidates.size(); ++i) {
+    CHECK(p1.candidates[i].act == p2.candidates[i].act);
+    CHECK(p1.candidates[i].error == p2.candidates[i].error);
+    CHECK(p1.candidates[i].modelled_s == p2.candidates[i].modelled_s);
+  }
+  // per-row int8 is the fastest but over the budget: int8_group, the fastest within it
+  CHECK(p1.chosen.act == act_type::int8_group);
+  CHECK(p1.chosen.error <= e_i8g);
+  for (const auto& c : p1.candidates) {
+    if (c.error <= p1.budget) CHECK(p1.chosen.modelled_s <= c.modelled_s);
+    CHECK(c.modelled_s == model_prefill(c1, op, c.act, c.threads).total_s);
+  }
+  // a budget only fp32 meets; a looser one takes per-row int8
+  CHECK(plan_prefill<Q4_0>(c1, op, w, x.data(), N, 1e-5).chosen.act == act_type::fp32);
+  CHECK(plan_prefill<Q4_0>(c1, op, w, x.data(), N, 2 * e_i8).chosen.act == act_type::int8);
+  CHECK_THROWS_AS(plan_prefill<Q4_0>(c1, op, w, x.data(), N, 1e-12), lutkit::error);
+  std::remove(path.c_str());
+}

@@ -9,10 +9,11 @@
 //
 // --batch B: Best-of-N, B sequences continue the prompt, each with its own sampler seed (give a
 // temperature > 0); the prompt's K/V is read once per step for all of them (llm::batch).
-// --plan: the decode kernels of one activation row from a plan (examples/llm/plan.hpp): `auto`
-// plans at load (a calibration of this machine, about a second, kept in --calibration FILE when
-// given and read from it when it exists), `default` (the default) runs decode_method::best on
-// every matrix, any other value is a plan saved by --save-plan. The plan is printed unless --quiet.
+// --plan: the decode kernels of one activation row and the prompt chunks' dequant-GEMM paradigm
+// from a plan (examples/llm/plan.hpp): `auto` plans at load (a calibration of this machine, a few
+// seconds, kept in --calibration FILE when given and read from it when it exists), `default`
+// (the default) runs decode_method::best and default_act on every matrix, any other value is a
+// plan saved by --save-plan. The plan is printed unless --quiet.
 // --load-rounds R: the load alone, beside a memcpy of the file's bytes into a touched buffer and
 // one into a new buffer, R rounds alternating the three (each round a new mapping and new blobs);
 // prints the medians and memcpy / load, then exits.
@@ -218,9 +219,11 @@ int main(int argc, char** argv) try {
       co.threads = int(threads);
       cal = lutkit::plan::calibrate(co);
     }
-    const auto rows = llm::plan_model(*mdl, cal);
-    if (!cal_path.empty() && !loaded) lutkit::plan::save_calibration(cal, cal_path);
-    if (!quiet) llm::print_plan(rows, stderr);
+    const std::size_t rates = cal.costs.kernels.size();
+    const auto rows = llm::plan_model(*mdl, cal, true, 512, chunk);
+    // (a loaded calibration is saved again when the plan measured kernels it lacked)
+    if (!cal_path.empty() && (!loaded || cal.costs.kernels.size() != rates)) lutkit::plan::save_calibration(cal, cal_path);
+    if (!quiet) llm::print_plan(rows, stderr, chunk);
     if (!save_plan.empty()) llm::save_plan(rows, save_plan);
   } else if (plan != "default") {
     llm::load_plan(*mdl, plan, threads);

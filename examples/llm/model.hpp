@@ -162,8 +162,8 @@ struct policy_of<lutkit::packed_weights<P>> {
 };
 
 // A weight matrix of M output rows x K inputs as a lutkit blob, applied to N activation rows:
-// decode_gemv (the method decode_method::best picks for the policy) for a few rows, the
-// dequant-GEMM (its default activation paradigm) for a prompt chunk.
+// decode_gemv (the method decode_method::best picks for the policy, or its plan's) for a few rows,
+// the dequant-GEMM (its default activation paradigm, or its plan's) for a prompt chunk.
 struct matrix {
   std::string name;
   std::size_t M = 0, K = 0;
@@ -180,6 +180,11 @@ struct matrix {
   // decode_method::best over the engine's pool (threads 0)
   lutkit::decode_method method = lutkit::decode_method::best;
   int threads = 0;
+  // a prompt chunk's dequant-GEMM: the activation paradigm and threads of a plan, or the policy's
+  // default_act over the engine's pool (prefill_planned false)
+  bool prefill_planned = false;
+  lutkit::act_type act = lutkit::act_type::int8_group;
+  int prefill_threads = 0;
 
   static constexpr std::size_t gemv_rows = 4;  // N above this: the dequant-GEMM
 
@@ -202,6 +207,20 @@ struct matrix {
         },
         w);
   }
+  // whether dequant_gemm serves this matrix's policy by paradigm a on this CPU
+  bool act_valid(lutkit::act_type a) const {
+    return std::visit(
+        [&](const auto& pw) -> bool {
+          using T = std::decay_t<decltype(pw)>;
+          if constexpr (std::is_same_v<T, std::monostate>) {
+            return false;
+          } else {
+            const auto v = lutkit::plan::valid_prefill_acts<typename policy_of<T>::type>();
+            return std::find(v.begin(), v.end(), a) != v.end();
+          }
+        },
+        w);
+  }
 
   void apply(const float* x, std::size_t N, float* y, lutkit::thread_pool* pool) const {
     std::visit(
@@ -212,7 +231,8 @@ struct matrix {
             if (N <= gemv_rows)
               lutkit::decode_gemv(pw, x, N, K, y, method_for(N), 0, 0, pool_for(N, pool));
             else
-              lutkit::dequant_gemm(pw, x, N, K, y, lutkit::default_act<P>(), 0, 0, pool);
+              lutkit::dequant_gemm(pw, x, N, K, y, prefill_planned ? act : lutkit::default_act<P>(), 0, 0,
+                                   prefill_planned && prefill_threads == 1 ? nullptr : pool);
           }
         },
         w);

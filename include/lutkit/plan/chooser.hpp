@@ -1,9 +1,9 @@
 // lutkit — the choice by error and time (Dolphium's Eq. 2 per operator): for one weight matrix,
-// the decode methods valid for its policy, each with its output error (relative RMS error
-// against the double reference, the unit of docs/llama_formats.md's "Accuracy": measured here
-// on calibration activations, or given by the caller) and its modelled time (plan/cost_model.hpp);
-// the plan is the fastest candidate within the caller's error budget, and the thread count the
-// model gives it.
+// the decode methods valid for its policy (and for a prompt chunk the prefill's activation
+// paradigms), each with its output error (relative RMS error against the double reference, the
+// unit of docs/llama_formats.md's "Accuracy": measured here on calibration activations, or given
+// by the caller) and its modelled time (plan/cost_model.hpp); the plan is the fastest candidate
+// within the caller's error budget, and the thread count the model gives it.
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -14,6 +14,7 @@
 
 #include "../core/error.hpp"
 #include "../decode/decode_gemv.hpp"
+#include "../gemm/dequant_gemm.hpp"
 #include "../quant/packed_weights.hpp"
 #include "../quant/reference.hpp"
 #include "cost_model.hpp"
@@ -46,6 +47,20 @@ std::vector<decode_method> valid_decode_methods(std::size_t N) {
   return v;
 }
 
+namespace detail {
+// sqrt(sum (y - ref)^2 / sum ref^2) over n outputs
+inline double relative_rms(const float* y, const std::vector<double>& ref, std::size_t n) {
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double d = double(y[i]) - ref[i];
+    num += d * d;
+    den += ref[i] * ref[i];
+  }
+  lutkit::detail::require(den > 0, "plan: the reference output is all zero; the error is undefined (use other activations)");
+  return std::sqrt(num / den);
+}
+}  // namespace detail
+
 // Relative RMS error of decode_gemv by `m` on the N x K activations x against the double
 // reference of the blob's own weights (ref::gemv on unpack(w)): sqrt(sum (y - ref)^2 / sum ref^2).
 template <class P>
@@ -53,18 +68,10 @@ double measure_decode_error(const packed_weights<P>& w, const float* x, std::siz
   lutkit::detail::require(x != nullptr && N > 0, "plan: measure_decode_error needs N >= 1 activation rows");
   lutkit::detail::require(m != decode_method::best, "plan: measure a method, not decode_method::best");
   const std::size_t M = w.M(), K = w.K();
-  const auto q = unpack(w);
-  const std::vector<double> ref = ref::gemv(q, x, N);
+  const std::vector<double> ref = ref::gemv(unpack(w), x, N);
   std::vector<float> y(N * M);
   decode_gemv<P>(w, x, N, K, y.data(), m);
-  double num = 0, den = 0;
-  for (std::size_t i = 0; i < N * M; ++i) {
-    const double d = double(y[i]) - ref[i];
-    num += d * d;
-    den += ref[i] * ref[i];
-  }
-  lutkit::detail::require(den > 0, "plan: the reference output is all zero; the error is undefined (use other activations)");
-  return std::sqrt(num / den);
+  return detail::relative_rms(y.data(), ref, N * M);
 }
 
 struct candidate {
@@ -80,39 +87,53 @@ struct decode_plan {
   double budget = 0;
 };
 
-// The fastest candidate whose error is within `budget` (error <= budget); equal modelled times
-// go to the lower error, then to the method earlier in decode_method's order (deterministic).
-// No candidate within the budget, or none at all, is an error listing them.
-inline decode_plan choose(std::vector<candidate> cands, double budget) {
+namespace detail {
+// The fastest of `cands` whose error is within `budget` (error <= budget); equal modelled times go
+// to the lower error, then to the earlier choice in its enum's order (deterministic: the list is
+// first sorted by a total order, so any order of the same list gives the same plan). No
+// candidate within the budget, or none at all, is an error listing them. C: a candidate with
+// .error, .modelled_s, .threads; key(c): its choice's enum value; name(c): its choice's name.
+template <class C, class Key, class Name>
+C choose_within(std::vector<C>& cands, double budget, Key key, Name name) {
   lutkit::detail::require(std::isfinite(budget) && budget >= 0, "plan: the error budget (", budget, ") must be >= 0");
-  lutkit::detail::require(!cands.empty(), "plan: no candidate methods to choose from");
-  for (const candidate& c : cands) {
-    lutkit::detail::require(c.method != decode_method::best, "plan: a candidate must name a method, not best");
-    lutkit::detail::require(std::isfinite(c.error) && c.error >= 0, "plan: candidate ", decode_method_name(c.method),
-                            " has error ", c.error, " (must be finite and >= 0)");
-    lutkit::detail::require(std::isfinite(c.modelled_s) && c.modelled_s >= 0, "plan: candidate ", decode_method_name(c.method),
+  lutkit::detail::require(!cands.empty(), "plan: no candidates to choose from");
+  for (const C& c : cands) {
+    lutkit::detail::require(std::isfinite(c.error) && c.error >= 0, "plan: candidate ", name(c), " has error ", c.error,
+                            " (must be finite and >= 0)");
+    lutkit::detail::require(std::isfinite(c.modelled_s) && c.modelled_s >= 0, "plan: candidate ", name(c),
                             " has modelled time ", c.modelled_s, " s (must be finite and >= 0)");
   }
-  // a total order (equal keys are equal candidates): the same list in any order sorts the same
-  std::sort(cands.begin(), cands.end(), [](const candidate& a, const candidate& b) {
-    if (a.method != b.method) return int(a.method) < int(b.method);
+  std::sort(cands.begin(), cands.end(), [&](const C& a, const C& b) {
+    if (key(a) != key(b)) return key(a) < key(b);
     if (a.error != b.error) return a.error < b.error;
     if (a.modelled_s != b.modelled_s) return a.modelled_s < b.modelled_s;
     return a.threads < b.threads;
   });
-  const candidate* best = nullptr;
-  for (const candidate& c : cands) {
+  const C* best = nullptr;
+  for (const C& c : cands) {
     if (!(c.error <= budget)) continue;
     if (!best || c.modelled_s < best->modelled_s || (c.modelled_s == best->modelled_s && c.error < best->error))
       best = &c;
   }
   if (!best) {
     std::string list;
-    for (const candidate& c : cands) list += std::string(list.empty() ? "" : ", ") + decode_method_name(c.method) + " " + std::to_string(c.error);
+    for (const C& c : cands) list += std::string(list.empty() ? "" : ", ") + name(c) + " " + std::to_string(c.error);
     lutkit::detail::require(false, "plan: no candidate within the error budget ", budget, " (", list, ")");
   }
+  return *best;
+}
+}  // namespace detail
+
+// The fastest decode candidate whose error is within `budget` (error <= budget); equal modelled
+// times go to the lower error, then to the method earlier in decode_method's order.
+// No candidate within the budget, or none at all, is an error listing them.
+inline decode_plan choose(std::vector<candidate> cands, double budget) {
+  for (const candidate& c : cands)
+    lutkit::detail::require(c.method != decode_method::best, "plan: a candidate must name a method, not best");
   decode_plan p;
-  p.chosen = *best;
+  p.chosen = detail::choose_within(
+      cands, budget, [](const candidate& c) { return int(c.method); },
+      [](const candidate& c) { return std::string(decode_method_name(c.method)); });
   p.candidates = std::move(cands);
   p.budget = budget;
   return p;
@@ -143,6 +164,85 @@ template <class P>
 decode_plan plan_decode(const target_costs& costs, const packed_weights<P>& w, const float* x, std::size_t N,
                         double budget) {
   return plan_decode<P>(costs, describe_matmul<P>(w.M(), w.K(), N), w, x, N, budget);
+}
+
+
+// ---------------------------------------------------------------- prefill
+// The activation paradigms dequant_gemm runs for policy P on this CPU, in act_type's order:
+// fp32 and bf16 always; int8 (per row) and int8_group (per scale group, default_act's for integer
+// levels) where the levels are integers and the CPU's kernel set has the int8 paradigm.
+template <class P>
+std::vector<act_type> valid_prefill_acts() {
+  std::vector<act_type> v{act_type::fp32, act_type::bf16};
+  if constexpr (format_traits<typename P::format>::integer_levels)
+    if (lutkit::detail::dq_kernels_for_policy<P>(dq_backend::best).int8[0] != nullptr) {
+      v.push_back(act_type::int8);
+      v.push_back(act_type::int8_group);
+    }
+  return v;
+}
+
+// Relative RMS error of dequant_gemm by paradigm `act` on the N x K activations x against the
+// double reference of the blob's own weights (the unit of measure_decode_error).
+template <class P>
+double measure_prefill_error(const packed_weights<P>& w, const float* x, std::size_t N, act_type act) {
+  lutkit::detail::require(x != nullptr && N > 0, "plan: measure_prefill_error needs N >= 1 activation rows");
+  const std::size_t M = w.M(), K = w.K();
+  const std::vector<double> ref = ref::gemv(unpack(w), x, N);
+  std::vector<float> y(N * M);
+  dequant_gemm<P>(w, x, N, K, y.data(), act);
+  return detail::relative_rms(y.data(), ref, N * M);
+}
+
+struct prefill_candidate {
+  act_type act = act_type::fp32;
+  double error = 0;       // relative RMS error
+  double modelled_s = 0;  // at `threads`
+  int threads = 1;
+};
+
+struct prefill_plan {
+  prefill_candidate chosen;
+  std::vector<prefill_candidate> candidates;  // every candidate considered, in act_type's order
+  double budget = 0;
+};
+
+// The fastest prefill candidate within `budget`; ties to the lower error, then to the paradigm
+// earlier in act_type's order. None within the budget is an error listing them.
+inline prefill_plan choose_prefill(std::vector<prefill_candidate> cands, double budget) {
+  prefill_plan p;
+  p.chosen = detail::choose_within(
+      cands, budget, [](const prefill_candidate& c) { return int(c.act); },
+      [](const prefill_candidate& c) { return std::string(act_name(c.act)); });
+  p.candidates = std::move(cands);
+  p.budget = budget;
+  return p;
+}
+
+// The prefill plan of the operator op (op.N: the prompt chunk's rows): every valid paradigm, its
+// error measured on `sample` (a blob of the same policy and K, e.g. the matrix's first rows) with
+// the calibration activations x (Nx rows of K), its time modelled with `costs` at the thread
+// count the model prefers; then choose_prefill(). Deterministic for a fixed blob, activations
+// and costs.
+template <class P>
+prefill_plan plan_prefill(const target_costs& costs, const matmul_op& op, const packed_weights<P>& sample,
+                          const float* x, std::size_t Nx, double budget) {
+  lutkit::detail::require(sample.K() == op.K, "plan: the error sample has K = ", sample.K(), ", the operator ", op.K);
+  std::vector<prefill_candidate> cands;
+  for (act_type a : valid_prefill_acts<P>()) {
+    prefill_candidate c;
+    c.act = a;
+    c.error = measure_prefill_error<P>(sample, x, Nx, a);
+    c.threads = choose_prefill_threads(costs, op, a);
+    c.modelled_s = model_prefill(costs, op, a, c.threads).total_s;
+    cands.push_back(c);
+  }
+  return choose_prefill(std::move(cands), budget);
+}
+template <class P>
+prefill_plan plan_prefill(const target_costs& costs, const packed_weights<P>& w, const float* x, std::size_t N,
+                          double budget) {
+  return plan_prefill<P>(costs, describe_matmul<P>(w.M(), w.K(), N), w, x, N, budget);
 }
 
 }  // namespace lutkit::plan

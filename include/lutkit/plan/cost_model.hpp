@@ -285,14 +285,21 @@ inline cost_breakdown model_decode(const target_costs& c, const matmul_op& op, d
 // The thread count (1 .. c.cores) with the least modelled time for `op` by `m`; ties to fewer
 // threads (times within a relative 1e-9: a bound shared by every count, DRAM, sums the cores'
 // shares in a different order at each count and differs in the last bits).
-inline int choose_threads(const target_costs& c, const matmul_op& op, decode_method m) {
+namespace detail {
+// the thread count in [1, cores] of least modelled(t) seconds; a tie (within 1e-9) to fewer
+template <class F>
+int fewest_fastest_threads(int cores, F&& modelled) {
   int best_t = 1;
-  double best = model_decode(c, op, m, 1).total_s;
-  for (int t = 2; t <= c.cores; ++t) {
-    const double s = model_decode(c, op, m, t).total_s;
+  double best = modelled(1);
+  for (int t = 2; t <= cores; ++t) {
+    const double s = modelled(t);
     if (s < best * (1 - 1e-9)) best = s, best_t = t;
   }
   return best_t;
+}
+}  // namespace detail
+inline int choose_threads(const target_costs& c, const matmul_op& op, decode_method m) {
+  return detail::fewest_fastest_threads(c.cores, [&](int t) { return model_decode(c, op, m, t).total_s; });
 }
 
 // ---------------------------------------------------------------- the other operators
@@ -362,6 +369,10 @@ inline workload prefill_workload(const target_costs& c, const matmul_op& op, act
 }
 inline cost_breakdown model_prefill(const target_costs& c, const matmul_op& op, act_type act, int threads) {
   return evaluate(c, prefill_workload(c, op, act, threads));
+}
+// the thread count the model prefers for the prefill GEMM by paradigm `act` (ties to fewer)
+inline int choose_prefill_threads(const target_costs& c, const matmul_op& op, act_type act) {
+  return detail::fewest_fastest_threads(c.cores, [&](int t) { return model_prefill(c, op, act, t).total_s; });
 }
 
 // Attention (attention/attention.hpp) of `queries` query rows at the end of a context: each
