@@ -193,33 +193,32 @@ struct matrix {
   lutkit::thread_pool* pool_for(std::size_t N, lutkit::thread_pool* pool) const {
     return N == 1 && threads == 1 ? nullptr : pool;
   }
-  // whether decode_gemv serves this matrix's policy by method m at one row on this CPU
-  bool method_valid(lutkit::decode_method m) const {
+  // f.template operator()<P>() for the matrix's policy P (false for no matrix)
+  template <class F>
+  bool on_policy(F&& f) const {
     return std::visit(
         [&](const auto& pw) -> bool {
           using T = std::decay_t<decltype(pw)>;
-          if constexpr (std::is_same_v<T, std::monostate>) {
+          if constexpr (std::is_same_v<T, std::monostate>)
             return false;
-          } else {
-            const auto v = lutkit::plan::valid_decode_methods<typename policy_of<T>::type>(1);
-            return std::find(v.begin(), v.end(), m) != v.end();
-          }
+          else
+            return f.template operator()<typename policy_of<T>::type>();
         },
         w);
   }
+  // whether decode_gemv serves this matrix's policy by method m at one row on this CPU
+  bool method_valid(lutkit::decode_method m) const {
+    return on_policy([&]<class P>() {
+      const auto v = lutkit::plan::valid_decode_methods<P>(1);
+      return std::find(v.begin(), v.end(), m) != v.end();
+    });
+  }
   // whether dequant_gemm serves this matrix's policy by paradigm a on this CPU
   bool act_valid(lutkit::act_type a) const {
-    return std::visit(
-        [&](const auto& pw) -> bool {
-          using T = std::decay_t<decltype(pw)>;
-          if constexpr (std::is_same_v<T, std::monostate>) {
-            return false;
-          } else {
-            const auto v = lutkit::plan::valid_prefill_acts<typename policy_of<T>::type>();
-            return std::find(v.begin(), v.end(), a) != v.end();
-          }
-        },
-        w);
+    return on_policy([&]<class P>() {
+      const auto v = lutkit::plan::valid_prefill_acts<P>();
+      return std::find(v.begin(), v.end(), a) != v.end();
+    });
   }
 
   void apply(const float* x, std::size_t N, float* y, lutkit::thread_pool* pool) const {

@@ -81,11 +81,15 @@ struct candidate {
   int threads = 1;
 };
 
-struct decode_plan {
-  candidate chosen;
-  std::vector<candidate> candidates;  // every candidate considered, in the enum's order
+// a choice among candidates C: the chosen one, every candidate considered (in its enum's order)
+// and the budget
+template <class C>
+struct choice_plan {
+  C chosen;
+  std::vector<C> candidates;
   double budget = 0;
 };
+using decode_plan = choice_plan<candidate>;
 
 namespace detail {
 // The fastest of `cands` whose error is within `budget` (error <= budget); equal modelled times go
@@ -94,7 +98,7 @@ namespace detail {
 // candidate within the budget, or none at all, is an error listing them. C: a candidate with
 // .error, .modelled_s, .threads; key(c): its choice's enum value; name(c): its choice's name.
 template <class C, class Key, class Name>
-C choose_within(std::vector<C>& cands, double budget, Key key, Name name) {
+choice_plan<C> choose_within(std::vector<C> cands, double budget, Key key, Name name) {
   lutkit::detail::require(std::isfinite(budget) && budget >= 0, "plan: the error budget (", budget, ") must be >= 0");
   lutkit::detail::require(!cands.empty(), "plan: no candidates to choose from");
   for (const C& c : cands) {
@@ -120,7 +124,11 @@ C choose_within(std::vector<C>& cands, double budget, Key key, Name name) {
     for (const C& c : cands) list += std::string(list.empty() ? "" : ", ") + name(c) + " " + std::to_string(c.error);
     lutkit::detail::require(false, "plan: no candidate within the error budget ", budget, " (", list, ")");
   }
-  return *best;
+  choice_plan<C> p;
+  p.chosen = *best;
+  p.candidates = std::move(cands);
+  p.budget = budget;
+  return p;
 }
 }  // namespace detail
 
@@ -130,13 +138,9 @@ C choose_within(std::vector<C>& cands, double budget, Key key, Name name) {
 inline decode_plan choose(std::vector<candidate> cands, double budget) {
   for (const candidate& c : cands)
     lutkit::detail::require(c.method != decode_method::best, "plan: a candidate must name a method, not best");
-  decode_plan p;
-  p.chosen = detail::choose_within(
-      cands, budget, [](const candidate& c) { return int(c.method); },
+  return detail::choose_within(
+      std::move(cands), budget, [](const candidate& c) { return int(c.method); },
       [](const candidate& c) { return std::string(decode_method_name(c.method)); });
-  p.candidates = std::move(cands);
-  p.budget = budget;
-  return p;
 }
 
 // The plan for the blob w at N activation rows: every valid method, its error measured on the
@@ -201,22 +205,14 @@ struct prefill_candidate {
   int threads = 1;
 };
 
-struct prefill_plan {
-  prefill_candidate chosen;
-  std::vector<prefill_candidate> candidates;  // every candidate considered, in act_type's order
-  double budget = 0;
-};
+using prefill_plan = choice_plan<prefill_candidate>;
 
 // The fastest prefill candidate within `budget`; ties to the lower error, then to the paradigm
 // earlier in act_type's order. None within the budget is an error listing them.
 inline prefill_plan choose_prefill(std::vector<prefill_candidate> cands, double budget) {
-  prefill_plan p;
-  p.chosen = detail::choose_within(
-      cands, budget, [](const prefill_candidate& c) { return int(c.act); },
+  return detail::choose_within(
+      std::move(cands), budget, [](const prefill_candidate& c) { return int(c.act); },
       [](const prefill_candidate& c) { return std::string(act_name(c.act)); });
-  p.candidates = std::move(cands);
-  p.budget = budget;
-  return p;
 }
 
 // The prefill plan of the operator op (op.N: the prompt chunk's rows): every valid paradigm, its
