@@ -20,6 +20,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "../core/error.hpp"
@@ -104,6 +105,35 @@ inline double cache_read_rate(const calibration_loops& L, std::size_t bytes, int
 }
 }  // namespace detail
 
+namespace detail {
+// the fastest of `reps` calls of a and of b, the two alternating; call(i) is the i-th call. The
+// best, not the median: on a shared machine a slow minute only adds time, and a calibration
+// taken in one (the first second of a process, every figure divided by it) shifted every
+// modelled time of a run by the same factor, 1.3-1.8x (docs/plan.md, "Validation")
+template <class A, class B>
+std::pair<double, double> fastest_seconds2(int reps, A&& a, B&& b) {
+  a(0), b(0);  // (scratch allocated, code paged in)
+  std::vector<double> ta, tb;
+  auto time = [](auto&& f, std::size_t i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f(i);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  for (int r = 0; r < reps; ++r) {
+    ta.push_back(time(a, std::size_t(r) + 1));
+    tb.push_back(time(b, std::size_t(r) + 1));
+  }
+  return {*std::min_element(ta.begin(), ta.end()), *std::min_element(tb.begin(), tb.end())};
+}
+// the rate and intercept of two timings: t1 for u1 units, t2 for u2 > u1 (a noisy pair whose
+// larger case ran no slower: the larger case's mean rate, no fixed cost); `per` the count the
+// fixed cost is kept per
+inline kernel_rate two_point_rate(double u1, double t1, double u2, double t2, double per) {
+  const double rate = t2 > t1 ? (u2 - u1) / (t2 - t1) : u2 / t2;
+  return kernel_rate{rate, std::max(0.0, t1 - u1 / rate) / per};
+}
+}  // namespace detail
+
 // Measures this host. Also records the instruction each rate was measured with (isa_*), for
 // the saved file's reader.
 struct calibration {
@@ -156,16 +186,22 @@ inline calibration calibrate(const calibration_options& o = {}) {
       if (detail::seconds_since(t0) >= o.compute_seconds || iters > (std::size_t(1) << 40)) break;
       iters *= 2;
     }
+    // Each thread times its own run, from its start: the sum of their rates is the compute the
+    // cores give together. (Timed from the fork instead, a worker's wake-up, up to 2 ms on a
+    // virtual machine's idle vCPU, counted as lost compute: parallel_compute 1.37 on an idle
+    // 2-core Zen 3 whose 2-thread decode kernels ran 1.7-1.8x their 1-thread speed.)
     double best = 0;
     std::vector<int64_t> sinks(std::size_t(threads) * 8, 0);
     for (int r = 0; r < o.compute_reps; ++r) {
-      std::vector<double> ops(std::size_t(threads), 0);
-      const auto t0 = detail::clock::now();
-      pool.run(std::size_t(threads), [&](std::size_t i) { ops[i] = L.int8_dot(iters, &sinks[i * 8]); });
-      const double s = detail::seconds_since(t0);
+      std::vector<double> rate(std::size_t(threads), 0);
+      pool.run(std::size_t(threads), [&](std::size_t i) {
+        const auto t0 = detail::clock::now();
+        const double ops = L.int8_dot(iters, &sinks[i * 8]);
+        rate[i] = ops / std::max(detail::seconds_since(t0), 1e-12);
+      });
       double total = 0;
-      for (double v : ops) total += v;
-      best = std::max(best, total / std::max(s, 1e-12));
+      for (double v : rate) total += v;
+      best = std::max(best, total);
     }
     for (int64_t v : sinks) isink += v;
     c.parallel_compute = std::min(double(threads), std::max(1.0, best / c.int8_macs_per_s));
