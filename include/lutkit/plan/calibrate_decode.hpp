@@ -1,7 +1,7 @@
 // lutkit — the decode kernels' own rates on this host (target_costs::kernels): for a policy P,
-// each valid decode method timed on one core at two row counts (alternating, the fastest of a
-// few calls each); the slope is the kernel's weights per second, the intercept its fixed cost per
-// call, kept per activation. Cold by default: the calls rotate over copies of the blob beyond the LLC, so the
+// each valid decode method timed on one core at two row counts (the median of a few calls); the
+// slope is the kernel's weights per second, the intercept its fixed cost per call, kept per
+// activation. Cold by default: the calls rotate over copies of the blob beyond the LLC, so the
 // rate is the one the kernel keeps while its weights stream from DRAM (a warm rate, weights in
 // L2, leaves out the stalls a compute-bound kernel does not hide; docs/plan.md, "Validation").
 // Hundreds of milliseconds per policy, most of it making the copies. The model takes the slower
@@ -26,7 +26,7 @@ namespace lutkit::plan {
 struct decode_calibration_options {
   std::size_t K = 4096;                             // activations (a multiple of P's group)
   std::size_t rows_small = 256, rows_large = 1024;  // the two row counts (multiples of 64)
-  int reps = 25;                                    // the fastest of this many calls at each row count
+  int reps = 25;                                    // the median of this many calls at each row count
   std::size_t cold_bytes = std::size_t(96) << 20;   // copies rotated through, per row count (0: one warm copy)
 };
 
@@ -54,13 +54,26 @@ void calibrate_decode(target_costs& c, const decode_calibration_options& o = {})
   };
   const auto small = copies(o.rows_small), large = copies(o.rows_large);
   std::vector<float> y(o.rows_large);
+  std::size_t next = 0;
+  auto median_time = [&](const std::vector<packed_weights<P>>& ws, decode_method m) {
+    decode_gemv<P>(ws[0], x.data(), 1, K, y.data(), m);  // the scratch allocated
+    std::vector<double> t;
+    for (int r = 0; r < o.reps; ++r) {
+      const auto& w = ws[next++ % ws.size()];
+      const auto t0 = std::chrono::steady_clock::now();
+      decode_gemv<P>(w, x.data(), 1, K, y.data(), m);
+      t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+  };
   for (decode_method m : valid_decode_methods<P>(1)) {
-    // the two row counts alternating, each the fastest of its calls (detail::fastest_seconds2)
-    const auto [t1, t2] = detail::fastest_seconds2(
-        o.reps, [&](std::size_t i) { decode_gemv<P>(small[i % small.size()], x.data(), 1, K, y.data(), m); },
-        [&](std::size_t i) { decode_gemv<P>(large[i % large.size()], x.data(), 1, K, y.data(), m); });
-    c.kernels[kernel_key(m, P::name())] = detail::two_point_rate(double(o.rows_small) * double(K), t1,
-                                                                  double(o.rows_large) * double(K), t2, double(K));
+    const double t1 = median_time(small, m), t2 = median_time(large, m);
+    const double dw = double(o.rows_large - o.rows_small) * double(K);
+    // (a noisy pair whose large case ran no slower: the large case's mean rate, no fixed cost)
+    const double rate = t2 > t1 ? dw / (t2 - t1) : double(o.rows_large) * double(K) / t2;
+    const double fixed = std::max(0.0, t1 - double(o.rows_small) * double(K) / rate);
+    c.kernels[kernel_key(m, P::name())] = kernel_rate{rate, fixed / double(K)};
   }
 }
 
