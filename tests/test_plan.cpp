@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <initializer_list>
 #include <random>
 #include <string>
 #include <vector>
@@ -41,6 +42,35 @@ target_costs toy_costs() {
 }
 
 std::string tmp_path(const char* name) { return std::string("lutkit_plan_test_") + name + ".txt"; }
+
+// 500 random candidate sets of `choices` (each kept with probability 0.8, random errors and
+// times) and budgets: the chooser's pick is within the budget and no candidate within it is
+// faster; a set with none within is an error. Returns how many sets had a pick.
+template <class C, class Choice, class Choose>
+int random_choices(uint64_t seed, std::initializer_list<Choice> choices, Choose&& choose_fn) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0, 1);
+  int chosen = 0;
+  for (int it = 0; it < 500; ++it) {
+    std::vector<C> cs;
+    for (Choice ch : choices)
+      if (u(rng) < 0.8) cs.push_back(C{ch, u(rng) * 0.04, u(rng), 1});
+    if (cs.empty()) continue;
+    const double budget = u(rng) * 0.04;
+    bool any = false;
+    for (const auto& c : cs) any = any || c.error <= budget;
+    if (!any) {
+      CHECK_THROWS_AS(choose_fn(cs, budget), lutkit::error);
+      continue;
+    }
+    const C p = choose_fn(cs, budget);
+    ++chosen;
+    REQUIRE(p.error <= budget);
+    for (const auto& c : cs)
+      if (c.error <= budget) REQUIRE(p.modelled_s <= c.modelled_s);
+  }
+  return chosen;
+}
 
 calibration sample_calibration() {
   calibration cal;
@@ -270,29 +300,8 @@ TEST_CASE("plan: the chooser keeps to the error budget", "[plan]") {
     CHECK(choose({b, d, a}, 1).chosen.method == decode_method::bf16);
   }
   SECTION("random candidate sets: the choice is within budget and no fitting candidate is faster") {
-    std::mt19937_64 rng(49);
-    std::uniform_real_distribution<double> u(0, 1);
-    const decode_method ms[] = {decode_method::lut_gemv, decode_method::fused_dq, decode_method::int8, decode_method::bf16};
-    int chosen = 0;
-    for (int it = 0; it < 500; ++it) {
-      std::vector<candidate> cs;
-      for (decode_method m : ms)
-        if (u(rng) < 0.8) cs.push_back({m, u(rng) * 0.04, u(rng), 1});
-      if (cs.empty()) continue;
-      const double budget = u(rng) * 0.04;
-      bool any = false;
-      for (const auto& c : cs) any = any || c.error <= budget;
-      if (!any) {
-        CHECK_THROWS_AS(choose(cs, budget), lutkit::error);
-        continue;
-      }
-      const candidate p = choose(cs, budget).chosen;
-      ++chosen;
-      REQUIRE(p.error <= budget);
-      for (const auto& c : cs)
-        if (c.error <= budget) REQUIRE(p.modelled_s <= c.modelled_s);
-    }
-    CHECK(chosen > 100);
+    CHECK(random_choices<candidate>(49, {decode_method::lut_gemv, decode_method::fused_dq, decode_method::int8, decode_method::bf16},
+                                    [](const std::vector<candidate>& cs, double b) { return choose(cs, b).chosen; }) > 100);
   }
 }
 
@@ -543,28 +552,10 @@ TEST_CASE("plan: the prefill chooser keeps to the error budget; the thread count
   CHECK(choose_prefill({b, a}, 1).chosen.act == act_type::int8);
   CHECK(choose_prefill({a, b}, 1).chosen.act == act_type::int8);
   // random sets: within budget, and no candidate within it is faster
-  std::mt19937_64 rng(4949);
-  std::uniform_real_distribution<double> u(0, 1);
-  int chosen = 0;
-  for (int it = 0; it < 500; ++it) {
-    std::vector<prefill_candidate> cs;
-    for (act_type t : {act_type::fp32, act_type::bf16, act_type::int8, act_type::int8_group})
-      if (u(rng) < 0.8) cs.push_back({t, u(rng) * 0.04, u(rng), 1});
-    if (cs.empty()) continue;
-    const double budget = u(rng) * 0.04;
-    bool any = false;
-    for (const auto& c : cs) any = any || c.error <= budget;
-    if (!any) {
-      CHECK_THROWS_AS(choose_prefill(cs, budget), lutkit::error);
-      continue;
-    }
-    const prefill_candidate p = choose_prefill(cs, budget).chosen;
-    ++chosen;
-    REQUIRE(p.error <= budget);
-    for (const auto& c : cs)
-      if (c.error <= budget) REQUIRE(p.modelled_s <= c.modelled_s);
-  }
-  CHECK(chosen > 100);
+  CHECK(random_choices<prefill_candidate>(4949, {act_type::fp32, act_type::bf16, act_type::int8, act_type::int8_group},
+                                          [](const std::vector<prefill_candidate>& cs, double b) {
+                                            return choose_prefill(cs, b).chosen;
+                                          }) > 100);
   // threads: the toy machine's int8 prefill (model_prefill above: 1 core 2000 + 4000 s; 2 cores
   // 1000 + 2000.5 s) takes 2; a fork / join dearer than the gain takes 1
   target_costs c = toy_costs();

@@ -130,6 +130,17 @@ choice_plan<C> choose_within(std::vector<C> cands, double budget, Key key, Name 
   p.budget = budget;
   return p;
 }
+// the candidates of `choices`, in their order: C{choice, error(choice), modelled(choice, t), t}
+// with t = threads(choice)
+template <class C, class Choice, class Err, class Threads, class Time>
+std::vector<C> make_candidates(const std::vector<Choice>& choices, Err&& error, Threads&& threads, Time&& modelled) {
+  std::vector<C> v;
+  for (const Choice& ch : choices) {
+    const int t = threads(ch);
+    v.push_back(C{ch, error(ch), modelled(ch, t), t});
+  }
+  return v;
+}
 }  // namespace detail
 
 // The fastest decode candidate whose error is within `budget` (error <= budget); equal modelled
@@ -153,16 +164,11 @@ template <class P>
 decode_plan plan_decode(const target_costs& costs, const matmul_op& op, const packed_weights<P>& sample,
                         const float* x, std::size_t N, double budget) {
   lutkit::detail::require(sample.K() == op.K, "plan: the error sample has K = ", sample.K(), ", the operator ", op.K);
-  std::vector<candidate> cands;
-  for (decode_method m : valid_decode_methods<P>(N)) {
-    candidate c;
-    c.method = m;
-    c.error = measure_decode_error<P>(sample, x, N, m);
-    c.threads = choose_threads(costs, op, m);
-    c.modelled_s = model_decode(costs, op, m, c.threads).total_s;
-    cands.push_back(c);
-  }
-  return choose(std::move(cands), budget);
+  return choose(detail::make_candidates<candidate>(
+                    valid_decode_methods<P>(N), [&](decode_method m) { return measure_decode_error<P>(sample, x, N, m); },
+                    [&](decode_method m) { return choose_threads(costs, op, m); },
+                    [&](decode_method m, int t) { return model_decode(costs, op, m, t).total_s; }),
+                budget);
 }
 template <class P>
 decode_plan plan_decode(const target_costs& costs, const packed_weights<P>& w, const float* x, std::size_t N,
@@ -224,16 +230,11 @@ template <class P>
 prefill_plan plan_prefill(const target_costs& costs, const matmul_op& op, const packed_weights<P>& sample,
                           const float* x, std::size_t Nx, double budget) {
   lutkit::detail::require(sample.K() == op.K, "plan: the error sample has K = ", sample.K(), ", the operator ", op.K);
-  std::vector<prefill_candidate> cands;
-  for (act_type a : valid_prefill_acts<P>()) {
-    prefill_candidate c;
-    c.act = a;
-    c.error = measure_prefill_error<P>(sample, x, Nx, a);
-    c.threads = choose_prefill_threads(costs, op, a);
-    c.modelled_s = model_prefill(costs, op, a, c.threads).total_s;
-    cands.push_back(c);
-  }
-  return choose_prefill(std::move(cands), budget);
+  return choose_prefill(detail::make_candidates<prefill_candidate>(
+                            valid_prefill_acts<P>(), [&](act_type a) { return measure_prefill_error<P>(sample, x, Nx, a); },
+                            [&](act_type a) { return choose_prefill_threads(costs, op, a); },
+                            [&](act_type a, int t) { return model_prefill(costs, op, a, t).total_s; }),
+                        budget);
 }
 template <class P>
 prefill_plan plan_prefill(const target_costs& costs, const packed_weights<P>& w, const float* x, std::size_t N,
