@@ -65,9 +65,9 @@ inline lutkit::act_type parse_act(const std::string& s) {
 }
 }  // namespace detail
 
-// The plan of every matrix class: costs from `cal` (each policy's decode kernels and prefill
-// paradigms calibrated here, about a second each, if `cal` has no rates for them and
-// calibrate_kernels is set), errors on normal activations with a few outlier channels (fixed
+// The plan of every matrix class: costs from `cal` (each policy's decode kernels, about a second,
+// and prefill paradigms, a fraction of one each, calibrated here if `cal` has no rates for them
+// and calibrate_kernels is set), errors on normal activations with a few outlier channels (fixed
 // seed: the same file and calibration give the same plan; one row for the decode, prefill_cal
 // rows for a prompt chunk) over the class's first matrix, its first sample_rows rows; the times
 // modelled at its whole shape, the prefill's at a chunk of prefill_rows (plan::plan_decode,

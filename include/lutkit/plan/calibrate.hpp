@@ -20,7 +20,6 @@
 #include <sstream>
 #include <string>
 #include <thread>
-#include <utility>
 #include <vector>
 
 #include "../core/error.hpp"
@@ -102,35 +101,6 @@ inline double cache_read_rate(const calibration_loops& L, std::size_t bytes, int
   volatile int64_t keep = sink;
   (void)keep;
   return r;
-}
-}  // namespace detail
-
-namespace detail {
-// the fastest of `reps` calls of a and of b, the two alternating; call(i) is the i-th call. The
-// best, not the median: on a shared machine a slow minute only adds time, and a calibration
-// taken in one (the first second of a process, every figure divided by it) shifted every
-// modelled time of a run by the same factor, 1.3-1.8x (docs/plan.md, "Validation")
-template <class A, class B>
-std::pair<double, double> fastest_seconds2(int reps, A&& a, B&& b) {
-  a(0), b(0);  // (scratch allocated, code paged in)
-  std::vector<double> ta, tb;
-  auto time = [](auto&& f, std::size_t i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f(i);
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  };
-  for (int r = 0; r < reps; ++r) {
-    ta.push_back(time(a, std::size_t(r) + 1));
-    tb.push_back(time(b, std::size_t(r) + 1));
-  }
-  return {*std::min_element(ta.begin(), ta.end()), *std::min_element(tb.begin(), tb.end())};
-}
-// the rate and intercept of two timings: t1 for u1 units, t2 for u2 > u1 (a noisy pair whose
-// larger case ran no slower: the larger case's mean rate, no fixed cost); `per` the count the
-// fixed cost is kept per
-inline kernel_rate two_point_rate(double u1, double t1, double u2, double t2, double per) {
-  const double rate = t2 > t1 ? (u2 - u1) / (t2 - t1) : u2 / t2;
-  return kernel_rate{rate, std::max(0.0, t1 - u1 / rate) / per};
 }
 }  // namespace detail
 

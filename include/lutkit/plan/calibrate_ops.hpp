@@ -41,6 +41,34 @@ struct ops_calibration_options {
   std::size_t cold_bytes = std::size_t(96) << 20;  // K / V and logits copies rotated through
 };
 
+namespace detail {
+// the fastest of `reps` calls of a and of b, the two alternating; call(i) is the i-th call. The
+// best, not the median: on a shared machine a slow minute only adds time, and a calibration
+// taken in one (the first second of a process, every figure divided by it) shifted every
+// modelled time of a run by the same factor, 1.3-1.8x (docs/plan.md, "Validation")
+template <class A, class B>
+std::pair<double, double> fastest_seconds2(int reps, A&& a, B&& b) {
+  a(0), b(0);  // (scratch allocated, code paged in)
+  std::vector<double> ta, tb;
+  auto time = [](auto&& f, std::size_t i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f(i);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  for (int r = 0; r < reps; ++r) {
+    ta.push_back(time(a, std::size_t(r) + 1));
+    tb.push_back(time(b, std::size_t(r) + 1));
+  }
+  return {*std::min_element(ta.begin(), ta.end()), *std::min_element(tb.begin(), tb.end())};
+}
+// the rate and intercept of two timings: t1 for u1 units, t2 for u2 > u1 (a noisy pair whose
+// larger case ran no slower: the larger case's mean rate, no fixed cost); `per` the count the
+// fixed cost is kept per
+inline kernel_rate two_point_rate(double u1, double t1, double u2, double t2, double per) {
+  const double rate = t2 > t1 ? (u2 - u1) / (t2 - t1) : u2 / t2;
+  return kernel_rate{rate, std::max(0.0, t1 - u1 / rate) / per};
+}
+}  // namespace detail
 
 // dequant_gemm<P> by paradigm `act` on one core: N = 128 rows of K = 4096 against 256 and 1024
 // weight rows.
