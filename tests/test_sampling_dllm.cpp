@@ -27,9 +27,9 @@ double mx_def(uint8_t c, uint8_t e) {
 // in float over 16 (or 32) lanes, so a term passes through at most chunk/16 + 8 additions; each
 // exp is within 4u (AVX-512 / AVX2: 2^y with 2^f = 1 + f q(f), q of degree 4 fitted minimax,
 // 1.5u, 2.6u with its float coefficients and Horner roundings; portable: std::exp, 1u); the
-// argument y = (x - max) beta log2(e) is rounded three times (difference, product, constant: relative 3u), which moves exp by 3 |d| u relatively, d =
-// x - max: 3 u sum e_i |d_i| in total; chunks are merged in double (u per chunk, with the float
-// rounding of each chunk sum). So
+// argument y = (x - max) beta log2(e) is rounded three times (difference, product, constant:
+// relative 3u), which moves exp by 3 |d| u relatively, d = x - max: 3 u sum e_i |d_i| in total;
+// chunks are merged in double (u per chunk, with the float rounding of each chunk sum). So
 //   |dS| / S <= u (chunk/16 + 12 + 2 nchunks) + 3 u A1 / S,   A1 = sum e_i |d_i|.
 struct bounds {
   double S = 0, A1 = 0, A2 = 0, E = 0;

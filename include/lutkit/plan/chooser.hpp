@@ -59,6 +59,15 @@ inline double relative_rms(const float* y, const std::vector<double>& ref, std::
   lutkit::detail::require(den > 0, "plan: the reference output is all zero; the error is undefined (use other activations)");
   return std::sqrt(num / den);
 }
+// the relative RMS error of run(y) (N x M outputs of w on the N x K activations x) against the
+// double reference of the blob's own weights, ref::gemv on unpack(w)
+template <class P, class Run>
+double error_against_reference(const packed_weights<P>& w, const float* x, std::size_t N, Run&& run) {
+  const std::vector<double> ref = ref::gemv(unpack(w), x, N);
+  std::vector<float> y(N * w.M());
+  run(y.data());
+  return relative_rms(y.data(), ref, N * w.M());
+}
 }  // namespace detail
 
 // Relative RMS error of decode_gemv by `m` on the N x K activations x against the double
@@ -67,11 +76,7 @@ template <class P>
 double measure_decode_error(const packed_weights<P>& w, const float* x, std::size_t N, decode_method m) {
   lutkit::detail::require(x != nullptr && N > 0, "plan: measure_decode_error needs N >= 1 activation rows");
   lutkit::detail::require(m != decode_method::best, "plan: measure a method, not decode_method::best");
-  const std::size_t M = w.M(), K = w.K();
-  const std::vector<double> ref = ref::gemv(unpack(w), x, N);
-  std::vector<float> y(N * M);
-  decode_gemv<P>(w, x, N, K, y.data(), m);
-  return detail::relative_rms(y.data(), ref, N * M);
+  return detail::error_against_reference(w, x, N, [&](float* y) { decode_gemv<P>(w, x, N, w.K(), y, m); });
 }
 
 struct candidate {
@@ -176,7 +181,6 @@ decode_plan plan_decode(const target_costs& costs, const packed_weights<P>& w, c
   return plan_decode<P>(costs, describe_matmul<P>(w.M(), w.K(), N), w, x, N, budget);
 }
 
-
 // ---------------------------------------------------------------- prefill
 // The activation paradigms dequant_gemm runs for policy P on this CPU, in act_type's order:
 // fp32 and bf16 always; int8 (per row) and int8_group (per scale group, default_act's for integer
@@ -197,11 +201,7 @@ std::vector<act_type> valid_prefill_acts() {
 template <class P>
 double measure_prefill_error(const packed_weights<P>& w, const float* x, std::size_t N, act_type act) {
   lutkit::detail::require(x != nullptr && N > 0, "plan: measure_prefill_error needs N >= 1 activation rows");
-  const std::size_t M = w.M(), K = w.K();
-  const std::vector<double> ref = ref::gemv(unpack(w), x, N);
-  std::vector<float> y(N * M);
-  dequant_gemm<P>(w, x, N, K, y.data(), act);
-  return detail::relative_rms(y.data(), ref, N * M);
+  return detail::error_against_reference(w, x, N, [&](float* y) { dequant_gemm<P>(w, x, N, w.K(), y, act); });
 }
 
 struct prefill_candidate {
