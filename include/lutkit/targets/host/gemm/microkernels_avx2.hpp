@@ -83,68 +83,126 @@ inline int8_group int8_group_operands(const mk_int8_args& a, std::size_t g) {
 // multiplies the u8 levels by the s8 activations in pairs, 32 products an instruction against
 // vpmaddwd's 16, and its int16 pair sums cannot saturate (|2 * 127 * -128| < 2^15). Up to
 // int8_narrow_depth(level_max) steps of pair sums add in int16 (their sum stays within
-// int16: level_max 15 -> 8 steps, 31 -> 4, 63 -> 2, 3 -> 42), then one vpmaddwd by 1 widens each
-// row's two pair sums to its int32 step sum, in row order (no lane shuffle before the epilogue).
-// The integer sums are exact, so the epilogue's inputs and operations are portable::mk_int8's:
-// the same bits. Per pass RB row blocks of 8 rows x NC columns: RB * NC int16 and int32
-// accumulators (RB = 4 / 2 / 2 for NC = 1 / 2 / 3), the step's NC activation quads broadcast
-// from the panel (a load each) and shared by the RB blocks.
+// int16: level_max 15 -> 8 steps, 31 -> 4, 63 -> 2, 3 -> 42; a run's first step is its sums, not
+// added to zeros), then one vpmaddwd by 1 widens each row's two pair sums to its int32 step sum,
+// in row order (no lane shuffle before the epilogue). The integer sums are exact, so the
+// epilogue's inputs and operations are portable::mk_int8's, group after group: the same bits.
+// Per pass RB row blocks of 8 rows x NC columns (RB = 4 / 2 / 2 for NC = 1 / 2 / 3), the step's NC
+// activation quads broadcast from the panel (a load each) and shared by the RB blocks.
+// Groups of one int16 run (ONE: steps <= depth; Q2_K, Q3_K, Q4_K, Q4_1, W4) go row blocks outside
+// and up to narrow_block_steps steps of groups inside, the block's outputs kept in registers across
+// its groups (the 16 registers hold them with the int16 sums, not with int32 ones too), so the
+// outputs are loaded and stored once a block, not once a group; the block's levels stay in L1
+// for the next pass (Zen 3, the kernel alone: Q2_K 42 -> 58 G products/s, Q3_K 48 -> 67, Q4_K
+// 67 -> 70; docs/prefill.md, "The GEMM"). Groups of several runs (Q5_K, Q6_K, Q5_0) keep the int32
+// sums in registers and the outputs in memory, group after group.
 inline std::size_t int8_narrow_depth(int level_max) {
   const int d = 32767 / (256 * (level_max < 1 ? 1 : level_max));
   return std::size_t(d < 1 ? 1 : d > 64 ? 64 : d);
 }
-template <int NC>
-LUTKIT_AVX2_DQ void mk_int8_narrow(const mk_int8_args& a) {
+inline constexpr std::size_t narrow_block_steps = 16;
+template <int NC, bool SA, bool FOLDED, bool ONE>
+LUTKIT_AVX2_DQ void mk_int8_narrow_body(const mk_int8_args& a) {
   constexpr int RB = NC == 1 ? 4 : 2;
-  const std::size_t depth = int8_narrow_depth(a.level_max);
+  const std::size_t depth = ONE ? a.steps : int8_narrow_depth(a.level_max);
+  const std::size_t steps = a.steps, groups = a.groups, lda = a.lda, ldsum = a.ldsum;
+  const uint8_t* const W0 = a.W;
+  const int8_t* const A0 = a.A;
+  const float *const sw0 = a.sw, *const swz0 = a.swz, *const sumx = a.sumx, *const sa = a.sa;
+  const int32_t* const zsum = a.zsum;
+  float* const C = a.C;
   const __m256i ones = _mm256_set1_epi16(1);
-  for (std::size_t g = 0; g < a.groups; ++g) {
-    const auto [W, A, sw, swz, sx, sa] = int8_group_operands(a, g);
+  const std::size_t gblock = ONE && steps > 0 && steps < narrow_block_steps ? narrow_block_steps / steps : 1;
+  for (std::size_t gb0 = 0; gb0 < groups; gb0 += gblock) {
+    const std::size_t gb1 = gb0 + gblock < groups ? gb0 + gblock : groups;
     for (int o0 = 0; o0 < 8; o0 += RB) {
-      __m256i acc[NC][RB];
-#pragma GCC unroll 4
-      for (int n = 0; n < NC; ++n) {
-        // the zero folded in: the sums start at -z * sum(q)
-        const __m256i z0 = _mm256_set1_epi32(a.zsum ? a.zsum[g * a.ldsum + n] : 0);
-#pragma GCC unroll 4
-        for (int b = 0; b < RB; ++b) acc[n][b] = z0;
-      }
-      for (std::size_t s0 = 0; s0 < a.steps; s0 += depth) {
-        const std::size_t s1 = s0 + depth < a.steps ? s0 + depth : a.steps;
-        __m256i h[NC][RB];
+      __m256 c[NC][RB];
+      if constexpr (ONE)
 #pragma GCC unroll 4
         for (int n = 0; n < NC; ++n)
 #pragma GCC unroll 4
-          for (int b = 0; b < RB; ++b) h[n][b] = _mm256_setzero_si256();
-        for (std::size_t s = s0; s < s1; ++s) {
-          const int8_t* as = A + s * a.lda;
-          const uint8_t* ws = W + s * 256 + 32 * o0;
-          __m256i x[NC];
+          for (int b = 0; b < RB; ++b) c[n][b] = _mm256_loadu_ps(C + 64 * n + 8 * (o0 + b));
+      for (std::size_t g = gb0; g < gb1; ++g) {
+        const uint8_t* W = W0 + 256 * steps * g + 32 * o0;
+        const int8_t* A = A0 + steps * g * lda;
+        __m256i acc[NC][RB];
 #pragma GCC unroll 4
-          for (int n = 0; n < NC; ++n) x[n] = _mm256_set1_epi32(panel_quad(as, n));
+        for (int n = 0; n < NC; ++n) {
+          // the zero folded in: the sums start at -z * sum(q)
+          const __m256i z0 = FOLDED ? _mm256_set1_epi32(zsum[g * ldsum + n]) : _mm256_setzero_si256();
+#pragma GCC unroll 4
+          for (int b = 0; b < RB; ++b) acc[n][b] = z0;
+        }
+        for (std::size_t s0 = 0; s0 < steps; s0 += depth) {
+          const std::size_t s1 = s0 + depth < steps ? s0 + depth : steps;
+          __m256i h[NC][RB];
+          {  // the run's first step
+            __m256i x[NC];
+#pragma GCC unroll 4
+            for (int n = 0; n < NC; ++n) x[n] = _mm256_set1_epi32(panel_quad(A + s0 * lda, n));
+#pragma GCC unroll 4
+            for (int b = 0; b < RB; ++b) {
+              const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(W + s0 * 256 + 32 * b));
+#pragma GCC unroll 4
+              for (int n = 0; n < NC; ++n) h[n][b] = _mm256_maddubs_epi16(w, x[n]);
+            }
+          }
+          for (std::size_t s = s0 + 1; s < s1; ++s) {
+            __m256i x[NC];
+#pragma GCC unroll 4
+            for (int n = 0; n < NC; ++n) x[n] = _mm256_set1_epi32(panel_quad(A + s * lda, n));
+#pragma GCC unroll 4
+            for (int b = 0; b < RB; ++b) {
+              const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(W + s * 256 + 32 * b));
+#pragma GCC unroll 4
+              for (int n = 0; n < NC; ++n) add_epi16_into(h[n][b], _mm256_maddubs_epi16(w, x[n]));
+            }
+          }
+#pragma GCC unroll 4
+          for (int n = 0; n < NC; ++n)
+#pragma GCC unroll 4
+            for (int b = 0; b < RB; ++b) add_epi32_into(acc[n][b], _mm256_madd_epi16(h[n][b], ones));
+        }
+        const float* sw = sw0 + g * 64 + 8 * o0;
+        const float* swz = swz0 + g * 64 + 8 * o0;
+#pragma GCC unroll 4
+        for (int n = 0; n < NC; ++n) {
 #pragma GCC unroll 4
           for (int b = 0; b < RB; ++b) {
-            const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ws + 32 * b));
-#pragma GCC unroll 4
-            for (int n = 0; n < NC; ++n) add_epi16_into(h[n][b], _mm256_maddubs_epi16(w, x[n]));
+            __m256 f = _mm256_cvtepi32_ps(acc[n][b]);
+            if constexpr (SA) f = _mm256_mul_ps(f, _mm256_set1_ps(sa[g * ldsum + n]));
+            float* co = C + 64 * n + 8 * (o0 + b);
+            __m256 cv = ONE ? c[n][b] : _mm256_loadu_ps(co);
+            cv = _mm256_fmadd_ps(f, _mm256_loadu_ps(sw + 8 * b), cv);
+            if constexpr (!FOLDED)
+              cv = _mm256_fnmadd_ps(_mm256_loadu_ps(swz + 8 * b), _mm256_set1_ps(sumx[g * ldsum + n]), cv);
+            if constexpr (ONE)
+              c[n][b] = cv;
+            else
+              _mm256_storeu_ps(co, cv);
           }
         }
+      }
+      if constexpr (ONE)
 #pragma GCC unroll 4
         for (int n = 0; n < NC; ++n)
 #pragma GCC unroll 4
-          for (int b = 0; b < RB; ++b) add_epi32_into(acc[n][b], _mm256_madd_epi16(h[n][b], ones));
-      }
-#pragma GCC unroll 4
-      for (int n = 0; n < NC; ++n) {
-        const __m256 bx = _mm256_set1_ps(sx[n]);
-        const __m256 ba = _mm256_set1_ps(sa ? sa[n] : 1.f);
-#pragma GCC unroll 4
-        for (int b = 0; b < RB; ++b)
-          int8_epilogue8(acc[n][b], sa != nullptr, ba, a.zsum != nullptr, bx, sw + 8 * (o0 + b),
-                         swz + 8 * (o0 + b), a.C + 64 * n + 8 * (o0 + b));
-      }
+          for (int b = 0; b < RB; ++b) _mm256_storeu_ps(C + 64 * n + 8 * (o0 + b), c[n][b]);
     }
   }
+}
+template <int NC, bool SA, bool FOLDED>
+LUTKIT_AVX2_DQ void mk_int8_narrow_runs(const mk_int8_args& a) {
+  if (a.steps <= int8_narrow_depth(a.level_max)) return mk_int8_narrow_body<NC, SA, FOLDED, true>(a);
+  return mk_int8_narrow_body<NC, SA, FOLDED, false>(a);
+}
+template <int NC>
+LUTKIT_AVX2_DQ void mk_int8_narrow(const mk_int8_args& a) {
+  const bool sa = a.sa != nullptr, folded = a.zsum != nullptr;
+  if (sa && folded) return mk_int8_narrow_runs<NC, true, true>(a);
+  if (sa) return mk_int8_narrow_runs<NC, true, false>(a);
+  if (folded) return mk_int8_narrow_runs<NC, false, true>(a);
+  return mk_int8_narrow_runs<NC, false, false>(a);
 }
 
 // The wide kernel's body for one combination of the epilogue's options (SA: activation scales per
