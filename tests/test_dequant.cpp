@@ -463,6 +463,114 @@ TEST_CASE("AVX2 and AVX-512 int8 micro-kernels equal the portable one bit for bi
   CHECK(folded > 60);
 }
 
+// The int8 kernel over row-major activations (mk_int8_rows_args): its portable specification
+// equals portable::mk_int8 on the same values in the panel layout, and the AMX kernel (where the
+// CPU and the OS have AMX-INT8) equals the specification bit for bit. Groups of 16 to 256 k
+// (tile products of 16 to 64 k, 40 for an 80-k group), 1 to 16 columns (the rows past `cols`
+// hold other values, whose sums must be discarded), the zero subtracted or folded, per-row and
+// per-group activation scales, levels and activations at their extremes.
+TEST_CASE("the int8 kernel over row-major activations equals mk_int8; AMX equals it bit for bit",
+          "[dequant_gemm][int8_kernel][amx]") {
+  std::mt19937_64 rng(0xA3A3);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  const bool amx = [] {
+#if defined(LUTKIT_HAVE_AVX512_DQ)
+    return detail::avx512::cpu_supported_amx();
+#else
+    return false;
+#endif
+  }();
+  const std::size_t steps_of[] = {4, 8, 16, 64, 12, 20, 2};
+  std::size_t amx_cases = 0;
+  for (int it = 0; it < 140; ++it) {
+    const std::size_t steps = steps_of[it % 7], groups = 1 + rng() % 4, cols = 1 + rng() % 16;
+    const std::size_t K = 4 * steps * groups, ldx = K + 64 * (it % 3);
+    const bool extreme = it % 5 == 0, fold = it % 4 >= 2, per_group = it % 2 == 1;
+    std::vector<uint8_t> W(256 * steps * groups);
+    std::vector<int8_t> X(16 * ldx);  // all 16 rows the AMX tile reads
+    for (auto& v : W) v = extreme ? uint8_t(255 - rng() % 2) : uint8_t(rng());
+    for (auto& v : X) v = extreme ? int8_t(-128 + int(rng() % 2)) : int8_t(rng());
+    std::vector<float> sw(64 * groups), swz(64 * groups), sumx(16 * groups), sa(16 * groups), c0(64 * 16);
+    for (auto* v : {&sw, &swz, &sa, &c0})
+      for (auto& e : *v) e = nd(rng);
+    for (auto& e : sumx) e = 100.f * nd(rng);
+    std::vector<int32_t> zsum(16 * groups);
+    for (auto& e : zsum) e = -int32_t(rng() % 129) * int32_t(rng() % 4096);
+    const std::vector<float> start = c0;
+    detail::mk_int8_rows_args a{W.data(), X.data(), ldx, cols, steps, groups, c0.data(), sw.data(), swz.data(),
+                                sumx.data(), per_group ? sa.data() : nullptr, 16, fold ? zsum.data() : nullptr};
+    detail::portable::mk_int8_rows(a);
+    INFO("steps=" << steps << " groups=" << groups << " cols=" << cols << " fold=" << fold << " extreme=" << extreme);
+    // the panel form: column blocks of up to 3, [step][column][4]
+    std::vector<float> c1 = start;
+    for (std::size_t n0 = 0; n0 < cols; n0 += 3) {
+      const std::size_t nc = std::min<std::size_t>(3, cols - n0);
+      std::vector<int8_t> panel(K * nc);
+      for (std::size_t s = 0; s < K / 4; ++s)
+        for (std::size_t n = 0; n < nc; ++n)
+          for (int i = 0; i < 4; ++i) panel[s * 4 * nc + 4 * n + i] = X[(n0 + n) * ldx + 4 * s + i];
+      detail::mk_int8_args p{W.data(), panel.data(), 4 * nc, steps, groups, c1.data() + 64 * n0, sw.data(), swz.data(),
+                             sumx.data() + n0, per_group ? sa.data() + n0 : nullptr, 16,
+                             fold ? zsum.data() + n0 : nullptr};
+      (nc == 1 ? detail::portable::mk_int8<1> : nc == 2 ? detail::portable::mk_int8<2> : detail::portable::mk_int8<3>)(p);
+    }
+    CHECK(std::memcmp(c0.data(), c1.data(), c0.size() * sizeof(float)) == 0);
+    if (!amx) continue;
+#if defined(LUTKIT_HAVE_AVX512_DQ)
+    std::vector<float> c2 = start;
+    a.C = c2.data();
+    detail::avx512::kernels_amx().int8_rows(a);
+    CHECK(std::memcmp(c0.data(), c2.data(), c0.size() * sizeof(float)) == 0);
+    ++amx_cases;
+#endif
+  }
+  CHECK((amx ? amx_cases == 140 : amx_cases == 0));
+}
+
+// The AMX bf16 kernel over row-major activations (mk_bf16_rows_args) against the double
+// products of the same bf16 values: fp32 accumulation (the tile unit's order, not mk_val's), so
+// within 2^-23 per pair of k of the magnitude; 1 to 16 columns and pair counts with and without a
+// remainder of 16, C's columns past `cols` untouched.
+TEST_CASE("the AMX bf16 kernel over row-major activations", "[dequant_gemm][val_kernel][amx]") {
+#if defined(LUTKIT_HAVE_AVX512_DQ)
+  if (!detail::avx512::cpu_supported_amx()) return;
+  std::mt19937_64 rng(0xB16B);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  const std::size_t steps_of[] = {16, 32, 512, 7, 40, 1, 100};
+  for (int it = 0; it < 70; ++it) {
+    const std::size_t steps = steps_of[it % 7], cols = 1 + rng() % 16, ldx = 2 * steps + 32 * (it % 3);
+    std::vector<uint32_t> W(64 * steps);
+    std::vector<uint16_t> X(16 * ldx, 0x7FC0);  // (NaN past the columns read)
+    for (auto& v : W) v = uint32_t(f32_to_bf16(nd(rng))) | uint32_t(f32_to_bf16(nd(rng))) << 16;
+    for (std::size_t n = 0; n < cols; ++n)
+      for (std::size_t k = 0; k < 2 * steps; ++k) X[n * ldx + k] = f32_to_bf16(nd(rng));
+    std::vector<float> C(64 * 16);
+    for (auto& e : C) e = nd(rng);
+    const std::vector<float> start = C;
+    detail::avx512::kernels_amx().bf16_rows({W.data(), X.data(), ldx, cols, steps, C.data()});
+    INFO("steps=" << steps << " cols=" << cols);
+    double worst = 0.0;
+    for (std::size_t n = 0; n < 16; ++n)
+      for (int r = 0; r < 64; ++r) {
+        if (n >= cols) {
+          REQUIRE(std::memcmp(&C[n * 64 + r], &start[n * 64 + r], 4) == 0);
+          continue;
+        }
+        double want = start[n * 64 + r], mag = std::fabs(want);
+        for (std::size_t s = 0; s < steps; ++s)
+          for (int i = 0; i < 2; ++i) {
+            const double p = double(bf16_to_f32(uint16_t(W[s * 64 + r] >> (16 * i)))) *
+                             double(bf16_to_f32(X[n * ldx + 2 * s + i]));
+            want += p;
+            mag += std::fabs(p);
+          }
+        worst = std::max(worst, std::fabs(C[n * 64 + r] - want) / (std::ldexp(double(steps + 2), -23) * mag));
+      }
+    CHECK(worst <= 1.0);
+  }
+#endif
+}
+
 // The AVX2 bf16 and fp32 micro-kernels against portable::mk_val, bit for bit, for every column
 // count: random values (bf16 pairs and fp32 bits with normal magnitudes), values spanning 2^-30 ..
 // 2^30 (cancellation and rounding differ with any other order), infinities and NaNs.
@@ -753,7 +861,7 @@ TEST_CASE("AVX-512 activation preparation writes the baseline's bytes", "[dequan
       ++cases;
     }
   }
-  CHECK(cases == 96);
+  CHECK(cases == 4 * std::size_t(scaled_cases(24)));
 }
 #endif
 

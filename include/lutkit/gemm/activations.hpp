@@ -86,7 +86,23 @@ struct dq_activations {
   bool fold_zero = false;
   int32_t zero = 0;
   std::vector<int32_t> zsum;
+  // int8 or bf16 with a kernel set whose kernels over row-major activations take this call
+  // (dq_kernel_set::int8_rows / bf16_rows, uses_rows below): the values row-major instead of the
+  // panel, column n's K_pad values from row_i8(n) / row_bf16(n), NP columns (those past N zero);
+  // empty otherwise
+  aligned_bytes rows;
+  const int8_t* row_i8(std::size_t n) const { return reinterpret_cast<const int8_t*>(rows.get()) + n * geo.K_pad; }
+  const uint16_t* row_bf16(std::size_t n) const {
+    return reinterpret_cast<const uint16_t*>(rows.get()) + n * geo.K_pad;
+  }
 };
+
+// whether kernel set ks takes the activations of geometry g row-major (dq_activations::rows)
+inline bool uses_rows(const dq_kernel_set& ks, act_type act, const dq_geometry& g) {
+  if (act == act_type::int8 || act == act_type::int8_group)
+    return ks.int8_rows && g.N >= ks.int8_rows_min && g.flush_k >= ks.int8_rows_min_k;
+  return act == act_type::bf16 && ks.bf16_rows && g.N >= ks.bf16_rows_min;
+}
 
 // Row blocks [b0, b1) of 16 activation rows: each row is converted / quantized into a
 // contiguous buffer, then the block is interleaved into the panel. Everything here is integer
@@ -127,6 +143,15 @@ LUTKIT_ALWAYS_INLINE inline void prepare_rows(dq_activations& A, const float* x,
           if (A.fold_zero) A.zsum[f * NP + n] = -A.zero * sum;
         }
       }
+    }
+    if (A.rows) {  // the row-major values instead of the panel
+      const bool bf = A.act == act_type::bf16;
+      const std::size_t bytes = g.K_pad * (bf ? 2 : 1);
+      for (std::size_t i = 0; i < nb; ++i)
+        std::memcpy(A.rows.get() + (n0 + i) * bytes,
+                    bf ? static_cast<const void*>(hb.data() + i * g.K_pad) : static_cast<const void*>(qb.data() + i * g.K_pad),
+                    bytes);
+      continue;
     }
     // column n of the panel, chunk by chunk: element (n, s) at panel_index(n, chunk start) + (s - start) * cb
     const std::size_t cb = g.cb;
@@ -180,14 +205,21 @@ inline void prepare_activations(dq_activations& A, const float* x, std::size_t l
   // on the blocks holding real columns only), so they are left as they are: clearing all of
   // [N, NP) costs strided stores every step at N = 1, and a memset of the whole panel a serial
   // pass over it (docs/llama_formats.md, the NF4 decode's panel).
-  A.data = reusable_bytes<dq_slot>(dq_slot::panel, g.psteps * NP * 4);
-  uint32_t* panel = reinterpret_cast<uint32_t*>(A.data.get());
-  for (std::size_t s0 = 0; s0 < g.psteps; s0 += g.kcs)
-    for (std::size_t n = g.N; n < g.read_cols(); ++n) {
-      uint32_t* col = panel + g.panel_index(n, s0);
-      for (std::size_t st = s0; st < std::min(g.psteps, s0 + g.kcs); ++st) col[(st - s0) * g.cb] = 0;
-    }
-  if (A.act == act_type::int8 || A.act == act_type::int8_group) {
+  const bool int8 = A.act == act_type::int8 || A.act == act_type::int8_group;
+  if (uses_rows(ks, A.act, g)) {
+    const std::size_t bytes = g.K_pad * (A.act == act_type::bf16 ? 2 : 1);
+    A.rows = alloc_aligned(NP * bytes);
+    std::memset(A.rows.get() + g.N * bytes, 0, (NP - g.N) * bytes);
+  } else {
+    A.data = reusable_bytes<dq_slot>(dq_slot::panel, g.psteps * NP * 4);
+    uint32_t* panel = reinterpret_cast<uint32_t*>(A.data.get());
+    for (std::size_t s0 = 0; s0 < g.psteps; s0 += g.kcs)
+      for (std::size_t n = g.N; n < g.read_cols(); ++n) {
+        uint32_t* col = panel + g.panel_index(n, s0);
+        for (std::size_t st = s0; st < std::min(g.psteps, s0 + g.kcs); ++st) col[(st - s0) * g.cb] = 0;
+      }
+  }
+  if (int8) {
     A.row_scale.assign(NP, 0.f);
     A.sumx.assign(F * NP, 0.f);
     A.nan_mul.assign(NP, 1.f);

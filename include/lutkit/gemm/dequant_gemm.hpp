@@ -47,7 +47,8 @@ void dq_gemm_chunk(const Src& src, const dq_activations& A, const dq_kernel_set&
                    const dq_geometry::chunk& nc) {
   const dq_geometry& g = A.geo;
   const std::size_t NP = g.NP;
-  const std::size_t calls = (std::min(nbw, g.N - nb0) + g.cb - 1) / g.cb;
+  const std::size_t per_call = A.rows ? mk_rows_cols : g.cb;
+  const std::size_t calls = (std::min(nbw, g.N - nb0) + per_call - 1) / per_call;
   auto pf = [&] {
     if constexpr (prefetching_source<Src>)
       return spread_prefetch<Src>(src, nc, calls);
@@ -74,6 +75,30 @@ void dq_gemm_chunk(const Src& src, const dq_activations& A, const dq_kernel_set&
       for (std::size_t f = 0; f < nf; ++f) src.group_scales(t, k0 + f * g.flush_k, &s.sw[f * 64], &s.swz[f * 64]);
     const std::size_t full = (k1 - k0) / g.flush_k, tail = (k1 - k0) % g.flush_k;
     const std::size_t f0 = k0 / g.flush_k, fsteps = g.flush_k / 4;
+    if (A.rows) {  // the kernel over row-major activations, mk_rows_cols columns a call
+      for (std::size_t n0 = 0; n0 < ncols; n0 += mk_rows_cols) {
+        prefetch_next();
+        const std::size_t n = nb0 + n0;
+        mk_int8_rows_args a{W, A.row_i8(n) + k0, g.K_pad, std::min(mk_rows_cols, ncols - n0), fsteps, full,
+                            C + n0 * 64, s.sw.data(), s.swz.data(), A.sumx.data() + f0 * NP + n,
+                            A.sa.empty() ? nullptr : A.sa.data() + f0 * NP + n, NP,
+                            A.fold_zero ? A.zsum.data() + f0 * NP + n : nullptr};
+        if (full) ks.int8_rows(a);
+        if (tail) {
+          a.W += full * fsteps * 256;
+          a.X += full * g.flush_k;
+          a.steps = tail / 4;
+          a.groups = 1;
+          a.sw += full * 64;
+          a.swz += full * 64;
+          a.sumx += full * NP;
+          if (a.sa) a.sa += full * NP;
+          if (a.zsum) a.zsum += full * NP;
+          ks.int8_rows(a);
+        }
+      }
+      return;
+    }
     const int8_t* Ad = reinterpret_cast<const int8_t*>(A.data.get());
     for (std::size_t n0 = 0; n0 < ncols; n0 += mk_int8_cols) {
       const std::size_t nc = std::min<std::size_t>(mk_int8_cols, ncols - n0);
@@ -111,8 +136,16 @@ void dq_gemm_chunk(const Src& src, const dq_activations& A, const dq_kernel_set&
     const uint32_t* Ws = bf ? src.template value_steps<uint16_t>(t, k0, k1, s)
                             : src.template value_steps<float>(t, k0, k1, s);
     const std::size_t steps = bf ? (k1 - k0) / 2 : k1 - k0;
-    const uint32_t* Ad = reinterpret_cast<const uint32_t*>(A.data.get());
     const std::size_t ncols = std::min(nbw, g.N - nb0);
+    if (A.rows) {  // (bf16 only: uses_rows) the kernel over row-major activations
+      for (std::size_t n0 = 0; n0 < ncols; n0 += mk_rows_cols) {
+        prefetch_next();
+        ks.bf16_rows(mk_bf16_rows_args{Ws, A.row_bf16(nb0 + n0) + k0, g.K_pad,
+                                       std::min(mk_rows_cols, ncols - n0), steps, C + n0 * 64});
+      }
+      return;
+    }
+    const uint32_t* Ad = reinterpret_cast<const uint32_t*>(A.data.get());
     for (std::size_t n0 = 0; n0 < ncols; n0 += mk_val_cols) {
       const std::size_t nc = std::min<std::size_t>(mk_val_cols, ncols - n0);
       prefetch_next();

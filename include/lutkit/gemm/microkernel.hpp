@@ -49,6 +49,41 @@ struct mk_int8_args {
   // below 128 as u8 x s8 pairs whose int16 sums cannot saturate (the AVX2 set's vpmaddubsw)
   int level_max = 255;
 };
+// The int8 micro-kernel over row-major activations (a matrix unit's form, AMX): the 64 rows of
+// mk_int8_args' W and epilogue, for `cols` <= mk_rows_cols activation columns whose int8
+// values are rows of X (column j, k-th value of the call at X[j * ldx + k]; the rows up to
+// mk_rows_cols are read, those past `cols` must exist and their sums are discarded). The
+// scales, sums and zero sums as in mk_int8_args, column j at [g * ldsum + j]; C column j at C + 64 j.
+// The same bits as mk_int8 on the same values: exact int32 sums per group, then the same epilogue.
+struct mk_int8_rows_args {
+  const uint8_t* W;
+  const int8_t* X;
+  std::size_t ldx;
+  std::size_t cols;
+  std::size_t steps;
+  std::size_t groups;
+  float* C;
+  const float* sw;
+  const float* swz;
+  const float* sumx;
+  const float* sa;
+  std::size_t ldsum;
+  const int32_t* zsum = nullptr;
+};
+inline constexpr std::size_t mk_rows_cols = 16;
+// The bf16 micro-kernel over row-major activations (AMX): mk_val_args' W (bf16 pairs) and C for
+// `cols` <= mk_rows_cols activation columns of bf16 values, column j's k-th value of the
+// call at X[j * ldx + k], over `steps` k pairs. Only the `cols` rows of X and columns of C are
+// touched.
+struct mk_bf16_rows_args {
+  const uint32_t* W;
+  const uint16_t* X;
+  std::size_t ldx;
+  std::size_t cols;
+  std::size_t steps;
+  float* C;
+};
+
 struct mk_val_args {
   const uint32_t* W;  // step-major values (bf16 pairs or fp32 bits) of the 64 rows
   const uint32_t* A;  // activation panel at the call's first column and step
@@ -71,6 +106,8 @@ struct fdq_dot_args {
 using fdq_dot_fn = void (*)(const fdq_dot_args&);
 using mk_int8_fn = void (*)(const mk_int8_args&);
 using mk_val_fn = void (*)(const mk_val_args&);
+using mk_int8_rows_fn = void (*)(const mk_int8_rows_args&);
+using mk_bf16_rows_fn = void (*)(const mk_bf16_rows_args&);
 
 inline constexpr int mk_int8_cols = 3;  // int8: at most 3 columns x 64 rows per call
 inline constexpr int mk_val_cols = 6;   // bf16 / fp32: at most 6 columns x 64 rows per call
@@ -178,6 +215,17 @@ struct dq_kernel_set {
                           bool min_form, std::size_t len, float* out, std::size_t ldo) = nullptr;
   void (*group_codes_bf16)(const uint8_t* codes, std::size_t ldc, const float* lv, const float* sc, const float* zz,
                            bool min_form, std::size_t len, uint16_t* out, std::size_t ldo) = nullptr;
+  // the int8 paradigm's kernel over row-major activations (mk_int8_rows_args), for column blocks
+  // of at least int8_rows_min columns; null: mk_int8 on the panel only. With it the driver also
+  // keeps the activations row-major (dq_activations::rows).
+  mk_int8_rows_fn int8_rows = nullptr;
+  std::size_t int8_rows_min = 0;
+  // and for the int8 paradigm the smallest flush group (k) it takes (smaller groups: mk_int8)
+  std::size_t int8_rows_min_k = 0;
+  // the bf16 paradigm's kernel over row-major activations (mk_bf16_rows_args), from bf16_rows_min
+  // columns on; null: mk_val on the panel only
+  mk_bf16_rows_fn bf16_rows = nullptr;
+  std::size_t bf16_rows_min = 0;
 };
 
 // Level 1 of one policy's bit layout on a target: codes of the 64 rows of tile t for k in [k0, k1)

@@ -49,6 +49,27 @@ void mk_int8(const mk_int8_args& a) {
   }
 }
 
+// mk_int8 on row-major activations (mk_int8_rows_args): the specification of the AMX kernel
+inline void mk_int8_rows(const mk_int8_rows_args& a) {
+  for (std::size_t g = 0; g < a.groups; ++g) {
+    const std::size_t k0 = g * a.steps * 4;
+    const uint8_t* W = a.W + k0 * 64;
+    for (std::size_t n = 0; n < a.cols; ++n) {
+      const int8_t* x = a.X + n * a.ldx + k0;
+      const float sx = a.sumx[g * a.ldsum + n];
+      float* c = a.C + n * 64;
+      for (int r = 0; r < 64; ++r) {
+        int32_t acc = a.zsum ? a.zsum[g * a.ldsum + n] : 0;
+        for (std::size_t k = 0; k < 4 * a.steps; ++k) acc += int32_t(W[(k / 4) * 256 + 4 * r + k % 4]) * x[k];
+        float f = float(acc);
+        if (a.sa) f *= a.sa[g * a.ldsum + n];
+        c[r] = std::fma(f, a.sw[g * 64 + r], c[r]);
+        if (!a.zsum) c[r] = std::fma(-sx, a.swz[g * 64 + r], c[r]);
+      }
+    }
+  }
+}
+
 // Row-major levels (64 rows, stride ld, `len` a multiple of 4) -> the step-major layout of mk_int8.
 inline void levels_to_step_major(const uint8_t* in, std::size_t ld, std::size_t len, uint8_t* out) {
   for (std::size_t s = 0; s < len / 4; ++s)

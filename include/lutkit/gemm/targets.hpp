@@ -21,16 +21,22 @@
 
 namespace lutkit {
 
-// Which micro-kernels run: the best the CPU has (AVX-512, else AVX-512 without BF16, else AVX2,
-// else the portable ones), the portable C++ ones, AVX-512 (an error if the CPU lacks VNNI / BF16),
-// AVX-512 VNNI without BF16 (its int8 and fp32 kernels, AVX2's bf16 ones: an error if the CPU lacks
-// VNNI / VBMI) or AVX2 (an error if it lacks AVX2 / FMA / F16C).
-enum class dq_backend { best, portable, avx512, avx2, avx512_vnni };
+// Which micro-kernels run: the best the CPU has (AVX-512 with AMX, else AVX-512, else AVX-512
+// without BF16, else AVX2, else the portable ones), the portable C++ ones, AVX-512 (an error if
+// the CPU lacks VNNI / BF16), AVX-512 VNNI without BF16 (its int8 and fp32 kernels, AVX2's bf16
+// ones: an error if the CPU lacks VNNI / VBMI), AVX2 (an error if it lacks AVX2 / FMA / F16C) or
+// AVX-512 with the int8 prefill on AMX tiles (an error if the CPU or the OS lacks AMX-INT8).
+enum class dq_backend { best, portable, avx512, avx2, avx512_vnni, avx512_amx };
 
 namespace detail {
 
 inline const dq_kernel_set& dq_kernels_for(dq_backend b) {
 #if defined(LUTKIT_HAVE_AVX512_DQ)
+  if (b == dq_backend::avx512_amx) {
+    require(avx512::cpu_supported_amx(), "dequant-GEMM: this CPU (or its OS) lacks AMX-INT8 with AVX-512 VNNI/BF16");
+    return avx512::kernels_amx();
+  }
+  if (b == dq_backend::best && avx512::cpu_supported_amx()) return avx512::kernels_amx();
   if (b == dq_backend::avx512) {
     require(avx512::cpu_supported(), "dequant-GEMM: this CPU lacks AVX-512 VNNI/BF16");
     return avx512::kernels();
@@ -42,7 +48,7 @@ inline const dq_kernel_set& dq_kernels_for(dq_backend b) {
   }
   if (b == dq_backend::best && avx512::cpu_supported_vnni()) return avx512::kernels_vnni();
 #else
-  require(b != dq_backend::avx512 && b != dq_backend::avx512_vnni,
+  require(b != dq_backend::avx512 && b != dq_backend::avx512_vnni && b != dq_backend::avx512_amx,
           "dequant-GEMM: AVX-512 kernels are not compiled for this target");
 #endif
 #if defined(LUTKIT_HAVE_AVX2_DQ)
@@ -83,7 +89,8 @@ const dq_kernel_set& dq_kernels_for_policy(dq_backend b) {
 template <class P>
 dq_level1_fns<P> dq_level1_for_host([[maybe_unused]] const dq_kernel_set& ks) {
 #if defined(LUTKIT_HAVE_AVX512_DQ)
-  if (&ks == &avx512::kernels() || &ks == &avx512::kernels_vnni()) return avx512::level1_fns<P>();
+  if (&ks == &avx512::kernels() || &ks == &avx512::kernels_vnni() || &ks == &avx512::kernels_amx())
+    return avx512::level1_fns<P>();
 #endif
 #if defined(LUTKIT_HAVE_AVX2_DQ)
   if (&ks == &avx2::kernels()) return avx2::level1_fns<P>();

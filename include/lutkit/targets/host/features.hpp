@@ -7,6 +7,10 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
 #define LUTKIT_HOST_X86 1
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 #endif
 
 namespace lutkit::detail::host_features {
@@ -56,6 +60,26 @@ inline bool zen4() {
   }();
   return z4;
 }
+// AMX tiles with int8 and bf16 dot products (Sapphire Rapids and later), with the operating system's
+// leave to use them: Linux enables the 8 KiB tile state per process only on request
+// (arch_prctl ARCH_REQ_XCOMP_PERM, XTILEDATA), made here once; without it a tile instruction
+// faults. The dequant-GEMM's AMX micro-kernels (targets/host/gemm/microkernels_amx.hpp).
+inline bool amx() {
+  static const bool ok = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+    if (((d >> 24) & 1u) == 0 || ((d >> 25) & 1u) == 0 || ((d >> 22) & 1u) == 0)
+      return false;  // AMX-TILE, AMX-INT8, AMX-BF16
+    if (!avx512_vnni_bf16_vbmi()) return false;                         // (the set it extends)
+#if defined(__linux__) && defined(SYS_arch_prctl)
+    constexpr long arch_req_xcomp_perm = 0x1023, xfeature_xtiledata = 18;
+    return syscall(SYS_arch_prctl, arch_req_xcomp_perm, xfeature_xtiledata) == 0;
+#else
+    return false;
+#endif
+  }();
+  return ok;
+}
 #undef LUTKIT_CPU
 #undef LUTKIT_CPU_SET
 #else
@@ -67,6 +91,7 @@ inline bool avx512_vnni_bf16_vbmi() { return false; }
 inline bool gfni() { return false; }
 inline bool avx512_gfni_pack() { return false; }
 inline bool zen4() { return false; }
+inline bool amx() { return false; }
 #endif
 
 // The distance (bytes) the LUT-GEMV prefetches its weight stream ahead: the tiling spec's, or 0

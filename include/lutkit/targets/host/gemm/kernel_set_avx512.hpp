@@ -14,6 +14,7 @@
 #include "level1_avx512.hpp"
 #include "level1_whole_codes.hpp"
 #include "level2_avx512.hpp"
+#include "microkernels_amx.hpp"
 #include "microkernels_avx512.hpp"
 #include "kernel_set_avx2.hpp"
 #include "tile_group_avx512.hpp"
@@ -103,6 +104,27 @@ inline const dq_kernel_set& kernels_vnni() {
     // decode_method::best keeps the LUT-GEMV first on these CPUs, as with the AVX2 set (the int8
     // decode's lead was measured on Zen 4 / 5 only)
     s.int8_decode_first = false;
+    return s;
+  }();
+  return k;
+}
+
+// The set for CPUs with AMX (Sapphire Rapids and later): kernels() with the bf16 paradigm's
+// prefill on AMX tiles (amx::mk_bf16_rows) from amx_min_cols columns on, and the int8 paradigm's
+// (amx::mk_int8_rows) for flush groups of at least amx_int8_min_k. Below those, and for the
+// decode (N <= 2), the AVX-512 kernels.
+inline bool cpu_supported_amx() { return cpu_supported() && host_features::amx(); }
+inline constexpr std::size_t amx_min_cols = 6, amx_int8_min_k = 128;
+inline const dq_kernel_set& kernels_amx() {
+  static const dq_kernel_set k = [] {
+    host_features::amx();  // (the OS's leave for the tile state, asked once per process)
+    dq_kernel_set s = kernels();
+    s.name = "avx512_amx";
+    s.int8_rows = &amx::mk_int8_rows;
+    s.int8_rows_min = amx_min_cols;
+    s.int8_rows_min_k = amx_int8_min_k;
+    s.bf16_rows = &amx::mk_bf16_rows;
+    s.bf16_rows_min = amx_min_cols;
     return s;
   }();
   return k;

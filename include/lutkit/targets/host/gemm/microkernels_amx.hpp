@@ -1,0 +1,164 @@
+// lutkit — the int8 micro-kernel on AMX tiles (Sapphire Rapids and later): mk_int8_rows_args
+// (gemm/microkernel.hpp), 64 weight rows x 16 activation columns per call. The step-major
+// levels are already the B operand's layout (k4 step s of 16 rows: 64 bytes at W + 256 s + 64 j),
+// so they are loaded as they are, 256 bytes apart; the activations are the A operand, row-major
+// (dq_activations::rows). Per group: tdpbsud (s8 activations x u8 levels) into four 16 x 16 int32
+// tiles, stored, then the fp32 epilogue of mk_int8 with AVX-512, in the same order (the same bits).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "../../../gemm/microkernel.hpp"
+#include "isa_avx512.hpp"
+
+#if defined(LUTKIT_HOST_X86)
+#include "../intrinsics_begin.hpp"
+
+#define LUTKIT_AMX_DQ                                                                                               \
+  __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx512bf16,avx512vbmi,fma,f16c,amx-tile," \
+                        "amx-int8,amx-bf16")))
+
+namespace lutkit::detail::amx {
+
+struct alignas(64) tile_config {  // ldtilecfg's operand, palette 1
+  uint8_t palette = 1, start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+
+// k per tile product: the largest multiple of 4 up to 64 that divides the group's k
+inline std::size_t tile_k(std::size_t group_k) {
+  for (std::size_t kt = 64; kt > 4; kt -= 4)
+    if (group_k % kt == 0) return kt;
+  return 4;
+}
+
+// One half of the tile (32 rows, from row 32 h) over every group of the call, software-pipelined:
+// the products of group g + 1 go to the other pair of sum tiles while group g's epilogue runs.
+// Tiles: 2 S and 2 S + 1 the int32 sums of set S (16 columns x 16 rows each), 4 + S the
+// activations of set S (16 columns x kt bytes), 6 and 7 the levels of the two 16-row blocks
+// (kt / 4 steps x 16 rows x 4 bytes).
+// (the tile numbers of GCC's tile intrinsics are spelled into their assembly: literal numbers,
+// hence one function per set, written by a macro)
+#define LK_AMX_GROUP(S, C0, C1, AT)                                                                       \
+  LUTKIT_AMX_DQ inline void amx_group_##S(const mk_int8_rows_args& a, std::size_t g, std::size_t h,     \
+                                          std::size_t gk, std::size_t kt) {                             \
+    _tile_zero(C0);                                                                                     \
+    _tile_zero(C1);                                                                                     \
+    for (std::size_t k = g * gk; k < (g + 1) * gk; k += kt) {                                           \
+      const uint8_t* w = a.W + k * 64 + 128 * h; /* (step k / 4, 256 bytes a step) */                   \
+      _tile_loadd(AT, a.X + k, a.ldx);                                                                  \
+      _tile_loadd(6, w, 256);                                                                           \
+      _tile_dpbsud(C0, AT, 6);                                                                          \
+      _tile_loadd(7, w + 64, 256);                                                                      \
+      _tile_dpbsud(C1, AT, 7);                                                                          \
+    }                                                                                                   \
+  }                                                                                                     \
+  LUTKIT_AMX_DQ inline void amx_store_##S(int32_t(*sums)[16][16]) {                                     \
+    _tile_stored(C0, sums[0], 64);                                                                      \
+    _tile_stored(C1, sums[1], 64);                                                                      \
+  }
+LK_AMX_GROUP(0, 0, 1, 4)
+LK_AMX_GROUP(1, 2, 3, 5)
+#undef LK_AMX_GROUP
+
+// the fp32 epilogue of group g for rows 32 h .. 32 h + 31: mk_int8's operations in its order
+LUTKIT_AMX_DQ inline void amx_epilogue(const mk_int8_rows_args& a, std::size_t g, std::size_t h,
+                                       const int32_t (*sums)[16][16]) {
+  const float* sw = a.sw + g * 64 + 32 * h;
+  const float* swz = a.swz + g * 64 + 32 * h;
+  for (std::size_t n = 0; n < a.cols; ++n) {
+    const std::size_t e = g * a.ldsum + n;
+    const __m512i z = _mm512_set1_epi32(a.zsum ? a.zsum[e] : 0);
+    const __m512 sa = _mm512_set1_ps(a.sa ? a.sa[e] : 1.f), nsx = _mm512_set1_ps(-a.sumx[e]);
+    float* c = a.C + n * 64 + 32 * h;
+    for (int j = 0; j < 2; ++j) {
+      __m512 f = _mm512_cvtepi32_ps(_mm512_add_epi32(_mm512_load_si512(sums[j][n]), z));
+      if (a.sa) f = _mm512_mul_ps(f, sa);
+      __m512 v = _mm512_fmadd_ps(f, _mm512_loadu_ps(sw + 16 * j), _mm512_loadu_ps(c + 16 * j));
+      if (!a.zsum) v = _mm512_fmadd_ps(nsx, _mm512_loadu_ps(swz + 16 * j), v);
+      _mm512_storeu_ps(c + 16 * j, v);
+    }
+  }
+}
+
+LUTKIT_AMX_DQ inline void mk_int8_rows(const mk_int8_rows_args& a) {
+  const std::size_t gk = 4 * a.steps, kt = tile_k(gk);
+  tile_config cfg;
+  for (int i = 0; i < 4; ++i) cfg.rows[i] = 16, cfg.colsb[i] = 64;
+  for (int i = 4; i < 6; ++i) cfg.rows[i] = 16, cfg.colsb[i] = uint16_t(kt);
+  for (int i = 6; i < 8; ++i) cfg.rows[i] = uint8_t(kt / 4), cfg.colsb[i] = 64;
+  _tile_loadconfig(&cfg);
+  alignas(64) int32_t sums[2][16][16];
+  for (std::size_t h = 0; h < 2; ++h) {
+    amx_group_0(a, 0, h, gk, kt);
+    for (std::size_t g = 0; g < a.groups; ++g) {
+      if (g + 1 < a.groups) {
+        if (g % 2) amx_group_0(a, g + 1, h, gk, kt);
+        else amx_group_1(a, g + 1, h, gk, kt);
+      }
+      if (g % 2) amx_store_1(sums);
+      else amx_store_0(sums);
+      amx_epilogue(a, g, h, sums);
+    }
+  }
+  _tile_release();
+}
+
+// bf16: the four 16-row blocks' fp32 sums stay in tiles 0-3 for the whole call (loaded from C
+// and stored back once: no epilogue), the activations in tiles 4 and 6 and the pairs of levels
+// in 5 and 7 alternately, 16 k pairs a product; the last steps % 16 pairs with tiles 6 and 7
+// configured to their size.
+#define LK_AMX_BF16_STEP(TA, TB)                                                                       \
+  LUTKIT_AMX_DQ inline void amx_bf16_step_##TA(const mk_bf16_rows_args& a, std::size_t s) {          \
+    const uint32_t* w = a.W + s * 64; /* (pair step s: 64 rows of 4 bytes) */                        \
+    _tile_loadd(TA, a.X + 2 * s, a.ldx * 2);                                                         \
+    _tile_loadd(TB, w, 256);                                                                         \
+    _tile_dpbf16ps(0, TA, TB);                                                                       \
+    _tile_loadd(TB, w + 16, 256);                                                                    \
+    _tile_dpbf16ps(1, TA, TB);                                                                       \
+    _tile_loadd(TB, w + 32, 256);                                                                    \
+    _tile_dpbf16ps(2, TA, TB);                                                                       \
+    _tile_loadd(TB, w + 48, 256);                                                                    \
+    _tile_dpbf16ps(3, TA, TB);                                                                       \
+  }
+LK_AMX_BF16_STEP(4, 5)
+LK_AMX_BF16_STEP(6, 7)
+#undef LK_AMX_BF16_STEP
+LUTKIT_AMX_DQ inline void amx_bf16_config(std::size_t cols, std::size_t rem) {
+  tile_config cfg;
+  for (int i = 0; i < 4; ++i) cfg.rows[i] = uint8_t(cols), cfg.colsb[i] = 64;
+  const std::size_t k6 = rem ? rem : 16;  // (tiles 6 and 7: the remainder's pairs, else 16)
+  cfg.rows[4] = uint8_t(cols), cfg.colsb[4] = 64;
+  cfg.rows[5] = 16, cfg.colsb[5] = 64;
+  cfg.rows[6] = uint8_t(cols), cfg.colsb[6] = uint16_t(4 * k6);
+  cfg.rows[7] = uint8_t(k6), cfg.colsb[7] = 64;
+  _tile_loadconfig(&cfg);
+}
+LUTKIT_AMX_DQ inline void mk_bf16_rows(const mk_bf16_rows_args& a) {
+  const std::size_t full = a.steps / 16, rem = a.steps % 16;
+  amx_bf16_config(a.cols, rem);
+  _tile_loadd(0, a.C, 256);  // (C: 64 floats a column)
+  _tile_loadd(1, a.C + 16, 256);
+  _tile_loadd(2, a.C + 32, 256);
+  _tile_loadd(3, a.C + 48, 256);
+  std::size_t b = 0;
+  if (rem == 0)  // tiles 6 and 7 hold 16 pairs: alternate
+    for (; b + 2 <= full; b += 2) {
+      amx_bf16_step_4(a, 16 * b);
+      amx_bf16_step_6(a, 16 * b + 16);
+    }
+  for (; b < full; ++b) amx_bf16_step_4(a, 16 * b);
+  if (rem) amx_bf16_step_6(a, 16 * full);
+  _tile_stored(0, a.C, 256);
+  _tile_stored(1, a.C + 16, 256);
+  _tile_stored(2, a.C + 32, 256);
+  _tile_stored(3, a.C + 48, 256);
+  _tile_release();
+}
+
+}  // namespace lutkit::detail::amx
+
+#include "../intrinsics_end.hpp"
+#endif
