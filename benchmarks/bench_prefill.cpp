@@ -327,14 +327,14 @@ enum class source_kind { lut, convertdq, loadfull };
 
 template <class P>
 void bm_gemm(benchmark::State& st, source_kind sk, std::size_t M, std::size_t K, std::size_t N, int threads,
-             act_type act) {
+             act_type act, dq_backend be = dq_backend::best) {
   auto& c = prefill_data<P>(M, K, sk == source_kind::loadfull);
   std::mt19937_64 rng(11);
   std::normal_distribution<float> nd;
   std::vector<float> x(N * K), y(N * M);
   for (auto& v : x) v = nd(rng);
   thread_pool* pool = threads > 1 ? &pool_for(threads) : nullptr;
-  const auto& ks = detail::dq_kernels_for(dq_backend::best);
+  const auto& ks = detail::dq_kernels_for(be);
   const detail::lut_weight_source<P> lut{c.packed->data(), &c.packed->layout(), &ks};
   const convertdq_source cdq{P::spec.bits, c.cdq_codes.data(), c.cdq_sz.data(), K, 64};
   const loadfull_source<P> full{&c};
@@ -455,12 +455,22 @@ std::string gemm_tail(std::size_t M, std::size_t K, std::size_t N, int T, act_ty
          "/warm/act:" + act_name(a);
 }
 
+// (on CPUs with AMX, dequant_gemm_avx512/... rows of the int8 and bf16 paradigms beside the
+// dequant_gemm/... ones: the AVX-512 set's kernels in the same run, dq_backend::avx512)
 template <class P>
 void register_gemm(std::size_t M, std::size_t K, std::size_t N, int T, act_type a, bool baselines) {
   benchmark::RegisterBenchmark(("dequant_gemm/" + P::name() + "/" + gemm_tail(M, K, N, T, a)).c_str(),
                                [=](benchmark::State& st) { bm_gemm<P>(st, source_kind::lut, M, K, N, T, a); })
       ->Unit(benchmark::kMillisecond)
       ->UseRealTime();
+#if defined(LUTKIT_HAVE_AVX512_DQ)
+  if (detail::avx512::cpu_supported_amx() && a != act_type::fp32)
+    benchmark::RegisterBenchmark(
+        ("dequant_gemm_avx512/" + P::name() + "/" + gemm_tail(M, K, N, T, a)).c_str(),
+        [=](benchmark::State& st) { bm_gemm<P>(st, source_kind::lut, M, K, N, T, a, dq_backend::avx512); })
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+#endif
   if (!baselines) return;
   const std::string b = "w" + std::to_string(P::spec.bits) + "_g64_asym_rowmajor/";
   benchmark::RegisterBenchmark(("convertdq_gemm/" + b + gemm_tail(M, K, N, T, a)).c_str(),
@@ -558,7 +568,7 @@ void register_prefill() {
   }
   // llama.cpp's g32 formats on the default paradigm: Q4_0 (linear levels) and IQ4_NL (a codebook:
   // its codes mapped to u8 levels after level 1), the same bytes
-  for (act_type a : {act_type::int8_group, act_type::int8}) {
+  for (act_type a : {act_type::int8_group, act_type::int8, act_type::bf16}) {
     register_gemm<policy<fmt::uint_sym<4>, group<32>>>(4096, 14336, 128, 2, a, false);
     register_gemm<policy<fmt::codebook4<book::iq4_nl>, group<32>>>(4096, 14336, 128, 2, a, false);
   }
@@ -575,7 +585,7 @@ void register_prefill() {
   // the other llama.cpp types: Q4_1 (fp16 min form), Q5_0 (5 bit planes, fp16 scale per 32), Q4_K (fp32 min form per 32), Q6_K (6 bit
   // planes, fp32 scale per 16), Q3_K (3 bit planes, fp32 scale per 16), Q5_1 / Q5_K / Q2_K (min-form bit planes), TQ2_0 / TQ1_0's policy (2 bits, zero 1, one scale per 256)
   for (int T : {2, 1})
-    for (act_type a : {act_type::int8_group, act_type::int8}) {
+    for (act_type a : {act_type::int8_group, act_type::int8, act_type::bf16}) {
       register_gemm<policy<fmt::q4_1, group<32>>>(4096, 14336, 128, T, a, false);
       register_gemm<policy<fmt::uint_sym<5>, group<32>>>(4096, 14336, 128, T, a, false);
       register_gemm<policy<fmt::q4_k, group<32>>>(4096, 14336, 128, T, a, false);

@@ -226,6 +226,11 @@ struct dq_kernel_set {
   // columns on; null: mk_val on the panel only
   mk_bf16_rows_fn bf16_rows = nullptr;
   std::size_t bf16_rows_min = 0;
+  // bf16 level 2 from level 1's step-major codes into mk_val's step-major layout for formats whose
+  // levels are their codes, computed per value (group_codes' arithmetic) where a table would not
+  // fit a register pair (more than 16 codes): one group of steps4 k4-steps; null: the row-major route
+  void (*bf16_codes_steps)(const uint8_t* codes, std::size_t steps4, const float* sc, const float* zz,
+                           bool min_form, uint32_t* out) = nullptr;
 };
 
 // Level 1 of one policy's bit layout on a target: codes of the 64 rows of tile t for k in [k0, k1)

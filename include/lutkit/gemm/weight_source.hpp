@@ -177,6 +177,22 @@ struct lut_weight_source {
       constexpr int e = E == 2 ? 0 : E == 4 ? 1 : E == 8 ? 2 : 3;
       if (l1.codes_steps && ks->bf16_tables[e] && ks->bf16_steps[e]) return bf16_steps_direct<e>(t, k0, k1, s);
     }
+    if constexpr (std::is_same_v<T, uint16_t> && E > 16 && levels_are_codes<P>()) {
+      if (l1.codes_steps && ks->bf16_codes_steps) {
+        l1.codes_steps(data, *L, t, k0, k1, s.codes.get());
+        uint32_t* out = reinterpret_cast<uint32_t*>(s.steps.get());
+        const std::size_t G = P::spec.group_k > 0 ? std::size_t(P::spec.group_k) : L->K_pad;
+        alignas(64) float sc[64], zz[64];
+        for (std::size_t g0 = k0; g0 < k1;) {
+          const std::size_t g1 = std::min(k1, (g0 / G + 1) * G);
+          scale_zero_rows(t, L->group_of_k(g0), sc, zz);
+          ks->bf16_codes_steps(s.codes.get() + (g0 - k0) * 64, (g1 - g0) / 4, sc, zz, P::spec.min_form,
+                               out + (g0 - k0) / 2 * 64);
+          g0 = g1;
+        }
+        return out;
+      }
+    }
     std::size_t ld = 0;
     const T* v = values<T>(t, k0, k1, s, ld);
     return values_to_steps(v, ld, k1 - k0, s, *ks);

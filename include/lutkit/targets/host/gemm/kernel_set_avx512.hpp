@@ -57,27 +57,31 @@ dq_level1_fns<P> level1_fns() {
 }
 
 inline const dq_kernel_set& kernels() {
-  static const dq_kernel_set k{"avx512_vnni_bf16",
-                               {&mk_int8<1>, &mk_int8<2>, &mk_int8_3},
-                               {&mk_val<true, 1>, &mk_val<true, 2>, &mk_val<true, 3>, &mk_val<true, 4>,
-                                &mk_val<true, 5>, &mk_val<true, 6>},
-                               {&mk_val<false, 1>, &mk_val<false, 2>, &mk_val<false, 3>, &mk_val<false, 4>,
-                                &mk_val<false, 5>, &mk_val<false, 6>},
-                               &rows_to_steps,
-                               &fdq_dot,
-                               &halves_to_float,
-                               &group16_f32,
-                               &group16_bf16,
-                               &tg_groups_bf16,
-                               &tg_groups_f32,
-                               {&group_tables_bf16<2>, &group_tables_bf16<4>, &group_tables_bf16<8>,
-                                &group_tables_bf16<16>},
-                               {&level2_steps_bf16<2>, &level2_steps_bf16<4>, &level2_steps_bf16<8>,
-                                &level2_steps_bf16<16>},
-                               &avx512::prepare_rows,
-                               &avx512::write_tile,
-                               {&tg_int8<1>, &tg_int8<2>, &tg_int8<3>, &tg_int8<4>},
-                               /*int8_decode_first=*/true};
+  static const dq_kernel_set k = [] {
+    dq_kernel_set s{"avx512_vnni_bf16",
+                    {&mk_int8<1>, &mk_int8<2>, &mk_int8_3},
+                    {&mk_val<true, 1>, &mk_val<true, 2>, &mk_val<true, 3>, &mk_val<true, 4>,
+                     &mk_val<true, 5>, &mk_val<true, 6>},
+                    {&mk_val<false, 1>, &mk_val<false, 2>, &mk_val<false, 3>, &mk_val<false, 4>,
+                     &mk_val<false, 5>, &mk_val<false, 6>},
+                    &rows_to_steps,
+                    &fdq_dot,
+                    &halves_to_float,
+                    &group16_f32,
+                    &group16_bf16,
+                    &tg_groups_bf16,
+                    &tg_groups_f32,
+                    {&group_tables_bf16<2>, &group_tables_bf16<4>, &group_tables_bf16<8>,
+                     &group_tables_bf16<16>},
+                    {&level2_steps_bf16<2>, &level2_steps_bf16<4>, &level2_steps_bf16<8>,
+                     &level2_steps_bf16<16>},
+                    &avx512::prepare_rows,
+                    &avx512::write_tile,
+                    {&tg_int8<1>, &tg_int8<2>, &tg_int8<3>, &tg_int8<4>},
+                    /*int8_decode_first=*/true};
+    s.bf16_codes_steps = &level2_codes_steps_bf16;
+    return s;
+  }();
   return k;
 }
 
@@ -97,6 +101,7 @@ inline const dq_kernel_set& kernels_vnni() {
     s.group16_bf16 = a2.group16_bf16;
     s.group_codes_bf16 = a2.group_codes_bf16;
     s.tg_groups_bf16 = a2.tg_groups_bf16;
+    s.bf16_codes_steps = a2.bf16_codes_steps;
     for (int i = 0; i < 4; ++i) {
       s.bf16_tables[i] = a2.bf16_tables[i];
       s.bf16_steps[i] = a2.bf16_steps[i];

@@ -134,6 +134,38 @@ LUTKIT_AVX512_DQ void level2_steps_bf16(const uint8_t* codes, std::size_t steps4
   }
 }
 
+// The same layout for formats whose levels are their codes and whose tables would outgrow a
+// register pair (5 to 8 bits: Q5_0, Q5_1, Q5_K, Q6_K, 8-bit codes): each value computed, bf16 of
+// sc * (code - zz) or sc * code + zz (group16_table's arithmetic, then vcvtne2ps2bf16: the bits of
+// group_codes<uint16_t>). One group: steps4 k4-steps of step-major codes -> 2 * steps4 pair steps.
+LUTKIT_AVX512_DQ inline void level2_codes_steps_bf16(const uint8_t* codes, std::size_t steps4, const float* sc,
+                                              const float* zz, bool min_form, uint32_t* out) {
+  // word w = 2 i + j of an output register (row 16 q + i, k 4 s + 2 half + j) takes code byte
+  // 4 i + 2 half + j of the quarter's 64; its fp32 half p (words 16 p ..) rows 16 q + 8 p + w / 2
+  alignas(64) uint8_t bidx[2][64];
+  for (int half = 0; half < 2; ++half)
+    for (int b = 0; b < 64; ++b) bidx[half][b] = uint8_t(4 * ((b % 32) / 2) + 2 * half + b % 2);
+  const __m512i bi0 = _mm512_load_si512(bidx[0]), bi1 = _mm512_load_si512(bidx[1]);
+  const __m512i dup = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+  const __m512i dup8 = _mm512_add_epi32(dup, _mm512_set1_epi32(8));
+  for (int q = 0; q < 4; ++q) {
+    const __m512 s16 = _mm512_loadu_ps(sc + 16 * q), z16 = _mm512_loadu_ps(zz + 16 * q);
+    const __m512 s0 = _mm512_permutexvar_ps(dup, s16), s1 = _mm512_permutexvar_ps(dup8, s16);
+    const __m512 z0 = _mm512_permutexvar_ps(dup, z16), z1 = _mm512_permutexvar_ps(dup8, z16);
+    for (std::size_t st = 0; st < steps4; ++st) {
+      const __m512i c = _mm512_load_si512(codes + st * 256 + 64 * q);
+#pragma GCC unroll 2
+      for (int half = 0; half < 2; ++half) {
+        const __m512i b = _mm512_permutexvar_epi8(half ? bi1 : bi0, c);
+        const __m512 lo = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm512_castsi512_si128(b)));
+        const __m512 hi = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(b, 1)));
+        const __m512bh v = _mm512_cvtne2ps_pbh(group16_table(hi, s1, z1, min_form), group16_table(lo, s0, z0, min_form));
+        _mm512_store_si512(out + (2 * st + half) * 64 + 16 * q, (__m512i)v);
+      }
+    }
+  }
+}
+
 // Row-major 32-bit elements (64 rows, stride ld, len per row) -> step-major [len][64], by
 // 16 x 16 transposes
 LUTKIT_AVX512_DQ inline void rows_to_steps(const uint32_t* in, std::size_t ld, std::size_t len, uint32_t* out) {
