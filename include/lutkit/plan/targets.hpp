@@ -103,6 +103,8 @@ inline calibration_loops host_calibration_loops() {
     l.lookup_isa = "avx512vbmi";
   }
   if (hf::avx512_vnni_bf16_vbmi()) l.bf16_dot = hp::bf16_dot_avx512;
+  // the AMX set's bf16 prefill runs on tiles (gemm/targets.hpp: dq_backend::avx512_amx first)
+  if (hf::amx() && hf::avx512_vnni_bf16_vbmi()) l.bf16_dot = hp::bf16_dot_amx;
 #endif
   return l;
 }

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "../features.hpp"
+#include "../gemm/microkernels_amx.hpp"
 
 #if defined(LUTKIT_HOST_X86)
 #include "../intrinsics_begin.hpp"
@@ -110,6 +111,35 @@ __attribute__((target("avx512f,avx512bf16"))) inline double bf16_dot_avx512(std:
   for (int j = 1; j < 12; ++j) s = _mm512_add_ps(s, c[j]);
   *sink += _mm512_reduce_add_ps(s);
   return double(iters) * 12 * 32;
+}
+
+// tdpbf16ps (AMX-BF16): 16 x 16 x 32 bf16 multiply-adds per instruction, 4 sum tiles over 2 x 2
+// operand tiles in the tiles (the bf16 prefill of the AMX kernel set); called only where
+// host_features::amx() granted the tile state
+__attribute__((target("amx-tile,amx-bf16"))) inline double bf16_dot_amx(std::size_t iters, double* sink) {
+  lutkit::detail::amx::tile_config cfg;
+  for (int i = 0; i < 8; ++i) cfg.rows[i] = 16, cfg.colsb[i] = 64;
+  alignas(64) static const uint16_t ops[16 * 32] = {};  // (zeros: the sums stay finite)
+  alignas(64) float out[16 * 16];
+  _tile_loadconfig(&cfg);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  _tile_loadd(4, ops, 64);
+  _tile_loadd(5, ops, 64);
+  _tile_loadd(6, ops, 64);
+  _tile_loadd(7, ops, 64);
+  for (std::size_t i = 0; i < iters; ++i) {
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+  _tile_stored(0, out, 64);
+  _tile_release();
+  *sink += double(out[0]);
+  return double(iters) * 4 * 16 * 16 * 32;
 }
 
 // vpermb (AVX-512 VBMI): 64 byte lookups per instruction (the LUT-GEMV's AVX-512 Ops), 12 chains
