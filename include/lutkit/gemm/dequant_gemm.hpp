@@ -39,6 +39,21 @@
 namespace lutkit {
 namespace detail {
 
+// The int8 arguments of a call (mk_int8_args, mk_int8_rows_args) moved past its `full` flush
+// groups of fsteps k4-steps to the last, partial group of `tail` k (the activations' pointer is
+// the caller's to move: the layouts differ)
+template <class Args>
+void to_tail_group(Args& a, std::size_t full, std::size_t fsteps, std::size_t tail, std::size_t ldsum) {
+  if (a.W) a.W += full * fsteps * 256;  // (null for the fused kernels, which read the blob)
+  a.steps = tail / 4;
+  a.groups = 1;
+  a.sw += full * 64;
+  a.swz += full * 64;
+  a.sumx += full * ldsum;
+  if (a.sa) a.sa += full * ldsum;
+  if (a.zsum) a.zsum += full * ldsum;
+}
+
 // Chunk [k0, k1) of tile t, columns [nb0, nb0 + nbw) of the pass, into the tile's accumulators C
 // ([column][64] fp32); nc, the chunk after it, is prefetched a part per micro-kernel call.
 template <class Src>
@@ -85,15 +100,8 @@ void dq_gemm_chunk(const Src& src, const dq_activations& A, const dq_kernel_set&
                             A.fold_zero ? A.zsum.data() + f0 * NP + n : nullptr};
         if (full) ks.int8_rows(a);
         if (tail) {
-          a.W += full * fsteps * 256;
           a.X += full * g.flush_k;
-          a.steps = tail / 4;
-          a.groups = 1;
-          a.sw += full * 64;
-          a.swz += full * 64;
-          a.sumx += full * NP;
-          if (a.sa) a.sa += full * NP;
-          if (a.zsum) a.zsum += full * NP;
+          to_tail_group(a, full, fsteps, tail, NP);
           ks.int8_rows(a);
         }
       }
@@ -118,15 +126,8 @@ void dq_gemm_chunk(const Src& src, const dq_activations& A, const dq_kernel_set&
       };
       if (full) call(k0);
       if (tail) {
-        if (W) a.W += full * fsteps * 256;
         a.A += full * fsteps * a.lda;
-        a.steps = tail / 4;
-        a.groups = 1;
-        a.sw += full * 64;
-        a.swz += full * 64;
-        a.sumx += full * NP;
-        if (a.sa) a.sa += full * NP;
-        if (a.zsum) a.zsum += full * NP;
+        to_tail_group(a, full, fsteps, tail, NP);
         call(k0 + full * g.flush_k);
       }
     }

@@ -25,7 +25,8 @@ namespace lutkit {
 // without BF16, else AVX2, else the portable ones), the portable C++ ones, AVX-512 (an error if
 // the CPU lacks VNNI / BF16), AVX-512 VNNI without BF16 (its int8 and fp32 kernels, AVX2's bf16
 // ones: an error if the CPU lacks VNNI / VBMI), AVX2 (an error if it lacks AVX2 / FMA / F16C) or
-// AVX-512 with the int8 prefill on AMX tiles (an error if the CPU or the OS lacks AMX-INT8).
+// AVX-512 with the bf16 prefill (and the int8 one of groups >= 128 k) on AMX tiles (an error if
+// the CPU or the OS lacks AMX-TILE / INT8 / BF16).
 enum class dq_backend { best, portable, avx512, avx2, avx512_vnni, avx512_amx };
 
 namespace detail {
@@ -33,7 +34,7 @@ namespace detail {
 inline const dq_kernel_set& dq_kernels_for(dq_backend b) {
 #if defined(LUTKIT_HAVE_AVX512_DQ)
   if (b == dq_backend::avx512_amx) {
-    require(avx512::cpu_supported_amx(), "dequant-GEMM: this CPU (or its OS) lacks AMX-INT8 with AVX-512 VNNI/BF16");
+    require(avx512::cpu_supported_amx(), "dequant-GEMM: this CPU (or its OS) lacks AMX (tiles, int8, bf16) with AVX-512 VNNI/BF16");
     return avx512::kernels_amx();
   }
   if (b == dq_backend::best && avx512::cpu_supported_amx()) return avx512::kernels_amx();

@@ -70,7 +70,7 @@ inline bool amx() {
     if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
     if (((d >> 24) & 1u) == 0 || ((d >> 25) & 1u) == 0 || ((d >> 22) & 1u) == 0)
       return false;  // AMX-TILE, AMX-INT8, AMX-BF16
-    if (!avx512_vnni_bf16_vbmi()) return false;                         // (the set it extends)
+    if (!avx512_vnni_bf16_vbmi()) return false;  // (the set it extends)
 #if defined(__linux__) && defined(SYS_arch_prctl)
     constexpr long arch_req_xcomp_perm = 0x1023, xfeature_xtiledata = 18;
     return syscall(SYS_arch_prctl, arch_req_xcomp_perm, xfeature_xtiledata) == 0;

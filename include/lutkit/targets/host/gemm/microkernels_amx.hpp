@@ -1,9 +1,11 @@
-// lutkit — the int8 micro-kernel on AMX tiles (Sapphire Rapids and later): mk_int8_rows_args
-// (gemm/microkernel.hpp), 64 weight rows x 16 activation columns per call. The step-major
-// levels are already the B operand's layout (k4 step s of 16 rows: 64 bytes at W + 256 s + 64 j),
-// so they are loaded as they are, 256 bytes apart; the activations are the A operand, row-major
-// (dq_activations::rows). Per group: tdpbsud (s8 activations x u8 levels) into four 16 x 16 int32
-// tiles, stored, then the fp32 epilogue of mk_int8 with AVX-512, in the same order (the same bits).
+// lutkit — the dequant-GEMM's micro-kernels on AMX tiles (Sapphire Rapids and later), 64 weight
+// rows x 16 activation columns per call (gemm/microkernel.hpp: mk_int8_rows_args,
+// mk_bf16_rows_args). The step-major levels (k4 step s of 16 rows: 64 bytes at W + 256 s + 64 j)
+// and bf16 pairs are already the B operand's layout, so they are loaded as they are, 256 bytes
+// apart; the activations are the A operand, row-major (dq_activations::rows).
+//   int8: per flush group, tdpbsud (s8 activations x u8 levels) into int32 tiles, stored, then
+//         mk_int8's fp32 epilogue with AVX-512 in its order (the same bits);
+//   bf16: tdpbf16ps into fp32 tiles that hold C for the whole call.
 #pragma once
 #include <cstddef>
 #include <cstdint>
