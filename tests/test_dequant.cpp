@@ -465,8 +465,8 @@ TEST_CASE("AVX2 and AVX-512 int8 micro-kernels equal the portable one bit for bi
 
 // The int8 kernel over row-major activations (mk_int8_rows_args): its portable specification
 // equals portable::mk_int8 on the same values in the panel layout, and the AMX kernel (where the
-// CPU and the OS have AMX-INT8) equals the specification bit for bit. Groups of 16 to 256 k
-// (tile products of 16 to 64 k, 40 for an 80-k group), 1 to 16 columns (the rows past `cols`
+// CPU and the OS have AMX-INT8) equals the specification bit for bit. Groups of 8 to 256 k
+// (tile products of 8 to 64 k, 40 for an 80-k group), 1 to 16 columns (the rows past `cols`
 // hold other values, whose sums must be discarded), the zero subtracted or folded, per-row and
 // per-group activation scales, levels and activations at their extremes.
 TEST_CASE("the int8 kernel over row-major activations equals mk_int8; AMX equals it bit for bit",

@@ -139,7 +139,7 @@ LUTKIT_AVX512_DQ void level2_steps_bf16(const uint8_t* codes, std::size_t steps4
 // sc * (code - zz) or sc * code + zz (group16_table's arithmetic, then vcvtne2ps2bf16: the bits of
 // group_codes<uint16_t>). One group: steps4 k4-steps of step-major codes -> 2 * steps4 pair steps.
 LUTKIT_AVX512_DQ inline void level2_codes_steps_bf16(const uint8_t* codes, std::size_t steps4, const float* sc,
-                                              const float* zz, bool min_form, uint32_t* out) {
+                                                     const float* zz, bool min_form, uint32_t* out) {
   // word w = 2 i + j of an output register (row 16 q + i, k 4 s + 2 half + j) takes code byte
   // 4 i + 2 half + j of the quarter's 64; its fp32 half p (words 16 p ..) rows 16 q + 8 p + w / 2
   alignas(64) uint8_t bidx[2][64];
