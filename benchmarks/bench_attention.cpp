@@ -31,7 +31,6 @@
 namespace lutkit_bench {
 namespace {
 using namespace lutkit;
-constexpr std::size_t kLLC = std::size_t(32) << 20;
 
 struct kv_case {
   std::size_t d = 0, hkv = 0, L = 0;
@@ -66,7 +65,7 @@ kv_case& kv_data(std::size_t d, std::size_t hkv, std::size_t L, bool cold) {
     cache = std::move(c);
   }
   if (cold) {
-    const std::size_t want = std::max<std::size_t>(2, 4 * kLLC / cache->bytes + 2);
+    const std::size_t want = cold_count(cache->bytes);
     while (cache->copies.size() < want) {
       cache->copies.push_back(detail::alloc_aligned(cache->bytes));
       std::memcpy(cache->copies.back().get(), cache->copies[0].get(), cache->bytes);

@@ -1,15 +1,67 @@
-// Shared by the benchmark translation units: one thread pool per thread count.
+// Shared by the benchmark translation units: one thread pool per thread count, benchmark weights,
+// and the cold rotations.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstring>
+#include <memory>
 #include <random>
 #include <string>
+#include <typeinfo>
 #include <vector>
 
+#include <lutkit/core/memory.hpp>
+#include <lutkit/quant/packed_weights.hpp>
 #include <lutkit/quant/quant.hpp>
 #include <lutkit/core/thread_pool.hpp>
 
 namespace lutkit_bench {
+// ---- cold operands (docs/benchmarks.md, "Cold"). A cold benchmark rotates over copies of its
+// operand whose total exceeds lutkit::cold_bytes() (twice the last-level cache), so that every
+// call reads its copy from DRAM, as a decode step reads weights last touched a step before.
+
+// How many copies of an operand of `bytes` a cold rotation holds (at least 2).
+inline std::size_t cold_count(std::size_t bytes) {
+  return std::max<std::size_t>(2, lutkit::cold_bytes() / std::max<std::size_t>(bytes, 1) + 1);
+}
+
+// The process's one cold rotation: rotation<Set>(key, make) returns the set make() built for key,
+// building it (and freeing the set alive before, first) when another key asks, so a run over many
+// policies holds one rotation (2x the LLC: 600 MB on a 300 MB-LLC machine) at a time. The
+// reference is valid until a call with another key; a benchmark uses one key.
+struct rotation_slot {
+  std::string key;
+  std::shared_ptr<void> set;
+};
+inline rotation_slot& the_rotation() {
+  static rotation_slot s;
+  return s;
+}
+template <class Set, class Make>
+Set& rotation(const std::string& key, Make make) {
+  rotation_slot& s = the_rotation();
+  const std::string k = std::string(typeid(Set).name()) + "|" + key;
+  if (!s.set || s.key != k) {
+    s.set.reset();
+    s.key.clear();
+    s.set = std::make_shared<Set>(make());
+    s.key = k;
+  }
+  return *static_cast<Set*>(s.set.get());
+}
+// n copies of a packed blob (the bytes copied as they are: the source was validated when made)
+template <class P>
+std::vector<lutkit::packed_weights<P>> blob_copies(const lutkit::packed_weights<P>& first, std::size_t n) {
+  std::vector<lutkit::packed_weights<P>> v;
+  v.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    v.emplace_back(first.M(), first.K(), lutkit::detail::data_uninitialized_t{});
+    std::memcpy(v.back().bytes(), first.bytes(), first.size_bytes());
+  }
+  return v;
+}
+
 // Uniform random codes with positive random scales (and zeros) for policy P: benchmark weights
 // (timings do not depend on the values, only the layouts need to be real).
 template <class P>

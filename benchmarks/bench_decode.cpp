@@ -6,8 +6,8 @@
 //                        dot): the rate a stream keeps when the core also computes
 // Tile-group weights (W4 asym, HMX geometry) run tile_group_gemv under the same names, policy
 // w4_g32_asym_tilegroup_hmx (methods int8 and fused_dq).
-// cold: rotating copies of the blob beyond 4x the 32 MiB LLC. Counter weight_GBps: blob bytes /
-// time. The summary's "vs read" column divides the read's time by the kernel's.
+// cold: rotating copies of the blob beyond twice the LLC (bench_common.hpp, cold_count). Counter
+// weight_GBps: blob bytes / time. The summary's "vs read" column divides the read's time by the kernel's.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -43,19 +43,23 @@ using Q5K = policy<fmt::q5_k, group<32>>;
 using Q2K = policy<fmt::q2_k, group<16>>;
 using TQ = policy<fmt::uint_asym<2>, group<256>>;
 
+// the policy's blob (kept per policy: packing is the slow part) and its cold rotation
 template <class P>
-std::vector<packed_weights<P>>& decode_copies(std::size_t M, std::size_t K) {
-  static std::vector<packed_weights<P>> copies;
+const packed_weights<P>& decode_blob(std::size_t M, std::size_t K) {
+  static std::unique_ptr<packed_weights<P>> b;
   static std::size_t m0 = 0, k0 = 0;
-  if (copies.empty() || m0 != M || k0 != K) {
-    copies.clear();
-    copies.push_back(pack<P>(random_quantized<P>(M, K, M * 7 + K)));
+  if (!b || m0 != M || k0 != K) {
+    b = std::make_unique<packed_weights<P>>(pack<P>(random_quantized<P>(M, K, M * 7 + K)));
     m0 = M;
     k0 = K;
-    const std::size_t want = std::max<std::size_t>(2, (std::size_t(128) << 20) / copies[0].size_bytes() + 2);
-    while (copies.size() < want) copies.push_back(packed_weights<P>::from_bytes(copies[0].bytes(), copies[0].size_bytes()));
   }
-  return copies;
+  return *b;
+}
+template <class P>
+std::vector<packed_weights<P>>& decode_copies(std::size_t M, std::size_t K) {
+  const auto& b = decode_blob<P>(M, K);
+  return rotation<std::vector<packed_weights<P>>>(P::name() + "/" + std::to_string(M) + "x" + std::to_string(K),
+                                                  [&] { return blob_copies(b, cold_count(b.size_bytes())); });
 }
 
 // the timed loop of a decode kernel over rotating cold copies: run(copy, x, y, pool)
@@ -126,21 +130,20 @@ using TGF = fmt::uint_asym<4>;
 const std::string tg_name = "w4_g32_asym_tilegroup_hmx";
 
 std::vector<tile_group_weights<TGF>>& tile_group_copies(std::size_t M, std::size_t K) {
-  static std::vector<tile_group_weights<TGF>> copies;
+  static std::unique_ptr<tile_group_weights<TGF>> first;
   static std::size_t m0 = 0, k0 = 0;
-  if (copies.empty() || m0 != M || k0 != K) {
-    copies.clear();
+  if (!first || m0 != M || k0 != K) {
     std::mt19937_64 rng(M * 7 + K);
     std::normal_distribution<float> nd(0.f, 0.02f);
     std::vector<float> w(M * K);
     for (auto& v : w) v = nd(rng);
-    copies.push_back(tile_group_weights<TGF>(quantize_tile_group<TGF>(w.data(), M, K)));
+    first = std::make_unique<tile_group_weights<TGF>>(quantize_tile_group<TGF>(w.data(), M, K));
     m0 = M;
     k0 = K;
-    const std::size_t want = std::max<std::size_t>(2, (std::size_t(128) << 20) / copies[0].size_bytes() + 2);
-    while (copies.size() < want) copies.push_back(copies[0]);
   }
-  return copies;
+  return rotation<std::vector<tile_group_weights<TGF>>>(tg_name + "/" + std::to_string(M) + "x" + std::to_string(K), [&] {
+    return std::vector<tile_group_weights<TGF>>(cold_count(first->size_bytes()), *first);
+  });
 }
 
 void register_tile_group(std::size_t M, std::size_t K) {

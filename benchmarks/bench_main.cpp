@@ -4,7 +4,7 @@
 // weights and a dequantize-then-dot low-bit GEMV (T-MAN's ConvertDQ).
 //
 // Names: <kernel>/<policy>/<M>x<K>/n:<N>/threads:<T>/<cold|warm>
-//   cold: rotate over enough weight copies to exceed 4x the 32 MiB last-level cache
+//   cold: rotate over enough weight copies to exceed twice the last-level cache (cold_count)
 //   warm: one matrix, cache-resident when it fits
 // Counters: weight_GBps (packed bytes read / time), GFLOPs (2*M*K*N / time), roofline
 // (bytes / measured DRAM bandwidth at the same thread count / time; 1.0 = at the limit).
@@ -38,12 +38,11 @@ namespace {
 using namespace lutkit;
 using i8 = table::lut4<int8_t, false>;
 
-constexpr std::size_t kLLC = std::size_t(32) << 20;
 std::map<int, double> g_dram_bps;  // threads -> best measured read bandwidth (bytes/s)
 
 using lutkit_bench::pool_for;
 
-std::size_t cold_copies(std::size_t bytes) { return std::max<std::size_t>(2, (4 * kLLC) / bytes + 2); }
+using lutkit_bench::cold_count;
 
 void set_counters(benchmark::State& st, double bytes, double flops, int threads) {
   st.counters["weight_GBps"] = benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
@@ -86,7 +85,8 @@ void bm_dram_read(benchmark::State& st, int threads) {
 template <class P>
 struct lut_case {
   std::size_t M, K;
-  std::vector<packed_weights<P>> copies;
+  std::unique_ptr<packed_weights<P>> first;
+  std::vector<packed_weights<P>>* cold = nullptr;  // the process's cold rotation (bench_common.hpp)
 };
 
 template <class P>
@@ -97,15 +97,15 @@ lut_case<P>& lut_data(std::size_t M, std::size_t K, bool cold) {
     auto c = std::make_unique<lut_case<P>>();
     c->M = M;
     c->K = K;
-    c->copies.push_back(pack<P>(lutkit_bench::random_quantized<P>(M, K, M * 31 + K)));
+    c->first = std::make_unique<packed_weights<P>>(pack<P>(lutkit_bench::random_quantized<P>(M, K, M * 31 + K)));
     cache = std::move(c);
   }
+  cache->cold = nullptr;
   if (cold) {
-    const std::size_t want = cold_copies(cache->copies[0].size_bytes());
-    while (cache->copies.size() < want) {
-      const auto& src = cache->copies[0];
-      cache->copies.push_back(packed_weights<P>::from_bytes(src.bytes(), src.size_bytes()));
-    }
+    const auto& f = *cache->first;
+    cache->cold = &lutkit_bench::rotation<std::vector<packed_weights<P>>>(
+        "lut_gemv/" + P::name() + "/" + std::to_string(M) + "x" + std::to_string(K),
+        [&] { return lutkit_bench::blob_copies(f, cold_count(f.size_bytes())); });
   }
   return *cache;
 }
@@ -118,15 +118,14 @@ void bm_lut_gemv(benchmark::State& st, std::size_t M, std::size_t K, std::size_t
   std::vector<float> x(N * K), y(N * M);
   for (auto& v : x) v = nd(rng);
   thread_pool* pool = threads > 1 ? &pool_for(threads) : nullptr;
-  const std::size_t ncopies = cold ? c.copies.size() : 1;
   std::size_t i = 0;
   for (auto _ : st) {
-    const auto& w = c.copies[i++ % ncopies];
+    const auto& w = cold ? (*c.cold)[i++ % c.cold->size()] : *c.first;
     const auto t = build_tables<P>(x.data(), N, K);
     lut_gemv<P>(w, t, y.data(), 0, pool);
     benchmark::DoNotOptimize(y.data());
   }
-  set_counters(st, double(c.copies[0].size_bytes()), 2.0 * double(M) * K * N, threads);
+  set_counters(st, double(c.first->size_bytes()), 2.0 * double(M) * K * N, threads);
 }
 
 // The practical roofline of one cold GEMV: a plain streaming read (no compute) of exactly the
@@ -141,10 +140,10 @@ void bm_stream_read(benchmark::State& st, std::size_t M, std::size_t K, int thre
   thread_pool* pool = threads > 1 ? &pool_for(threads) : nullptr;
   std::size_t i = 0;
   for (auto _ : st) {
-    const auto& w = c.copies[i++ % c.copies.size()];
+    const auto& w = (*c.cold)[i++ % c.cold->size()];
     lutkit_bench::pooled_read(w.bytes(), w.size_bytes(), pool, threads, dot);
   }
-  set_counters(st, double(c.copies[0].size_bytes()), 0.0, threads);
+  set_counters(st, double(c.first->size_bytes()), 0.0, threads);
 }
 
 template <class P>
@@ -169,7 +168,7 @@ void bm_float_gemv(benchmark::State& st, std::size_t M, std::size_t K, std::size
     c.K = K;
   }
   const std::size_t bytes = M * K * 4;
-  const std::size_t want = cold ? std::max<std::size_t>(1, (4 * kLLC) / bytes + 1) : 1;
+  const std::size_t want = cold ? cold_count(bytes) : 1;
   while (c.copies.size() < want) c.copies.emplace_back(M * K, 0.01f);
   std::vector<float> x(N * K, 1.f), y(N * M);
   thread_pool& pool = pool_for(threads);
@@ -187,7 +186,7 @@ void bm_float_gemv(benchmark::State& st, std::size_t M, std::size_t K, std::size
 void bm_convert_dq(benchmark::State& st, int bits, std::size_t M, std::size_t K, std::size_t N, int threads, bool cold) {
   const std::size_t G = 64;
   const std::size_t bytes = M * K * bits / 8 + M * (K / G) * 4;
-  const std::size_t want = cold ? cold_copies(bytes) : 1;
+  const std::size_t want = cold ? cold_count(bytes) : 1;
   std::vector<std::vector<uint8_t>> codes(want, std::vector<uint8_t>(M * K * bits / 8, 0x5A));
   std::vector<std::vector<uint16_t>> sz(want, std::vector<uint16_t>(M * (K / G) * 2, f32_to_f16(0.01f)));
   std::vector<float> x(N * K, 1.f), y(N * M);

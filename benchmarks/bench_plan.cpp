@@ -27,6 +27,8 @@
 #include <lutkit/plan/calibrate_ops.hpp>
 #include <lutkit/plan/chooser.hpp>
 
+#include "bench_common.hpp"
+
 namespace {
 using namespace lutkit;
 using i8 = table::lut4<int8_t, false>;
@@ -52,20 +54,19 @@ packed_weights<P> random_blob(std::size_t M, std::size_t K, uint64_t seed) {
   return pack<P>(quantize<P>(w.data(), M, K));
 }
 
-// rotating copies beyond 4x a 32 MiB LLC, as the suite's cold decode benchmarks
+// the cold rotation of a blob (bench_common.hpp), as the suite's cold decode benchmarks
 template <class P>
 std::vector<packed_weights<P>>& copies(std::size_t M, std::size_t K) {
-  static std::vector<packed_weights<P>> c;
+  static std::unique_ptr<packed_weights<P>> first;
   static std::size_t m0 = 0, k0 = 0;
-  if (c.empty() || m0 != M || k0 != K) {
-    c.clear();
-    c.push_back(random_blob<P>(M, K, M * 7 + K));
+  if (!first || m0 != M || k0 != K) {
+    first = std::make_unique<packed_weights<P>>(random_blob<P>(M, K, M * 7 + K));
     m0 = M;
     k0 = K;
-    const std::size_t want = std::max<std::size_t>(2, (std::size_t(128) << 20) / c[0].size_bytes() + 2);
-    while (c.size() < want) c.push_back(packed_weights<P>::from_bytes(c[0].bytes(), c[0].size_bytes()));
   }
-  return c;
+  return lutkit_bench::rotation<std::vector<packed_weights<P>>>(
+      "plan/" + P::name() + "/" + std::to_string(M) + "x" + std::to_string(K),
+      [&] { return lutkit_bench::blob_copies(*first, lutkit_bench::cold_count(first->size_bytes())); });
 }
 
 void set_model(benchmark::State& st, const std::string& name) {
@@ -181,7 +182,7 @@ void register_attention(std::size_t queries, std::size_t ctx) {
       std::mt19937_64 rng(9);
       std::normal_distribution<float> nd;
       const std::size_t n = 2 * hkv * ctx * d;
-      std::vector<std::vector<uint16_t>> cs(queries == 1 ? std::max<std::size_t>(2, (std::size_t(128) << 20) / (2 * n) + 1) : 1);
+      std::vector<std::vector<uint16_t>> cs(queries == 1 ? lutkit_bench::cold_count(2 * n) : 1);
       cs[0].resize(n);
       for (auto& v : cs[0]) v = f32_to_f16(nd(rng));
       for (std::size_t i = 1; i < cs.size(); ++i) cs[i] = cs[0];
@@ -216,7 +217,7 @@ void register_sampling(std::size_t V) {
   benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) {
     std::mt19937_64 rng(13);
     std::normal_distribution<float> nd(0.f, 3.f);
-    std::vector<std::vector<float>> cs(std::max<std::size_t>(2, (std::size_t(128) << 20) / (4 * V) + 1));
+    std::vector<std::vector<float>> cs(lutkit_bench::cold_count(4 * V));
     cs[0].resize(V);
     for (auto& v : cs[0]) v = nd(rng);
     for (std::size_t i = 1; i < cs.size(); ++i) cs[i] = cs[0];

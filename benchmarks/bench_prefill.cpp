@@ -423,18 +423,15 @@ void bm_dequant(benchmark::State& st, source_kind sk, std::size_t M, std::size_t
   st.counters["Gweights"] = benchmark::Counter(double(M) * double(K) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-// FusedDQP decode on the same blob as the LUT-GEMV (cold: rotate over copies exceeding 4x LLC)
+// FusedDQP decode on the same blob as the LUT-GEMV (cold: the blob's cold rotation, bench_common.hpp)
 template <class P>
 void bm_fused_dq(benchmark::State& st, std::size_t M, std::size_t K, std::size_t N, int threads, bool cold) {
   auto& c = prefill_data<P>(M, K, false);
-  static std::vector<packed_weights<P>> copies;
-  static const void* owner = nullptr;
-  if (owner != &c) {
-    copies.clear();
-    owner = &c;
-  }
-  const std::size_t want = cold ? std::max<std::size_t>(2, (std::size_t(128) << 20) / c.packed->size_bytes() + 2) : 1;
-  while (copies.size() < want) copies.push_back(packed_weights<P>::from_bytes(c.packed->bytes(), c.packed->size_bytes()));
+  std::vector<packed_weights<P>>* cold_set = nullptr;
+  if (cold)
+    cold_set = &rotation<std::vector<packed_weights<P>>>(
+        "fused_dq/" + P::name() + "/" + std::to_string(M) + "x" + std::to_string(K),
+        [&] { return blob_copies(*c.packed, cold_count(c.packed->size_bytes())); });
   std::mt19937_64 rng(3);
   std::normal_distribution<float> nd;
   std::vector<float> x(N * K), y(N * M);
@@ -442,7 +439,7 @@ void bm_fused_dq(benchmark::State& st, std::size_t M, std::size_t K, std::size_t
   thread_pool* pool = threads > 1 ? &pool_for(threads) : nullptr;
   std::size_t i = 0;
   for (auto _ : st) {
-    fused_dq_gemv<P>(copies[i++ % want], x.data(), N, K, y.data(), 0, 0, pool);
+    fused_dq_gemv<P>(cold_set ? (*cold_set)[i++ % cold_set->size()] : *c.packed, x.data(), N, K, y.data(), 0, 0, pool);
     benchmark::DoNotOptimize(y.data());
   }
   const double bytes = double(c.packed->size_bytes());

@@ -12,8 +12,10 @@
 //        softmax over the k, top-p, temperature, draw (a row per task over the pool)
 //   ar_full_sort/...                std::sort of the whole vocabulary, softmax, top-p, draw
 //   ar_read/B:<B>/V:<V>/threads:<T> a plain read of the same rows
-// The AR cases rotate over copies of the logits totalling > 4x the 32 MiB LLC (cold rows, as the
-// dLLM's 65-311 MB are anyway). Logits: normal(0, 2) noise plus 8 peaked tokens (+8 .. +15).
+// Every case rotates over copies of its logits totalling more than twice the LLC (cold_count in
+// bench_common.hpp), the dLLM's too: each call reads its logits from DRAM, as on a machine whose
+// LLC is far below the dLLM's 65-311 MB. Logits: normal(0, 2) noise plus 8 peaked tokens (+8 ..
+// +15).
 // Counters: logits_GBps (logits bytes / time) and of_read (the plain read's mean time / this
 // time, when the read of the same case has run before in the same process; scripts/summary.py
 // computes the ratio from the reported times, the medians with repetitions).
@@ -36,7 +38,9 @@
 
 namespace {
 using namespace lutkit;
+using lutkit_bench::cold_count;
 using lutkit_bench::pool_for;
+using lutkit_bench::rotation;
 
 std::map<std::string, double> g_read_s;  // case key -> seconds of the plain read
 
@@ -127,12 +131,36 @@ void set_counters(benchmark::State& st, double bytes, const std::string& key) {
     st.counters["of_read"] = benchmark::Counter(it->second, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// a copy of b's bytes
+std::unique_ptr<logits_buf> copy_logits(const logits_buf& b) {
+  auto c = std::make_unique<logits_buf>();
+  c->type = b.type;
+  c->rows = b.rows;
+  c->V = b.V;
+  const auto lv = b.view();
+  const std::size_t sb = b.type == logit_type::mxfp8 ? lv.rows * lv.blocks_per_row() : 0;
+  c->data = detail::alloc_aligned(lv.bytes() - sb);
+  std::memcpy(c->data.get(), b.data.get(), lv.bytes() - sb);
+  if (sb) {
+    c->scales = detail::alloc_aligned(sb);
+    std::memcpy(c->scales.get(), b.scales.get(), sb);
+  }
+  return c;
+}
+
 // ------------------------------------------------------------------ dLLM
-logits_buf& dllm_data(logit_type type, std::size_t rows, std::size_t V) {
-  static std::map<std::tuple<int, std::size_t, std::size_t>, std::unique_ptr<logits_buf>> cache;
-  auto& p = cache[{int(type), rows, V}];
-  if (!p) p = make_logits(type, rows, V, 17);
-  return *p;
+// the cold rotation of one case's logits (the first generated, the others its copies)
+using logits_set = std::vector<std::unique_ptr<logits_buf>>;
+logits_set& dllm_data(logit_type type, std::size_t rows, std::size_t V) {
+  return rotation<logits_set>(std::string("dllm/") + logit_type_name(type) + "/" + std::to_string(rows) + "/" +
+                                  std::to_string(V),
+                              [&] {
+                                logits_set s;
+                                s.push_back(make_logits(type, rows, V, 17));
+                                const std::size_t n = cold_count(s[0]->view().bytes());
+                                while (s.size() < n) s.push_back(copy_logits(*s[0]));
+                                return s;
+                              });
 }
 
 std::string dllm_key(std::size_t B, std::size_t L, std::size_t V, logit_type t, int T) {
@@ -142,7 +170,7 @@ std::string dllm_key(std::size_t B, std::size_t L, std::size_t V, logit_type t, 
 
 void bm_dllm(benchmark::State& st, std::size_t B, std::size_t L, std::size_t V, logit_type type, int threads,
              float temperature) {
-  auto& d = dllm_data(type, B * L, V);
+  auto& ds = dllm_data(type, B * L, V);
   thread_pool* pool = threads > 1 ? &pool_for(threads) : nullptr;
   dllm_params p;
   p.mask_id = int32_t(V - 1);
@@ -150,21 +178,24 @@ void bm_dllm(benchmark::State& st, std::size_t B, std::size_t L, std::size_t V, 
   p.seed = 1;
   std::vector<int32_t> x(B * L);
   const std::vector<std::size_t> k(B, 4);
+  std::size_t i = 0;
   for (auto _ : st) {
     std::fill(x.begin(), x.end(), p.mask_id);
-    benchmark::DoNotOptimize(dllm_step(d.view(), B, L, x.data(), k.data(), p, pool));
+    benchmark::DoNotOptimize(dllm_step(ds[i++ % ds.size()]->view(), B, L, x.data(), k.data(), p, pool));
   }
-  set_counters(st, double(d.view().bytes()), dllm_key(B, L, V, type, threads));
+  set_counters(st, double(ds[0]->view().bytes()), dllm_key(B, L, V, type, threads));
 }
 
 void bm_dllm_read(benchmark::State& st, std::size_t B, std::size_t L, std::size_t V, logit_type type, int threads) {
-  auto& d = dllm_data(type, B * L, V);
+  auto& ds = dllm_data(type, B * L, V);
   thread_pool& pool = pool_for(threads);
-  const auto lv = d.view();
+  const auto lv = ds[0]->view();
   const std::size_t eb = lv.bytes() - (type == logit_type::mxfp8 ? lv.rows * lv.blocks_per_row() : 0);
   uint64_t sink[8] = {};
   std::vector<double> ts;
+  std::size_t i = 0;
   for (auto _ : st) {
+    const logits_buf& d = *ds[i++ % ds.size()];
     const auto t0 = std::chrono::steady_clock::now();
     plain_read(pool, threads, d.data.get(), eb, sink);
     if (type == logit_type::mxfp8) plain_read(pool, threads, d.scales.get(), lv.bytes() - eb, sink);
@@ -178,14 +209,15 @@ void bm_dllm_read(benchmark::State& st, std::size_t B, std::size_t L, std::size_
 
 // softmax materialized, argmax over it, gather, std::sort of the confidences
 void bm_dllm_multipass(benchmark::State& st, std::size_t B, std::size_t L, std::size_t V, int threads) {
-  auto& d = dllm_data(logit_type::f32, B * L, V);
+  auto& ds = dllm_data(logit_type::f32, B * L, V);
   thread_pool* pool = threads > 1 ? &pool_for(threads) : nullptr;
-  const float* lg = reinterpret_cast<const float*>(d.data.get());
   static std::vector<float> probs;
   probs.resize(B * L * V);
   std::vector<int32_t> x0(B * L);
   std::vector<float> conf(B * L);
+  std::size_t it = 0;
   for (auto _ : st) {
+    const float* lg = reinterpret_cast<const float*>(ds[it++ % ds.size()]->data.get());
     auto pos = [&](std::size_t i) {
       const float* l = lg + i * V;
       float* p = probs.data() + i * V;
@@ -212,22 +244,23 @@ void bm_dllm_multipass(benchmark::State& st, std::size_t B, std::size_t L, std::
       benchmark::DoNotOptimize(idx.data());
     }
   }
-  set_counters(st, double(d.view().bytes()), dllm_key(B, L, V, logit_type::f32, threads));
+  set_counters(st, double(ds[0]->view().bytes()), dllm_key(B, L, V, logit_type::f32, threads));
 }
 
 // ------------------------------------------------------------------ autoregressive
 struct ar_copies {
   std::vector<std::unique_ptr<logits_buf>> c;
 };
+// distinct logits in the first 128 MiB of the rotation, copies of them beyond
 ar_copies& ar_data(std::size_t B, std::size_t V) {
-  static std::map<std::pair<std::size_t, std::size_t>, ar_copies> cache;
-  auto& a = cache[{B, V}];
-  if (a.c.empty()) {
-    const std::size_t bytes = B * V * 4;
-    const std::size_t n = std::max<std::size_t>(2, (std::size_t(128) << 20) / bytes + 1);
-    for (std::size_t i = 0; i < n; ++i) a.c.push_back(make_logits(logit_type::f32, B, V, 1000 + i));
-  }
-  return a;
+  return rotation<ar_copies>("ar/" + std::to_string(B) + "/" + std::to_string(V), [&] {
+    ar_copies a;
+    const std::size_t bytes = B * V * 4, n = cold_count(bytes);
+    const std::size_t distinct = std::min(n, std::max<std::size_t>(2, (std::size_t(128) << 20) / bytes + 1));
+    for (std::size_t i = 0; i < n; ++i)
+      a.c.push_back(i < distinct ? make_logits(logit_type::f32, B, V, 1000 + i) : copy_logits(*a.c[i % distinct]));
+    return a;
+  });
 }
 
 struct chain_cfg {

@@ -13,6 +13,7 @@
 #include <lutkit/lutkit.hpp>
 #include <lutkit/targets/xsimd/lut_gemv_xsimd.hpp>
 
+#include "bench_common.hpp"
 #include "bench_xsimd.hpp"
 
 namespace {
@@ -20,10 +21,10 @@ using namespace lutkit;
 
 template <class P>
 void bm(benchmark::State& st, std::size_t M, std::size_t K, std::size_t N, int T, bool cold, double dram_bps) {
-  static std::unique_ptr<std::vector<packed_weights<P>>> copies;
+  static std::unique_ptr<packed_weights<P>> first;
   static std::size_t cM = 0, cK = 0;
-  if (!copies || cM != M || cK != K) {
-    copies.reset();
+  if (!first || cM != M || cK != K) {
+    first.reset();
     std::mt19937_64 rng(M * 31 + K);
     constexpr int maxq = format_traits<typename P::format>::max_code;
     std::uniform_int_distribution<int> cd(0, maxq);
@@ -31,21 +32,23 @@ void bm(benchmark::State& st, std::size_t M, std::size_t K, std::size_t N, int T
     for (auto& v : codes) v = uint8_t(cd(rng));
     const std::size_t groups = P::spec.group_k > 0 ? K / P::spec.group_k : 1;
     std::vector<float> s(M * groups, 0.02f), z(M * groups, 1.f);
-    copies = std::make_unique<std::vector<packed_weights<P>>>();
-    copies->push_back(pack<P>(from_codes<P>(codes.data(), s.data(), z.data(), M, K)));
+    first = std::make_unique<packed_weights<P>>(pack<P>(from_codes<P>(codes.data(), s.data(), z.data(), M, K)));
     cM = M;
     cK = K;
   }
-  const std::size_t bytes = (*copies)[0].size_bytes();
-  const std::size_t want = cold ? std::max<std::size_t>(2, (std::size_t(128) << 20) / bytes + 2) : 1;
-  while (copies->size() < want) copies->push_back(packed_weights<P>::from_bytes((*copies)[0].bytes(), bytes));
+  const std::size_t bytes = first->size_bytes();
+  std::vector<packed_weights<P>>* cold_set = nullptr;
+  if (cold)
+    cold_set = &lutkit_bench::rotation<std::vector<packed_weights<P>>>(
+        "lut_gemv_xsimd/" + P::name() + "/" + std::to_string(M) + "x" + std::to_string(K),
+        [&] { return lutkit_bench::blob_copies(*first, lutkit_bench::cold_count(bytes)); });
   std::vector<float> x(N * K, 0.5f), y(N * M);
   static thread_pool pool2(2);
   thread_pool* pool = T > 1 ? &pool2 : nullptr;
   std::size_t i = 0;
   for (auto _ : st) {
     const auto t = build_tables<P>(x.data(), N, K);
-    xsimd_backend::lut_gemv<xsimd::avx2>((*copies)[i++ % want], t, y.data(), 0, pool);
+    xsimd_backend::lut_gemv<xsimd::avx2>(cold_set ? (*cold_set)[i++ % cold_set->size()] : *first, t, y.data(), 0, pool);
     benchmark::DoNotOptimize(y.data());
   }
   st.counters["weight_GBps"] = benchmark::Counter(double(bytes) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);

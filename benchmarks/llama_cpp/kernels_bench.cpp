@@ -5,7 +5,7 @@
 // matrix::apply: decode_gemv's best method for N = 1, the dequant-GEMM's default paradigm for
 // N = 128); ggml computes ggml_mul_mat on its CPU backend with the weights in the buffer type
 // libllama would give them (ggml_side.cpp). Both rotate over the same number of weight copies
-// (cold: more than 128 MiB of them). Before timing, both sides' outputs are compared (stderr).
+// (cold: more than twice the LLC of them, lutkit::cold_bytes()). Before timing, both sides' outputs are compared (stderr).
 //
 //   kernels_bench --type q4_k [--M 4096] [--K 14336] [Google Benchmark flags]
 //   rows: {ggml,lutkit}/<type>/n:<N>/threads:<T>   counter weight_GBps: that side's weight bytes / time
@@ -90,7 +90,7 @@ void prepare(int copies_min) {
   g.blocks = ggml_side::quantize(int(g.type), w.data(), g.M, g.K, 2);
   std::vector<float>().swap(w);
   const std::size_t bytes = g.blocks.size();
-  const int copies = std::max<int>(copies_min, int((std::size_t(128) << 20) / bytes + 2));
+  const int copies = std::max<int>(copies_min, int(lutkit::cold_bytes() / bytes + 1));
   const lutkit::gguf::tensor t = blocks_tensor();
   for (int c = 0; c < copies; ++c) g.lk.push_back(llm::pack_matrix(t, g.pool(2)));
   for (std::size_t N : {std::size_t(1), std::size_t(128)})

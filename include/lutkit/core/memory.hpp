@@ -1,8 +1,10 @@
-// lutkit — memory: aligned allocation (huge pages for large buffers) and per-thread working
-// buffers reused across calls.
+// lutkit — memory: aligned allocation (huge pages for large buffers), per-thread working buffers
+// reused across calls, and the host's last-level cache size (what "cold" has to exceed).
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <new>
 #include <vector>
@@ -126,4 +128,39 @@ class reusable_bytes {
   uint8_t* ptr_ = nullptr;
 };
 }  // namespace detail
+
+// The host's last-level cache in bytes: the largest cache of cpu0 that Linux
+// lists (/sys/devices/system/cpu/cpu0/cache/index*/size, e.g. "32768K"), read once; 32 MiB
+// where none can be read. A VM reports its host socket's whole cache (300 MB on an Emerald
+// Rapids guest), which its share of the socket may not get, so this is an upper bound.
+inline std::size_t last_level_cache_bytes() {
+  static const std::size_t bytes = [] {
+    std::size_t best = 0;
+#if defined(__linux__)
+    for (int i = 0; i < 16; ++i) {
+      char path[96];
+      std::snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+      std::FILE* f = std::fopen(path, "r");
+      if (!f) break;
+      unsigned long long v = 0;
+      char unit = 0;
+      const int got = std::fscanf(f, "%llu%c", &v, &unit);
+      std::fclose(f);
+      if (got < 1 || v == 0 || v > (1ull << 40)) continue;
+      const std::size_t mul = unit == 'K' ? (std::size_t(1) << 10)
+                              : unit == 'M' ? (std::size_t(1) << 20)
+                              : unit == 'G' ? (std::size_t(1) << 30)
+                                            : 1;
+      best = std::max(best, std::size_t(v) * mul);
+    }
+#endif
+    return best ? best : std::size_t(32) << 20;
+  }();
+  return bytes;
+}
+
+// The bytes that a rotation of buffers must exceed for each to be read from DRAM again: twice the
+// last-level cache, at least 128 MiB (a rotation of 100 MiB on that Emerald Rapids guest read at
+// the cache's rate, 1.7x its DRAM's, docs/benchmarks.md "Cold").
+inline std::size_t cold_bytes() { return std::max(std::size_t(128) << 20, 2 * last_level_cache_bytes()); }
 }  // namespace lutkit

@@ -33,7 +33,7 @@ namespace lutkit::plan {
 
 struct calibration_options {
   int threads = 0;                              // 0: std::thread::hardware_concurrency()
-  std::size_t read_bytes = std::size_t(256) << 20;  // the DRAM read's buffer (well beyond the LLC)
+  std::size_t read_bytes = std::max(std::size_t(256) << 20, cold_bytes());  // the DRAM read's buffer (twice the LLC)
   int read_reps = 3;                            // best of this many reads per thread count
   int compute_reps = 5;                         // best of this many runs per compute loop
   double compute_seconds = 0.004;               // the length of one compute run

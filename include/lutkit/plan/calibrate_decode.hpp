@@ -27,7 +27,7 @@ struct decode_calibration_options {
   std::size_t K = 4096;                             // activations (a multiple of P's group)
   std::size_t rows_small = 256, rows_large = 1024;  // the two row counts (multiples of 64)
   int reps = 25;                                    // the median of this many calls at each row count
-  std::size_t cold_bytes = std::size_t(96) << 20;   // copies rotated through, per row count (0: one warm copy)
+  std::size_t cold_bytes = lutkit::cold_bytes();   // copies rotated through, per row count (0: one warm copy)
 };
 
 // Times decode_gemv<P> by every method valid at N = 1 and stores the rates in c.kernels.

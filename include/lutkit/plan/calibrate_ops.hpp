@@ -38,7 +38,7 @@ namespace lutkit::plan {
 
 struct ops_calibration_options {
   int reps = 7;                                    // the fastest of this many calls per size
-  std::size_t cold_bytes = std::size_t(96) << 20;  // K / V and logits copies rotated through
+  std::size_t cold_bytes = lutkit::cold_bytes();  // K / V and logits copies rotated through
 };
 
 namespace detail {
