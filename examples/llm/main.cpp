@@ -39,27 +39,6 @@ namespace {
 using clk = std::chrono::steady_clock;
 double secs(clk::time_point a, clk::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 
-// GB/s of a plain read of a buffer larger than the last-level cache over the pool's threads
-double read_bandwidth(lutkit::thread_pool* pool) {
-  const std::size_t n = std::size_t(256) << 20, T = pool ? pool->size() : 1;
-  std::vector<uint64_t> buf(n / 8, 1);
-  std::vector<uint64_t> sums(T);
-  double best = 0;
-  for (int rep = 0; rep < 3; ++rep) {
-    const auto t0 = clk::now();
-    auto part = [&](std::size_t i) {
-      uint64_t s = 0;
-      const std::size_t b = buf.size() * i / T, e = buf.size() * (i + 1) / T;
-      for (std::size_t j = b; j < e; ++j) s += buf[j];
-      sums[i] = s;
-    };
-    if (pool && T > 1) pool->run(T, part);
-    else part(0);
-    best = std::max(best, double(n) / secs(t0, clk::now()) * 1e-9);
-  }
-  return best;
-}
-
 std::vector<int32_t> parse_ids(const std::string& s) {
   std::vector<int32_t> out;
   std::size_t i = 0;
@@ -201,7 +180,8 @@ int main(int argc, char** argv) try {
   lutkit::thread_pool pool(threads);
   lutkit::thread_pool* tp = threads > 1 ? &pool : nullptr;
   if (load_rounds > 0) return load_rounds_main(path, load_rounds, tp, threads);
-  const double gbps = read_bandwidth(tp);
+  // the memory roofline's read: a buffer of twice the LLC over the run's threads
+  const double gbps = lutkit::plan::measure_read_rates(pool, int(threads)).all * 1e-9;
 
   const auto t0 = clk::now();
   auto mdl = llm::load_model(lutkit::gguf::file(path), tp, !quiet);

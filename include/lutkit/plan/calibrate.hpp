@@ -111,6 +111,32 @@ struct calibration {
   std::string int8_isa, fp32_isa, bf16_isa, lookup_isa;
 };
 
+// The plain read rate (bytes / s) of a fresh buffer of `bytes` (by default twice the LLC,
+// lutkit::cold_bytes(), and at least 256 MiB: from DRAM), the best of `reps` passes: `one` on one
+// thread, `all` split over `threads` threads of `pool` (at least `one`). calibrate() takes its
+// dram_bps and core_read_bps from it; an engine can print its decode against it.
+struct read_rates {
+  double one = 0, all = 0;
+};
+inline read_rates measure_read_rates(thread_pool& pool, int threads,
+                                     std::size_t bytes = std::max(std::size_t(256) << 20, cold_bytes()), int reps = 3) {
+  lutkit::detail::require(threads >= 1 && std::size_t(threads) <= pool.size(), "measure_read_rates: threads (", threads,
+                          ") must be in [1, the pool's ", pool.size(), "]");
+  lutkit::detail::require(bytes >= (std::size_t(1) << 20) && reps >= 1,
+                          "measure_read_rates: bytes must be at least 1 MiB and reps >= 1");
+  const detail::calibration_loops L = detail::host_calibration_loops();
+  auto mem = lutkit::detail::alloc_aligned(bytes);
+  uint8_t* p = mem.get();
+  pool.run(std::size_t(threads), [&](std::size_t i) {  // first touch, spread over the threads
+    const std::size_t part = bytes / std::size_t(threads);
+    std::memset(p + i * part, int(i + 1), i + 1 == std::size_t(threads) ? bytes - i * part : part);
+  });
+  read_rates r;
+  r.one = detail::read_rate(L, pool, p, bytes, 1, reps);
+  r.all = threads > 1 ? std::max(r.one, detail::read_rate(L, pool, p, bytes, threads, reps)) : r.one;
+  return r;
+}
+
 inline calibration calibrate(const calibration_options& o = {}) {
   lutkit::detail::require(o.read_reps >= 1 && o.compute_reps >= 1 && o.compute_seconds > 0,
                           "calibrate: reps must be >= 1 and compute_seconds > 0");
@@ -125,15 +151,9 @@ inline calibration calibrate(const calibration_options& o = {}) {
   c.cores = threads;
   thread_pool pool{std::size_t(threads)};
   {
-    auto mem = lutkit::detail::alloc_aligned(o.read_bytes);
-    uint8_t* p = mem.get();
-    pool.run(std::size_t(threads), [&](std::size_t i) {  // first touch, spread over the threads
-      const std::size_t part = o.read_bytes / std::size_t(threads);
-      std::memset(p + i * part, int(i + 1), i + 1 == std::size_t(threads) ? o.read_bytes - i * part : part);
-    });
-    c.core_read_bps = detail::read_rate(L, pool, p, o.read_bytes, 1, o.read_reps);
-    c.dram_bps = threads > 1 ? detail::read_rate(L, pool, p, o.read_bytes, threads, o.read_reps) : c.core_read_bps;
-    c.dram_bps = std::max(c.dram_bps, c.core_read_bps);  // all cores read at least what one does
+    const read_rates rr = measure_read_rates(pool, threads, o.read_bytes, o.read_reps);
+    c.core_read_bps = rr.one;
+    c.dram_bps = rr.all;
   }
   c.l1_bps = detail::cache_read_rate(L, std::size_t(16) << 10, o.compute_reps, o.compute_seconds);
   c.l2_bps = detail::cache_read_rate(L, std::min<std::size_t>(target::host::desc.onchip_bytes / 2, std::size_t(512) << 10),
