@@ -430,6 +430,24 @@ TEST_CASE("plan: measured errors and plans for Q4_0, deterministic for a fixed c
   std::remove(path.c_str());
 }
 
+TEST_CASE("plan: the DRAM read's size comes from the LLC; measure_read_rates checks its arguments", "[plan]") {
+  const std::size_t llc = lutkit::last_level_cache_bytes();
+  CHECK(llc >= (std::size_t(64) << 10));  // a cache Linux lists, or the 32 MiB default
+  CHECK(lutkit::cold_bytes() >= 2 * llc);
+  CHECK(lutkit::cold_bytes() >= (std::size_t(128) << 20));
+  CHECK(calibration_options{}.read_bytes >= lutkit::cold_bytes());
+  lutkit::thread_pool pool{2};
+  const read_rates r = measure_read_rates(pool, 2, std::size_t(4) << 20, 1);
+  CHECK(r.one > 0);
+  CHECK(r.all >= r.one);
+  const read_rates r1 = measure_read_rates(pool, 1, std::size_t(4) << 20, 1);
+  CHECK(r1.all == r1.one);  // one thread: the one-thread read is the whole figure
+  CHECK_THROWS_AS(measure_read_rates(pool, 3, std::size_t(4) << 20, 1), lutkit::error);   // more threads than the pool
+  CHECK_THROWS_AS(measure_read_rates(pool, 0, std::size_t(4) << 20, 1), lutkit::error);
+  CHECK_THROWS_AS(measure_read_rates(pool, 1, std::size_t(1) << 19, 1), lutkit::error);  // under 1 MiB
+  CHECK_THROWS_AS(measure_read_rates(pool, 1, std::size_t(4) << 20, 0), lutkit::error);
+}
+
 TEST_CASE("plan: a short calibration of this host gives usable constants", "[plan]") {
   calibration_options o;
   o.threads = 2;
