@@ -137,9 +137,11 @@ TEST_CASE("ar_sample matches the reference: chains, penalties, formats, chunks, 
 }
 
 // Top-p as the first truncation on rows of 16k-80k tokens (the threshold estimate from a sample,
-// one collect pass, the bracketing of the collected values): both chains, with and without
-// peaked tokens, ties (values on a grid of 1/2, all equal), NaN / -inf, every format and backend;
-// the kept set equals the reference's, or lies within the streamed sum's error bound of it.
+// one collect pass, the bracketing of the collected values): both chains and a top-k after
+// top-p, with and without peaked tokens, ties (values on a grid of 1/2, all equal), NaN / -inf,
+// every format and backend; the kept set equals the reference's, or lies within the streamed
+// sum's error bound of it.
+constexpr ar_chain top_p_then_top_k{{ar_stage::temperature, ar_stage::top_p, ar_stage::top_k}, 3};
 TEST_CASE("ar: top-p alone on large rows matches the reference (both chains, ties, peaks)", "[sampling][ar]") {
   std::mt19937_64 rng(9090);
   thread_pool pool(2);
@@ -155,8 +157,10 @@ TEST_CASE("ar: top-p alone on large rows matches the reference (both chains, tie
     for (auto& p : pr) {
       p.top_p = rng() % 3 == 0 ? float(rng() % 1000) / 1000.f : ps[rng() % 8];
       p.temperature = Ts[rng() % 4];
-      p.chain = rng() % 2 ? llama_cpp_chain : vllm_chain;
+      const int ch = int(rng() % 5);
+      p.chain = ch < 2 ? llama_cpp_chain : ch < 4 ? vllm_chain : top_p_then_top_k;
       p.min_p = rng() % 4 == 0 && p.chain.s[1] == ar_stage::top_k ? 0.05f : 0.f;  // after top-p (llama.cpp order)
+      if (ch == 4) p.top_k = int32_t(1 + rng() % 3000);  // a top-k after top-p
       p.seed = rng();
     }
     std::vector<reference::ar_result> ref;
@@ -169,8 +173,8 @@ TEST_CASE("ar: top-p alone on large rows matches the reference (both chains, tie
       for (std::size_t r = 0; r < rows; ++r) {
         const auto& p = pr[r];
         INFO("backend " << backend_name(be) << " type " << logit_type_name(d.type) << " V=" << V << " row " << r
-                        << " T=" << p.temperature << " p=" << p.top_p << " min_p=" << p.min_p << " chain "
-                        << (p.chain.s[1] == ar_stage::top_k ? "llama.cpp" : "vLLM"));
+                        << " T=" << p.temperature << " p=" << p.top_p << " min_p=" << p.min_p << " k=" << p.top_k
+                        << " chain " << (p.chain.n == 3 ? "top-p, top-k" : p.chain.s[1] == ar_stage::top_k ? "llama.cpp" : "vLLM"));
         REQUIRE(top_p_first(p, V) == (p.top_p < 1.f));
         REQUIRE(!tr[r].all);
         const auto& kept = tr[r].kept;
@@ -523,6 +527,48 @@ TEST_CASE("sampling kernels: every SIMD set against the portable one, ragged len
         for (std::size_t i = 0; i < ka; ++i) {
           CHECK(wa[i] == vb[i]);
           CHECK(ra[i] == ixb[i]);
+        }
+        // the values alone (no indices), in place
+        std::vector<float> vc(va);
+        const std::size_t kc = ks.collect_range(vc.data(), nullptr, na, t[2], t[5], vc.data(), nullptr);
+        REQUIRE(kc == ka);
+        for (std::size_t i = 0; i < kc; ++i) CHECK(vc[i] == wa[i]);
+      }
+      {
+        // select_ge: the values >= t and their bitmap, from a dirty output and a zeroed bitmap
+        // (n not a multiple of 8 only at the row's end: here the whole x), and a stretch at an
+        // offset of 8 into the same bitmap
+        const float t = it % 5 == 0 ? -INFINITY : x[rng() % n];
+        std::vector<float> va(n + 16, 7.f), vb(n + 16, 7.f);
+        std::vector<uint8_t> ba(n / 8 + 8, 0), bb(n / 8 + 8, 0);
+        const std::size_t ca = ref.select_ge(x, n, t, va.data(), ba.data());
+        const std::size_t cb = ks.select_ge(x, n, t, vb.data(), bb.data());
+        std::size_t cnt = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+          const bool in = x[i] >= t;
+          CHECK(bool(ba[i / 8] >> (i % 8) & 1) == in);
+          if (in) CHECK(va[cnt++] == x[i]);
+        }
+        CHECK(ca == cnt);
+        REQUIRE(cb == ca);
+        CHECK(ba == bb);
+        for (std::size_t i = 0; i < ca; ++i) CHECK(vb[i] == va[i]);
+        if (n > 8) {
+          std::vector<uint8_t> bc(n / 8 + 8, 0);
+          std::vector<float> vc(n + 16);
+          const std::size_t cc = ks.select_ge(x + 8, n - 8, t, vc.data(), bc.data() + 1);
+          CHECK(bc[0] == 0);
+          for (std::size_t i = 8; i < n; ++i) CHECK(bool(bc[i / 8] >> (i % 8) & 1) == bool(ba[i / 8] >> (i % 8) & 1));
+          CHECK(cc == ca - std::size_t(__builtin_popcount(ba[0])));
+        }
+        // sum_exp_ge: the exp sum over the values >= t, against the double sum
+        if (t > -INFINITY) {
+          double sd = 0.0;
+          for (std::size_t i = 0; i < n; ++i)
+            if (x[i] >= t) sd += std::exp(double(beta) * (double(x[i]) - double(mx)));
+          const double sa = ref.sum_exp_ge(x, n, mx, beta, t), sb = ks.sum_exp_ge(x, n, mx, beta, t);
+          CHECK(std::fabs(sa - sd) <= 2e-6 * sd + 1e-30);
+          CHECK(std::fabs(sb - sd) <= 2e-6 * sd + 1e-30);
         }
       }
     }

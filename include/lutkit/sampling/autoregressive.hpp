@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -185,31 +186,65 @@ inline void ar_collect(const ar_row_ctx& c, float t, std::vector<ar_cand>& out) 
   }
 }
 
-// the values >= t of row r (NaN never) as two arrays, in ascending token order; returns their count
-inline std::size_t ar_collect_soa(const ar_row_ctx& c, float t, float* val, uint32_t* idx) {
-  const std::size_t V = c.lv->vocab;
-  std::size_t k = 0;
-  for (std::size_t b = 0; b < c.nblocks; ++b) {
-    if (!(c.bmax[b] >= t)) continue;
-    const std::size_t b0 = b * ar_block, n = std::min(ar_block, V - b0);
-    k += c.ks->collect_ge(read_chunk(*c.lv, *c.ks, c.r, b0, n, c.scratch, c.pl), n, uint32_t(b0), t, idx + k, val + k);
+// The values of a row at or above a threshold, in token order, with the bitmap of their tokens:
+// top-p on the whole vocabulary collects its candidates so, one compress a vector and no token
+// index stored per value (the index of the drawn token is found in the bitmap). The kept set: the
+// values > keep, and the values == keep up to v[last_tie] (of a cut between ties, the first in
+// token order are kept).
+struct ar_compact {
+  bool active = false;
+  reusable_bytes<sampling_buffer> mem;
+  const float* v = nullptr;
+  std::size_t n = 0;
+  const uint8_t* bits = nullptr;  // ar_block / 8 bytes a block of the row; bit t % 8 of byte t / 8: token t is in v
+  std::vector<uint32_t> start;    // per block of the row: the index in v of its first value; then n
+  float keep = 0.f;
+  std::size_t last_tie = 0;  // n: every value == keep is kept
+
+  bool kept(std::size_t i) const { return v[i] > keep || (v[i] == keep && i <= last_tie); }
+  uint32_t token(std::size_t k) const {  // the token of v[k]
+    const std::size_t b = std::size_t(std::upper_bound(start.begin(), start.end(), uint32_t(k)) - start.begin()) - 1;
+    std::size_t r = k - start[b];
+    for (std::size_t wd = 0; wd < ar_block / 64; ++wd) {
+      uint64_t x;
+      std::memcpy(&x, bits + b * (ar_block / 8) + wd * 8, 8);
+      const std::size_t c = std::size_t(__builtin_popcountll(x));
+      if (r < c) {
+        for (; r; --r) x &= x - 1;
+        return uint32_t(b * ar_block + wd * 64 + std::size_t(__builtin_ctzll(x)));
+      }
+      r -= c;
+    }
+    return no_index;  // (not reached: k < n)
   }
-  return k;
-}
+  // the kept set as (token, value) pairs, ascending token
+  void materialize(std::vector<ar_cand>& w) const {
+    w.clear();
+    std::size_t k = 0;
+    for (std::size_t b = 0; b + 1 < start.size(); ++b)
+      for (std::size_t wd = 0; wd < ar_block / 64 && k < start[b + 1]; ++wd) {
+        uint64_t x;
+        std::memcpy(&x, bits + b * (ar_block / 8) + wd * 8, 8);
+        for (; x; x &= x - 1, ++k)
+          if (kept(k)) w.push_back({uint32_t(b * ar_block + wd * 64 + std::size_t(__builtin_ctzll(x))), v[k]});
+      }
+  }
+};
 
 // Top-p on the whole vocabulary without sorting it. With F(t) = the sum of exp(beta (z - M)) over
 // z >= t and the target p S:
 //  1. the top: h = the 32nd largest block maximum; the values >= h (few, from the blocks that
-//     reach h) give F(h) exactly; if F(h) >= p S the cut lies among them (sorted, walked).
+//     reach h) give F(h) exactly; if F(h) >= p S the cut lies among them (sorted, walked): w.
 //  2. else an estimate of where F crosses p S (plus a quarter of the rest, as a safety margin)
 //     from a sample of 1 in 32 values (16 of every other block of 256), F^(t) = F(h) + 32 F_sample([t, h)):
 //     the threshold lo.
-//  3. ONE pass over the row collects the values >= lo (ascending token), checks F(lo) >= p S (else
-//     collects the whole row), then brackets [lo, hi) (first hi = h, F(h) known) with 8
-//     thresholds per pass over the band of collected values, until few values are left in
-//     [lo, hi): those are sorted and walked from F(hi) to find the last kept (value, token).
-//  4. the kept set = the collected values at least as good as the last kept, in token order.
-inline void ar_top_p_all(const ar_row_ctx& c, double M, double beta, double target, double S, std::vector<ar_cand>& w) {
+//  3. ONE pass over the row collects the values >= lo (token order, their bitmap: cp), checks
+//     F(lo) >= p S (else collects the whole row), then brackets [lo, hi) (first hi = h, F(h)
+//     known) with 8 thresholds per pass over the band of collected values, until few values are
+//     left in [lo, hi): those are sorted and walked from F(hi) to find the last kept value.
+//  4. the kept set = the collected values at least as good as the last kept one (cp.keep, cp.ties).
+inline void ar_top_p_all(const ar_row_ctx& c, double M, double beta, double target, double S, std::vector<ar_cand>& w,
+                         ar_compact& cp) {
   constexpr int J = mass_thresholds;
   constexpr std::size_t few = 64;
   const float inf = std::numeric_limits<float>::infinity();
@@ -275,21 +310,31 @@ inline void ar_top_p_all(const ar_row_ctx& c, double M, double beta, double targ
     if (!found) lo = -inf;
   }
   // 3. collect, check, bracket
-  reusable_bytes<sampling_buffer> buf(sampling_buffer::cand, 16 * (V + 16));
-  float* cv = reinterpret_cast<float*>(buf.get());
-  uint32_t* ci = reinterpret_cast<uint32_t*>(cv + V + 16);
-  float* bv = reinterpret_cast<float*>(ci + V + 16);
-  uint32_t* bi = reinterpret_cast<uint32_t*>(bv + V + 16);
+  const std::size_t map_bytes = nb * (ar_block / 8);
+  cp.mem = reusable_bytes<sampling_buffer>(sampling_buffer::cand, 8 * (V + 16) + map_bytes);
+  float* cv = reinterpret_cast<float*>(cp.mem.get());
+  float* bv = cv + V + 16;
+  uint8_t* bits = reinterpret_cast<uint8_t*>(bv + V + 16);
+  cp.start.assign(nb + 1, 0);
   std::size_t n = 0, pn = 0;
   float hi = inf;
   double Fhi = 0.0;
   bool nhi = false;      // a value >= hi exists
   const float* pv = cv;  // the values searched: C, then the band
   auto start = [&] {     // C = the values >= lo; with the top known, the band [lo, h) and F(h)
-    n = ar_collect_soa(c, lo, cv, ci);
+    std::memset(bits, 0, map_bytes);
+    n = 0;
+    for (std::size_t b = 0; b < nb; ++b) {
+      cp.start[b] = uint32_t(n);
+      if (!(c.bmax[b] >= lo)) continue;
+      const std::size_t b0 = b * ar_block, len = std::min(ar_block, V - b0);
+      n += c.ks->select_ge(read_chunk(*c.lv, *c.ks, c.r, b0, len, c.scratch, c.pl), len, lo, cv + n,
+                           bits + b * (ar_block / 8));
+    }
+    cp.start[nb] = uint32_t(n);
     pv = cv, pn = n, hi = inf, Fhi = 0.0, nhi = false;
     if (h > -inf && h > lo) {
-      pn = c.ks->collect_range(cv, ci, n, lo, h, bv, bi);
+      pn = c.ks->collect_range(cv, nullptr, n, lo, h, bv, nullptr);
       pv = bv, hi = h, Fhi = Fh, nhi = n > pn;
     }
   };
@@ -305,6 +350,9 @@ inline void ar_top_p_all(const ar_row_ctx& c, double M, double beta, double targ
     double mass[J] = {};
     float vmax = -inf;  // the largest searched value (>= t[0]): a value >= t[j] exists iff vmax >= t[j]
     c.ks->mass_ge(pv, pn, float(M), float(beta), t, mass, &vmax);
+#ifdef LUTKIT_DEBUG_TOPP
+    std::fprintf(stderr, "round %d n %zu pn %zu lo %g hi %g\n", round, n, pn, lo, hi);
+#endif
     if (round == 0 && Fhi + mass[0] < target && lo > -inf) {  // the estimate was too high: the whole row
       lo = -inf;
       start();
@@ -324,34 +372,32 @@ inline void ar_top_p_all(const ar_row_ctx& c, double M, double beta, double targ
     const bool narrowed = nlo != lo || nhi_t != hi;
     lo = nlo, hi = nhi_t;
     // the band [lo, hi) of the searched values
-    pn = c.ks->collect_range(pv, pv == cv ? ci : bi, pn, lo, hi, bv, bi);
+    pn = c.ks->collect_range(pv, nullptr, pn, lo, hi, bv, nullptr);
     pv = bv;
     if (pn <= few || !narrowed || !(std::nextafter(lo, inf) < (hi == inf ? std::nextafter(float(M), inf) : hi))) break;
   }
   // sort the band, walk it from F(hi)
-  std::vector<ar_cand> band(pn);
-  for (std::size_t i = 0; i < pn; ++i) band[i] = {bi[i], bv[i]};
-  std::sort(band.begin(), band.end(), ar_better);
+  std::sort(bv, bv + pn, std::greater<float>());
   double cum = Fhi;
   std::size_t m = 0;
-  for (const auto& e : band) {
+  while (m < pn) {
     if ((nhi || m > 0) && cum >= target) break;
-    cum += q(e.z);
+    cum += q(bv[m]);
     ++m;
   }
-  // 4. the kept values in token order: the values >= hi and the m first of the band, i.e.
-  // the collected values at least as good as the last kept one
-  const ar_cand last = m ? band[m - 1] : ar_cand{0xFFFFFFFFu, hi};
-  const std::size_t nk = c.ks->collect_range(cv, ci, n, last.z, inf, bv, bi);
-  w.resize(nk);
-  ar_cand* o = w.data();
-  std::size_t ties = 0;
-  for (std::size_t i = 0; i < nk; ++i) {
-    o[i] = {bi[i], bv[i]};
-    ties += bv[i] == last.z ? 1 : 0;
+  // 4. the kept values: those >= hi and the m first of the band, i.e. the collected values at
+  // least as good as the last kept one (of its ties, the first in token order)
+  cp.v = cv, cp.n = n, cp.bits = bits, cp.active = true;
+  cp.keep = m ? bv[m - 1] : hi;
+  cp.last_tie = n;
+  if (m && m < pn && bv[m] == cp.keep) {  // (sorted: ties not kept follow) the kept ties end at the k-th
+    std::size_t k = std::size_t(std::count(bv, bv + m, cp.keep));
+    for (std::size_t i = 0; i < n; ++i)
+      if (cv[i] == cp.keep && --k == 0) {
+        cp.last_tie = i;
+        break;
+      }
   }
-  if (ties > 1)  // ties with the last kept value after its token are out
-    w.erase(std::remove_if(w.begin(), w.end(), [&](const ar_cand& e) { return e.z == last.z && e.i > last.i; }), w.end());
 }
 
 // the final draw from an explicit candidate set: ascending token order, inverse CDF of u, in
@@ -404,6 +450,60 @@ inline uint32_t ar_draw(std::vector<ar_cand>& w, double M, double beta, double u
   return last;
 }
 
+// ar_draw over a compact kept set (ar_top_p_all's): the same token, bit for bit, with the block
+// sums over the collected values (those below the cut add nothing) and the token's index from the
+// bitmap; ties cut inside (rare) go through the explicit set.
+inline uint32_t ar_draw_compact(const ar_compact& cp, double M, double beta, double u, const sampling_kernel_set& ks) {
+  const float* v = cp.v;
+  const std::size_t n = cp.n, nb = (n + ar_block - 1) / ar_block;
+  auto q = [&](std::size_t i) { return std::exp(beta * (double(v[i]) - M)); };
+  // (the values from last_tie + 1 on: those > keep)
+  const float above = std::nextafter(cp.keep, std::numeric_limits<float>::infinity());
+  auto part = [&](std::size_t i, std::size_t e, float t) {
+    return i < e ? double(ks.sum_exp_ge(v + i, e - i, float(M), float(beta), t)) : 0.0;
+  };
+  std::vector<double> bs(nb);
+  double tot = 0.0;
+  for (std::size_t b = 0; b < nb; ++b) {
+    const std::size_t b0 = b * ar_block, e = std::min(n, b0 + ar_block), cut = std::clamp(cp.last_tie + 1, b0, e);
+    tot += bs[b] = part(b0, cut, cp.keep) + part(cut, e, above);
+  }
+  {
+    const double target = u * tot, tol = 0x1p-14 * tot;
+    double cum = 0.0;
+    std::size_t b = 0;
+    while (b < nb && cum + bs[b] < target - tol) cum += bs[b++];
+    if (b < nb) {
+      for (std::size_t i = b * ar_block, e = std::min(n, i + ar_block); i < e; ++i) {
+        if (!cp.kept(i)) continue;
+        const double qi = q(i);
+        if (cum + qi >= target - tol) {
+          if (cum < target - tol && cum + qi >= target + tol) return cp.token(i);
+          break;  // too close to call: the plain walk
+        }
+        cum += qi;
+      }
+    }
+  }
+  double total = 0.0;
+  std::size_t last = n;
+  for (std::size_t i = 0; i < n; ++i)
+    if (cp.kept(i)) {
+      total += q(i);
+      if (last == n) last = i;
+    }
+  const double target = u * total;
+  double cum = 0.0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!cp.kept(i)) continue;
+    const double qi = q(i);
+    if (qi > 0.0) last = i;
+    cum += qi;
+    if (cum >= target && qi > 0.0) return cp.token(i);
+  }
+  return cp.token(last);
+}
+
 inline uint32_t ar_row(const ar_row_ctx& c, const ar_params& p, const max_state& st, double S, uint64_t row,
                        ar_trace* tr) {
   const std::size_t V = c.lv->vocab;
@@ -417,6 +517,7 @@ inline uint32_t ar_row(const ar_row_ctx& c, const ar_params& p, const max_state&
   double beta = 1.0;
   bool all = true;
   std::vector<ar_cand> w;
+  ar_compact cp;  // top-p's kept set on the whole vocabulary, until a stage needs it explicit
   for (int s = 0; s < p.chain.n; ++s) {
     const ar_stage stg = p.chain.s[s];
     if (!stage_on(p, stg, V)) continue;
@@ -425,6 +526,10 @@ inline uint32_t ar_row(const ar_row_ctx& c, const ar_params& p, const max_state&
       case ar_stage::temperature: beta /= double(p.temperature); break;
       case ar_stage::top_k: {
         const std::size_t k = std::size_t(p.top_k);
+        if (cp.active) {
+          cp.materialize(w);
+          cp.active = false;
+        }
         if (all) {
           std::vector<float> bm(c.bmax, c.bmax + c.nblocks);
           float t = -std::numeric_limits<float>::infinity();
@@ -444,7 +549,7 @@ inline uint32_t ar_row(const ar_row_ctx& c, const ar_params& p, const max_state&
       case ar_stage::top_p: {
         const double pp = p.top_p;
         if (all) {
-          ar_top_p_all(c, M, beta, pp * S, S, w);
+          ar_top_p_all(c, M, beta, pp * S, S, w, cp);
           all = false;
           break;
         }
@@ -463,6 +568,19 @@ inline uint32_t ar_row(const ar_row_ctx& c, const ar_params& p, const max_state&
       }
       case ar_stage::min_p: {
         const double lp = std::log(double(p.min_p));
+        if (cp.active) {
+          // the kept values also >= the smallest float z with beta (z - M) >= log(min_p)
+          auto in = [&](float z) { return beta * (double(z) - M) >= lp; };
+          const float ninf = -std::numeric_limits<float>::infinity();
+          float t = float(M + lp / beta);
+          while (!in(t)) t = std::nextafter(t, std::numeric_limits<float>::infinity());
+          while (in(std::nextafter(t, ninf))) t = std::nextafter(t, ninf);
+          if (t > cp.keep) {
+            cp.keep = t;
+            cp.last_tie = cp.n;
+          }
+          break;
+        }
         if (all) {
           // collect below the exact bound by a margin, then filter exactly
           const float t = std::nextafter(float(M + lp / beta), -std::numeric_limits<float>::infinity());
@@ -483,6 +601,14 @@ inline uint32_t ar_row(const ar_row_ctx& c, const ar_params& p, const max_state&
     tr->all = all;
   }
   if (!all) {
+    if (cp.active) {
+      if (tr) {
+        cp.materialize(w);
+        tr->kept.clear();
+        for (const auto& e : w) tr->kept.push_back(e.i);
+      }
+      return ar_draw_compact(cp, M, beta, u, *c.ks);
+    }
     if (tr) {
       tr->kept.clear();
       for (const auto& e : w) tr->kept.push_back(e.i);

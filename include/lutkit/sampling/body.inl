@@ -24,7 +24,8 @@
 //   void mant_exp(F x, F& m, F& e)     x = 2^e m, m in [0.75, 1.5) (x normal, > 0)
 //   F load_f16(p) (exact); U load_u16(p), load_u8(p) (zero-extended)   W elements
 //   optional: size_t compress(M, F v, U ix, float* val, uint32_t* idx)  the lanes of M, in order
-//     (called for whole vectors only: it may write all W lanes from val / idx)
+//     (called for whole vectors only: it may write all W lanes from val / idx);
+//     size_t compress_values(M, F v, float* val), the same without the indices
 // (attention/body.inl uses these and a few more). Only sums depend on the Ops (their order: W
 // lanes, then its horizontal reduction); maxima, indices, selections and decoded values do not.
 
@@ -406,9 +407,9 @@ LUTKIT_OPS_FN inline std::size_t collect_ge(const float* x, std::size_t n, uint3
   return c;
 }
 
-template <class O = Ops>
-LUTKIT_OPS_FN inline std::size_t collect_range(const float* v, const uint32_t* ix, std::size_t n, float lo, float hi,
-                                               float* ov, uint32_t* oi) {
+template <class O, bool Ix>
+LUTKIT_OPS_FN inline std::size_t collect_range_body(const float* v, const uint32_t* ix, std::size_t n, float lo,
+                                                    float hi, float* ov, uint32_t* oi) {
   const F vlo = Ops::set1(lo), vhi = Ops::set1(hi);
   std::size_t c = 0;
   for (std::size_t i = 0; i < n; i += W) {
@@ -419,21 +420,79 @@ LUTKIT_OPS_FN inline std::size_t collect_range(const float* v, const uint32_t* i
     const M in = full ? r : Ops::both(k, r);
     // (in place: the lanes are in registers before the stores, which end at or before i + W: a
     // whole vector's compress may store W lanes from c <= i)
-    if constexpr (requires { O::compress(in, x, U{}, ov, oi); }) {
+    if constexpr (Ix && requires { O::compress(in, x, U{}, ov, oi); }) {
       if (full) {
         c += O::compress(in, x, U(Ops::load(reinterpret_cast<const float*>(ix + i))), ov + c, oi + c);  // (token bits)
+        continue;
+      }
+    }
+    if constexpr (!Ix && requires { O::compress_values(in, x, ov); }) {
+      if (full) {
+        c += O::compress_values(in, x, ov + c);
         continue;
       }
     }
     for (unsigned b = Ops::bits(in); b; b &= b - 1) {
       const unsigned l = unsigned(__builtin_ctz(b));
       const float z = v[i + l];
-      const uint32_t tk = ix[i + l];
-      ov[c] = z;
-      oi[c++] = tk;
+      if constexpr (Ix) oi[c] = ix[i + l];
+      ov[c++] = z;
     }
   }
   return c;
+}
+template <class O = Ops>
+LUTKIT_OPS_FN inline std::size_t collect_range(const float* v, const uint32_t* ix, std::size_t n, float lo, float hi,
+                                               float* ov, uint32_t* oi) {
+  return ix ? collect_range_body<O, true>(v, ix, n, lo, hi, ov, oi) : collect_range_body<O, false>(v, ix, n, lo, hi, ov, oi);
+}
+
+// the values >= t (NaN never) to val, in order, and their bitmap: bit i of byte i / 8 of bits for x[i]
+// (bits zero on entry: a whole vector's W / 8 bytes are stored, the tail's bits or-ed in); returns the count
+template <class O = Ops>
+LUTKIT_OPS_FN inline std::size_t select_ge(const float* x, std::size_t n, float t, float* val, uint8_t* bits) {
+  static_assert(W % 8 == 0, "a vector's mask is whole bytes");
+  const F vt = Ops::set1(t);
+  std::size_t c = 0, i = 0;
+  for (; i + W <= n; i += W) {
+    const F v = Ops::load(x + i);
+    const M ge = Ops::ge(v, vt);
+    const unsigned b = Ops::bits(ge);
+    if constexpr (W == 16) {
+      const uint16_t b16 = uint16_t(b);
+      __builtin_memcpy(bits + i / 8, &b16, 2);
+    } else {
+      for (int j = 0; j < W / 8; ++j) bits[i / 8 + std::size_t(j)] = uint8_t(b >> (8 * j));
+    }
+    if constexpr (requires { O::compress_values(ge, v, val); }) {
+      c += O::compress_values(ge, v, val + c);
+    } else {
+      for (unsigned m = b; m; m &= m - 1) val[c++] = x[i + unsigned(__builtin_ctz(m))];
+    }
+  }
+  for (; i < n; ++i)
+    if (x[i] >= t) {
+      bits[i / 8] = uint8_t(bits[i / 8] | (1u << (i % 8)));
+      val[c++] = x[i];
+    }
+  return c;
+}
+
+// the sum of exp(beta (x - m)) over the x >= t (NaN never; t > -inf)
+LUTKIT_OPS_FN inline float sum_exp_ge(const float* x, std::size_t n, float m, float beta, float t) {
+  const F vm = Ops::set1(m), vc = Ops::set1(beta * kLog2e), vt = Ops::set1(t);
+  F s0 = Ops::zero(), s1 = s0;
+  std::size_t i = 0;
+  for (; i + 2 * W <= n; i += 2 * W) {
+    const F x0 = Ops::load(x + i), x1 = Ops::load(x + i + W);
+    s0 = Ops::add_if(Ops::ge(x0, vt), s0, exp2_poly(log2_units(x0, vm, vc)));
+    s1 = Ops::add_if(Ops::ge(x1, vt), s1, exp2_poly(log2_units(x1, vm, vc)));
+  }
+  for (; i < n; i += W) {
+    const F v = Ops::load_or(x + i, Ops::tail(n - i), ninf());
+    s0 = Ops::add_if(Ops::ge(v, vt), s0, exp2_poly(log2_units(v, vm, vc)));
+  }
+  return Ops::hsum(s0 + s1);
 }
 
 // n elements of a row converted by `conv` (W at a time; the tail through a zero-padded copy)
@@ -485,5 +544,6 @@ LUTKIT_OPS_FN inline void decode_mxfp8(const uint8_t* codes, const uint8_t* scal
 }
 
 inline sampling_kernel_set kernel_set(const char* name) {
-  return {name, max_argmax, sum_exp, max_sum_exp, gumbel_argmax, mass_ge, collect_ge<>, collect_range<>, decode_bf16, decode_f16, decode_mxfp8};
+  return {name,         max_argmax,  sum_exp,     max_sum_exp, gumbel_argmax, mass_ge,     collect_ge<>,
+          collect_range<>, select_ge<>, sum_exp_ge, decode_bf16, decode_f16,    decode_mxfp8};
 }

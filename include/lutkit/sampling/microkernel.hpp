@@ -70,9 +70,15 @@ struct sampling_kernel_set {
   // the values >= t (NaN never) with their indices base + i; returns their count (<= n)
   std::size_t (*collect_ge)(const float* x, std::size_t n, uint32_t base, float t, uint32_t* idx, float* val);
   // the pairs (v[i], ix[i]) with lo <= v[i] < hi, in order, into (ov, oi); returns their count.
-  // ov / oi may be v / ix (in place).
+  // ov / oi may be v / ix (in place). ix null: the values alone (oi unused).
   std::size_t (*collect_range)(const float* v, const uint32_t* ix, std::size_t n, float lo, float hi, float* ov,
                                uint32_t* oi);
+  // the values >= t (NaN never) into val, in order, and bit i of the bitmap `bits` (byte i / 8,
+  // bit i % 8) for each x[i] >= t; the bitmap's bytes over [0, n) are zero on entry, n = a
+  // multiple of 8 or the end of the row (only bytes under [0, n) are written); returns the count
+  std::size_t (*select_ge)(const float* x, std::size_t n, float t, float* val, uint8_t* bits);
+  // the sum of exp(beta (x - m)) over the x[0..n) >= t (NaN never; t > -inf)
+  float (*sum_exp_ge)(const float* x, std::size_t n, float m, float beta, float t);
   // decoders into floats: n values
   void (*decode_bf16)(const uint16_t* s, std::size_t n, float* out);
   void (*decode_f16)(const uint16_t* s, std::size_t n, float* out);

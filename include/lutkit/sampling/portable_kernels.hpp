@@ -108,11 +108,29 @@ inline std::size_t collect_range(const float* v, const uint32_t* ix, std::size_t
   for (std::size_t i = 0; i < n; ++i)
     if (v[i] >= lo && v[i] < hi) {
       const float z = v[i];
-      const uint32_t t = ix[i];
-      ov[c] = z;
-      oi[c++] = t;
+      if (ix) oi[c] = ix[i];
+      ov[c++] = z;
     }
   return c;
+}
+
+inline std::size_t select_ge(const float* x, std::size_t n, float t, float* val, uint8_t* bits) {
+  std::size_t c = 0;
+  for (std::size_t i = 0; i < n; ++i)
+    if (x[i] >= t) {
+      bits[i / 8] = uint8_t(bits[i / 8] | (1u << (i % 8)));
+      val[c++] = x[i];
+    }
+  return c;
+}
+
+inline float sum_exp_ge(const float* x, std::size_t n, float m, float beta, float t) {
+  float s[16] = {};  // (16 partial sums, as sum_exp)
+  for (std::size_t i = 0; i < n; ++i)
+    if (x[i] >= t) s[i % 16] += std::exp((x[i] - m) * beta);
+  for (int w = 8; w >= 1; w /= 2)
+    for (int l = 0; l < w; ++l) s[l] += s[l + w];
+  return s[0];
 }
 
 inline void decode_bf16(const uint16_t* s, std::size_t n, float* out) {
@@ -143,6 +161,8 @@ inline const sampling_kernel_set& portable_sampling_kernels() {
                                       portable_sampling::mass_ge,
                                       portable_sampling::collect_ge,
                                       portable_sampling::collect_range,
+                                      portable_sampling::select_ge,
+                                      portable_sampling::sum_exp_ge,
                                       portable_sampling::decode_bf16,
                                       portable_sampling::decode_f16,
                                       portable_sampling::decode_mxfp8};

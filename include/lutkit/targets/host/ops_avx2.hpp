@@ -114,6 +114,12 @@ struct avx2_ops {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(idx), _mm256_permutevar8x32_epi32(__m256i(ix), p));
     return std::size_t(__builtin_popcount(b));
   }
+  LUTKIT_AVX2_OP std::size_t compress_values(M m, F v, float* val) {  // compress without the indices
+    const unsigned b = bits(m);
+    const __m256i p = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(avx2_compress_perm.perm[b])));
+    _mm256_storeu_ps(val, _mm256_permutevar8x32_ps(v, p));
+    return std::size_t(__builtin_popcount(b));
+  }
 
   // p 2^k, k integral in [-150, 127], rounded once as vscalefps: 2^k = 2^k1 2^k2 with both
   // factors normal (k1 = floor(k / 2)); p 2^k1 is exact, the second product rounds (subnormals too)

@@ -72,6 +72,11 @@ struct avx512_ops {
     _mm512_mask_storeu_epi32(idx, first, _mm512_maskz_compress_epi32(m, __m512i(ix)));
     return std::size_t(c);
   }
+  LUTKIT_AVX512_OP std::size_t compress_values(M m, F v, float* val) {  // compress without the indices
+    const unsigned c = unsigned(__builtin_popcount(m));
+    _mm512_mask_storeu_ps(val, __mmask16((1u << c) - 1u), _mm512_maskz_compress_ps(m, v));
+    return std::size_t(c);
+  }
 
   LUTKIT_AVX512_OP F load_f16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
   LUTKIT_AVX512_OP U load_u16(const uint16_t* p) { return (U)_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
