@@ -333,14 +333,13 @@ inline void ar_top_p_all(const ar_row_ctx& c, double M, double beta, double targ
     }
     cp.start[nb] = uint32_t(n);
     pv = cv, pn = n, hi = inf, Fhi = 0.0, nhi = false;
-    if (h > -inf && h > lo) {
-      pn = c.ks->collect_range(cv, nullptr, n, lo, h, bv, nullptr);
-      pv = bv, hi = h, Fhi = Fh, nhi = n > pn;
-    }
   };
   start();
   for (int round = 0; round < 40; ++round) {
-    const float top = hi == inf ? std::nextafter(float(M), inf) : hi;
+    // (the first round searches all of C, the values >= h too, with thresholds below h when the
+    // top is known: F(h) < p S puts the cut there)
+    const bool below_h = round == 0 && h > -inf && h > lo;
+    const float top = below_h ? h : hi == inf ? std::nextafter(float(M), inf) : hi;
     float t[J];
     t[0] = lo;
     if (lo == -inf)
@@ -364,10 +363,12 @@ inline void ar_top_p_all(const ar_row_ctx& c, double M, double beta, double targ
     int js = 0;
     for (int j = 1; j < J; ++j)
       if (Fhi + mass[j] >= target && (nhi || vmax >= t[j])) js = j;  // (p = 0: target 0, at least one)
-    const float nlo = t[js], nhi_t = js + 1 < J ? t[js + 1] : hi;
+    const float nlo = t[js], nhi_t = js + 1 < J ? t[js + 1] : below_h ? h : hi;
     if (js + 1 < J) {
       Fhi += mass[js + 1];
       nhi = nhi || vmax >= t[js + 1];
+    } else if (below_h) {  // the cut in [t_J-1, h): the values >= h exist, F(h) is known
+      Fhi = Fh, nhi = true;
     }
     const bool narrowed = nlo != lo || nhi_t != hi;
     lo = nlo, hi = nhi_t;
@@ -391,12 +392,23 @@ inline void ar_top_p_all(const ar_row_ctx& c, double M, double beta, double targ
   cp.keep = m ? bv[m - 1] : hi;
   cp.last_tie = n;
   if (m && m < pn && bv[m] == cp.keep) {  // (sorted: ties not kept follow) the kept ties end at the k-th
+    // (counted a block at a time by the kernels, the block holding the k-th walked)
     std::size_t k = std::size_t(std::count(bv, bv + m, cp.keep));
-    for (std::size_t i = 0; i < n; ++i)
-      if (cv[i] == cp.keep && --k == 0) {
-        cp.last_tie = i;
-        break;
+    const float above = std::nextafter(cp.keep, inf);
+    for (std::size_t b0 = 0; b0 < n; b0 += ar_block) {
+      const std::size_t len = std::min(ar_block, n - b0);
+      const std::size_t e = c.ks->collect_range(cv + b0, nullptr, len, cp.keep, above, bv, nullptr);
+      if (e < k) {
+        k -= e;
+        continue;
       }
+      for (std::size_t i = b0;; ++i)
+        if (cv[i] == cp.keep && --k == 0) {
+          cp.last_tie = i;
+          break;
+        }
+      break;
+    }
   }
 }
 
