@@ -62,6 +62,15 @@ std::vector<lutkit::packed_weights<P>> blob_copies(const lutkit::packed_weights<
   return v;
 }
 
+// The cold rotation of a packed blob: copies of `first` beyond cold_bytes(), the rotation's key
+// "<tag>/<policy>/<M>x<K>"
+template <class P>
+std::vector<lutkit::packed_weights<P>>& cold_blobs(const std::string& tag, const lutkit::packed_weights<P>& first) {
+  return rotation<std::vector<lutkit::packed_weights<P>>>(
+      tag + "/" + P::name() + "/" + std::to_string(first.M()) + "x" + std::to_string(first.K()),
+      [&] { return blob_copies(first, cold_count(first.size_bytes())); });
+}
+
 // Uniform random codes with positive random scales (and zeros) for policy P: benchmark weights
 // (timings do not depend on the values, only the layouts need to be real).
 template <class P>

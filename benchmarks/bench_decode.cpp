@@ -58,8 +58,7 @@ const packed_weights<P>& decode_blob(std::size_t M, std::size_t K) {
 template <class P>
 std::vector<packed_weights<P>>& decode_copies(std::size_t M, std::size_t K) {
   const auto& b = decode_blob<P>(M, K);
-  return rotation<std::vector<packed_weights<P>>>(P::name() + "/" + std::to_string(M) + "x" + std::to_string(K),
-                                                  [&] { return blob_copies(b, cold_count(b.size_bytes())); });
+  return lutkit_bench::cold_blobs("decode", b);
 }
 
 // the timed loop of a decode kernel over rotating cold copies: run(copy, x, y, pool)

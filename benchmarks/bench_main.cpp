@@ -103,9 +103,7 @@ lut_case<P>& lut_data(std::size_t M, std::size_t K, bool cold) {
   cache->cold = nullptr;
   if (cold) {
     const auto& f = *cache->first;
-    cache->cold = &lutkit_bench::rotation<std::vector<packed_weights<P>>>(
-        "lut_gemv/" + P::name() + "/" + std::to_string(M) + "x" + std::to_string(K),
-        [&] { return lutkit_bench::blob_copies(f, cold_count(f.size_bytes())); });
+    cache->cold = &lutkit_bench::cold_blobs("lut_gemv", f);
   }
   return *cache;
 }

@@ -64,9 +64,7 @@ std::vector<packed_weights<P>>& copies(std::size_t M, std::size_t K) {
     m0 = M;
     k0 = K;
   }
-  return lutkit_bench::rotation<std::vector<packed_weights<P>>>(
-      "plan/" + P::name() + "/" + std::to_string(M) + "x" + std::to_string(K),
-      [&] { return lutkit_bench::blob_copies(*first, lutkit_bench::cold_count(first->size_bytes())); });
+  return lutkit_bench::cold_blobs("plan", *first);
 }
 
 void set_model(benchmark::State& st, const std::string& name) {

@@ -429,9 +429,7 @@ void bm_fused_dq(benchmark::State& st, std::size_t M, std::size_t K, std::size_t
   auto& c = prefill_data<P>(M, K, false);
   std::vector<packed_weights<P>>* cold_set = nullptr;
   if (cold)
-    cold_set = &rotation<std::vector<packed_weights<P>>>(
-        "fused_dq/" + P::name() + "/" + std::to_string(M) + "x" + std::to_string(K),
-        [&] { return blob_copies(*c.packed, cold_count(c.packed->size_bytes())); });
+    cold_set = &lutkit_bench::cold_blobs("fused_dq", *c.packed);
   std::mt19937_64 rng(3);
   std::normal_distribution<float> nd;
   std::vector<float> x(N * K), y(N * M);

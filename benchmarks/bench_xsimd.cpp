@@ -39,9 +39,7 @@ void bm(benchmark::State& st, std::size_t M, std::size_t K, std::size_t N, int T
   const std::size_t bytes = first->size_bytes();
   std::vector<packed_weights<P>>* cold_set = nullptr;
   if (cold)
-    cold_set = &lutkit_bench::rotation<std::vector<packed_weights<P>>>(
-        "lut_gemv_xsimd/" + P::name() + "/" + std::to_string(M) + "x" + std::to_string(K),
-        [&] { return lutkit_bench::blob_copies(*first, lutkit_bench::cold_count(bytes)); });
+    cold_set = &lutkit_bench::cold_blobs("lut_gemv_xsimd", *first);
   std::vector<float> x(N * K, 0.5f), y(N * M);
   static thread_pool pool2(2);
   thread_pool* pool = T > 1 ? &pool2 : nullptr;

@@ -31,9 +31,12 @@
 
 namespace lutkit::plan {
 
+// The calibration's DRAM read: a buffer of twice the last-level cache (cold_bytes()), at least 256 MiB
+inline std::size_t dram_read_bytes() { return std::max(std::size_t(256) << 20, cold_bytes()); }
+
 struct calibration_options {
   int threads = 0;                              // 0: std::thread::hardware_concurrency()
-  std::size_t read_bytes = std::max(std::size_t(256) << 20, cold_bytes());  // the DRAM read's buffer (twice the LLC)
+  std::size_t read_bytes = dram_read_bytes();   // the DRAM read's buffer
   int read_reps = 3;                            // best of this many reads per thread count
   int compute_reps = 5;                         // best of this many runs per compute loop
   double compute_seconds = 0.004;               // the length of one compute run
@@ -119,7 +122,7 @@ struct read_rates {
   double one = 0, all = 0;
 };
 inline read_rates measure_read_rates(thread_pool& pool, int threads,
-                                     std::size_t bytes = std::max(std::size_t(256) << 20, cold_bytes()), int reps = 3) {
+                                     std::size_t bytes = dram_read_bytes(), int reps = 3) {
   lutkit::detail::require(threads >= 1 && std::size_t(threads) <= pool.size(), "measure_read_rates: threads (", threads,
                           ") must be in [1, the pool's ", pool.size(), "]");
   lutkit::detail::require(bytes >= (std::size_t(1) << 20) && reps >= 1,

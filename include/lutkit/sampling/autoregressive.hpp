@@ -322,10 +322,10 @@ inline void ar_top_p_all(const ar_row_ctx& c, double M, double beta, double targ
   bool nhi = false;      // a value >= hi exists
   const float* pv = cv;  // the values searched: C, then the band
   auto start = [&] {     // C = the values >= lo; with the top known, the band [lo, h) and F(h)
-    std::memset(bits, 0, map_bytes);
     n = 0;
     for (std::size_t b = 0; b < nb; ++b) {
       cp.start[b] = uint32_t(n);
+      std::memset(bits + b * (ar_block / 8), 0, ar_block / 8);
       if (!(c.bmax[b] >= lo)) continue;
       const std::size_t b0 = b * ar_block, len = std::min(ar_block, V - b0);
       n += c.ks->select_ge(read_chunk(*c.lv, *c.ks, c.r, b0, len, c.scratch, c.pl), len, lo, cv + n,
