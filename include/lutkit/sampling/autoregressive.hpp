@@ -349,9 +349,6 @@ inline void ar_top_p_all(const ar_row_ctx& c, double M, double beta, double targ
     double mass[J] = {};
     float vmax = -inf;  // the largest searched value (>= t[0]): a value >= t[j] exists iff vmax >= t[j]
     c.ks->mass_ge(pv, pn, float(M), float(beta), t, mass, &vmax);
-#ifdef LUTKIT_DEBUG_TOPP
-    std::fprintf(stderr, "round %d n %zu pn %zu lo %g hi %g\n", round, n, pn, lo, hi);
-#endif
     if (round == 0 && Fhi + mass[0] < target && lo > -inf) {  // the estimate was too high: the whole row
       lo = -inf;
       start();
