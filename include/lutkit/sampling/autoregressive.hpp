@@ -409,85 +409,32 @@ inline void ar_top_p_all(const ar_row_ctx& c, double M, double beta, double targ
   }
 }
 
-// the final draw from an explicit candidate set: ascending token order, inverse CDF of u, in
-// double: the first token whose cumulative exp(beta (z - M)) reaches u times their sum. Many
-// candidates (a top-p cut on the whole vocabulary): the sum and the cumulative sums of blocks of
-// 256 come from the kernels' float exp sums, the crossing block is walked in double, and the token
-// is taken only if the cumulative sum is clear of u * sum by far more than the float sums' error
-// (2^-14 of the sum against ~2^-19); else (rarely) the plain walk in double decides. The result is
-// the plain walk's, bit for bit, either way.
-// M: the largest candidate value (the row's maximum: every stage keeps the top candidate).
-inline uint32_t ar_draw(std::vector<ar_cand>& w, double M, double beta, double u, const sampling_kernel_set& ks) {
-  const auto by_token = [](const ar_cand& a, const ar_cand& b) { return a.i < b.i; };
-  if (!std::is_sorted(w.begin(), w.end(), by_token)) std::sort(w.begin(), w.end(), by_token);
-  if (w.size() >= 1024) {
-    const std::size_t n = w.size(), nb = (n + ar_block - 1) / ar_block;
-    std::vector<float> z(n);
-    for (std::size_t i = 0; i < n; ++i) z[i] = w[i].z;
-    std::vector<double> bs(nb);
+// The final draw: over candidates 0..n in ascending token order, inverse CDF of u, in double: the
+// first token whose cumulative exp(beta (z - M)) reaches u times their sum. Many candidates (a
+// top-p cut on the whole vocabulary): bs holds the kernels' float exp sums of the kept candidates
+// of each block of ar_block, the crossing block is walked in double, and the token is taken only
+// if the cumulative sum is clear of u * sum by far more than the float sums' error (2^-14 of the
+// sum against ~2^-19); else (rarely), or with bs empty, the plain walk in double decides. The
+// result is the plain walk's, bit for bit, either way. kept(i): candidate i is in the set; z(i):
+// its value; token(i): its token. M: the largest kept value (the row's maximum: every stage keeps
+// the top candidate).
+template <class Kept, class Z, class Token>
+inline uint32_t ar_draw_walk(std::size_t n, const std::vector<double>& bs, double M, double beta, double u, Kept kept,
+                             Z z, Token token) {
+  auto q = [&](std::size_t i) { return std::exp(beta * (double(z(i)) - M)); };
+  if (!bs.empty()) {
     double tot = 0.0;
-    for (std::size_t b = 0; b < nb; ++b) {
-      const std::size_t b0 = b * ar_block;
-      tot += bs[b] = double(ks.sum_exp(z.data() + b0, std::min(ar_block, n - b0), float(M), float(beta), nullptr, nullptr, 0));
-    }
+    for (double v : bs) tot += v;
     const double target = u * tot, tol = 0x1p-14 * tot;
     double cum = 0.0;
     std::size_t b = 0;
-    while (b < nb && cum + bs[b] < target - tol) cum += bs[b++];
-    if (b < nb) {
+    while (b < bs.size() && cum + bs[b] < target - tol) cum += bs[b++];
+    if (b < bs.size()) {
       for (std::size_t i = b * ar_block, e = std::min(n, i + ar_block); i < e; ++i) {
-        const double q = std::exp(beta * (double(w[i].z) - M));
-        if (cum + q >= target - tol) {
-          if (cum < target - tol && cum + q >= target + tol) return w[i].i;
-          break;  // too close to call: the plain walk
-        }
-        cum += q;
-      }
-    }
-  }
-  double total = 0.0;
-  for (const auto& c : w) total += std::exp(beta * (double(c.z) - M));
-  const double target = u * total;
-  double cum = 0.0;
-  uint32_t last = w.front().i;
-  for (const auto& c : w) {
-    const double q = std::exp(beta * (double(c.z) - M));
-    if (q > 0.0) last = c.i;
-    cum += q;
-    if (cum >= target && q > 0.0) return c.i;
-  }
-  return last;
-}
-
-// ar_draw over a compact kept set (ar_top_p_all's): the same token, bit for bit, with the block
-// sums over the collected values (those below the cut add nothing) and the token's index from the
-// bitmap; ties cut inside (rare) go through the explicit set.
-inline uint32_t ar_draw_compact(const ar_compact& cp, double M, double beta, double u, const sampling_kernel_set& ks) {
-  const float* v = cp.v;
-  const std::size_t n = cp.n, nb = (n + ar_block - 1) / ar_block;
-  auto q = [&](std::size_t i) { return std::exp(beta * (double(v[i]) - M)); };
-  // (the values from last_tie + 1 on: those > keep)
-  const float above = std::nextafter(cp.keep, std::numeric_limits<float>::infinity());
-  auto part = [&](std::size_t i, std::size_t e, float t) {
-    return i < e ? double(ks.sum_exp_ge(v + i, e - i, float(M), float(beta), t)) : 0.0;
-  };
-  std::vector<double> bs(nb);
-  double tot = 0.0;
-  for (std::size_t b = 0; b < nb; ++b) {
-    const std::size_t b0 = b * ar_block, e = std::min(n, b0 + ar_block), cut = std::clamp(cp.last_tie + 1, b0, e);
-    tot += bs[b] = part(b0, cut, cp.keep) + part(cut, e, above);
-  }
-  {
-    const double target = u * tot, tol = 0x1p-14 * tot;
-    double cum = 0.0;
-    std::size_t b = 0;
-    while (b < nb && cum + bs[b] < target - tol) cum += bs[b++];
-    if (b < nb) {
-      for (std::size_t i = b * ar_block, e = std::min(n, i + ar_block); i < e; ++i) {
-        if (!cp.kept(i)) continue;
+        if (!kept(i)) continue;
         const double qi = q(i);
         if (cum + qi >= target - tol) {
-          if (cum < target - tol && cum + qi >= target + tol) return cp.token(i);
+          if (cum < target - tol && cum + qi >= target + tol) return token(i);
           break;  // too close to call: the plain walk
         }
         cum += qi;
@@ -497,20 +444,57 @@ inline uint32_t ar_draw_compact(const ar_compact& cp, double M, double beta, dou
   double total = 0.0;
   std::size_t last = n;
   for (std::size_t i = 0; i < n; ++i)
-    if (cp.kept(i)) {
+    if (kept(i)) {
       total += q(i);
       if (last == n) last = i;
     }
   const double target = u * total;
   double cum = 0.0;
   for (std::size_t i = 0; i < n; ++i) {
-    if (!cp.kept(i)) continue;
+    if (!kept(i)) continue;
     const double qi = q(i);
     if (qi > 0.0) last = i;
     cum += qi;
-    if (cum >= target && qi > 0.0) return cp.token(i);
+    if (cum >= target && qi > 0.0) return token(i);
   }
-  return cp.token(last);
+  return token(last);
+}
+
+// the draw from an explicit candidate set (sorted by token here)
+inline uint32_t ar_draw(std::vector<ar_cand>& w, double M, double beta, double u, const sampling_kernel_set& ks) {
+  const auto by_token = [](const ar_cand& a, const ar_cand& b) { return a.i < b.i; };
+  if (!std::is_sorted(w.begin(), w.end(), by_token)) std::sort(w.begin(), w.end(), by_token);
+  const std::size_t n = w.size();
+  std::vector<double> bs;
+  if (n >= 1024) {
+    std::vector<float> z(n);
+    for (std::size_t i = 0; i < n; ++i) z[i] = w[i].z;
+    for (std::size_t b0 = 0; b0 < n; b0 += ar_block)
+      bs.push_back(double(ks.sum_exp(z.data() + b0, std::min(ar_block, n - b0), float(M), float(beta), nullptr, nullptr, 0)));
+  }
+  return ar_draw_walk(
+      n, bs, M, beta, u, [](std::size_t) { return true; }, [&](std::size_t i) { return w[i].z; },
+      [&](std::size_t i) { return w[i].i; });
+}
+
+// the draw over a compact kept set (ar_top_p_all's): the block sums over the collected values
+// (those below the cut add nothing), the drawn value's token from the bitmap
+inline uint32_t ar_draw_compact(const ar_compact& cp, double M, double beta, double u, const sampling_kernel_set& ks) {
+  const float* v = cp.v;
+  const std::size_t n = cp.n;
+  // (the values from last_tie + 1 on: those > keep)
+  const float above = std::nextafter(cp.keep, std::numeric_limits<float>::infinity());
+  auto part = [&](std::size_t i, std::size_t e, float t) {
+    return i < e ? double(ks.sum_exp_ge(v + i, e - i, float(M), float(beta), t)) : 0.0;
+  };
+  std::vector<double> bs;
+  for (std::size_t b0 = 0; b0 < n; b0 += ar_block) {
+    const std::size_t e = std::min(n, b0 + ar_block), cut = std::clamp(cp.last_tie + 1, b0, e);
+    bs.push_back(part(b0, cut, cp.keep) + part(cut, e, above));
+  }
+  return ar_draw_walk(
+      n, bs, M, beta, u, [&](std::size_t i) { return cp.kept(i); }, [&](std::size_t i) { return v[i]; },
+      [&](std::size_t i) { return cp.token(i); });
 }
 
 inline uint32_t ar_row(const ar_row_ctx& c, const ar_params& p, const max_state& st, double S, uint64_t row,
