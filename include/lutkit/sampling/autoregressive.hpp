@@ -239,10 +239,12 @@ struct ar_compact {
 //     from a sample of 1 in 32 values (16 of every other block of 256), F^(t) = F(h) + 32 F_sample([t, h)):
 //     the threshold lo.
 //  3. ONE pass over the row collects the values >= lo (token order, their bitmap: cp), checks
-//     F(lo) >= p S (else collects the whole row), then brackets [lo, hi) (first hi = h, F(h)
-//     known) with 8 thresholds per pass over the band of collected values, until few values are
-//     left in [lo, hi): those are sorted and walked from F(hi) to find the last kept value.
-//  4. the kept set = the collected values at least as good as the last kept one (cp.keep, cp.ties).
+//     F(lo) >= p S (else collects the whole row), then brackets [lo, hi) with 8 thresholds per
+//     pass (the first over all the collected values, below h; then over the band), until few
+//     values are left in [lo, hi): those are sorted and walked from F(hi) to find the last kept
+//     value.
+//  4. the kept set = the collected values at least as good as the last kept one (cp.keep,
+//     cp.last_tie).
 inline void ar_top_p_all(const ar_row_ctx& c, double M, double beta, double target, double S, std::vector<ar_cand>& w,
                          ar_compact& cp) {
   constexpr int J = mass_thresholds;
@@ -321,7 +323,7 @@ inline void ar_top_p_all(const ar_row_ctx& c, double M, double beta, double targ
   double Fhi = 0.0;
   bool nhi = false;      // a value >= hi exists
   const float* pv = cv;  // the values searched: C, then the band
-  auto start = [&] {     // C = the values >= lo; with the top known, the band [lo, h) and F(h)
+  auto start = [&] {     // C = the values >= lo, their bitmap and each block's first index
     n = 0;
     for (std::size_t b = 0; b < nb; ++b) {
       cp.start[b] = uint32_t(n);

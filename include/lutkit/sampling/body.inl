@@ -478,7 +478,7 @@ LUTKIT_OPS_FN inline std::size_t select_ge(const float* x, std::size_t n, float 
   return c;
 }
 
-// the sum of exp(beta (x - m)) over the x >= t (NaN never; t > -inf)
+// the sum of exp(beta (x - m)) over the x >= t (NaN never; -inf values add 0)
 LUTKIT_OPS_FN inline float sum_exp_ge(const float* x, std::size_t n, float m, float beta, float t) {
   const F vm = Ops::set1(m), vc = Ops::set1(beta * kLog2e), vt = Ops::set1(t);
   F s0 = Ops::zero(), s1 = s0;

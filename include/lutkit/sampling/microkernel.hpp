@@ -77,7 +77,7 @@ struct sampling_kernel_set {
   // bit i % 8) for each x[i] >= t; the bitmap's bytes over [0, n) are zero on entry, n = a
   // multiple of 8 or the end of the row (only bytes under [0, n) are written); returns the count
   std::size_t (*select_ge)(const float* x, std::size_t n, float t, float* val, uint8_t* bits);
-  // the sum of exp(beta (x - m)) over the x[0..n) >= t (NaN never; t > -inf)
+  // the sum of exp(beta (x - m)) over the x[0..n) >= t (NaN never; -inf values add 0)
   float (*sum_exp_ge)(const float* x, std::size_t n, float m, float beta, float t);
   // decoders into floats: n values
   void (*decode_bf16)(const uint16_t* s, std::size_t n, float* out);
