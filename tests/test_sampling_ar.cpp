@@ -148,7 +148,7 @@ TEST_CASE("ar: top-p alone on large rows matches the reference (both chains, tie
   const logit_type types[] = {logit_type::f32, logit_type::bf16, logit_type::f16, logit_type::mxfp8};
   const float ps[] = {0.f, 0.2f, 0.5f, 0.8f, 0.9f, 0.95f, 0.99f, 0.999f};
   const float Ts[] = {0.5f, 0.8f, 1.f, 1.7f};
-  std::size_t compared = 0, same_set = 0;
+  std::size_t compared = 0, same_set = 0, rejection_rows = 0;
   for (int it = 0; it < 36; ++it) {
     const std::size_t rows = 1 + rng() % 3;
     const std::size_t V = 16385 + rng() % 64000;
@@ -167,14 +167,19 @@ TEST_CASE("ar: top-p alone on large rows matches the reference (both chains, tie
     for (std::size_t r = 0; r < rows; ++r) ref.push_back(reference::ar_row(d.view(), r, pr[r]));
     const std::size_t chunk = sampling_chunk(target::host::desc);
     for (const auto be : backends()) {
-      std::vector<int32_t> tok(rows);
+      std::vector<int32_t> tok(rows), fast(rows);
       std::vector<detail::ar_trace> tr(rows);
       detail::ar_sample_impl(d.view(), pr.data(), tok.data(), it % 2 ? &pool : nullptr, be, target::host::desc, tr.data());
+      // without a trace the rejection draw decides membership from the top's mass, and makes the
+      // kept set exact only when it must: the same tokens
+      detail::ar_sample_impl(d.view(), pr.data(), fast.data(), it % 2 ? nullptr : &pool, be, target::host::desc, nullptr);
       for (std::size_t r = 0; r < rows; ++r) {
         const auto& p = pr[r];
         INFO("backend " << backend_name(be) << " type " << logit_type_name(d.type) << " V=" << V << " row " << r
                         << " T=" << p.temperature << " p=" << p.top_p << " min_p=" << p.min_p << " k=" << p.top_k
                         << " chain " << (p.chain.n == 3 ? "top-p, top-k" : p.chain.s[1] == ar_stage::top_k ? "llama.cpp" : "vLLM"));
+        REQUIRE(fast[r] == tok[r]);
+        if (detail::ar_reject_plan_of(p, V).on) ++rejection_rows;
         REQUIRE(top_p_first(p, V) == (p.top_p < 1.f));
         REQUIRE(!tr[r].all);
         const auto& kept = tr[r].kept;
@@ -197,6 +202,67 @@ TEST_CASE("ar: top-p alone on large rows matches the reference (both chains, tie
     }
   }
   CHECK(same_set * 10 >= compared * 9);
+  CHECK(rejection_rows * 3 >= compared);  // the rejection draw's chains are a good part of the cases
+}
+
+// The rejection draw of top-p (temperature after it, llama.cpp's order; or before it, vLLM's) is
+// exact in distribution: the tokens of 24000 seeds against the kept set's probabilities (the
+// double reference), chi-square over bins of the kept set (every token of probability >= 1/200,
+// the rest in token order in bins of about 1/40). Drawing from the proposal without the
+// acceptance test, or with the min-p stage ignored, gives chi-square values in the thousands.
+TEST_CASE("ar: top-p's rejection draw is exact in distribution", "[sampling][ar]") {
+  const std::size_t V = 40000, N = 24000;
+  struct cfg {
+    ar_chain chain;
+    float T, p, min_p;
+  };
+  const cfg cs[] = {{llama_cpp_chain, 0.7f, 0.9f, 0.f}, {vllm_chain, 1.3f, 0.8f, 0.f}, {llama_cpp_chain, 0.9f, 0.95f, 0.00035f}};
+  std::vector<float> x(V);
+  std::mt19937_64 rng(5150);
+  std::normal_distribution<float> nd(0.f, 1.5f);
+  for (auto& v : x) v = nd(rng);
+  for (int k = 0; k < 12; ++k) x[rng() % V] = 6.f + 0.5f * float(k);  // a top of a few tokens above the bulk
+  const auto lv = logits_view::f32(x.data(), 1, V);
+  for (const auto& c : cs) {
+    ar_params p;
+    p.chain = c.chain, p.temperature = c.T, p.top_p = c.p, p.min_p = c.min_p;
+    INFO("T " << c.T << " p " << c.p << " min_p " << c.min_p);
+    REQUIRE(detail::ar_reject_plan_of(p, V).on);
+    const auto ref = reference::ar_row(lv, 0, p);
+    REQUIRE(ref.kept.size() > 200);
+    std::vector<int> bin(V, -1);
+    int nb = 0;
+    double acc = 0.0;
+    std::vector<double> pb;
+    for (std::size_t j = 0; j < ref.kept.size(); ++j)
+      if (ref.prob[j] >= 1.0 / 200) bin[ref.kept[j]] = nb++, pb.push_back(ref.prob[j]);
+    for (std::size_t j = 0; j < ref.kept.size(); ++j) {
+      if (bin[ref.kept[j]] >= 0) continue;
+      if (acc == 0.0) pb.push_back(0.0), ++nb;
+      bin[ref.kept[j]] = nb - 1;
+      pb.back() += ref.prob[j];
+      acc += ref.prob[j];
+      if (acc >= 1.0 / 40) acc = 0.0;
+    }
+    std::vector<double> count(std::size_t(nb), 0.0);
+    for (std::size_t i = 0; i < N; ++i) {
+      p.seed = 1000 + i;
+      int32_t t = -1;
+      ar_sample(lv, &p, &t);
+      REQUIRE(t >= 0);
+      REQUIRE(bin[std::size_t(t)] >= 0);  // a kept token
+      count[std::size_t(bin[std::size_t(t)])] += 1.0;
+    }
+    double chi2 = 0.0;
+    for (int b = 0; b < nb; ++b) {
+      const double e = double(N) * pb[std::size_t(b)];
+      chi2 += (count[std::size_t(b)] - e) * (count[std::size_t(b)] - e) / e;
+    }
+    // (df = nb - 1, 30-70 here; df + 6 sqrt(2 df) is beyond the 1e-6 quantile)
+    const double df = double(nb - 1);
+    INFO("bins " << nb << " chi2 " << chi2);
+    CHECK(chi2 < df + 6.0 * std::sqrt(2.0 * df));
+  }
 }
 
 TEST_CASE("ar_sample_choices: log-probs and candidates against the double reference", "[sampling][ar]") {

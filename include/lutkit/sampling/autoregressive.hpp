@@ -202,6 +202,18 @@ struct ar_compact {
   std::size_t last_tie = 0;  // n: every value == keep is kept
 
   bool kept(std::size_t i) const { return v[i] > keep || (v[i] == keep && i <= last_tie); }
+  std::size_t index(uint32_t t) const {  // the index in v of collected token t
+    const std::size_t b = t / ar_block;
+    std::size_t k = start[b];
+    for (std::size_t wd = 0; wd < (t % ar_block) / 64; ++wd) {
+      uint64_t x;
+      std::memcpy(&x, bits + b * (ar_block / 8) + wd * 8, 8);
+      k += std::size_t(__builtin_popcountll(x));
+    }
+    uint64_t x;
+    std::memcpy(&x, bits + b * (ar_block / 8) + (t % ar_block) / 64 * 8, 8);
+    return k + std::size_t(__builtin_popcountll(x & ((uint64_t(1) << (t % 64)) - 1)));
+  }
   uint32_t token(std::size_t k) const {  // the token of v[k]
     const std::size_t b = std::size_t(std::upper_bound(start.begin(), start.end(), uint32_t(k)) - start.begin()) - 1;
     std::size_t r = k - start[b];
@@ -499,6 +511,189 @@ inline uint32_t ar_draw_compact(const ar_compact& cp, double M, double beta, dou
       [&](std::size_t i) { return cp.token(i); });
 }
 
+// Top-p on the whole vocabulary draws by rejection when the chain allows it (ar_reject_plan_of:
+// top-p is the first truncation, only min-p and temperatures follow it, and the draw's beta b is
+// at least top-p's b_p, i.e. a temperature after top-p of at most 1) and the row has a small top
+// (ar_reject_top: more than 64 blocks of ar_block tokens; h = the 32nd largest block maximum; at
+// most ar_reject_top_max values >= h). With q(z) = exp(b_p (z - M)), S its sum over the row (in
+// double, token order), X the values >= h and F_h their q sum, U(j) = row_uniform_n(seed, row, j),
+// attempt k (of ar_reject_attempts):
+//  1. proposes a token t with probability q(z_t) / S (ar_propose): from X if U(4k) S < F_h, by the
+//     inverse CDF of U(4k + 1) F_h over X in token order; else from the rest (the values < h), by
+//     uniform token indices i accepted when v q(h) < q(z_i) (ar_rest_uniform; after
+//     ar_reject_tries the inverse CDF of U(4k + 3) over the rest, in double);
+//  2. accepts t if U(4k + 2) < exp((b - b_p) (z_t - M)), t passes the min-p stage, and t is in
+//     top-p's kept set.
+// The accepted token is distributed exactly as the draw over the kept set at b (the proposal's
+// density over it is exp((b - b_p) z) up to a constant, largest at M). After ar_reject_attempts
+// rejections, the inverse-CDF draw over the kept set with U(4 ar_reject_attempts) decides; a row
+// without a small top, or a chain not allowing it, draws so with row_uniform(seed, row). Most
+// attempts need neither the whole row's exact sum nor the kept set's threshold: S's float error
+// (~2^-19 of S) matters only when U(4k) S falls within 2^-14 S of F_h (then the exact sum
+// decides), a proposal from X is placed in or out of the kept set by its exact mass above it, and
+// only a proposal below h, or one within 2^-14 S of the cut, makes the kept set exact
+// (ar_top_p_all). docs/sampling.md, "How top-p selects".
+constexpr int ar_reject_attempts = 8;
+constexpr std::size_t ar_reject_top_max = 4096;
+constexpr int ar_reject_tries = 4096;
+struct ar_reject_plan {
+  bool on = false;
+  double bp = 1.0, bd = 1.0;  // beta at top-p, beta of the draw
+  bool minp = false;          // a min-p stage after top-p: kept iff bm (z - M) >= lp
+  double bm = 1.0, lp = 0.0;
+};
+inline ar_reject_plan ar_reject_plan_of(const ar_params& p, std::size_t V) {
+  ar_reject_plan o;
+  if (greedy(p)) return o;
+  double beta = 1.0;
+  bool top_p = false;
+  for (int i = 0; i < p.chain.n; ++i) {
+    const ar_stage s = p.chain.s[i];
+    if (!stage_on(p, s, V)) continue;
+    switch (s) {
+      case ar_stage::penalties: break;  // (patches: every read)
+      case ar_stage::temperature: beta /= double(p.temperature); break;
+      case ar_stage::top_k: return o;
+      case ar_stage::top_p:
+        if (top_p) return o;
+        top_p = true, o.bp = beta;
+        break;
+      case ar_stage::min_p:
+        if (!top_p || o.minp) return o;
+        o.minp = true, o.bm = beta, o.lp = std::log(double(p.min_p));
+        break;
+    }
+  }
+  o.bd = beta;
+  o.on = top_p && o.bd >= o.bp;
+  return o;
+}
+// h from the block maxima (-inf: no small top)
+inline float ar_reject_h(std::vector<float> bm) {
+  if (bm.size() <= 64) return -std::numeric_limits<float>::infinity();
+  std::nth_element(bm.begin(), bm.begin() + 31, bm.end(), std::greater<float>());
+  return bm[31];
+}
+// The uniform of try j of attempt k's proposal from the rest: which = 0 the token index, 1 the test
+inline double ar_rest_uniform(uint64_t seed, uint64_t row, uint64_t k, uint64_t j, uint64_t which) {
+  const uint64_t key = mix64(mix64(seed ^ 0x70505E57ull) ^ mix64(row + 0x9E3779B97F4A7C15ull));
+  return (double(mix64(key + ((k << 40) ^ (j << 1) ^ which)) >> 11) + 0.5) * 0x1p-53;
+}
+
+struct ar_top {
+  bool ok = false;
+  float h = -std::numeric_limits<float>::infinity();
+  std::vector<ar_cand> x;  // the values >= h, token order
+  double Fh = 0.0;
+};
+inline ar_top ar_reject_top(const ar_row_ctx& c, double M, double bp) {
+  ar_top o;
+  o.h = ar_reject_h(std::vector<float>(c.bmax, c.bmax + c.nblocks));
+  if (!(o.h > -std::numeric_limits<float>::infinity())) return o;
+  ar_collect(c, o.h, o.x);
+  if (o.x.size() > ar_reject_top_max) return o;
+  for (const auto& e : o.x) o.Fh += std::exp(bp * (double(e.z) - M));
+  o.ok = true;
+  return o;
+}
+
+// attempt k's proposal (above): the token, with probability q(z) / S
+inline uint32_t ar_propose(const ar_row_ctx& c, const ar_top& tp, double M, double bp, double S, uint64_t seed,
+                           uint64_t row, uint64_t k) {
+  const std::size_t V = c.lv->vocab;
+  auto q = [&](float z) { return z == z ? std::exp(bp * (double(z) - M)) : 0.0; };
+  // the row's sum in double over the values below b (b = inf: all), token order
+  auto exact_sum = [&](float b) {
+    double t = 0.0;
+    for (std::size_t b0 = 0; b0 < V; b0 += c.chunk) {
+      const std::size_t n = std::min(c.chunk, V - b0);
+      const float* x = read_chunk(*c.lv, *c.ks, c.r, b0, n, c.scratch, c.pl);
+      for (std::size_t i = 0; i < n; ++i)
+        if (x[i] < b) t += q(x[i]);
+    }
+    return t;
+  };
+  const float inf = std::numeric_limits<float>::infinity();
+  const double u = row_uniform_n(seed, row, 4 * k), tol = 0x1p-14 * S;
+  const bool top = u * S < tp.Fh - tol ? true : u * S >= tp.Fh + tol ? false : u * exact_sum(inf) < tp.Fh;
+  if (top) {
+    const double target = row_uniform_n(seed, row, 4 * k + 1) * tp.Fh;
+    double cum = 0.0;
+    uint32_t last = no_index;
+    for (const auto& e : tp.x) {
+      const double qi = q(e.z);
+      if (!(qi > 0.0)) continue;
+      last = e.i;
+      cum += qi;
+      if (cum >= target) break;
+    }
+    return last;
+  }
+  const double qh = q(tp.h);
+  for (int j = 0; j < ar_reject_tries; ++j) {
+    const auto i = uint32_t(ar_rest_uniform(seed, row, k, uint64_t(j), 0) * double(V));
+    const float z = read_value(*c.lv, c.r, i, c.pl);
+    if (z < tp.h && ar_rest_uniform(seed, row, k, uint64_t(j), 1) * qh < q(z)) return i;
+  }
+  // (rare: a rest of small mass against V q(h)) its inverse CDF in double
+  const double target = row_uniform_n(seed, row, 4 * k + 3) * exact_sum(tp.h);
+  double cum = 0.0;
+  uint32_t last = no_index;
+  for (std::size_t b0 = 0; b0 < V; b0 += c.chunk) {
+    const std::size_t n = std::min(c.chunk, V - b0);
+    const float* x = read_chunk(*c.lv, *c.ks, c.r, b0, n, c.scratch, c.pl);
+    for (std::size_t i = 0; i < n; ++i) {
+      const double qi = x[i] < tp.h ? q(x[i]) : 0.0;
+      if (!(qi > 0.0)) continue;
+      last = uint32_t(b0 + i);
+      cum += qi;
+      if (cum >= target) return last;
+    }
+  }
+  return last;  // (U(4k) S >= F_h: the rest has mass)
+}
+
+// The attempts of the rejection draw (above); member(t, z): t is in top-p's kept set. Returns the
+// accepted token, or no_index after ar_reject_attempts rejections.
+template <class Member>
+inline uint32_t ar_reject(const ar_row_ctx& c, const ar_params& p, const ar_reject_plan& rj, const ar_top& tp,
+                          double M, double S, uint64_t row, Member member) {
+  for (uint64_t k = 0; k < uint64_t(ar_reject_attempts); ++k) {
+    const uint32_t t = ar_propose(c, tp, M, rj.bp, S, p.seed, row, k);
+    const float z = read_value(*c.lv, c.r, t, c.pl);
+    if (!(row_uniform_n(p.seed, row, 4 * k + 2) < std::exp((rj.bd - rj.bp) * (double(z) - M)))) continue;
+    if (rj.minp && !(rj.bm * (double(z) - M) >= rj.lp)) continue;
+    if (member(t, z)) return t;
+  }
+  return no_index;
+}
+
+// The rejection draw without a trace: membership from the top's exact mass, else the kept set
+// made exact once (ar_top_p_all)
+inline uint32_t ar_reject_fast(const ar_row_ctx& c, const ar_params& p, const ar_reject_plan& rj, const ar_top& tp,
+                               double M, double S, uint64_t row) {
+  const double target = double(p.top_p) * S, tol = 0x1p-14 * S;
+  bool exact = false;
+  std::vector<ar_cand> w;
+  ar_compact cp;
+  return ar_reject(c, p, rj, tp, M, S, row, [&](uint32_t t, float z) {
+    if (!exact && z >= tp.h) {  // every value better than t is in X
+      double G = 0.0;
+      for (const auto& e : tp.x)
+        if (e.z > z || (e.z == z && e.i < t)) G += std::exp(rj.bp * (double(e.z) - M));
+      if (G < target - tol) return true;
+      if (G >= target + tol) return false;
+    }
+    if (!exact) {
+      ar_top_p_all(c, M, rj.bp, target, S, w, cp);
+      exact = true;
+    }
+    if (cp.active) return z > cp.keep || (z == cp.keep && cp.index(t) <= cp.last_tie);
+    return std::binary_search(w.begin(), w.end(), ar_cand{t, z},
+                              [](const ar_cand& a, const ar_cand& b) { return a.i < b.i; });
+  });
+}
+
 inline uint32_t ar_row(const ar_row_ctx& c, const ar_params& p, const max_state& st, double S, uint64_t row,
                        ar_trace* tr) {
   const std::size_t V = c.lv->vocab;
@@ -509,6 +704,13 @@ inline uint32_t ar_row(const ar_row_ctx& c, const ar_params& p, const max_state&
     return st.i1;
   }
   const double M = st.m1;
+  const ar_reject_plan rj = ar_reject_plan_of(p, V);
+  ar_top top;
+  if (rj.on) top = ar_reject_top(c, M, rj.bp);
+  if (top.ok && !tr) {
+    const uint32_t t = ar_reject_fast(c, p, rj, top, M, S, row);
+    if (t != no_index) return t;
+  }
   double beta = 1.0;
   bool all = true;
   std::vector<ar_cand> w;
@@ -589,26 +791,29 @@ inline uint32_t ar_row(const ar_row_ctx& c, const ar_params& p, const max_state&
       }
     }
   }
-  const double u = row_uniform(p.seed, row);
+  // (the rejection draw's last resort: the draw over the kept set with the next uniform)
+  const double u = top.ok ? row_uniform_n(p.seed, row, 4 * uint64_t(ar_reject_attempts)) : row_uniform(p.seed, row);
   if (tr) {
     tr->beta = beta;
     tr->u = u;
     tr->all = all;
   }
   if (!all) {
-    if (cp.active) {
-      if (tr) {
-        cp.materialize(w);
-        tr->kept.clear();
-        for (const auto& e : w) tr->kept.push_back(e.i);
-      }
-      return ar_draw_compact(cp, M, beta, u, *c.ks);
-    }
     if (tr) {
+      std::vector<ar_cand> kw;
+      if (cp.active) cp.materialize(kw);
+      const std::vector<ar_cand>& kv = cp.active ? kw : w;
       tr->kept.clear();
-      for (const auto& e : w) tr->kept.push_back(e.i);
+      for (const auto& e : kv) tr->kept.push_back(e.i);
       std::sort(tr->kept.begin(), tr->kept.end());
+      if (top.ok) {  // the same attempts, membership from the kept set
+        const uint32_t t = ar_reject(c, p, rj, top, M, S, row, [&](uint32_t t, float) {
+          return std::binary_search(tr->kept.begin(), tr->kept.end(), t);
+        });
+        if (t != no_index) return t;
+      }
     }
+    if (cp.active) return ar_draw_compact(cp, M, beta, u, *c.ks);
     return ar_draw(w, M, beta, u, *c.ks);
   }
   // the draw over the whole vocabulary: chunk sums in float, the crossing chunk in double

@@ -167,6 +167,70 @@ inline ar_result ar_row(const logits_view& lv, std::size_t r, const ar_params& p
   for (const auto& e : s) total += std::exp(beta * (e.first - M));
   o.beta = beta;
   o.u = detail::row_uniform(p.seed, r);
+  // top-p on the whole vocabulary by rejection (autoregressive.hpp, ar_reject_plan): proposals
+  // at top-p's beta, from the top X (the values >= h) or, by uniform indices, from the rest;
+  // accepted with probability exp((beta - b_p) (z - M)) when kept; after the last attempt the
+  // inverse CDF over the kept set with the next uniform
+  const auto rj = detail::ar_reject_plan_of(p, lv.vocab);
+  int32_t accepted = -1;
+  if (rj.on) {
+    const std::size_t V = lv.vocab, blk = detail::ar_block;
+    std::vector<float> bm;
+    for (std::size_t b0 = 0; b0 < V; b0 += blk) {
+      float m = -std::numeric_limits<float>::infinity();
+      for (std::size_t i = b0; i < std::min(V, b0 + blk); ++i)
+        if (float(z[i]) > m) m = float(z[i]);
+      bm.push_back(m);
+    }
+    const float h = detail::ar_reject_h(bm);
+    std::vector<uint32_t> X;
+    if (h > -std::numeric_limits<float>::infinity())
+      for (std::size_t i = 0; i < V; ++i)
+        if (z[i] >= double(h)) X.push_back(uint32_t(i));
+    if (h > -std::numeric_limits<float>::infinity() && X.size() <= detail::ar_reject_top_max) {
+      auto q = [&](double v) { return v == v ? std::exp(rj.bp * (v - M)) : 0.0; };
+      auto U = [&](uint64_t j) { return detail::row_uniform_n(p.seed, r, j); };
+      double Fh = 0.0, S = 0.0, R = 0.0;
+      for (uint32_t i : X) Fh += q(z[i]);
+      for (double v : z) S += q(v);
+      for (double v : z)
+        if (v < double(h)) R += q(v);
+      // the first token of `ids` (in order) whose cumulative q reaches target, among those with q > 0
+      auto walk = [&](auto&& ids, double target) {
+        double cum = 0.0;
+        std::size_t last = V;
+        for (std::size_t i : ids) {
+          if (!(q(z[i]) > 0.0)) continue;
+          last = i;
+          cum += q(z[i]);
+          if (cum >= target) break;
+        }
+        return last;
+      };
+      for (uint64_t k = 0; k < uint64_t(detail::ar_reject_attempts) && accepted < 0; ++k) {
+        std::size_t t = V;
+        if (U(4 * k) * S < Fh) {
+          t = walk(X, U(4 * k + 1) * Fh);
+        } else {
+          for (int j = 0; j < detail::ar_reject_tries && t == V; ++j) {
+            const auto i = std::size_t(detail::ar_rest_uniform(p.seed, r, k, uint64_t(j), 0) * double(V));
+            if (z[i] < double(h) && detail::ar_rest_uniform(p.seed, r, k, uint64_t(j), 1) * q(double(h)) < q(z[i])) t = i;
+          }
+          if (t == V) {
+            std::vector<std::size_t> rest;
+            for (std::size_t i = 0; i < V; ++i)
+              if (z[i] < double(h)) rest.push_back(i);
+            t = walk(rest, U(4 * k + 3) * R);
+          }
+        }
+        if (!(U(4 * k + 2) < std::exp((rj.bd - rj.bp) * (z[t] - M)))) continue;
+        if (std::binary_search(s.begin(), s.end(), std::pair<double, uint32_t>(0.0, uint32_t(t)),
+                               [](const auto& a, const auto& b) { return a.second < b.second; }))
+          accepted = int32_t(t);
+      }
+      o.u = U(4 * uint64_t(detail::ar_reject_attempts));
+    }
+  }
   // inverse CDF in ascending token order, unnormalized (the kernel's arithmetic, so equal sets
   // give equal tokens)
   const double target = o.u * total;
@@ -185,6 +249,7 @@ inline ar_result ar_row(const logits_view& lv, std::size_t r, const ar_params& p
         o.token = int32_t(s[j].second);
         break;
       }
+  if (accepted >= 0) o.token = accepted;
   return o;
 }
 

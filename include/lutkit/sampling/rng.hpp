@@ -42,6 +42,11 @@ inline double token_uniform_d(rng_key k, uint32_t t) { return (double(token_bits
 inline double row_uniform(uint64_t seed, uint64_t row) {
   return (double(mix64(mix64(seed ^ 0xA5A5F00Dull) + row) >> 11) + 0.5) * 0x1p-53;
 }
+// The j-th of a row's uniforms (j = 0: row_uniform): top-p's rejection draw takes two an attempt
+inline double row_uniform_n(uint64_t seed, uint64_t row, uint64_t j) {
+  if (j == 0) return row_uniform(seed, row);
+  return (double(mix64(mix64(seed ^ 0xA5A5F00Dull ^ mix64(j * 0x9E3779B97F4A7C15ull)) + row) >> 11) + 0.5) * 0x1p-53;
+}
 
 }  // namespace detail
 }  // namespace lutkit
