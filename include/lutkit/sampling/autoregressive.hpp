@@ -51,7 +51,7 @@ struct ar_params {
   float frequency_penalty = 0.f;
   const int32_t* history = nullptr;
   std::size_t history_len = 0;
-  uint64_t seed = 0;  // the categorical draw: u = row_uniform(seed, row)
+  uint64_t seed = 0;  // the categorical draw: u = row_uniform(seed, row) (top-p's rejection draw: row_uniform_n)
   ar_chain chain = llama_cpp_chain;
 };
 
@@ -660,6 +660,7 @@ inline uint32_t ar_reject(const ar_row_ctx& c, const ar_params& p, const ar_reje
                           double M, double S, uint64_t row, Member member) {
   for (uint64_t k = 0; k < uint64_t(ar_reject_attempts); ++k) {
     const uint32_t t = ar_propose(c, tp, M, rj.bp, S, p.seed, row, k);
+    if (t == no_index) continue;  // (not reached with a finite S)
     const float z = read_value(*c.lv, c.r, t, c.pl);
     if (!(row_uniform_n(p.seed, row, 4 * k + 2) < std::exp((rj.bd - rj.bp) * (double(z) - M)))) continue;
     if (rj.minp && !(rj.bm * (double(z) - M) >= rj.lp)) continue;
@@ -706,7 +707,7 @@ inline uint32_t ar_row(const ar_row_ctx& c, const ar_params& p, const max_state&
   const double M = st.m1;
   const ar_reject_plan rj = ar_reject_plan_of(p, V);
   ar_top top;
-  if (rj.on) top = ar_reject_top(c, M, rj.bp);
+  if (rj.on && S > 0.0 && S < std::numeric_limits<double>::infinity()) top = ar_reject_top(c, M, rj.bp);
   if (top.ok && !tr) {
     const uint32_t t = ar_reject_fast(c, p, rj, top, M, S, row);
     if (t != no_index) return t;
@@ -922,7 +923,8 @@ inline void ar_sample_impl(const logits_view& lv, const ar_params* params, int32
 }  // namespace detail
 
 // One token per row of `logits` (rows x V), row r with params[r]. The categorical draw of row
-// r uses u = row_uniform(params[r].seed, r): vary the seed per step. Results do not depend on
+// r uses u = row_uniform(params[r].seed, r), or for top-p on the whole vocabulary the rejection
+// draw's uniforms row_uniform_n(params[r].seed, r, j) (ar_reject_plan): vary the seed per step. Results do not depend on
 // the pool's size.
 inline void ar_sample(const logits_view& logits, const ar_params* params, int32_t* tokens, thread_pool* pool = nullptr,
                       sampling_backend be = sampling_backend::best,

@@ -223,7 +223,7 @@ inline ar_result ar_row(const logits_view& lv, std::size_t r, const ar_params& p
             t = walk(rest, U(4 * k + 3) * R);
           }
         }
-        if (!(U(4 * k + 2) < std::exp((rj.bd - rj.bp) * (z[t] - M)))) continue;
+        if (t == V || !(U(4 * k + 2) < std::exp((rj.bd - rj.bp) * (z[t] - M)))) continue;
         if (std::binary_search(s.begin(), s.end(), std::pair<double, uint32_t>(0.0, uint32_t(t)),
                                [](const auto& a, const auto& b) { return a.second < b.second; }))
           accepted = int32_t(t);
