@@ -171,6 +171,17 @@ struct ar_row_ctx {
   float* scratch;
 };
 
+// the k-th largest (1 <= k <= n) of x[0..n)
+inline float kth_largest(const float* x, std::size_t n, std::size_t k) {
+  std::vector<float> y(x, x + n);
+  std::nth_element(y.begin(), y.begin() + std::ptrdiff_t(k - 1), y.end(), std::greater<float>());
+  return y[k - 1];
+}
+// the top of a row for top-p: h = the 32nd largest block maximum (-inf: 64 blocks or fewer)
+inline float ar_top_h(const float* bmax, std::size_t nb) {
+  return nb > 64 ? kth_largest(bmax, nb, 32) : -std::numeric_limits<float>::infinity();
+}
+
 // the values >= t of row r (NaN never), from the blocks whose maximum reaches t
 inline void ar_collect(const ar_row_ctx& c, float t, std::vector<ar_cand>& out) {
   out.clear();
@@ -268,11 +279,7 @@ inline void ar_top_p_all(const ar_row_ctx& c, double M, double beta, double targ
   float h = -inf;
   double Fh = 0.0;
   float lo = -inf;
-  if (nb > 64) {
-    std::vector<float> bm(c.bmax, c.bmax + nb);
-    std::nth_element(bm.begin(), bm.begin() + 31, bm.end(), std::greater<float>());
-    h = bm[31];
-  }
+  h = ar_top_h(c.bmax, nb);
   if (h > -inf) {
     std::vector<ar_cand> x;
     ar_collect(c, h, x);
@@ -568,12 +575,6 @@ inline ar_reject_plan ar_reject_plan_of(const ar_params& p, std::size_t V) {
   o.on = top_p && o.bd >= o.bp;
   return o;
 }
-// h from the block maxima (-inf: no small top)
-inline float ar_reject_h(std::vector<float> bm) {
-  if (bm.size() <= 64) return -std::numeric_limits<float>::infinity();
-  std::nth_element(bm.begin(), bm.begin() + 31, bm.end(), std::greater<float>());
-  return bm[31];
-}
 // The uniform of try j of attempt k's proposal from the rest: which = 0 the token index, 1 the test
 inline double ar_rest_uniform(uint64_t seed, uint64_t row, uint64_t k, uint64_t j, uint64_t which) {
   const uint64_t key = mix64(mix64(seed ^ 0x70505E57ull) ^ mix64(row + 0x9E3779B97F4A7C15ull));
@@ -588,7 +589,7 @@ struct ar_top {
 };
 inline ar_top ar_reject_top(const ar_row_ctx& c, double M, double bp) {
   ar_top o;
-  o.h = ar_reject_h(std::vector<float>(c.bmax, c.bmax + c.nblocks));
+  o.h = ar_top_h(c.bmax, c.nblocks);
   if (!(o.h > -std::numeric_limits<float>::infinity())) return o;
   ar_collect(c, o.h, o.x);
   if (o.x.size() > ar_reject_top_max) return o;
@@ -729,12 +730,7 @@ inline uint32_t ar_row(const ar_row_ctx& c, const ar_params& p, const max_state&
           cp.active = false;
         }
         if (all) {
-          std::vector<float> bm(c.bmax, c.bmax + c.nblocks);
-          float t = -std::numeric_limits<float>::infinity();
-          if (k <= bm.size()) {
-            std::nth_element(bm.begin(), bm.begin() + std::ptrdiff_t(k - 1), bm.end(), std::greater<float>());
-            t = bm[k - 1];
-          }
+          const float t = k <= c.nblocks ? kth_largest(c.bmax, c.nblocks, k) : -std::numeric_limits<float>::infinity();
           ar_collect(c, t, w);
           all = false;
         }
