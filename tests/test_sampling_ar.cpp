@@ -210,8 +210,8 @@ TEST_CASE("ar: top-p alone on large rows matches the reference (both chains, tie
 // double reference), chi-square over bins of the kept set (every token of probability >= 1/200,
 // the rest in token order in bins of about 1/40). Drawing from the proposal without the
 // acceptance test, or with the min-p stage ignored, gives chi-square values in the thousands.
-TEST_CASE("ar: top-p's rejection draw is exact in distribution", "[sampling][ar]") {
-  const std::size_t V = 40000, N = 24000;
+TEST_CASE("ar: top-p's rejection draw is exact in distribution", "[sampling][ar][stats]") {
+  const std::size_t V = 40000, N = std::size_t(lutkit_test::scaled_cases(24000));
   struct cfg {
     ar_chain chain;
     float T, p, min_p;
