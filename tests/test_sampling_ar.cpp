@@ -246,24 +246,19 @@ TEST_CASE("ar: top-p's rejection draw is exact in distribution", "[sampling][ar]
       acc += ref.prob[j];
       if (acc >= 1.0 / 40) acc = 0.0;
     }
-    std::vector<double> count(std::size_t(nb), 0.0);
+    std::vector<std::size_t> count(std::size_t(nb), 0);
     for (std::size_t i = 0; i < N; ++i) {
       p.seed = 1000 + i;
       int32_t t = -1;
       ar_sample(lv, &p, &t);
       REQUIRE(t >= 0);
       REQUIRE(bin[std::size_t(t)] >= 0);  // a kept token
-      count[std::size_t(bin[std::size_t(t)])] += 1.0;
+      ++count[std::size_t(bin[std::size_t(t)])];
     }
-    double chi2 = 0.0;
-    for (int b = 0; b < nb; ++b) {
-      const double e = double(N) * pb[std::size_t(b)];
-      chi2 += (count[std::size_t(b)] - e) * (count[std::size_t(b)] - e) / e;
-    }
-    // (df = nb - 1, 30-70 here; df + 6 sqrt(2 df) is beyond the 1e-6 quantile)
-    const double df = double(nb - 1);
-    INFO("bins " << nb << " chi2 " << chi2);
-    CHECK(chi2 < df + 6.0 * std::sqrt(2.0 * df));
+    // (df = nb - 1: 7, 37 and 10 here; df + 6 sqrt(2 df) is the 1.2e-4, 4e-6 and 6e-5 upper quantile)
+    const double df = double(nb - 1), x2 = chi2(count, pb, N);
+    INFO("bins " << nb << " chi2 " << x2);
+    CHECK(x2 < df + 6.0 * std::sqrt(2.0 * df));
   }
 }
 

@@ -539,7 +539,7 @@ inline uint32_t ar_draw_compact(const ar_compact& cp, double M, double beta, dou
 // (~2^-19 of S) matters only when U(4k) S falls within 2^-14 S of F_h (then the exact sum
 // decides), a proposal from X is placed in or out of the kept set by its exact mass above it, and
 // only a proposal below h, or one within 2^-14 S of the cut, makes the kept set exact
-// (ar_top_p_all). docs/sampling.md, "How top-p selects".
+// (ar_top_p_all). docs/sampling.md, "Top-p's rejection draw".
 constexpr int ar_reject_attempts = 8;
 constexpr std::size_t ar_reject_top_max = 4096;
 constexpr int ar_reject_tries = 4096;
