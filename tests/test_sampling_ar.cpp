@@ -489,6 +489,80 @@ TEST_CASE("ar: bad parameters are clear errors", "[sampling][ar]") {
                   lutkit::error);
 }
 
+TEST_CASE("ar: kth_largest against nth_element (ties, -inf, ascending and descending orders)", "[sampling][ar]") {
+  std::mt19937_64 rng(20261202);
+  for (int it = 0; it < 3000; ++it) {
+    const std::size_t n = 1 + rng() % 700, k = 1 + rng() % std::min<std::size_t>(n, it % 3 ? 70 : n);
+    std::vector<float> x(n);
+    std::normal_distribution<float> nd(0.f, 3.f);
+    for (auto& v : x) v = nd(rng);
+    if (it % 5 == 1)
+      for (auto& v : x) v = std::round(v);  // ties
+    if (it % 7 == 2)
+      for (std::size_t i = 0; i < n; i += 3) x[i] = -std::numeric_limits<float>::infinity();
+    if (it % 11 == 3) std::sort(x.begin(), x.end());                        // every value enters
+    if (it % 11 == 4) std::sort(x.begin(), x.end(), std::greater<float>());  // none does
+    std::vector<float> y = x;
+    std::nth_element(y.begin(), y.begin() + std::ptrdiff_t(k - 1), y.end(), std::greater<float>());
+    INFO("it " << it << " n " << n << " k " << k);
+    CHECK(detail::kth_largest(x.data(), n, k) == y[k - 1]);
+  }
+}
+
+TEST_CASE("sampling kernels: the chords' sum bounds the exp sum (sum_exp_bound, every set)", "[sampling]") {
+  // each chord is within [1, 1.0615] of exp(beta (x - m)) (2^-12 more for the roundings), or 2^-126
+  // below 2^-126; every set's sum of n chords within n 2^-24 of their double sum, as
+  // autoregressive.hpp's ar_sum_bounds assumes; the tail lanes add nothing (a row of equal values
+  // sums n chords of 1)
+  std::mt19937_64 rng(20261201);
+  std::uniform_real_distribution<float> ud(0.f, 1.f);
+  double worst_hi = 0.0, worst_lo = 2.0;
+  for (const auto be : backends()) {
+    const auto& ks = detail::sampling_kernels_for(be);
+    INFO("backend " << ks.name);
+    for (int it = 0; it < lutkit_test::scaled_cases(300); ++it) {
+      const std::size_t n = 1 + rng() % (it % 4 == 0 ? 40 : 1300);
+      const auto d = random_logits(rng, logit_type::f32, 1, n);
+      std::vector<float> x = d.f;
+      if (it % 7 == 0) x[rng() % n] = -1e30f;  // far below: the 2^-126 floor
+      if (it % 11 == 0)
+        for (auto& v : x) v = v * 1e3f + 1e6f;  // large logits: m C far beyond 2^31
+      INFO("it " << it << " n " << n);
+      float mx = -std::numeric_limits<float>::infinity();
+      for (float v : x)
+        if (v == v && v > mx) mx = v;
+      if (mx == -std::numeric_limits<float>::infinity()) continue;
+      const float beta = it % 3 == 0 ? 1.f : 0.05f + 3.f * ud(rng);
+      const float C = detail::exp_bound_scale(beta);
+      double chords = 0.0;
+      for (std::size_t i = 0; i < n; ++i) {
+        const double a = detail::exp_bound_term(x[i], mx, C);
+        chords += a;
+        const double t = x[i] == x[i] ? std::exp(double(beta) * (double(x[i]) - double(mx))) : 0.0;
+        if (a == 0x1p-126) {
+          CHECK(t <= 0x1p-126 * (1.0 + 0x1p-12));
+          continue;
+        }
+        CHECK(a >= t * (1.0 - 0x1p-12));
+        CHECK(a <= t * 1.0616 * (1.0 + 0x1p-12));
+        worst_hi = std::max(worst_hi, a / t);
+        worst_lo = std::min(worst_lo, a / t);
+      }
+      const double s = ks.sum_exp_bound(x.data(), n, mx, C, x.data(), n * sizeof(float));
+      CHECK(std::fabs(s - chords) <= double(n) * 0x1p-24 * chords);
+      // equal values: n chords of exp(0)
+      std::vector<float> e(n, mx);
+      const double se = ks.sum_exp_bound(e.data(), n, mx, C, nullptr, 0);
+      const double one = detail::exp_bound_term(mx, mx, C);
+      CHECK(std::fabs(one - 1.0) <= 0x1p-12);
+      CHECK(std::fabs(se - double(n) * one) <= double(n) * 0x1p-24 * se);
+    }
+  }
+  // the chord's range is used, not just allowed: its extremes 1 and 1.0615 are reached
+  CHECK(worst_hi > 1.06);
+  CHECK(worst_lo < 1.0 + 1e-3);
+}
+
 TEST_CASE("sampling kernels: every SIMD set against the portable one, ragged lengths, NaN / -inf / ties", "[sampling]") {
   // max / argmax / second max, selections and counts: the same values and indices; exp sums
   // within the polynomial's and the summation order's error (relative 2e-6 here: a vector sum of

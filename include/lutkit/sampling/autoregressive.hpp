@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <vector>
 
@@ -171,8 +172,24 @@ struct ar_row_ctx {
   float* scratch;
 };
 
-// the k-th largest (1 <= k <= n) of x[0..n)
+// the k-th largest (1 <= k <= n) of x[0..n) (no NaN). For k <= 64 a sorted list of the k largest
+// so far, which a value enters only above its last: on a row's block maxima (top-p's h: k = 32 of
+// ~600) about k ln(n / k) entries, well-predicted branches, against nth_element's ~n mispredicted
+// ones (8 % of top-p's time at B = 16: docs/sampling.md, "Design decisions")
 inline float kth_largest(const float* x, std::size_t n, std::size_t k) {
+  if (k <= 64 && n >= 2 * k) {
+    float top[64];
+    std::copy(x, x + k, top);
+    std::sort(top, top + k, std::greater<float>());
+    for (std::size_t i = k; i < n; ++i) {
+      const float v = x[i];
+      if (!(v > top[k - 1])) continue;
+      std::size_t j = k - 1;
+      for (; j > 0 && top[j - 1] < v; --j) top[j] = top[j - 1];
+      top[j] = v;
+    }
+    return top[k - 1];
+  }
   std::vector<float> y(x, x + n);
   std::nth_element(y.begin(), y.begin() + std::ptrdiff_t(k - 1), y.end(), std::greater<float>());
   return y[k - 1];
@@ -581,12 +598,46 @@ inline double ar_rest_uniform(uint64_t seed, uint64_t row, uint64_t k, uint64_t 
   return (double(mix64(key + ((k << 40) ^ (j << 1) ^ which)) >> 11) + 0.5) * 0x1p-53;
 }
 
+// The row's sum S (above) as the draw knows it. A row the rejection draw may serve has its pass
+// sum exp_bound_term's chords (sampling/microkernel.hpp: a third of the accurate sum's work), which
+// bound S; ar_sum_tighten narrows the bounds with the top's exact mass. A decision the bounds
+// settle is the one the exact S gives; between them, get() makes S the accurate pass's sum (the
+// value the pass gives every other row, the same bits) by a second pass over the row.
+struct ar_sum {
+  double lo = 0.0, hi = 0.0, S = 0.0;  // lo <= S <= hi; exact: lo = hi = S
+  bool exact = true;
+  double approx = 0.0;                 // (bounded rows) the chords' sum, chunk sums scaled as S's
+  const ar_part* parts = nullptr;      // the row's chunks: their maxima m_c
+  std::size_t chunk = 0;
+  float beta = 0.f;                    // the pass's beta (float, as its sums)
+  std::function<double()> make;        // the accurate sum
+  double get() {
+    if (!exact) {
+      S = make();
+      lo = hi = S;
+      exact = true;
+    }
+    return S;
+  }
+};
+
 struct ar_top {
   bool ok = false;
   float h = -std::numeric_limits<float>::infinity();
   std::vector<ar_cand> x;  // the values >= h, token order
   double Fh = 0.0;
 };
+// ar_sum's bounds from its chords' sum `approx` over the row, a of them (in double, scaled as S's
+// chunk sums) over a set of known exact mass F (F = a = 0: the whole row). Each chord is within
+// [1, 1.0615] of its term (2^-12 more for the roundings of beta, x - m, C and the fma; a value under
+// 2^-126 becomes 2^-126: V 2^-126 in all); a chunk's float sum of n chords is within n 2^-24 of
+// their exact sum (2^-23 taken).
+inline void ar_sum_bounds(ar_sum& s, std::size_t V, double F, double a) {
+  const double err = s.approx * double(s.chunk) * 0x1p-23, under = double(V) * 0x1p-126;
+  const double rest = s.approx - a;
+  s.lo = F + std::max(0.0, rest - err - under) / (1.0616 * (1.0 + 0x1p-12));
+  s.hi = F + std::max(0.0, rest + err) / (1.0 - 0x1p-12);
+}
 inline ar_top ar_reject_top(const ar_row_ctx& c, double M, double bp) {
   ar_top o;
   o.h = ar_top_h(c.bmax, c.nblocks);
@@ -598,8 +649,20 @@ inline ar_top ar_reject_top(const ar_row_ctx& c, double M, double bp) {
   return o;
 }
 
+// the bounds with the top's exact mass: its chords (each as the pass computed it) leave the
+// rest's, whose error is only the rest's
+inline void ar_sum_tighten(ar_sum& s, const ar_top& tp, double M, std::size_t V) {
+  if (s.exact) return;
+  double a = 0.0;
+  for (const auto& e : tp.x) {
+    const float m = s.parts[e.i / s.chunk].st.m1;
+    a += double(exp_bound_term(e.z, m, exp_bound_scale(s.beta))) * std::exp(double(s.beta) * (double(m) - M));
+  }
+  ar_sum_bounds(s, V, tp.Fh, a);
+}
+
 // attempt k's proposal (above): the token, with probability q(z) / S
-inline uint32_t ar_propose(const ar_row_ctx& c, const ar_top& tp, double M, double bp, double S, uint64_t seed,
+inline uint32_t ar_propose(const ar_row_ctx& c, const ar_top& tp, double M, double bp, ar_sum& S, uint64_t seed,
                            uint64_t row, uint64_t k) {
   const std::size_t V = c.lv->vocab;
   auto q = [&](float z) { return z == z ? std::exp(bp * (double(z) - M)) : 0.0; };
@@ -615,8 +678,16 @@ inline uint32_t ar_propose(const ar_row_ctx& c, const ar_top& tp, double M, doub
     return t;
   };
   const float inf = std::numeric_limits<float>::infinity();
-  const double u = row_uniform_n(seed, row, 4 * k), tol = 0x1p-14 * S;
-  const bool top = u * S < tp.Fh - tol ? true : u * S >= tp.Fh + tol ? false : u * exact_sum(inf) < tp.Fh;
+  const double u = row_uniform_n(seed, row, 4 * k);
+  bool top;
+  if (!S.exact && u * S.hi < tp.Fh)
+    top = true;
+  else if (!S.exact && u * S.lo >= tp.Fh)
+    top = false;
+  else {
+    const double s = S.get(), tol = 0x1p-14 * s;
+    top = u * s < tp.Fh - tol ? true : u * s >= tp.Fh + tol ? false : u * exact_sum(inf) < tp.Fh;
+  }
   if (top) {
     const double target = row_uniform_n(seed, row, 4 * k + 1) * tp.Fh;
     double cum = 0.0;
@@ -658,7 +729,7 @@ inline uint32_t ar_propose(const ar_row_ctx& c, const ar_top& tp, double M, doub
 // accepted token, or no_index after ar_reject_attempts rejections.
 template <class Member>
 inline uint32_t ar_reject(const ar_row_ctx& c, const ar_params& p, const ar_reject_plan& rj, const ar_top& tp,
-                          double M, double S, uint64_t row, Member member) {
+                          double M, ar_sum& S, uint64_t row, Member member) {
   for (uint64_t k = 0; k < uint64_t(ar_reject_attempts); ++k) {
     const uint32_t t = ar_propose(c, tp, M, rj.bp, S, p.seed, row, k);
     if (t == no_index) continue;  // (not reached with a finite S)
@@ -673,8 +744,8 @@ inline uint32_t ar_reject(const ar_row_ctx& c, const ar_params& p, const ar_reje
 // The rejection draw without a trace: membership from the top's exact mass, else the kept set
 // made exact once (ar_top_p_all)
 inline uint32_t ar_reject_fast(const ar_row_ctx& c, const ar_params& p, const ar_reject_plan& rj, const ar_top& tp,
-                               double M, double S, uint64_t row) {
-  const double target = double(p.top_p) * S, tol = 0x1p-14 * S;
+                               double M, ar_sum& S, uint64_t row) {
+  const double pp = double(p.top_p);
   bool exact = false;
   std::vector<ar_cand> w;
   ar_compact cp;
@@ -683,11 +754,14 @@ inline uint32_t ar_reject_fast(const ar_row_ctx& c, const ar_params& p, const ar
       double G = 0.0;
       for (const auto& e : tp.x)
         if (e.z > z || (e.z == z && e.i < t)) G += std::exp(rj.bp * (double(e.z) - M));
+      if (!S.exact && G < pp * S.lo) return true;
+      if (!S.exact && G >= pp * S.hi) return false;
+      const double target = pp * S.get(), tol = 0x1p-14 * S.S;
       if (G < target - tol) return true;
       if (G >= target + tol) return false;
     }
     if (!exact) {
-      ar_top_p_all(c, M, rj.bp, target, S, w, cp);
+      ar_top_p_all(c, M, rj.bp, pp * S.get(), S.S, w, cp);
       exact = true;
     }
     if (cp.active) return z > cp.keep || (z == cp.keep && cp.index(t) <= cp.last_tie);
@@ -696,7 +770,7 @@ inline uint32_t ar_reject_fast(const ar_row_ctx& c, const ar_params& p, const ar
   });
 }
 
-inline uint32_t ar_row(const ar_row_ctx& c, const ar_params& p, const max_state& st, double S, uint64_t row,
+inline uint32_t ar_row(const ar_row_ctx& c, const ar_params& p, const max_state& st, ar_sum& sum, uint64_t row,
                        ar_trace* tr) {
   const std::size_t V = c.lv->vocab;
   require(st.i1 != no_index && std::isfinite(st.m1), "ar_sample: logits row ", c.r,
@@ -708,11 +782,14 @@ inline uint32_t ar_row(const ar_row_ctx& c, const ar_params& p, const max_state&
   const double M = st.m1;
   const ar_reject_plan rj = ar_reject_plan_of(p, V);
   ar_top top;
-  if (rj.on && S > 0.0 && S < std::numeric_limits<double>::infinity()) top = ar_reject_top(c, M, rj.bp);
+  const double Sb = sum.exact ? sum.S : sum.hi;
+  if (rj.on && Sb > 0.0 && Sb < std::numeric_limits<double>::infinity()) top = ar_reject_top(c, M, rj.bp);
   if (top.ok && !tr) {
-    const uint32_t t = ar_reject_fast(c, p, rj, top, M, S, row);
+    ar_sum_tighten(sum, top, M, V);
+    const uint32_t t = ar_reject_fast(c, p, rj, top, M, sum, row);
     if (t != no_index) return t;
   }
+  double S = sum.get();
   double beta = 1.0;
   bool all = true;
   std::vector<ar_cand> w;
@@ -804,7 +881,7 @@ inline uint32_t ar_row(const ar_row_ctx& c, const ar_params& p, const max_state&
       for (const auto& e : kv) tr->kept.push_back(e.i);
       std::sort(tr->kept.begin(), tr->kept.end());
       if (top.ok) {  // the same attempts, membership from the kept set
-        const uint32_t t = ar_reject(c, p, rj, top, M, S, row, [&](uint32_t t, float) {
+        const uint32_t t = ar_reject(c, p, rj, top, M, sum, row, [&](uint32_t t, float) {
           return std::binary_search(tr->kept.begin(), tr->kept.end(), t);
         });
         if (t != no_index) return t;
@@ -858,6 +935,10 @@ inline void ar_sample_impl(const logits_view& lv, const ar_params* params, int32
     patches[r] = ar_patches(lv, r, params[r]);
     sum_beta[r] = ar_sum_beta(params[r], V);
   }
+  // rows the rejection draw may serve sum the chords (ar_sum; not with a trace, which needs S)
+  std::vector<char> bounded(rows);
+  for (std::size_t r = 0; r < rows; ++r)
+    bounded[r] = !traces && sum_beta[r] != 0.f && ar_reject_plan_of(params[r], V).on;
   std::vector<float> bmax(rows * nblocks);
   // one result per chunk, merged in chunk order: the same bits for any split over threads
   std::vector<ar_part> part(rows * nchunks);
@@ -871,29 +952,61 @@ inline void ar_sample_impl(const logits_view& lv, const ar_params* params, int32
       ar_part& o = part[r * nchunks + ci];
       const std::size_t b = ci * chunk, n = std::min(chunk, V - b);
       const float* x = read_chunk(lv, ks, r, b, n, scratch, pl);
-      // the next chunk (the next row's first after the last) is prefetched meanwhile
+      // the next chunk (the next row's first after the last) is prefetched meanwhile, its first
+      // half during the maximum, the rest during the sum when there is one (the DRAM stream runs
+      // through both loops: docs/sampling.md, "Design decisions")
       const auto pf = ci + 1 < nchunks ? chunk_bytes(lv, r, b + n, chunk) : chunk_bytes(lv, r + 1, 0, chunk);
-      // (the next chunk is prefetched during the exp sum when there is one: the longer of the two)
       const bool sum = beta != 0.f;
-      ks.max_argmax(x, n, uint32_t(b), false, o.st, bmax.data() + r * nblocks + b / ar_block, sum ? nullptr : pf.first,
-                    sum ? 0 : pf.second);
-      if (sum && o.st.i1 != no_index && o.st.m1 < std::numeric_limits<float>::infinity())
-        o.s = ks.sum_exp(x, n, o.st.m1, beta, nullptr, pf.first, pf.second);
+      const std::size_t pf1 = sum ? pf.second / 128 * 64 : pf.second;
+      ks.max_argmax(x, n, uint32_t(b), false, o.st, bmax.data() + r * nblocks + b / ar_block, pf.first, pf1);
+      const void* pf2 = pf.first ? static_cast<const char*>(pf.first) + pf1 : nullptr;
+      if (sum && o.st.i1 != no_index && o.st.m1 < std::numeric_limits<float>::infinity()) {
+        if (bounded[r]) {
+          o.s = ks.sum_exp_bound(x, n, o.st.m1, exp_bound_scale(beta), pf2, pf.second - pf1);
+        } else {
+          o.s = ks.sum_exp(x, n, o.st.m1, beta, nullptr, pf2, pf.second - pf1);
+        }
+      }
     }
   };
   auto finish = [&](std::size_t r) {
     max_state st;
     for (std::size_t q = 0; q < nchunks; ++q) merge_max(st, part[r * nchunks + q].st);
-    double S = 0.0;
-    if (sum_beta[r] != 0.f && std::isfinite(st.m1))
-      for (std::size_t q = 0; q < nchunks; ++q) {
-        const ar_part& o = part[r * nchunks + q];
-        if (o.s > 0.f) S += double(o.s) * std::exp(double(sum_beta[r]) * (double(o.st.m1) - double(st.m1)));
-      }
+    // S from the chunks' sums (in bounded rows, the chords' sums: S's bounds, and S on demand)
+    auto merge = [&](auto&& chunk_sum) {
+      double S = 0.0;
+      if (sum_beta[r] != 0.f && std::isfinite(st.m1))
+        for (std::size_t q = 0; q < nchunks; ++q) {
+          const ar_part& o = part[r * nchunks + q];
+          const float s = chunk_sum(q, o);
+          if (s > 0.f) S += double(s) * std::exp(double(sum_beta[r]) * (double(o.st.m1) - double(st.m1)));
+        }
+      return S;
+    };
     reusable_bytes<sampling_buffer> buf(sampling_buffer::chunk, chunk * sizeof(float));
     const ar_row_ctx c{&lv, &ks, r, chunk, {patches[r].data(), patches[r].size()}, bmax.data() + r * nblocks, nblocks,
                        reinterpret_cast<float*>(buf.get())};
-    tokens[r] = int32_t(ar_row(c, params[r], st, S, r, traces ? traces + r : nullptr));
+    ar_sum sum;
+    const double S = merge([](std::size_t, const ar_part& o) { return o.s; });
+    if (bounded[r]) {
+      sum.exact = false;
+      sum.approx = S;
+      sum.parts = part.data() + r * nchunks;
+      sum.chunk = chunk;
+      sum.beta = sum_beta[r];
+      ar_sum_bounds(sum, V, 0.0, 0.0);
+      sum.make = [&] {
+        return merge([&](std::size_t q, const ar_part& o) {
+          if (!(o.st.i1 != no_index && o.st.m1 < std::numeric_limits<float>::infinity())) return 0.f;
+          const std::size_t b = q * chunk, n = std::min(chunk, V - b);
+          const float* x = read_chunk(lv, ks, r, b, n, c.scratch, c.pl);
+          return ks.sum_exp(x, n, o.st.m1, sum_beta[r], nullptr, nullptr, 0);
+        });
+      };
+    } else {
+      sum.S = sum.lo = sum.hi = S;
+    }
+    tokens[r] = int32_t(ar_row(c, params[r], st, sum, r, traces ? traces + r : nullptr));
   };
   if (parts == 1 || pool == nullptr) {
     // a row per task: its selection runs right after its pass, while the row is in this core's L2

@@ -314,6 +314,29 @@ LUTKIT_OPS_FN inline float sum_exp(const float* x, std::size_t n, float m, float
   return ent ? sum_exp_body<true>(x, n, m, beta, ent, p) : sum_exp_body<false>(x, n, m, beta, ent, p);
 }
 
+// exp_bound_term(x, m, C) (sampling/microkernel.hpp) in W lanes, k = 127 2^23, lo = 2^23
+LUTKIT_OPS_FN inline F exp_chord(F x, F vm, F vC, F vk, F lo) {
+  return (F)Ops::round_int(Ops::max(Ops::fma(x - vm, vC, vk), lo));
+}
+// their sum: a subtraction, an fma, a max, a conversion, an add
+LUTKIT_OPS_FN inline float sum_exp_bound(const float* x, std::size_t n, float m, float C, const void* pf,
+                                         std::size_t pf_bytes) {
+  prefetcher p(pf, pf_bytes, n, 2 * W);
+  const F vm = Ops::set1(m), vC = Ops::set1(C), vk = Ops::set1(127.f * 0x1p23f), lo = Ops::set1(0x1p23f);
+  F s0 = Ops::zero(), s1 = s0;
+  std::size_t i = 0;
+  for (; i + 2 * W <= n; i += 2 * W) {
+    p.run();
+    s0 = s0 + exp_chord(Ops::load(x + i), vm, vC, vk, lo);
+    s1 = s1 + exp_chord(Ops::load(x + i + W), vm, vC, vk, lo);
+  }
+  for (; i < n; i += W) {
+    const M t = Ops::tail(n - i);
+    s0 = Ops::add_if(t, s0, exp_chord(Ops::loadz(x + i, t), vm, vC, vk, lo));
+  }
+  return Ops::hsum(s0 + s1);
+}
+
 // Gumbel-max. The lanes start at the best (y, index) of the previous chunks; g <= 16.64 for every
 // u <= 1 - 2^-24 (and the computed g stays below 17), so a vector whose every lane has
 // beta x + 17 <= that lane's running maximum cannot change anything: its hash and logs are
@@ -546,5 +569,5 @@ LUTKIT_OPS_FN inline void decode_mxfp8(const uint8_t* codes, const uint8_t* scal
 
 inline sampling_kernel_set kernel_set(const char* name) {
   return {name,         max_argmax,  sum_exp,     max_sum_exp, gumbel_argmax, mass_ge,     collect_ge<>,
-          collect_range<>, select_ge<>, sum_exp_ge, decode_bf16, decode_f16,    decode_mxfp8};
+          collect_range<>, select_ge<>, sum_exp_ge, sum_exp_bound, decode_bf16, decode_f16,    decode_mxfp8};
 }

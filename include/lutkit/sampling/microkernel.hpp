@@ -5,7 +5,9 @@
 // plain C++ one every target is tested against).
 #pragma once
 #include <cstddef>
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 
 #include "../core/target.hpp"
@@ -44,6 +46,24 @@ inline void merge_max(max_state& a, const max_state& b) {  // b covers later ind
   a.m2 = m2;
 }
 
+// A cheap upper estimate of exp(beta (x - m)) with bounded error, for the sums whose exact value
+// is needed only near a decision (top-p's rejection draw: autoregressive.hpp, ar_sum). With
+// C = beta log2(e) 2^23 (exp_bound_scale), t = max(fma(x - m, C, 127 2^23), 2^23) is an
+// integer-valued float, and its value as int32 read as a float's bits is 2^floor(y) (1 + y -
+// floor(y)) for y = t / 2^23 - 127: the chord of 2^y between integers, within [1, 1.0615] of 2^y
+// (largest at y - floor(y) = 1 / ln 2 - 1), y >= -126 (NaN and -inf give 2^-126). The roundings
+// of x - m, C and the fma move y by at most |y| 2^-23 + 2^-16 for any m. Five vector operations
+// a value against the accurate sum's twelve.
+inline float exp_bound_scale(float beta) { return beta * 1.44269504088896341f * 0x1p23f; }
+inline float exp_bound_term(float x, float m, float C) {
+  float t = std::fma(x - m, C, 127.f * 0x1p23f);
+  if (!(t > 0x1p23f)) t = 0x1p23f;  // (NaN too)
+  const int32_t k = int32_t(t);       // (t is an integer below 2^31: exact)
+  float r;
+  std::memcpy(&r, &k, sizeof r);
+  return r;
+}
+
 struct sampling_kernel_set {
   const char* name;
   // state <- max(state, x[0..n)) with indices base + i; with top2 also the second largest;
@@ -79,6 +99,8 @@ struct sampling_kernel_set {
   std::size_t (*select_ge)(const float* x, std::size_t n, float t, float* val, uint8_t* bits);
   // the sum of exp(beta (x - m)) over the x[0..n) >= t (NaN never; -inf values add 0)
   float (*sum_exp_ge)(const float* x, std::size_t n, float m, float beta, float t);
+  // the sum of exp_bound_term(x[i], m, C) over x[0..n) (above), prefetching as sum_exp
+  float (*sum_exp_bound)(const float* x, std::size_t n, float m, float C, const void* pf, std::size_t pf_bytes);
   // decoders into floats: n values
   void (*decode_bf16)(const uint16_t* s, std::size_t n, float* out);
   void (*decode_f16)(const uint16_t* s, std::size_t n, float* out);

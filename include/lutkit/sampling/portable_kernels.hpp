@@ -133,6 +133,14 @@ inline float sum_exp_ge(const float* x, std::size_t n, float m, float beta, floa
   return s[0];
 }
 
+inline float sum_exp_bound(const float* x, std::size_t n, float m, float C, const void*, std::size_t) {
+  float s[16] = {};  // (16 partial sums, as sum_exp)
+  for (std::size_t i = 0; i < n; ++i) s[i % 16] += exp_bound_term(x[i], m, C);
+  for (int w = 8; w >= 1; w /= 2)
+    for (int l = 0; l < w; ++l) s[l] += s[l + w];
+  return s[0];
+}
+
 inline void decode_bf16(const uint16_t* s, std::size_t n, float* out) {
   for (std::size_t i = 0; i < n; ++i) out[i] = bf16_to_f32(s[i]);
 }
@@ -163,6 +171,7 @@ inline const sampling_kernel_set& portable_sampling_kernels() {
                                       portable_sampling::collect_range,
                                       portable_sampling::select_ge,
                                       portable_sampling::sum_exp_ge,
+                                      portable_sampling::sum_exp_bound,
                                       portable_sampling::decode_bf16,
                                       portable_sampling::decode_f16,
                                       portable_sampling::decode_mxfp8};
