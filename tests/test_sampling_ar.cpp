@@ -489,7 +489,7 @@ TEST_CASE("ar: bad parameters are clear errors", "[sampling][ar]") {
                   lutkit::error);
 }
 
-TEST_CASE("ar: kth_largest against nth_element (ties, -inf, ascending and descending orders)", "[sampling][ar]") {
+TEST_CASE("ar: kth_largest against nth_element (ties, -inf, orders, outliers)", "[sampling][ar]") {
   std::mt19937_64 rng(20261202);
   for (int it = 0; it < 3000; ++it) {
     const std::size_t n = 1 + rng() % 700, k = 1 + rng() % std::min<std::size_t>(n, it % 3 ? 70 : n);
@@ -500,8 +500,15 @@ TEST_CASE("ar: kth_largest against nth_element (ties, -inf, ascending and descen
       for (auto& v : x) v = std::round(v);  // ties
     if (it % 7 == 2)
       for (std::size_t i = 0; i < n; i += 3) x[i] = -std::numeric_limits<float>::infinity();
-    if (it % 11 == 3) std::sort(x.begin(), x.end());                        // every value enters
-    if (it % 11 == 4) std::sort(x.begin(), x.end(), std::greater<float>());  // none does
+    if (it % 11 == 3) std::sort(x.begin(), x.end());
+    if (it % 11 == 4) std::sort(x.begin(), x.end(), std::greater<float>());
+    if (it % 13 == 5) x.assign(n, 2.5f);  // all equal
+    if (it % 13 == 6) {                   // -inf but one value
+      x.assign(n, -std::numeric_limits<float>::infinity());
+      x[rng() % n] = 1.f;
+    }
+    if (it % 17 == 7) x[rng() % n] = 1e30f;  // one far above: the others share a few bins
+    if (it % 19 == 8) x[rng() % n] = 3e38f, x[rng() % n] = -3e38f;  // a range that overflows
     std::vector<float> y = x;
     std::nth_element(y.begin(), y.begin() + std::ptrdiff_t(k - 1), y.end(), std::greater<float>());
     INFO("it " << it << " n " << n << " k " << k);
