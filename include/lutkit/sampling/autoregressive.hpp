@@ -13,7 +13,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <functional>
 #include <limits>
 #include <vector>
 
@@ -616,6 +615,19 @@ inline double ar_rest_uniform(uint64_t seed, uint64_t row, uint64_t k, uint64_t 
   return (double(mix64(key + ((k << 40) ^ (j << 1) ^ which)) >> 11) + 0.5) * 0x1p-53;
 }
 
+// S from a row's chunk sums s_c (chunk_sum(c, part)), merged in chunk order as the pass does:
+// the sum of s_c exp(beta (m_c - M)) in double
+template <class ChunkSum>
+inline double ar_merge_sums(const ar_part* parts, std::size_t nchunks, float beta, float M, ChunkSum chunk_sum) {
+  double S = 0.0;
+  if (beta != 0.f && std::isfinite(M))
+    for (std::size_t q = 0; q < nchunks; ++q) {
+      const float s = chunk_sum(q, parts[q]);
+      if (s > 0.f) S += double(s) * std::exp(double(beta) * (double(parts[q].st.m1) - double(M)));
+    }
+  return S;
+}
+
 // The row's sum S (above) as the draw knows it. A row the rejection draw may serve has its pass
 // sum exp_bound_term's chords (sampling/microkernel.hpp: a third of the accurate sum's work), which
 // bound S; ar_sum_tighten narrows the bounds with the top's exact mass. A decision the bounds
@@ -626,12 +638,17 @@ struct ar_sum {
   bool exact = true;
   double approx = 0.0;                 // (bounded rows) the chords' sum, chunk sums scaled as S's
   const ar_part* parts = nullptr;      // the row's chunks: their maxima m_c
-  std::size_t chunk = 0;
-  float beta = 0.f;                    // the pass's beta (float, as its sums)
-  std::function<double()> make;        // the accurate sum
-  double get() {
+  std::size_t nchunks = 0, chunk = 0;
+  float beta = 0.f, M = 0.f;           // the pass's beta (float, as its sums), the row's maximum
+  double get(const ar_row_ctx& c) {
     if (!exact) {
-      S = make();
+      const std::size_t V = c.lv->vocab;
+      S = ar_merge_sums(parts, nchunks, beta, M, [&](std::size_t q, const ar_part& o) {
+        if (!(o.st.i1 != no_index && o.st.m1 < std::numeric_limits<float>::infinity())) return 0.f;
+        const std::size_t b = q * chunk, n = std::min(chunk, V - b);
+        const float* x = read_chunk(*c.lv, *c.ks, c.r, b, n, c.scratch, c.pl);
+        return c.ks->sum_exp(x, n, o.st.m1, beta, nullptr, nullptr, 0);
+      });
       lo = hi = S;
       exact = true;
     }
@@ -703,7 +720,7 @@ inline uint32_t ar_propose(const ar_row_ctx& c, const ar_top& tp, double M, doub
   else if (!S.exact && u * S.lo >= tp.Fh)
     top = false;
   else {
-    const double s = S.get(), tol = 0x1p-14 * s;
+    const double s = S.get(c), tol = 0x1p-14 * s;
     top = u * s < tp.Fh - tol ? true : u * s >= tp.Fh + tol ? false : u * exact_sum(inf) < tp.Fh;
   }
   if (top) {
@@ -774,12 +791,12 @@ inline uint32_t ar_reject_fast(const ar_row_ctx& c, const ar_params& p, const ar
         if (e.z > z || (e.z == z && e.i < t)) G += std::exp(rj.bp * (double(e.z) - M));
       if (!S.exact && G < pp * S.lo) return true;
       if (!S.exact && G >= pp * S.hi) return false;
-      const double target = pp * S.get(), tol = 0x1p-14 * S.S;
+      const double target = pp * S.get(c), tol = 0x1p-14 * S.S;
       if (G < target - tol) return true;
       if (G >= target + tol) return false;
     }
     if (!exact) {
-      ar_top_p_all(c, M, rj.bp, pp * S.get(), S.S, w, cp);
+      ar_top_p_all(c, M, rj.bp, pp * S.get(c), S.S, w, cp);
       exact = true;
     }
     if (cp.active) return z > cp.keep || (z == cp.keep && cp.index(t) <= cp.last_tie);
@@ -807,7 +824,7 @@ inline uint32_t ar_row(const ar_row_ctx& c, const ar_params& p, const max_state&
     const uint32_t t = ar_reject_fast(c, p, rj, top, M, sum, row);
     if (t != no_index) return t;
   }
-  double S = sum.get();
+  double S = sum.get(c);
   double beta = 1.0;
   bool all = true;
   std::vector<ar_cand> w;
@@ -990,37 +1007,22 @@ inline void ar_sample_impl(const logits_view& lv, const ar_params* params, int32
   auto finish = [&](std::size_t r) {
     max_state st;
     for (std::size_t q = 0; q < nchunks; ++q) merge_max(st, part[r * nchunks + q].st);
-    // S from the chunks' sums (in bounded rows, the chords' sums: S's bounds, and S on demand)
-    auto merge = [&](auto&& chunk_sum) {
-      double S = 0.0;
-      if (sum_beta[r] != 0.f && std::isfinite(st.m1))
-        for (std::size_t q = 0; q < nchunks; ++q) {
-          const ar_part& o = part[r * nchunks + q];
-          const float s = chunk_sum(q, o);
-          if (s > 0.f) S += double(s) * std::exp(double(sum_beta[r]) * (double(o.st.m1) - double(st.m1)));
-        }
-      return S;
-    };
     reusable_bytes<sampling_buffer> buf(sampling_buffer::chunk, chunk * sizeof(float));
     const ar_row_ctx c{&lv, &ks, r, chunk, {patches[r].data(), patches[r].size()}, bmax.data() + r * nblocks, nblocks,
                        reinterpret_cast<float*>(buf.get())};
+    // S from the chunks' sums (in bounded rows, the chords' sums: S's bounds, and S on demand)
     ar_sum sum;
-    const double S = merge([](std::size_t, const ar_part& o) { return o.s; });
+    const double S = ar_merge_sums(part.data() + r * nchunks, nchunks, sum_beta[r], st.m1,
+                                   [](std::size_t, const ar_part& o) { return o.s; });
     if (bounded[r]) {
       sum.exact = false;
       sum.approx = S;
       sum.parts = part.data() + r * nchunks;
+      sum.nchunks = nchunks;
       sum.chunk = chunk;
       sum.beta = sum_beta[r];
+      sum.M = st.m1;
       ar_sum_bounds(sum, V, 0.0, 0.0);
-      sum.make = [&] {
-        return merge([&](std::size_t q, const ar_part& o) {
-          if (!(o.st.i1 != no_index && o.st.m1 < std::numeric_limits<float>::infinity())) return 0.f;
-          const std::size_t b = q * chunk, n = std::min(chunk, V - b);
-          const float* x = read_chunk(lv, ks, r, b, n, c.scratch, c.pl);
-          return ks.sum_exp(x, n, o.st.m1, sum_beta[r], nullptr, nullptr, 0);
-        });
-      };
     } else {
       sum.S = sum.lo = sum.hi = S;
     }
