@@ -4,8 +4,8 @@
 // and merges the per-chunk results; a target implements this set (portable_kernels.hpp is the
 // plain C++ one every target is tested against).
 #pragma once
-#include <cstddef>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -55,10 +55,11 @@ inline void merge_max(max_state& a, const max_state& b) {  // b covers later ind
 // of x - m, C and the fma move y by at most |y| 2^-23 + 2^-16 for any m. Five vector operations
 // a value against the accurate sum's twelve.
 inline float exp_bound_scale(float beta) { return beta * 1.44269504088896341f * 0x1p23f; }
-inline float exp_bound_term(float x, float m, float C) {
+inline float exp_bound_term(float x, float m, float C) {  // (x <= m: m is the chunk's maximum)
   float t = std::fma(x - m, C, 127.f * 0x1p23f);
   if (!(t > 0x1p23f)) t = 0x1p23f;  // (NaN too)
-  const int32_t k = int32_t(t);       // (t is an integer below 2^31: exact)
+  if (t > 0x1p30f) t = 0x1p30f;       // (x far above m: outside the contract, no overflow)
+  const int32_t k = int32_t(t);       // (an integer below 2^31: exact)
   float r;
   std::memcpy(&r, &k, sizeof r);
   return r;
