@@ -543,7 +543,7 @@ TEST_CASE("sampling kernels: the chords' sum bounds the exp sum (sum_exp_bound, 
       std::vector<float> x = d.f;
       if (it % 7 == 0) x[rng() % n] = -1e30f;  // far below: the 2^-126 floor
       if (it % 11 == 0)
-        for (auto& v : x) v = v * 1e3f + 1e6f;  // large logits: m C far beyond 2^31
+        for (auto& v : x) v = v * 1e3f + 1e6f;  // large logits: m C far beyond 2^31 (an addend -m C loses y)
       INFO("it " << it << " n " << n);
       float mx = -std::numeric_limits<float>::infinity();
       for (float v : x)

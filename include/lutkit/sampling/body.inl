@@ -1,9 +1,9 @@
 // lutkit — the sampling micro-kernels (sampling/microkernel.hpp), written ONCE against a vector of
 // W float lanes and compiled per instruction set: fused max / argmax / second max, exp sums
-// (range reduction + degree-5 minimax polynomial + 2^k), Gumbel-max with the counter-based hash
-// in vector lanes, threshold masses and selection, the bf16 / fp16 / MXFP8 decoders. No include
-// guard: a target includes it once per instruction set, inside that set's namespace, after
-// including sampling/logits.hpp and sampling/microkernel.hpp, with
+// (range reduction + degree-5 minimax polynomial + 2^k) and their bounding chord sums, Gumbel-max
+// with the counter-based hash in vector lanes, threshold masses and selection, the bf16 / fp16 /
+// MXFP8 decoders. No include guard: a target includes it once per instruction set, inside that
+// set's namespace, after including sampling/logits.hpp and sampling/microkernel.hpp, with
 //   using Ops = ...;        the vector-width primitives (below)
 //   #define LUTKIT_OPS_FN   the function attributes of that set (e.g. its target attribute)
 // (targets/host/sampling/sampling_avx2.hpp and sampling_avx512.hpp).
