@@ -6,7 +6,8 @@
 //   plan_prefill/<act>/<policy>/<M>x<K>/n:128/threads:<T>/warm   dequant_gemm by that paradigm
 //   plan_attention/decode/ctx:<C>/threads:<T>/cold               attention_decode, 32 / 8 heads of 64
 //   plan_attention/prefill/q:<n>/ctx:<C>/threads:<T>             attention_prefill of n queries
-//   plan_sampling/ar/vocab:<V>/cold                              ar_sample, top-k 40, top-p 0.95
+//   plan_sampling/ar/B:<B>/V:<V>/<chain>/<pass>/threads:<T>/cold ar_sample of B rows by a chain
+//   plan_sampling/dllm/B:<B>/L:<L>/V:<V>/<type>/threads:<T>/cold dllm_sample of B x L positions
 // Counters: modelled_us (the model's time), model_ratio (modelled / measured). At exit, a table of
 // the same (medians where --benchmark_repetitions > 1), then the plan the model and the measured
 // errors choose per shape for a few error budgets. Nothing here asserts.
@@ -206,32 +207,63 @@ void register_attention(std::size_t queries, std::size_t ctx) {
   }
 }
 
-// ar_sample over one row of V logits (rotating copies beyond the LLC)
-void register_sampling(std::size_t V) {
-  plan::sampling_op s;
-  s.vocab = V;
-  const std::string name = "plan_sampling/ar/vocab:" + std::to_string(V) + "/cold";
-  g_modelled[name] = plan::model_sampling(g_cal.costs, s, 1).total_s;
+// the sampling shapes of the suite (benchmarks/bench_sampling.cpp), cold: ar_sample of B rows
+// of V logits by a chain, dllm_sample of B x L positions of V logits of a type
+void register_ar(std::size_t B, std::size_t V, const char* chain_name, int top_k, int T) {
+  ar_params p;
+  p.temperature = 0.8f;
+  p.top_k = top_k;
+  p.top_p = 0.95f;
+  const plan::sampling_op s = plan::describe_ar_sampling(p, V, B);
+  const std::string name = "plan_sampling/ar/B:" + std::to_string(B) + "/V:" + std::to_string(V) + "/" + chain_name +
+                           "/" + plan::sampling_pass_name(s.pass) + "/threads:" + std::to_string(T) + "/cold";
+  g_modelled[name] = plan::model_sampling(g_cal.costs, s, T).total_s;
   benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) {
     std::mt19937_64 rng(13);
     std::normal_distribution<float> nd(0.f, 3.f);
-    std::vector<std::vector<float>> cs(lutkit_bench::cold_count(4 * V));
-    cs[0].resize(V);
-    for (auto& v : cs[0]) v = nd(rng);
-    for (std::size_t i = 1; i < cs.size(); ++i) cs[i] = cs[0];
-    ar_params p;
-    p.temperature = 0.8f;
-    p.top_k = 40;
-    p.top_p = 0.95f;
-    int32_t tok = 0;
+    std::vector<float> row(V);
+    for (auto& v : row) v = nd(rng);
+    const auto rot = plan::detail::make_logit_rotation(logit_type::f32, row, cold_bytes());
+    thread_pool* pool = T > 1 ? &pool_for(T) : nullptr;
+    std::vector<ar_params> ps(B, p);
+    std::vector<int32_t> tok(B);
     std::size_t i = 0;
     for (auto _ : st) {
-      p.seed = i;
-      ar_sample(logits_view::f32(cs[i++ % cs.size()].data(), 1, V), &p, &tok);
-      benchmark::DoNotOptimize(tok);
+      for (auto& q : ps) q.seed = i;
+      ar_sample(rot.view_rows(i, B), ps.data(), tok.data(), pool);
+      i += B;
+      benchmark::DoNotOptimize(tok.data());
     }
     set_model(st, name);
   })->Unit(benchmark::kMicrosecond)->UseRealTime();
+}
+void register_dllm(std::size_t B, std::size_t L, std::size_t V, logit_type type, int T) {
+  dllm_params p;
+  p.mask_id = int32_t(V - 1);
+  const plan::sampling_op s = plan::describe_dllm_sampling(p, B * L, V, type);
+  const std::string name = "plan_sampling/dllm/B:" + std::to_string(B) + "/L:" + std::to_string(L) + "/V:" +
+                           std::to_string(V) + "/" + logit_type_name(type) + "/threads:" + std::to_string(T) + "/cold";
+  g_modelled[name] = plan::model_sampling(g_cal.costs, s, T).total_s;
+  benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) {
+    std::mt19937_64 rng(17);
+    std::normal_distribution<float> nd(0.f, 3.f);
+    std::vector<float> row(V);
+    for (auto& v : row) v = nd(rng);
+    const auto rot = plan::detail::make_logit_rotation(type, row, cold_bytes());
+    thread_pool* pool = T > 1 ? &pool_for(T) : nullptr;
+    std::vector<int32_t> x(B * L), x0(B * L);
+    std::vector<float> conf(B * L);
+    dllm_params q = p;
+    std::size_t i = 0;
+    for (auto _ : st) {
+      std::fill(x.begin(), x.end(), p.mask_id);
+      q.seed = i;
+      dllm_sample(rot.view_rows(i, B * L), B, L, x.data(), q, x0.data(), conf.data(), pool);
+      i += B * L;
+      benchmark::DoNotOptimize(conf.data());
+    }
+    set_model(st, name);
+  })->Unit(benchmark::kMillisecond)->UseRealTime();
 }
 
 // the plan per shape: errors measured on one activation row against the double reference
@@ -303,8 +335,13 @@ int main(int argc, char** argv) {
   register_attention(1, 4096);
   register_attention(128, 512);
   register_attention(512, 512);
-  register_sampling(32000);
-  register_sampling(128256);
+  for (int T : {1, 2}) {
+    for (std::size_t B : {std::size_t(1), std::size_t(16)}) {
+      register_ar(B, 151936, "topk40_topp0.95_T0.8", 40, T);
+      register_ar(B, 151936, "topp0.95_T0.8", 0, T);
+    }
+    for (logit_type t : {logit_type::f32, logit_type::bf16, logit_type::mxfp8}) register_dllm(16, 32, 126464, t, T);
+  }
   collecting_reporter rep;
   benchmark::RunSpecifiedBenchmarks(&rep);
   std::printf("\n%-64s %12s %12s %8s\n", "benchmark", "measured us", "modelled us", "ratio");

@@ -14,6 +14,7 @@
 #include <lutkit/packing/pack.hpp>
 #include <lutkit/plan/calibrate.hpp>
 #include <lutkit/plan/calibrate_decode.hpp>
+#include <lutkit/plan/calibrate_ops.hpp>
 #include <lutkit/plan/chooser.hpp>
 #include <lutkit/plan/cost_model.hpp>
 #include <lutkit/plan/operator.hpp>
@@ -551,6 +552,86 @@ TEST_CASE("plan: prefill, attention and sampling workloads on hand-computed case
     CHECK(w.cores[0][resource::fp32_fma] == 4000.0);
     CHECK(w.cores[1][resource::fp32_fma] == 2000.0);
   }
+  SECTION("sampling: each pass's count per logit, the logits' bytes by type, the selections' threads") {
+    sampling_op s;
+    s.vocab = 1000, s.rows = 1;
+    CHECK(sampling_flops(s) == 2.0);
+    s.pass = sampling_pass::chords;
+    CHECK(sampling_flops(s) == 7.0);
+    s.pass = sampling_pass::exps;
+    CHECK(sampling_flops(s) == 14.0);
+    s.pass = sampling_pass::dllm;
+    CHECK(sampling_flops(s) == 16.0);
+    s.type = logit_type::bf16;
+    CHECK(sampling_flops(s) == 17.0);
+    CHECK(s.logits_bytes() == 2000);
+    s.type = logit_type::mxfp8;  // a byte a logit and an exponent per 32: 32 blocks of 1000
+    CHECK(sampling_flops(s) == 19.0);
+    CHECK(s.logits_bytes() == 1032);
+    s.pass = sampling_pass::dllm_gumbel;
+    s.type = logit_type::f32;
+    CHECK(sampling_flops(s) == 40.0);
+    // 1 core, chords: 7 x 1000 / 2 = 3500 s against a 500 s read
+    s.pass = sampling_pass::chords;
+    CHECK(model_sampling(c, s, 1).total_s == 3500.0);
+    // a measured kernel under its key: 1000 logits / 4 a second = 250 s; the unit's count (3500 s)
+    // stays the larger; its intercept per row is added: 10 s
+    c.kernels[sampling_kernel_key(sampling_pass::chords, logit_type::f32)] = {4.0, 10.0};
+    CHECK(sampling_kernel_key(sampling_pass::chords, logit_type::f32) == "sampling.chords.fp32");
+    auto r = model_sampling(c, s, 1);
+    CHECK(r.total_s == 3510.0);
+    // ar_sample, 3 rows on 2 cores: rows 2 and 1; the selections of 2 rows on the first core
+    s.rows = 3;
+    r = model_sampling(c, s, 2);
+    CHECK(r.overhead_s == 3 * 10.0 / 2 + 0.5);
+    // dllm_sample: 3 positions of 1 MiB logits are not split per position, and their selections
+    // are in the positions' tasks; its key is its own
+    s.pass = sampling_pass::dllm;
+    s.vocab = std::size_t(1) << 18;
+    c.kernels[sampling_kernel_key(sampling_pass::dllm, logit_type::f32)] = {4.0, 10.0};
+    const auto w = sampling_workload(c, s, 2);
+    REQUIRE(w.cores.size() == 2);
+    CHECK(w.cores[0][resource::kernel] == 2.0 * double(s.vocab));
+    CHECK(w.overhead_s == 3 * 10.0 / 2 + 0.5);
+    s.rows = 1;  // one position: one core (an ar_sample row of 1 MiB would be split)
+    CHECK(sampling_workload(c, s, 2).cores.size() == 1);
+    s.pass = sampling_pass::maxima;
+    CHECK(sampling_workload(c, s, 2).cores.size() == 2);
+  }
+  SECTION("sampling: the pass of a chain is the driver's") {
+    const std::size_t V = 1000;
+    ar_params p;  // temperature 1, nothing truncates: the draw over every token sums exps
+    CHECK(describe_ar_sampling(p, V).pass == sampling_pass::exps);
+    p.temperature = 0.8f;
+    p.top_p = 0.9f;  // top-p over the whole vocabulary: the rejection draw's chords
+    CHECK(describe_ar_sampling(p, V).pass == sampling_pass::chords);
+    p.min_p = 0.05f;  // a min-p after top-p: still the rejection draw
+    CHECK(describe_ar_sampling(p, V).pass == sampling_pass::chords);
+    p.top_k = 40;  // a top-k in front: maxima only
+    CHECK(describe_ar_sampling(p, V).pass == sampling_pass::maxima);
+    p.top_k = int(V);  // k covering the vocabulary is off
+    CHECK(describe_ar_sampling(p, V).pass == sampling_pass::chords);
+    p.top_k = 0;
+    p.top_p = 1.f;  // min-p alone: maxima
+    CHECK(describe_ar_sampling(p, V).pass == sampling_pass::maxima);
+    p.min_p = 0.f;
+    p.temperature = 0.f;  // greedy
+    CHECK(describe_ar_sampling(p, V).pass == sampling_pass::maxima);
+    p.temperature = 0.8f;
+    p.top_p = 0.9f;
+    p.chain = ar_chain{{ar_stage::penalties, ar_stage::top_p, ar_stage::temperature, ar_stage::top_k, ar_stage::min_p}, 5};
+    // top-p before the temperature: beta at top-p 1, the draw's 1.25 >= 1: the rejection draw
+    CHECK(describe_ar_sampling(p, V).pass == sampling_pass::chords);
+    p.temperature = 1.25f;  // the draw's beta 0.8 below top-p's: the exact kept set, exps
+    CHECK(describe_ar_sampling(p, V).pass == sampling_pass::exps);
+    const auto s = describe_ar_sampling(p, V, 3, logit_type::bf16);
+    CHECK(s.rows == 3);
+    CHECK(s.logits_bytes() == 6000);
+    dllm_params d;
+    CHECK(describe_dllm_sampling(d, 4, V).pass == sampling_pass::dllm);
+    d.temperature = 1.f;
+    CHECK(describe_dllm_sampling(d, 4, V, logit_type::mxfp8).pass == sampling_pass::dllm_gumbel);
+  }
 }
 
 TEST_CASE("plan: the prefill chooser keeps to the error budget; the thread count follows the prefill model", "[plan]") {
@@ -642,4 +723,37 @@ TEST_CASE("plan: measured prefill errors and plans for Q4_0, deterministic for a
   CHECK(plan_prefill<Q4_0>(c1, op, w, x.data(), N, 2 * e_i8).chosen.act == act_type::int8);
   CHECK_THROWS_AS(plan_prefill<Q4_0>(c1, op, w, x.data(), N, 1e-12), lutkit::error);
   std::remove(path.c_str());
+}
+
+TEST_CASE("plan: calibrate_sampling times every pass it names; the rotation's rows are copies of one row", "[plan]") {
+  std::vector<float> row(128);
+  for (std::size_t i = 0; i < row.size(); ++i) row[i] = float(i % 7) - 3.f;
+  for (logit_type t : {logit_type::f32, logit_type::bf16, logit_type::f16, logit_type::mxfp8}) {
+    const auto rot = lutkit::plan::detail::make_logit_rotation(t, row, 4096);
+    REQUIRE(rot.count >= 2);
+    const logits_view a = rot.view(0, 64), b = rot.view(rot.count + 1, 128), r = rot.view_rows(1, 2);
+    CHECK(a.vocab == 64);
+    CHECK(b.vocab == 128);
+    CHECK(r.rows == 2);
+    // (small integers: every type holds them exactly)
+    for (const logits_view& v : {a, b, r})
+      for (std::size_t k = 0; k < v.rows; ++k)
+        for (uint32_t i = 0; i < v.vocab; ++i) CHECK(lutkit::detail::read_value(v, k, i, {}) == row[i]);
+  }
+  // 96 MXFP8 codes a row are padded to 128 bytes: their copies are not rows of one view
+  const std::vector<float> r96(row.begin(), row.begin() + 96);
+  CHECK_THROWS_AS(lutkit::plan::detail::make_logit_rotation(logit_type::mxfp8, r96, 4096).view_rows(0, 2), lutkit::error);
+  target_costs c = toy_costs();
+  calibrate_sampling(c, ops_calibration_options{1, std::size_t(4) << 20});
+  for (sampling_pass pass : {sampling_pass::maxima, sampling_pass::chords, sampling_pass::exps, sampling_pass::dllm,
+                             sampling_pass::dllm_gumbel})
+    for (logit_type t : {logit_type::f32, logit_type::bf16, logit_type::f16, logit_type::mxfp8}) {
+      const bool named = t == logit_type::f32 || pass == sampling_pass::dllm;
+      INFO(sampling_kernel_key(pass, t));
+      REQUIRE(bool(c.kernels.count(sampling_kernel_key(pass, t))) == named);
+      if (named) {
+        CHECK(c.kernels.at(sampling_kernel_key(pass, t)).weights_per_s > 0);
+        CHECK(c.kernels.at(sampling_kernel_key(pass, t)).s_per_activation >= 0);
+      }
+    }
 }

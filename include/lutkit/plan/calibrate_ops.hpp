@@ -10,9 +10,9 @@
 //                                 prompts of 128 and 512 positions; 32 / 8 heads of 64, fp16
 //                                 K / V ("attention.decode" / "attention.prefill": score
 //                                 multiply-adds a second; intercept per query row and head)
-//   calibrate_sampling(c)         ar_sample (top-k 40, top-p 0.95, temperature 0.8) over 32000
-//                                 and 128256 logits ("sampling.ar": logits a second; intercept
-//                                 per row)
+//   calibrate_sampling(c)         ar_sample's passes (sampling_pass) and dllm_sample's over one
+//                                 row of 32000 and of 128256 logits ("sampling.<pass>.<type>":
+//                                 logits a second; intercept per row)
 // Weights warm (the prefill GEMM is compute-bound: each weight serves 128 rows), a prompt's K / V
 // warm; the decode's K / V and the logits in rotating copies beyond the LLC, as the decode
 // calibration's blobs. A few hundred ms each.
@@ -21,6 +21,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <utility>
 #include <vector>
@@ -32,6 +33,7 @@
 #include "../packing/pack.hpp"
 #include "../quant/quant.hpp"
 #include "../sampling/autoregressive.hpp"
+#include "../sampling/dllm.hpp"
 #include "cost_model.hpp"
 
 namespace lutkit::plan {
@@ -154,32 +156,108 @@ inline void calibrate_attention(target_costs& c, const ops_calibration_options& 
   c.kernels["attention.prefill"] = detail::two_point_rate(p1, s1, p2, s2, 128.0 * double(hq));
 }
 
-// ar_sample on one core: top-k 40, top-p 0.95, temperature 0.8 over one row of 32000 and of
-// 128256 logits.
+namespace detail {
+// rows of V logits of one type, copies of one row laid end to end over about `bytes` (MXFP8's
+// exponents likewise in their own array): view(i, n), the first n logits of row i % count, is
+// cold (n a multiple of 32)
+struct logit_rotation {
+  logit_type type = logit_type::f32;
+  std::size_t V = 0, count = 0, row_bytes = 0, row_scales = 0;
+  lutkit::detail::aligned_bytes data, scales;
+  logits_view view(std::size_t i, std::size_t n) const {
+    const std::size_t r = i % count;
+    return {type, data.get() + r * row_bytes, scales ? scales.get() + r * row_scales : nullptr, 1, std::min(n, V)};
+  }
+  // `rows` consecutive copies from copy i % (count - rows + 1): rows x V logits (V * the element
+  // bytes a multiple of 64: the copies then lie back to back)
+  logits_view view_rows(std::size_t i, std::size_t rows) const {
+    lutkit::detail::require(rows <= count && row_bytes == V * logits_view{type, nullptr, nullptr, 1, V}.element_bytes(),
+                            "logit_rotation: ", rows, " rows of ", V, " logits are not back to back");
+    const std::size_t r = i % (count - rows + 1);
+    return {type, data.get() + r * row_bytes, scales ? scales.get() + r * row_scales : nullptr, rows, V};
+  }
+};
+inline logit_rotation make_logit_rotation(logit_type t, const std::vector<float>& row, std::size_t bytes) {
+  logit_rotation o;
+  o.type = t, o.V = row.size();
+  const logits_view one{t, nullptr, nullptr, 1, o.V};
+  o.row_bytes = (o.V * one.element_bytes() + 63) / 64 * 64;
+  o.row_scales = t == logit_type::mxfp8 ? one.blocks_per_row() : 0;
+  o.count = std::max<std::size_t>(2, bytes / o.row_bytes + 1);
+  o.data = lutkit::detail::alloc_aligned(o.count * o.row_bytes);
+  if (o.row_scales) o.scales = lutkit::detail::alloc_aligned(o.count * o.row_scales);
+  uint8_t* d = o.data.get();
+  for (std::size_t i = 0; i < o.V; ++i) {
+    if (t == logit_type::f32) std::memcpy(d + 4 * i, &row[i], 4);
+    if (t == logit_type::bf16 || t == logit_type::f16) {
+      const uint16_t h = t == logit_type::bf16 ? f32_to_bf16(row[i]) : f32_to_f16(row[i]);
+      std::memcpy(d + 2 * i, &h, 2);
+    }
+  }
+  if (t == logit_type::mxfp8)
+    for (std::size_t j = 0; j < o.row_scales; ++j)
+      mxfp8_encode_block(row.data() + 32 * j, std::min<std::size_t>(32, o.V - 32 * j), d + 32 * j, o.scales.get() + j);
+  for (std::size_t r = 1; r < o.count; ++r) {
+    std::memcpy(d + r * o.row_bytes, d, o.row_bytes);
+    if (o.row_scales) std::memcpy(o.scales.get() + r * o.row_scales, o.scales.get(), o.row_scales);
+  }
+  return o;
+}
+}  // namespace detail
+
+// Sampling on one core, one row of 32000 and one of 128256 logits (normal, std 3), cold: each
+// pass of sampling_pass on the logit types it is calibrated for, "sampling.<pass>.<type>"
+// (sampling_kernel_key):
+//   maxima  ar_sample, top-k 40, top-p 0.95, temperature 0.8      fp32
+//   chords  ar_sample, top-p 0.95, temperature 0.8                fp32
+//   exps    ar_sample, temperature 0.8                            fp32
+//   dllm    dllm_sample of one position, temperature 0            fp32, bf16, fp16, MXFP8
+//   dllm_gumbel  the same at temperature 1                        fp32
+// Other pairs are modelled from sampling_flops.
 inline void calibrate_sampling(target_costs& c, const ops_calibration_options& o = {}) {
   std::mt19937_64 rng(0x5a3);
   std::normal_distribution<float> nd(0.f, 3.f);
+  const std::size_t V1 = 32000, V2 = 128256;
+  std::vector<float> row(V2);
+  for (auto& v : row) v = nd(rng);
+  int32_t tok = 0;
+  // the rows of 32000 are the first 32000 logits of the rows of 128256 (one rotation a type)
+  detail::logit_rotation rot = detail::make_logit_rotation(logit_type::f32, row, o.cold_bytes);
+  auto rate = [&](sampling_pass pass, auto&& call) {
+    const auto [t1, t2] = detail::fastest_seconds2(
+        4 * o.reps, [&](std::size_t i) { call(rot.view(i, V1)); }, [&](std::size_t i) { call(rot.view(i, V2)); });
+    c.kernels[sampling_kernel_key(pass, rot.type)] =
+        detail::two_point_rate(double(V1), t1, double(V2), t2, 1.0);
+  };
   ar_params p;
   p.temperature = 0.8f;
   p.top_k = 40;
   p.top_p = 0.95f;
-  auto logits = [&](std::size_t V) {
-    std::vector<std::vector<float>> cs(std::max<std::size_t>(2, o.cold_bytes / (4 * V) + 1));
-    cs[0].resize(V);
-    for (auto& v : cs[0]) v = nd(rng);
-    for (std::size_t i = 1; i < cs.size(); ++i) cs[i] = cs[0];
-    return cs;
-  };
-  const auto l1 = logits(32000), l2 = logits(128256);
-  int32_t tok = 0;
-  auto sample = [&](const std::vector<std::vector<float>>& cs) {
-    return [&, cp = &cs](std::size_t i) {
-      p.seed = i;
-      ar_sample(logits_view::f32((*cp)[i % cp->size()].data(), 1, (*cp)[0].size()), &p, &tok);
-    };
-  };
-  const auto [t1, t2] = detail::fastest_seconds2(4 * o.reps, sample(l1), sample(l2));
-  c.kernels["sampling.ar"] = detail::two_point_rate(32000.0, t1, 128256.0, t2, 1.0);
+  for (sampling_pass pass : {sampling_pass::maxima, sampling_pass::chords, sampling_pass::exps}) {
+    if (pass == sampling_pass::chords) p.top_k = 0;
+    if (pass == sampling_pass::exps) p.top_p = 1.f;
+    lutkit::detail::require(describe_ar_sampling(p, V1).pass == pass && describe_ar_sampling(p, V2).pass == pass,
+                            "calibrate_sampling: the chain of pass ", sampling_pass_name(pass), " takes another pass");
+    std::size_t seed = 0;
+    rate(pass, [&](const logits_view& lv) {
+      p.seed = seed++;
+      ar_sample(lv, &p, &tok);
+    });
+  }
+  int32_t x = 0, x0 = 0;
+  float conf = 0;
+  for (logit_type t : {logit_type::f32, logit_type::bf16, logit_type::f16, logit_type::mxfp8})
+    for (float temperature : {0.f, 1.f}) {
+      if (temperature > 0.f && t != logit_type::f32) continue;
+      if (rot.type != t) rot = {}, rot = detail::make_logit_rotation(t, row, o.cold_bytes);
+      dllm_params dp;
+      dp.temperature = temperature;
+      rate(describe_dllm_sampling(dp, 1, V1, t).pass, [&](const logits_view& lv) {
+        dp.mask_id = x = int32_t(lv.vocab - 1);
+        ++dp.seed;
+        dllm_sample(lv, 1, 1, &x, dp, &x0, &conf);
+      });
+    }
 }
 
 }  // namespace lutkit::plan

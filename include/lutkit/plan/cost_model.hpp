@@ -419,30 +419,52 @@ inline cost_breakdown model_attention(const target_costs& c, const attention_op&
   return evaluate(c, attention_workload(c, a, threads));
 }
 
-// Autoregressive sampling (sampling/autoregressive.hpp: the chain of top-k, top-p, min-p,
-// temperature): one streaming read of each row's logits (its maximum and sum of exponentials),
-// then the candidates. Rows go to threads; a row is split over the threads by the driver's rule
-// (detail::ar_split_rows: fewer rows than threads, at least 256 KiB a row). Work unit: one
-// logit; counted as 2 fp32 operations (the running maximum, the exponential's share). Kernel
-// key "sampling.ar" (rate: logits a second; intercept: seconds per row, the candidate pass).
+// Sampling (sampling/autoregressive.hpp, sampling/dllm.hpp): one streaming read of each row's
+// logits by the pass sampling_op::pass names, then per row the selection (ar_sample: the
+// candidates and the draw; dllm_sample: the token and its confidence). Work unit: one logit,
+// counted as fp32 operations (sampling_flops: the maxima, the sums' exponentials or chords, the
+// decode of bf16 / fp16 / MXFP8 logits, the Gumbel noise). Threads:
+// - ar_sample: rows over the threads, a row over them by the driver's rule (detail::ar_split_rows:
+//   fewer rows than threads, at least 256 KiB a row); a row's selection runs on one thread.
+// - dllm_sample: the positions over the threads (4 tasks a thread), selection included.
+// Kernel key sampling_kernel_key(pass, type), "sampling.<pass>.<type>" (rate: logits a second;
+// intercept: seconds per row, its selection).
+inline std::string sampling_kernel_key(sampling_pass pass, logit_type type) {
+  return std::string("sampling.") + sampling_pass_name(pass) + "." + logit_type_name(type);
+}
+inline double sampling_flops(const sampling_op& s) {
+  double f = 0;
+  switch (s.pass) {
+    case sampling_pass::maxima: f = 2; break;        // a maximum, the block maxima
+    case sampling_pass::chords: f = 2 + 5; break;    // and a chord: five vector operations
+    case sampling_pass::exps: f = 2 + 12; break;     // and an exponential: twelve
+    case sampling_pass::dllm: f = 4 + 12; break;     // argmax, exponential
+    case sampling_pass::dllm_gumbel: f = 4 + 12 + 24; break;  // and the noise: a hash and a log
+  }
+  return f + (s.type == logit_type::f32 ? 0.0 : s.type == logit_type::mxfp8 ? 3.0 : 1.0);
+}
 inline workload sampling_workload(const target_costs& c, const sampling_op& s, int threads) {
   check_threads(c, threads);
-  lutkit::detail::require(s.vocab > 0 && s.rows > 0 && s.logit_bytes > 0, "plan: sampling needs vocab, rows > 0");
-  const kernel_rate* kr = find_kernel(c, "sampling.ar");
-  const bool split = lutkit::detail::ar_split_rows(s.rows, std::size_t(threads), s.vocab * std::size_t(s.logit_bytes));
+  lutkit::detail::require(s.vocab > 0 && s.rows > 0, "plan: sampling needs vocab, rows > 0");
+  const kernel_rate* kr = find_kernel(c, sampling_kernel_key(s.pass, s.type));
+  const bool dllm = s.pass == sampling_pass::dllm || s.pass == sampling_pass::dllm_gumbel;
+  const std::size_t row_bytes = s.logits_bytes() / s.rows;
+  const bool split = !dllm && lutkit::detail::ar_split_rows(s.rows, std::size_t(threads), row_bytes);
   const auto shares = split ? split_shares(s.rows * std::size_t(threads), threads) : split_shares(s.rows, threads);
   const double logits = double(s.vocab) * double(s.rows);
   workload wl;
   for (double share : shares) {
     core_work cw;
     cw[resource::dram] = cw[resource::core_read] = double(s.logits_bytes()) * share;
-    cw[resource::fp32_fma] = 2 * logits * share;
+    cw[resource::fp32_fma] = sampling_flops(s) * logits * share;
     if (kr) cw[resource::kernel] = logits * share;
     wl.cores.push_back(cw);
   }
   if (kr) {
     wl.kernel_rate = kr->weights_per_s;
-    wl.overhead_s += double(s.rows) * kr->s_per_activation / double(std::min<std::size_t>(s.rows, shares.size()));
+    // the selections: ar_sample's on the row's one thread, dllm_sample's in the positions' tasks
+    const double parallel = dllm ? double(shares.size()) : double(std::min<std::size_t>(s.rows, shares.size()));
+    wl.overhead_s += double(s.rows) * kr->s_per_activation / parallel;
   }
   if (shares.size() > 1) wl.overhead_s += c.fork_join_s;
   return wl;

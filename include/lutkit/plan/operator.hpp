@@ -10,6 +10,9 @@
 #include "../core/error.hpp"
 #include "../core/tiling.hpp"
 #include "../quant/packed_weights.hpp"
+#include "../sampling/autoregressive.hpp"
+#include "../sampling/dllm.hpp"
+#include "../sampling/logits.hpp"
 
 namespace lutkit::plan {
 
@@ -62,12 +65,53 @@ struct attention_op {
   std::size_t kv_cache_bytes() const { return 2 * kv_heads * context * head_dim * std::size_t(kv_bytes); }
 };
 
-// Sampling over a vocabulary: the logits of `rows` rows, top-k with k (0: the whole distribution),
-// `logit_bytes` bytes a logit (4: fp32, 1: MXFP8).
+// Sampling over a vocabulary: `rows` rows of `vocab` logits of type `type`, each streamed once by
+// a pass whose work per logit `pass` names (the drivers' own rules: describe_ar_sampling).
+//   maxima  ar_sample with nothing to sum (a top-k or min-p in front, greedy): the block maxima
+//   chords  ar_sample's rejection draw (top-p over the whole vocabulary): maxima and chord sums
+//   exps    ar_sample summing exp per logit (a draw over every token, top-p the draw cannot serve)
+//   dllm         dllm_sample at temperature 0: a position a row, its argmax and exp sum (the confidence)
+//   dllm_gumbel  dllm_sample above it: the same with Gumbel noise drawn per token
+enum class sampling_pass { maxima, chords, exps, dllm, dllm_gumbel };
+inline const char* sampling_pass_name(sampling_pass p) {
+  switch (p) {
+    case sampling_pass::maxima: return "maxima";
+    case sampling_pass::chords: return "chords";
+    case sampling_pass::exps: return "exps";
+    case sampling_pass::dllm: return "dllm";
+    case sampling_pass::dllm_gumbel: return "dllm_gumbel";
+  }
+  return "?";
+}
 struct sampling_op {
-  std::size_t vocab = 0, rows = 1, k = 0;
-  int logit_bytes = 4;
-  std::size_t logits_bytes() const { return vocab * rows * std::size_t(logit_bytes); }
+  std::size_t vocab = 0, rows = 1;
+  logit_type type = logit_type::f32;
+  sampling_pass pass = sampling_pass::maxima;
+  // the logits' bytes (MXFP8: a code a logit and an exponent per 32)
+  std::size_t logits_bytes() const {
+    return logits_view{type, nullptr, nullptr, rows, vocab}.bytes();
+  }
 };
+
+// ar_sample over `rows` rows of `vocab` logits with params p (every row's): the pass the driver
+// makes (autoregressive.hpp: ar_sum_beta, ar_reject_plan_of).
+inline sampling_op describe_ar_sampling(const ar_params& p, std::size_t vocab, std::size_t rows = 1,
+                                        logit_type type = logit_type::f32) {
+  sampling_op s;
+  s.vocab = vocab, s.rows = rows, s.type = type;
+  s.pass = lutkit::detail::ar_sum_beta(p, vocab) == 0.f                    ? sampling_pass::maxima
+           : lutkit::detail::ar_reject_plan_of(p, vocab).on ? sampling_pass::chords
+                                                            : sampling_pass::exps;
+  return s;
+}
+// dllm_sample over `positions` masked positions of `vocab` logits of type `type` with params p:
+// at temperature 0 the pass `dllm`, above it `dllm_gumbel` (Gumbel noise per token)
+inline sampling_op describe_dllm_sampling(const dllm_params& p, std::size_t positions, std::size_t vocab,
+                                          logit_type type = logit_type::f32) {
+  sampling_op s;
+  s.vocab = vocab, s.rows = positions, s.type = type;
+  s.pass = p.temperature > 0.f ? sampling_pass::dllm_gumbel : sampling_pass::dllm;
+  return s;
+}
 
 }  // namespace lutkit::plan
