@@ -219,10 +219,7 @@ void register_ar(std::size_t B, std::size_t V, const char* chain_name, int top_k
                            "/" + plan::sampling_pass_name(s.pass) + "/threads:" + std::to_string(T) + "/cold";
   g_modelled[name] = plan::model_sampling(g_cal.costs, s, T).total_s;
   benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) {
-    std::mt19937_64 rng(13);
-    std::normal_distribution<float> nd(0.f, 3.f);
-    std::vector<float> row(V);
-    for (auto& v : row) v = nd(rng);
+    const std::vector<float> row = plan::detail::peaked_logits(V, 13);
     const auto rot = plan::detail::make_logit_rotation(logit_type::f32, row, cold_bytes());
     thread_pool* pool = T > 1 ? &pool_for(T) : nullptr;
     std::vector<ar_params> ps(B, p);
@@ -245,10 +242,7 @@ void register_dllm(std::size_t B, std::size_t L, std::size_t V, logit_type type,
                            std::to_string(V) + "/" + logit_type_name(type) + "/threads:" + std::to_string(T) + "/cold";
   g_modelled[name] = plan::model_sampling(g_cal.costs, s, T).total_s;
   benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) {
-    std::mt19937_64 rng(17);
-    std::normal_distribution<float> nd(0.f, 3.f);
-    std::vector<float> row(V);
-    for (auto& v : row) v = nd(rng);
+    const std::vector<float> row = plan::detail::peaked_logits(V, 17);
     const auto rot = plan::detail::make_logit_rotation(type, row, cold_bytes());
     thread_pool* pool = T > 1 ? &pool_for(T) : nullptr;
     std::vector<int32_t> x(B * L), x0(B * L);
@@ -263,7 +257,7 @@ void register_dllm(std::size_t B, std::size_t L, std::size_t V, logit_type type,
       benchmark::DoNotOptimize(conf.data());
     }
     set_model(st, name);
-  })->Unit(benchmark::kMillisecond)->UseRealTime();
+  })->Unit(benchmark::kMicrosecond)->UseRealTime();
 }
 
 // the plan per shape: errors measured on one activation row against the double reference

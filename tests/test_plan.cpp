@@ -597,6 +597,13 @@ TEST_CASE("plan: prefill, attention and sampling workloads on hand-computed case
     CHECK(sampling_workload(c, s, 2).cores.size() == 1);
     s.pass = sampling_pass::maxima;
     CHECK(sampling_workload(c, s, 2).cores.size() == 2);
+    // a split row adds its measured cost (the split key's intercept) once per row
+    const double before = sampling_workload(c, s, 2).overhead_s;
+    c.kernels[sampling_split_key(sampling_pass::maxima, logit_type::f32)] = {1.0, 7.0};
+    CHECK(sampling_workload(c, s, 2).overhead_s == before + 7.0);
+    CHECK(sampling_workload(c, s, 1).overhead_s == 0.0);  // one thread: no split (no maxima kernel here)
+    s.rows = 4;  // rows over the threads: no row is split
+    CHECK(sampling_workload(c, s, 2).overhead_s == 0.5);
   }
   SECTION("sampling: the pass of a chain is the driver's") {
     const std::size_t V = 1000;
@@ -749,6 +756,9 @@ TEST_CASE("plan: calibrate_sampling times every pass it names; the rotation's ro
                              sampling_pass::dllm_gumbel})
     for (logit_type t : {logit_type::f32, logit_type::bf16, logit_type::f16, logit_type::mxfp8}) {
       const bool named = t == logit_type::f32 || pass == sampling_pass::dllm;
+      const bool ar = pass == sampling_pass::maxima || pass == sampling_pass::chords || pass == sampling_pass::exps;
+      // (toy_costs has 2 cores: the ar passes' split rows are timed too)
+      CHECK(bool(c.kernels.count(sampling_split_key(pass, t))) == (ar && t == logit_type::f32));
       INFO(sampling_kernel_key(pass, t));
       REQUIRE(bool(c.kernels.count(sampling_kernel_key(pass, t))) == named);
       if (named) {

@@ -203,9 +203,22 @@ inline logit_rotation make_logit_rotation(logit_type t, const std::vector<float>
   }
   return o;
 }
+// A row of V logits as a decode step gives them: a normal bulk (standard deviation 2) and eight
+// tokens far above it (8 to 15, among the first `spread` tokens), as the suite's sampling
+// benchmarks. The selections' cost depends on the kept set: flat rows (thousands of tokens in
+// top-p's kept set) cost more than this.
+inline std::vector<float> peaked_logits(std::size_t V, uint64_t seed, std::size_t spread = 0) {
+  if (spread == 0 || spread > V) spread = V;
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> nd(0.f, 2.f);
+  std::vector<float> row(V);
+  for (auto& v : row) v = nd(rng);
+  for (int k = 0; k < 8 && V > 0; ++k) row[rng() % spread] = 8.f + float(k);
+  return row;
+}
 }  // namespace detail
 
-// Sampling on one core, one row of 32000 and one of 128256 logits (normal, std 3), cold: each
+// Sampling on one core, one row of 32000 and one of 128256 logits (peaked_logits), cold: each
 // pass of sampling_pass on the logit types it is calibrated for, "sampling.<pass>.<type>"
 // (sampling_kernel_key):
 //   maxima  ar_sample, top-k 40, top-p 0.95, temperature 0.8      fp32
@@ -213,19 +226,19 @@ inline logit_rotation make_logit_rotation(logit_type t, const std::vector<float>
 //   exps    ar_sample, temperature 0.8                            fp32
 //   dllm    dllm_sample of one position, temperature 0            fp32, bf16, fp16, MXFP8
 //   dllm_gumbel  the same at temperature 1                        fp32
-// Other pairs are modelled from sampling_flops.
+// Other pairs are modelled from sampling_flops. With more than one core, each ar_sample pass is
+// also timed on one row over every core: the time beyond the model's is the split's own cost per
+// row (sampling_split_key).
 inline void calibrate_sampling(target_costs& c, const ops_calibration_options& o = {}) {
-  std::mt19937_64 rng(0x5a3);
-  std::normal_distribution<float> nd(0.f, 3.f);
   const std::size_t V1 = 32000, V2 = 128256;
-  std::vector<float> row(V2);
-  for (auto& v : row) v = nd(rng);
+  const std::vector<float> row = detail::peaked_logits(V2, 0x5a3, V1);  // (both rows peaked)
   int32_t tok = 0;
-  // the rows of 32000 are the first 32000 logits of the rows of 128256 (one rotation a type)
+  // the rows of 32000 are the first 32000 logits of the rows of 128256 (one rotation a type; the
+  // two sizes alternate over the copies, so neither reads a row the other has just read)
   detail::logit_rotation rot = detail::make_logit_rotation(logit_type::f32, row, o.cold_bytes);
   auto rate = [&](sampling_pass pass, auto&& call) {
     const auto [t1, t2] = detail::fastest_seconds2(
-        4 * o.reps, [&](std::size_t i) { call(rot.view(i, V1)); }, [&](std::size_t i) { call(rot.view(i, V2)); });
+        4 * o.reps, [&](std::size_t i) { call(rot.view(2 * i, V1)); }, [&](std::size_t i) { call(rot.view(2 * i + 1, V2)); });
     c.kernels[sampling_kernel_key(pass, rot.type)] =
         detail::two_point_rate(double(V1), t1, double(V2), t2, 1.0);
   };
@@ -243,6 +256,21 @@ inline void calibrate_sampling(target_costs& c, const ops_calibration_options& o
       p.seed = seed++;
       ar_sample(lv, &p, &tok);
     });
+    // a row over every core: what the split costs beyond the model's parts (the selection reads
+    // blocks the other cores streamed; parts start without a prefetched chunk), per row
+    if (c.cores > 1) {
+      thread_pool pool(std::size_t(c.cores));
+      const double modelled = model_sampling(c, describe_ar_sampling(p, V2), c.cores).total_s;
+      const double t = detail::fastest_seconds2(
+                           4 * o.reps,
+                           [&](std::size_t i) {
+                             p.seed = i;
+                             ar_sample(rot.view(2 * i, V2), &p, &tok, &pool);
+                           },
+                           [](std::size_t) {})
+                           .first;
+      c.kernels[sampling_split_key(pass, rot.type)] = kernel_rate{double(V2) / t, std::max(0.0, t - modelled)};
+    }
   }
   int32_t x = 0, x0 = 0;
   float conf = 0;

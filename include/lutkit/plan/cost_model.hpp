@@ -428,9 +428,16 @@ inline cost_breakdown model_attention(const target_costs& c, const attention_op&
 //   fewer rows than threads, at least 256 KiB a row); a row's selection runs on one thread.
 // - dllm_sample: the positions over the threads (4 tasks a thread), selection included.
 // Kernel key sampling_kernel_key(pass, type), "sampling.<pass>.<type>" (rate: logits a second;
-// intercept: seconds per row, its selection).
+// intercept: seconds per row, its selection); a split row adds the intercept of
+// sampling_split_key(pass, type), its measured cost beyond that.
 inline std::string sampling_kernel_key(sampling_pass pass, logit_type type) {
   return std::string("sampling.") + sampling_pass_name(pass) + "." + logit_type_name(type);
+}
+// a row split over the threads (ar_sample): its measured cost beyond the parts and the selection
+// (calibrate_sampling; intercept: seconds per split row, which the model adds; rate: the split
+// row's logits a second as measured, for the record)
+inline std::string sampling_split_key(sampling_pass pass, logit_type type) {
+  return sampling_kernel_key(pass, type) + ".split";
 }
 inline double sampling_flops(const sampling_op& s) {
   double f = 0;
@@ -465,6 +472,10 @@ inline workload sampling_workload(const target_costs& c, const sampling_op& s, i
     // the selections: ar_sample's on the row's one thread, dllm_sample's in the positions' tasks
     const double parallel = dllm ? double(shares.size()) : double(std::min<std::size_t>(s.rows, shares.size()));
     wl.overhead_s += double(s.rows) * kr->s_per_activation / parallel;
+  }
+  if (split) {
+    const kernel_rate* sk = find_kernel(c, sampling_split_key(s.pass, s.type));
+    if (sk) wl.overhead_s += double(s.rows) * sk->s_per_activation;
   }
   if (shares.size() > 1) wl.overhead_s += c.fork_join_s;
   return wl;
