@@ -639,6 +639,30 @@ TEST_CASE("plan: prefill, attention and sampling workloads on hand-computed case
     d.temperature = 1.f;
     CHECK(describe_dllm_sampling(d, 4, V, logit_type::mxfp8).pass == sampling_pass::dllm_gumbel);
   }
+  SECTION("sampling: bad descriptions are errors") {
+    ar_params p;
+    p.temperature = std::nanf("");
+    CHECK_THROWS_AS(describe_ar_sampling(p, 1000), lutkit::error);
+    p.temperature = 0.8f;
+    p.top_p = 2.f;
+    CHECK_THROWS_AS(describe_ar_sampling(p, 1000), lutkit::error);
+    p.top_p = 0.9f;
+    CHECK_THROWS_AS(describe_ar_sampling(p, 0), lutkit::error);
+    CHECK_THROWS_AS(describe_ar_sampling(p, 1000, 0), lutkit::error);
+    CHECK_THROWS_AS(describe_ar_sampling(p, 1000, 1, logit_type(7)), lutkit::error);
+    dllm_params d;
+    d.temperature = -1.f;
+    CHECK_THROWS_AS(describe_dllm_sampling(d, 4, 1000), lutkit::error);
+    sampling_op s = describe_ar_sampling(p, 1000);
+    s.pass = sampling_pass(9);
+    CHECK_THROWS_AS(model_sampling(c, s, 1), lutkit::error);
+    s.pass = sampling_pass::maxima;
+    s.type = logit_type(7);
+    CHECK_THROWS_AS(model_sampling(c, s, 1), lutkit::error);
+    s.type = logit_type::f32;
+    s.rows = std::size_t(1) << 40;  // 2^40 x 1000 logits
+    CHECK_THROWS_AS(model_sampling(c, s, 1), lutkit::error);
+  }
 }
 
 TEST_CASE("plan: the prefill chooser keeps to the error budget; the thread count follows the prefill model", "[plan]") {

@@ -452,7 +452,7 @@ inline double sampling_flops(const sampling_op& s) {
 }
 inline workload sampling_workload(const target_costs& c, const sampling_op& s, int threads) {
   check_threads(c, threads);
-  lutkit::detail::require(s.vocab > 0 && s.rows > 0, "plan: sampling needs vocab, rows > 0");
+  check_sampling_op(s);
   const kernel_rate* kr = find_kernel(c, sampling_kernel_key(s.pass, s.type));
   const bool dllm = s.pass == sampling_pass::dllm || s.pass == sampling_pass::dllm_gumbel;
   const std::size_t row_bytes = s.logits_bytes() / s.rows;

@@ -3,6 +3,7 @@
 // carries its blob's bytes as the tiling spec lays them out (packed_layout: the same number
 // packed_weights<P>::size_bytes() gives), never a stride computed here.
 #pragma once
+#include <cmath>
 #include <cstddef>
 #include <string>
 
@@ -93,24 +94,41 @@ struct sampling_op {
   }
 };
 
-// ar_sample over `rows` rows of `vocab` logits with params p (every row's): the pass the driver
-// makes (autoregressive.hpp: ar_sum_beta, ar_reject_plan_of).
+// a sampling_op's enums and sizes (an unknown pass or logit type is an error, not a guess)
+inline void check_sampling_op(const sampling_op& s) {
+  lutkit::detail::require(s.vocab > 0 && s.rows > 0, "plan: sampling needs vocab, rows > 0 (got ", s.vocab, ", ",
+                          s.rows, ")");
+  lutkit::detail::require(s.type == logit_type::f32 || s.type == logit_type::bf16 || s.type == logit_type::f16 ||
+                              s.type == logit_type::mxfp8,
+                          "plan: unknown logit_type ", int(s.type));
+  lutkit::detail::require(int(s.pass) >= 0 && int(s.pass) <= int(sampling_pass::dllm_gumbel),
+                          "plan: unknown sampling_pass ", int(s.pass));
+  lutkit::detail::checked_elements(s.rows, s.vocab, "plan", "sampling rows x vocab");
+}
+
+// ar_sample over `rows` rows of `vocab` logits with params p (every row's, checked as ar_sample
+// checks them): the pass the driver makes (autoregressive.hpp: ar_sum_beta, ar_reject_plan_of).
 inline sampling_op describe_ar_sampling(const ar_params& p, std::size_t vocab, std::size_t rows = 1,
                                         logit_type type = logit_type::f32) {
+  lutkit::detail::check_ar(logits_view{type, nullptr, nullptr, rows, vocab}, p, 0);
   sampling_op s;
   s.vocab = vocab, s.rows = rows, s.type = type;
   s.pass = lutkit::detail::ar_sum_beta(p, vocab) == 0.f                    ? sampling_pass::maxima
            : lutkit::detail::ar_reject_plan_of(p, vocab).on ? sampling_pass::chords
                                                             : sampling_pass::exps;
+  check_sampling_op(s);
   return s;
 }
 // dllm_sample over `positions` masked positions of `vocab` logits of type `type` with params p:
 // at temperature 0 the pass `dllm`, above it `dllm_gumbel` (Gumbel noise per token)
 inline sampling_op describe_dllm_sampling(const dllm_params& p, std::size_t positions, std::size_t vocab,
                                           logit_type type = logit_type::f32) {
+  lutkit::detail::require(std::isfinite(p.temperature) && p.temperature >= 0.f,
+                          "plan: dllm temperature must be finite and >= 0 (got ", p.temperature, ")");
   sampling_op s;
   s.vocab = vocab, s.rows = positions, s.type = type;
   s.pass = p.temperature > 0.f ? sampling_pass::dllm_gumbel : sampling_pass::dllm;
+  check_sampling_op(s);
   return s;
 }
 
