@@ -158,8 +158,8 @@ inline void calibrate_attention(target_costs& c, const ops_calibration_options& 
 
 namespace detail {
 // rows of V logits of one type, copies of one row laid end to end over about `bytes` (MXFP8's
-// exponents likewise in their own array): view(i, n), the first n logits of row i % count, is
-// cold (n a multiple of 32)
+// exponents likewise in their own array): view(i, n), the first n logits of copy i % count (n a
+// multiple of 32); a copy not read in the last `bytes` of reads is cold
 struct logit_rotation {
   logit_type type = logit_type::f32;
   std::size_t V = 0, count = 0, row_bytes = 0, row_scales = 0;
@@ -233,12 +233,15 @@ inline void calibrate_sampling(target_costs& c, const ops_calibration_options& o
   const std::size_t V1 = 32000, V2 = 128256;
   const std::vector<float> row = detail::peaked_logits(V2, 0x5a3, V1);  // (both rows peaked)
   int32_t tok = 0;
-  // the rows of 32000 are the first 32000 logits of the rows of 128256 (one rotation a type; the
-  // two sizes alternate over the copies, so neither reads a row the other has just read)
+  // the rows of 32000 are the first 32000 logits of the rows of 128256 (one rotation a type).
+  // Every call takes the next copy, over all passes: a copy another call read moments before
+  // (another size, another pass) would come from the cache.
   detail::logit_rotation rot = detail::make_logit_rotation(logit_type::f32, row, o.cold_bytes);
+  std::size_t next = 0;
+  auto fresh = [&](std::size_t V) { return rot.view(next++, V); };
   auto rate = [&](sampling_pass pass, auto&& call) {
     const auto [t1, t2] = detail::fastest_seconds2(
-        4 * o.reps, [&](std::size_t i) { call(rot.view(2 * i, V1)); }, [&](std::size_t i) { call(rot.view(2 * i + 1, V2)); });
+        4 * o.reps, [&](std::size_t) { call(fresh(V1)); }, [&](std::size_t) { call(fresh(V2)); });
     c.kernels[sampling_kernel_key(pass, rot.type)] =
         detail::two_point_rate(double(V1), t1, double(V2), t2, 1.0);
   };
@@ -265,7 +268,7 @@ inline void calibrate_sampling(target_costs& c, const ops_calibration_options& o
                            4 * o.reps,
                            [&](std::size_t i) {
                              p.seed = i;
-                             ar_sample(rot.view(2 * i, V2), &p, &tok, &pool);
+                             ar_sample(fresh(V2), &p, &tok, &pool);
                            },
                            [](std::size_t) {})
                            .first;
@@ -277,7 +280,11 @@ inline void calibrate_sampling(target_costs& c, const ops_calibration_options& o
   for (logit_type t : {logit_type::f32, logit_type::bf16, logit_type::f16, logit_type::mxfp8})
     for (float temperature : {0.f, 1.f}) {
       if (temperature > 0.f && t != logit_type::f32) continue;
-      if (rot.type != t) rot = {}, rot = detail::make_logit_rotation(t, row, o.cold_bytes);
+      if (rot.type != t) {  // (its first copies, written first, are the coldest)
+        rot = {};
+        rot = detail::make_logit_rotation(t, row, o.cold_bytes);
+        next = 0;
+      }
       dllm_params dp;
       dp.temperature = temperature;
       rate(describe_dllm_sampling(dp, 1, V1, t).pass, [&](const logits_view& lv) {
