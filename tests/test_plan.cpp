@@ -597,6 +597,12 @@ TEST_CASE("plan: prefill, attention and sampling workloads on hand-computed case
     CHECK(sampling_workload(c, s, 2).cores.size() == 1);
     s.pass = sampling_pass::maxima;
     CHECK(sampling_workload(c, s, 2).cores.size() == 2);
+    s.type = logit_type::mxfp8;  // 2^18 codes: 256 KiB split as the driver splits it (exponents aside)
+    CHECK(sampling_workload(c, s, 2).cores.size() == 2);
+    s.vocab -= 32;  // 32 codes short, however many exponent bytes: one core
+    CHECK(sampling_workload(c, s, 2).cores.size() == 1);
+    s.vocab += 32;
+    s.type = logit_type::f32;
     // a split row adds its measured cost (the split key's intercept) once per row
     const double before = sampling_workload(c, s, 2).overhead_s;
     c.kernels[sampling_split_key(sampling_pass::maxima, logit_type::f32)] = {1.0, 7.0};

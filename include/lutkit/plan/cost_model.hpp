@@ -455,7 +455,8 @@ inline workload sampling_workload(const target_costs& c, const sampling_op& s, i
   check_sampling_op(s);
   const kernel_rate* kr = find_kernel(c, sampling_kernel_key(s.pass, s.type));
   const bool dllm = s.pass == sampling_pass::dllm || s.pass == sampling_pass::dllm_gumbel;
-  const std::size_t row_bytes = s.logits_bytes() / s.rows;
+  // (the driver's row size: the elements, MXFP8's exponents aside)
+  const std::size_t row_bytes = s.vocab * logits_view{s.type, nullptr, nullptr, 1, s.vocab}.element_bytes();
   const bool split = !dllm && lutkit::detail::ar_split_rows(s.rows, std::size_t(threads), row_bytes);
   const auto shares = split ? split_shares(s.rows * std::size_t(threads), threads) : split_shares(s.rows, threads);
   const double logits = double(s.vocab) * double(s.rows);
