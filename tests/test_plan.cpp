@@ -780,8 +780,16 @@ TEST_CASE("plan: calibrate_sampling times every pass it names; the rotation's ro
   // 96 MXFP8 codes a row are padded to 128 bytes: their copies are not rows of one view
   const std::vector<float> r96(row.begin(), row.begin() + 96);
   CHECK_THROWS_AS(lutkit::plan::detail::make_logit_rotation(logit_type::mxfp8, r96, 4096).view_rows(0, 2), lutkit::error);
+  // (rates of a real core's order, so that the split row's model is of the measured time's; a
+  // stale split entry from an earlier calibration, of an impossible -1000 s, must not enter the
+  // model the new one is measured against)
   target_costs c = toy_costs();
+  c.dram_bps = c.core_read_bps = 1e10, c.l1_bps = c.l2_bps = 1e11;
+  c.int8_macs_per_s = c.fp32_fmas_per_s = c.bf16_macs_per_s = c.lookups_per_s = 1e10;
+  c.fork_join_s = 1e-6;
+  c.kernels[sampling_split_key(sampling_pass::maxima, logit_type::f32)] = {1.0, -1e3};
   calibrate_sampling(c, ops_calibration_options{1, std::size_t(4) << 20});
+  CHECK(c.kernels.at(sampling_split_key(sampling_pass::maxima, logit_type::f32)).s_per_activation < 1.0);
   for (sampling_pass pass : {sampling_pass::maxima, sampling_pass::chords, sampling_pass::exps, sampling_pass::dllm,
                              sampling_pass::dllm_gumbel})
     for (logit_type t : {logit_type::f32, logit_type::bf16, logit_type::f16, logit_type::mxfp8}) {

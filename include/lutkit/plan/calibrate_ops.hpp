@@ -263,7 +263,9 @@ inline void calibrate_sampling(target_costs& c, const ops_calibration_options& o
     // blocks the other cores streamed; parts start without a prefetched chunk), per row
     if (c.cores > 1) {
       thread_pool pool(std::size_t(c.cores));
+      c.kernels.erase(sampling_split_key(pass, rot.type));  // (a calibration's again: the model without it)
       const double modelled = model_sampling(c, describe_ar_sampling(p, V2), c.cores).total_s;
+      // (the split row alone: the pair's second call is empty)
       const double t = detail::fastest_seconds2(
                            4 * o.reps,
                            [&](std::size_t i) {
