@@ -443,6 +443,36 @@ TEST_CASE("engine: decode kernels and prefill paradigms from a plan: within the 
       CHECK(again[i].prefill_threads == rows[i].prefill_threads);
       CHECK(again[i].prefill_error == rows[i].prefill_error);
     }
+    // the decode step's model: the sampler's draw is ar_sample's pass over one row of the
+    // vocabulary on the pool's threads, added to the matrices and attention; nothing calibrated
+    {
+      const auto kernels = cal.costs.kernels.size();
+      const auto bare = llm::model_decode_step(*m, cal, 96, nullptr, false);
+      CHECK(bare.sampling_s == 0);
+      CHECK(bare.matrices_s > 0);
+      CHECK(bare.attention_s > 0);
+      lutkit::ar_params greedy, top_p, draw;
+      greedy.temperature = 0.f;
+      top_p.temperature = 0.8f, top_p.top_p = 0.9f;
+      draw.temperature = 0.8f;
+      // (at the rates above every pass is read-bound; at a fifth of the fp32 rate the draw's
+      // exponential per logit is not, and costs more than greedy's maxima)
+      lutkit::plan::calibration slow = cal;
+      slow.costs.fp32_fmas_per_s = 1e10;
+      for (auto* c : {&cal, &slow})
+        for (const lutkit::ar_params* sp : {&greedy, &top_p, &draw}) {
+          const auto st = llm::model_decode_step(*m, *c, 96, sp, false), b = llm::model_decode_step(*m, *c, 96, nullptr, false);
+          const auto op = lutkit::plan::describe_ar_sampling(*sp, m->hp.n_vocab);
+          INFO("pass " << lutkit::plan::sampling_pass_name(op.pass) << ", fp32 rate " << c->costs.fp32_fmas_per_s);
+          CHECK(st.matrices_s == b.matrices_s);
+          CHECK(st.attention_s == b.attention_s);
+          CHECK(st.sampling_s == lutkit::plan::model_sampling(c->costs, op, c->costs.cores).total_s);
+          CHECK(st.total_s() == st.matrices_s + st.attention_s + st.sampling_s);
+        }
+      CHECK(llm::model_decode_step(*m, slow, 96, &draw, false).sampling_s >
+            llm::model_decode_step(*m, slow, 96, &greedy, false).sampling_s);
+      CHECK(cal.costs.kernels.size() == kernels);
+    }
     // the planned model against the reference, as the default one is held
     const auto [e, e8] = run_against_reference(*m, &pool);
     INFO("planned: " << e << ", llama.cpp's arithmetic " << e8);

@@ -274,11 +274,13 @@ int main(int argc, char** argv) try {
     return 0;
   }
   int32_t tok = 0;
-  double decode_s = 0;
+  double decode_s = 0, sample_s = 0;  // (the forward passes; every draw, the first included)
   std::size_t decode_bytes = 0;
   for (std::size_t i = 0; i < n_gen; ++i) {
     sp.seed = seed + i;
+    const auto a0 = clk::now();
     lutkit::ar_sample(lutkit::logits_view::f32(s.logits.data(), 1, hp.n_vocab), &sp, &tok, tp);
+    sample_s += secs(a0, clk::now());
     out.push_back(tok);
     if (i + 1 == n_gen || tok == voc.eos) break;
     const auto a = clk::now();
@@ -310,10 +312,14 @@ int main(int argc, char** argv) try {
     std::printf(", %.2f of the memory roofline (read %.1f GB/s)", roof / decode_s, gbps);
   }
   if (nd && plan == "auto") {
-    // the model at the decode's mean context, against the measured mean step
-    const auto sm = llm::model_decode_step(*mdl, cal, fill + prompt.size() + nd / 2);
-    std::printf(" | modelled step %.2f ms (matrices %.2f, attention %.2f) / measured %.2f ms: %.2f", sm.total_s() * 1e3,
-                sm.matrices_s * 1e3, sm.attention_s * 1e3, decode_s / double(nd) * 1e3, sm.total_s() / (decode_s / double(nd)));
+    // the model at the decode's mean context, against the measured mean step: a forward pass and
+    // a draw (the mean of every draw's time)
+    const auto sm = llm::model_decode_step(*mdl, cal, fill + prompt.size() + nd / 2, &sp);
+    const double draw_s = sample_s / double(out.size()), step_s = decode_s / double(nd) + draw_s;
+    std::printf(" | modelled step %.2f ms (matrices %.2f, attention %.2f, sampling %.3f) / measured %.2f ms "
+                "(sampling %.3f): %.2f",
+                sm.total_s() * 1e3, sm.matrices_s * 1e3, sm.attention_s * 1e3, sm.sampling_s * 1e3, step_s * 1e3,
+                draw_s * 1e3, sm.total_s() / step_s);
   }
   std::printf(" | total %.2f s\n", secs(t0, t4));
   return 0;

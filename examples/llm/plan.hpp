@@ -242,13 +242,17 @@ inline void load_plan(model& mdl, const std::string& path, std::size_t max_threa
 
 // The modelled time of one decode step (one token) at a context of `context` positions: every
 // weight matrix by the method and threads it runs with (its plan, else decode_method::best on
-// the pool's threads), plus each layer's attention over the context. (Norms, RoPE and the
-// residual adds, n_embd-sized vectors, are not modelled.) Calibrates the kernels the costs lack.
+// the pool's threads), each layer's attention over the context, and, given the step's sampling
+// parameters, ar_sample's draw of the token from one row of fp32 logits on the pool (its pass by
+// describe_ar_sampling). (Norms, RoPE and the residual adds, n_embd-sized vectors, are not
+// modelled.) Calibrates the kernels the costs lack (calibrate_kernels false: none, the kernels
+// without an entry modelled from the target's rates alone, as plan_model's).
 struct step_model {
-  double matrices_s = 0, attention_s = 0;
-  double total_s() const { return matrices_s + attention_s; }
+  double matrices_s = 0, attention_s = 0, sampling_s = 0;
+  double total_s() const { return matrices_s + attention_s + sampling_s; }
 };
-inline step_model model_decode_step(model& mdl, lutkit::plan::calibration& cal, std::size_t context) {
+inline step_model model_decode_step(model& mdl, lutkit::plan::calibration& cal, std::size_t context,
+                                    const lutkit::ar_params* sampling = nullptr, bool calibrate_kernels = true) {
   namespace lp = lutkit::plan;
   step_model sm;
   const int cores = std::max(1, cal.costs.cores);
@@ -259,17 +263,24 @@ inline step_model model_decode_step(model& mdl, lutkit::plan::calibration& cal, 
           if constexpr (!std::is_same_v<T, std::monostate>) {
             using P = typename policy_of<T>::type;
             const auto method = m->method == lutkit::decode_method::best ? lutkit::best_decode_method<P>(1) : m->method;
-            if (!cal.costs.kernels.count(lp::kernel_key(method, P::name()))) lp::calibrate_decode<P>(cal.costs);
+            if (calibrate_kernels && !cal.costs.kernels.count(lp::kernel_key(method, P::name())))
+              lp::calibrate_decode<P>(cal.costs);
             const int t = m->threads > 0 ? std::min(m->threads, cores) : cores;
             sm.matrices_s += lp::model_decode(cal.costs, lp::describe_matmul<P>(m->M, m->K, 1), method, t).total_s;
           }
         },
         m->w);
-  if (!cal.costs.kernels.count("attention.decode")) lp::calibrate_attention(cal.costs);
+  if (calibrate_kernels && !cal.costs.kernels.count("attention.decode")) lp::calibrate_attention(cal.costs);
   lp::attention_op a;
   a.heads = mdl.hp.n_head, a.kv_heads = mdl.hp.n_head_kv, a.head_dim = mdl.hp.head_dim;
   a.context = std::max<std::size_t>(1, context), a.queries = 1;
   sm.attention_s = double(mdl.hp.n_layer) * lp::model_attention(cal.costs, a, cores).total_s;
+  if (sampling) {
+    const lp::sampling_op s = lp::describe_ar_sampling(*sampling, mdl.hp.n_vocab);
+    if (calibrate_kernels && !cal.costs.kernels.count(lp::sampling_kernel_key(s.pass, s.type)))
+      lp::calibrate_sampling(cal.costs);
+    sm.sampling_s = lp::model_sampling(cal.costs, s, cores).total_s;
+  }
   return sm;
 }
 
