@@ -230,6 +230,38 @@ TEST_CASE("plan: a decode GEMV's workload by method, hand-computed", "[plan]") {
     // another method or policy is not affected
     CHECK(decode_workload(c, op, decode_method::fused_dq, 2).kernel_rate == 0);
   }
+  SECTION("a measured kernel at every core: its own share of the cores in place of parallel_compute") {
+    const std::string key = kernel_key(decode_method::int8, "toy");
+    c.kernels[key] = {2.0, 0.25};
+    c.kernels[kernel_parallel_key(key)] = {3.0, 0.4};  // 3 weights / s at 2 cores: 1.5 cores' worth
+    CHECK(kernel_parallel_key(key) == "decode.int8.toy.parallel");
+    CHECK(kernel_parallel_factor(c, key, 2) == 1.5);
+    CHECK(kernel_parallel_factor(c, key, 1) == 0);  // one thread: nothing shared
+    CHECK(decode_workload(c, op, decode_method::int8, 2).kernel_parallel == 1.5);
+    // the kernel's 65536 weights x rows over both cores at 3 / s (private: 16384 s a core)
+    auto r = model_decode(c, op, decode_method::int8, 2);
+    CHECK(r.bottleneck == resource::kernel);
+    CHECK(r.shared_s == Approx(65536.0 / 3).epsilon(1e-12));
+    CHECK(r.total_s == Approx(65536.0 / 3 + 64.5).epsilon(1e-12));
+    CHECK(model_decode(c, op, decode_method::int8, 1).total_s == 65536.0 / 2 + 64);  // one core: its own rate
+    // clamped to [1, cores]: a kernel measured slower at every core than at one, or faster than
+    // cores times one
+    c.kernels[kernel_parallel_key(key)] = {1.0, 0};
+    CHECK(model_decode(c, op, decode_method::int8, 2).shared_s == 65536.0 / 2);
+    c.kernels[kernel_parallel_key(key)] = {10.0, 0};
+    CHECK(model_decode(c, op, decode_method::int8, 2).shared_s == 65536.0 / 4);
+    // between one thread and every core, linear in the threads (4 cores, 3 cores' worth at 4: 2
+    // threads 1 + 2 / 3)
+    target_costs c4 = c;
+    c4.cores = 4;
+    c4.kernels[kernel_parallel_key(key)] = {6.0, 0};
+    CHECK(kernel_parallel_factor(c4, key, 2) == Approx(1 + 2.0 / 3).epsilon(1e-15));
+    CHECK(kernel_parallel_factor(c4, key, 4) == 3.0);
+    // without the one-core entry, or for another method, nothing
+    CHECK(decode_workload(c, op, decode_method::fused_dq, 2).kernel_parallel == 0);
+    c.kernels.erase(key);
+    CHECK(kernel_parallel_factor(c, key, 2) == 0);
+  }
   SECTION("uneven tiles: the first cores take one more") {
     op.tiles = 5;
     op.M = 320;
@@ -475,16 +507,28 @@ TEST_CASE("plan: a short calibration of this host gives usable constants", "[pla
   CHECK_THROWS_AS(calibrate(calibration_options{0, 1024, 1, 1, 0.001}), lutkit::error);
   // the decode kernels' own rates: one entry per valid method, usable by the model
   target_costs k = c;
+  // (2 cores: each method also at both, kernel_parallel_key)
   calibrate_decode<Q4_0>(k, decode_calibration_options{256, 64, 128, 3, 0});
-  REQUIRE(k.kernels.size() == 4);
+  REQUIRE(k.kernels.size() == 8);
   for (decode_method m : valid_decode_methods<Q4_0>(1)) {
     const auto& kr = k.kernels.at(kernel_key(m, Q4_0::name()));
     CHECK(kr.weights_per_s > 0);
     CHECK(kr.s_per_activation >= 0);
+    const auto& kp = k.kernels.at(kernel_parallel_key(kernel_key(m, Q4_0::name())));
+    CHECK(kp.weights_per_s > 0);
+    CHECK(kp.s_per_activation >= 0);
+    const double f = kernel_parallel_factor(k, kernel_key(m, Q4_0::name()), 2);
+    CHECK((f >= 1 && f <= 2));
     const auto r = model_decode(k, describe_matmul<Q4_0>(256, 256, 1), m, 1);
     CHECK(r.total_s > 0);
+    CHECK(model_decode(k, describe_matmul<Q4_0>(256, 256, 1), m, 2).total_s > 0);
   }
-  CHECK(from_text(to_text(calibration{k, "", "", "", ""})).costs.kernels.size() == 4);
+  CHECK(from_text(to_text(calibration{k, "", "", "", ""})).costs.kernels.size() == 8);
+  // one core: no entry at every core (an earlier calibration's removed)
+  target_costs k1 = k;
+  k1.cores = 1;
+  calibrate_decode<Q4_0>(k1, decode_calibration_options{256, 64, 128, 3, 0});
+  CHECK(k1.kernels.size() == 4);
   CHECK_THROWS_AS(calibrate_decode<Q4_0>(k, decode_calibration_options{256, 128, 64, 2, 0}), lutkit::error);
 }
 

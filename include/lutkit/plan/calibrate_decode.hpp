@@ -5,15 +5,19 @@
 // rate is the one the kernel keeps while its weights stream from DRAM (a warm rate, weights in
 // L2, leaves out the stalls a compute-bound kernel does not hide; docs/plan.md, "Validation").
 // Hundreds of milliseconds per policy, most of it making the copies. The model takes the slower
-// of this rate and the units' peaks as the core's compute (plan/cost_model.hpp).
+// of this rate and the units' peaks as the core's compute (plan/cost_model.hpp). With more than
+// one core (target_costs::cores) each method is timed again at every core, the same two row
+// counts over the same copies: its rate there is kernel_parallel_key's entry.
 #pragma once
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
+#include <memory>
 #include <random>
 #include <vector>
 
 #include "../core/error.hpp"
+#include "../core/thread_pool.hpp"
 #include "../decode/decode_gemv.hpp"
 #include "../packing/pack.hpp"
 #include "../quant/quant.hpp"
@@ -55,25 +59,36 @@ void calibrate_decode(target_costs& c, const decode_calibration_options& o = {})
   const auto small = copies(o.rows_small), large = copies(o.rows_large);
   std::vector<float> y(o.rows_large);
   std::size_t next = 0;
-  auto median_time = [&](const std::vector<packed_weights<P>>& ws, decode_method m) {
-    decode_gemv<P>(ws[0], x.data(), 1, K, y.data(), m);  // the scratch allocated
+  auto median_time = [&](const std::vector<packed_weights<P>>& ws, decode_method m, thread_pool* pool) {
+    decode_gemv<P>(ws[0], x.data(), 1, K, y.data(), m, 0, 0, pool);  // the scratch allocated
     std::vector<double> t;
     for (int r = 0; r < o.reps; ++r) {
       const auto& w = ws[next++ % ws.size()];
       const auto t0 = std::chrono::steady_clock::now();
-      decode_gemv<P>(w, x.data(), 1, K, y.data(), m);
+      decode_gemv<P>(w, x.data(), 1, K, y.data(), m, 0, 0, pool);
       t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
     std::sort(t.begin(), t.end());
     return t[t.size() / 2];
   };
-  for (decode_method m : valid_decode_methods<P>(1)) {
-    const double t1 = median_time(small, m), t2 = median_time(large, m);
+  // the slope between the two row counts and the intercept, at one core or over `pool`
+  auto measure = [&](decode_method m, thread_pool* pool) {
+    const double t1 = median_time(small, m, pool), t2 = median_time(large, m, pool);
     const double dw = double(o.rows_large - o.rows_small) * double(K);
     // (a noisy pair whose large case ran no slower: the large case's mean rate, no fixed cost)
     const double rate = t2 > t1 ? dw / (t2 - t1) : double(o.rows_large) * double(K) / t2;
     const double fixed = std::max(0.0, t1 - double(o.rows_small) * double(K) / rate);
-    c.kernels[kernel_key(m, P::name())] = kernel_rate{rate, fixed / double(K)};
+    return kernel_rate{rate, fixed / double(K)};
+  };
+  // with more than one core, also the rate at every core (kernel_parallel_key: the kernel's own
+  // share of the cores, plan/cost_model.hpp, kernel_parallel_factor)
+  std::unique_ptr<thread_pool> pool;
+  if (c.cores > 1) pool = std::make_unique<thread_pool>(std::size_t(c.cores));
+  for (decode_method m : valid_decode_methods<P>(1)) {
+    const std::string key = kernel_key(m, P::name());
+    c.kernels[key] = measure(m, nullptr);
+    if (pool) c.kernels[kernel_parallel_key(key)] = measure(m, pool.get());
+    else c.kernels.erase(kernel_parallel_key(key));
   }
 }
 

@@ -119,6 +119,9 @@ struct workload {
   std::vector<core_work> cores;
   double overhead_s = 0;
   double kernel_rate = 0;  // the rate of resource::kernel (weights / s), where the work uses it
+  // the cores' worth of resource::kernel together where the work runs on several: the kernel's
+  // own measured factor (kernel_parallel_factor); 0: the target's parallel_compute
+  double kernel_parallel = 0;
 };
 
 struct cost_breakdown {
@@ -155,7 +158,8 @@ inline cost_breakdown evaluate(const target_costs& c, const workload& w) {
     }
     if (!used) continue;
     if (resource_compute(r) && w.cores.size() > 1) {  // the cores' compute together, shared
-      const double s = sum / effective_parallel_compute(c);
+      const double s =
+          sum / (r == resource::kernel && w.kernel_parallel > 0 ? w.kernel_parallel : effective_parallel_compute(c));
       if (s > best_shared) best_shared = s, shared_r = r;
     }
     if (resource_shared(r)) {
@@ -203,6 +207,24 @@ inline std::string kernel_key(decode_method m, const std::string& policy) {
                   : m == decode_method::bf16     ? "bf16"
                                                  : "best";
   return std::string("decode.") + n + "." + policy;
+}
+// A measured kernel at every core (target_costs::cores threads, calibrate_decode): its own rate
+// there (weights / s, all cores together; intercept: its fixed cost per activation at those
+// threads, for the record). What a kernel keeps of the DRAM read at every core differs by kernel
+// (its stream's prefetch, the compute it interleaves), which neither the shared read nor
+// parallel_compute, both measured by plain loops, knows.
+inline std::string kernel_parallel_key(const std::string& key) { return key + ".parallel"; }
+// The cores' worth of the kernel `key` at `threads` threads: its rate at every core over its
+// one-core rate, in [1, cores]; between one thread and every core linear in the threads. 0 (the
+// target's parallel_compute) without both entries or on one thread.
+inline double kernel_parallel_factor(const target_costs& c, const std::string& key, int threads) {
+  const auto one = c.kernels.find(key), all = c.kernels.find(kernel_parallel_key(key));
+  if (threads <= 1 || c.cores <= 1 || one == c.kernels.end() || all == c.kernels.end() ||
+      !(one->second.weights_per_s > 0) || !(all->second.weights_per_s > 0))
+    return 0;
+  const double cores = double(c.cores);
+  const double f = std::clamp(all->second.weights_per_s / one->second.weights_per_s, 1.0, cores);
+  return 1 + (f - 1) * double(std::min(threads, c.cores) - 1) / (cores - 1);
 }
 
 inline method_work decode_method_work(decode_method m, const matmul_op& op) {
@@ -269,6 +291,7 @@ inline workload decode_workload(const target_costs& c, const matmul_op& op, deco
   }
   if (kr) {  // the measured kernel: its own rate, and its measured fixed cost in place of the counts'
     wl.kernel_rate = kr->weights_per_s;
+    wl.kernel_parallel = kernel_parallel_factor(c, kernel_key(m, op.policy), int(T));
     wl.overhead_s += K * N * kr->s_per_activation;
   } else if (mw.act_prep_flops > 0) {
     lutkit::detail::require(c.fp32_fmas_per_s > 0, "plan: target '", c.name, "' has no fp32 rate (activation preparation)");
