@@ -557,6 +557,15 @@ TEST_CASE("plan: prefill, attention and sampling workloads on hand-computed case
     CHECK(r.private_s == 2000.0);
     CHECK(r.overhead_s == 500.0);  // 2 x 1000 activations x 0.25 s
     CHECK(prefill_kernel_key(act_type::int8, "p") == "prefill.int8.p");
+    // at 2 threads a slow kernel (2 a second: 2000 s a core) with its rate at both cores measured
+    // (3 a second: 1.5 cores' worth): the summed 8000 over 3, in place of over parallel_compute
+    c.kernels[prefill_kernel_key(act_type::int8, "p")] = {2.0, 0.0};
+    CHECK(model_prefill(c, op, act_type::int8, 2).shared_s == 8000.0 / 2 / 2);
+    c.kernels[kernel_parallel_key(prefill_kernel_key(act_type::int8, "p"))] = {3.0, 0.0};
+    r = model_prefill(c, op, act_type::int8, 2);
+    CHECK(r.bottleneck == resource::kernel);
+    CHECK(r.shared_s == Approx(8000.0 / 3).epsilon(1e-12));
+    CHECK(r.total_s == Approx(8000.0 / 3 + 0.5).epsilon(1e-12));  // and the fork / join
   }
   SECTION("attention: causal score counts, the cache read once, one exponential per score") {
     attention_op a;

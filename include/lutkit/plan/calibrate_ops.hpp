@@ -5,7 +5,8 @@
 // (each size's fastest call of a few, the two sizes alternating).
 //   calibrate_prefill<P>(c, act)  dequant_gemm<P>, N = 128, 256 and 1024 rows of K = 4096
 //                                 ("prefill.<act>.<policy>": weights x rows a second; intercept
-//                                 per activation)
+//                                 per activation; with more than one core also at every core,
+//                                 "prefill.<act>.<policy>.parallel")
 //   calibrate_attention(c)        attention_decode at contexts 512 and 4096, attention_prefill of
 //                                 prompts of 128 and 512 positions; 32 / 8 heads of 64, fp16
 //                                 K / V ("attention.decode" / "attention.prefill": score
@@ -73,7 +74,8 @@ inline kernel_rate two_point_rate(double u1, double t1, double u2, double t2, do
 }  // namespace detail
 
 // dequant_gemm<P> by paradigm `act` on one core: N = 128 rows of K = 4096 against 256 and 1024
-// weight rows.
+// weight rows; with more than one core the same at every core (kernel_parallel_key: the kernel's
+// own share of the cores, plan/cost_model.hpp, kernel_parallel_factor).
 template <class P>
 void calibrate_prefill(target_costs& c, act_type act, const ops_calibration_options& o = {}) {
   constexpr std::size_t K = 4096, N = 128, Ms = 256, Ml = 1024;
@@ -83,11 +85,20 @@ void calibrate_prefill(target_costs& c, act_type act, const ops_calibration_opti
   for (auto& v : x) v = nd(rng);
   for (auto& v : w) v = 0.02f * nd(rng);
   const auto small = pack<P>(quantize<P>(w.data(), Ms, K)), large = pack<P>(quantize<P>(w.data(), Ml, K));
-  const auto [ts, tl] = detail::fastest_seconds2(
-      o.reps, [&](std::size_t) { dequant_gemm<P>(small, x.data(), N, K, y.data(), act); },
-      [&](std::size_t) { dequant_gemm<P>(large, x.data(), N, K, y.data(), act); });
-  c.kernels[prefill_kernel_key(act, P::name())] =
-      detail::two_point_rate(double(Ms * K * N), ts, double(Ml * K * N), tl, double(K * N));
+  auto measure = [&](thread_pool* pool) {
+    const auto [ts, tl] = detail::fastest_seconds2(
+        o.reps, [&](std::size_t) { dequant_gemm<P>(small, x.data(), N, K, y.data(), act, 0, 0, pool); },
+        [&](std::size_t) { dequant_gemm<P>(large, x.data(), N, K, y.data(), act, 0, 0, pool); });
+    return detail::two_point_rate(double(Ms * K * N), ts, double(Ml * K * N), tl, double(K * N));
+  };
+  const std::string key = prefill_kernel_key(act, P::name());
+  c.kernels[key] = measure(nullptr);
+  if (c.cores > 1) {
+    thread_pool pool(std::size_t(c.cores));
+    c.kernels[kernel_parallel_key(key)] = measure(&pool);
+  } else {
+    c.kernels.erase(kernel_parallel_key(key));
+  }
 }
 
 // attention_decode and attention_prefill on one core, 32 query heads over 8 K / V heads of 64,

@@ -208,11 +208,12 @@ inline std::string kernel_key(decode_method m, const std::string& policy) {
                                                  : "best";
   return std::string("decode.") + n + "." + policy;
 }
-// A measured kernel at every core (target_costs::cores threads, calibrate_decode): its own rate
-// there (weights / s, all cores together; intercept: its fixed cost per activation at those
-// threads, for the record). What a kernel keeps of the DRAM read at every core differs by kernel
-// (its stream's prefetch, the compute it interleaves), which neither the shared read nor
-// parallel_compute, both measured by plain loops, knows.
+// A measured kernel at every core (target_costs::cores threads; calibrate_decode,
+// calibrate_prefill): its own rate there (weights / s, all cores together; intercept: its fixed
+// cost per activation at those threads, for the record). What a kernel keeps at every core (of
+// the DRAM read, of its units) differs by kernel: its stream's prefetch, the compute it
+// interleaves, the cache it shares; neither the shared read nor parallel_compute, both measured
+// by plain loops, knows it.
 inline std::string kernel_parallel_key(const std::string& key) { return key + ".parallel"; }
 // The cores' worth of the kernel `key` at `threads` threads: its rate at every core over its
 // one-core rate, in [1, cores]; between one thread and every core linear in the threads. 0 (the
@@ -382,6 +383,7 @@ inline workload prefill_workload(const target_costs& c, const matmul_op& op, act
   const double T = double(shares.size());
   if (kr) {
     wl.kernel_rate = kr->weights_per_s;
+    wl.kernel_parallel = kernel_parallel_factor(c, prefill_kernel_key(act, op.policy), int(T));
     wl.overhead_s += K * N * kr->s_per_activation / T;
   } else {
     lutkit::detail::require(c.fp32_fmas_per_s > 0, "plan: target '", c.name, "' has no fp32 rate (activation preparation)");
