@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
-#include <memory>
 #include <random>
 #include <vector>
 
@@ -82,14 +81,8 @@ void calibrate_decode(target_costs& c, const decode_calibration_options& o = {})
   };
   // with more than one core, also the rate at every core (kernel_parallel_key: the kernel's own
   // share of the cores, plan/cost_model.hpp, kernel_parallel_factor)
-  std::unique_ptr<thread_pool> pool;
-  if (c.cores > 1) pool = std::make_unique<thread_pool>(std::size_t(c.cores));
-  for (decode_method m : valid_decode_methods<P>(1)) {
-    const std::string key = kernel_key(m, P::name());
-    c.kernels[key] = measure(m, nullptr);
-    if (pool) c.kernels[kernel_parallel_key(key)] = measure(m, pool.get());
-    else c.kernels.erase(kernel_parallel_key(key));
-  }
+  for (decode_method m : valid_decode_methods<P>(1))
+    store_kernel_rates(c, kernel_key(m, P::name()), [&](thread_pool* pool) { return measure(m, pool); });
 }
 
 }  // namespace lutkit::plan

@@ -91,14 +91,7 @@ void calibrate_prefill(target_costs& c, act_type act, const ops_calibration_opti
         [&](std::size_t) { dequant_gemm<P>(large, x.data(), N, K, y.data(), act, 0, 0, pool); });
     return detail::two_point_rate(double(Ms * K * N), ts, double(Ml * K * N), tl, double(K * N));
   };
-  const std::string key = prefill_kernel_key(act, P::name());
-  c.kernels[key] = measure(nullptr);
-  if (c.cores > 1) {
-    thread_pool pool(std::size_t(c.cores));
-    c.kernels[kernel_parallel_key(key)] = measure(&pool);
-  } else {
-    c.kernels.erase(kernel_parallel_key(key));
-  }
+  store_kernel_rates(c, prefill_kernel_key(act, P::name()), measure);
 }
 
 // attention_decode and attention_prefill on one core, 32 query heads over 8 K / V heads of 64,

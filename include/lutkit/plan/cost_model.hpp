@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "../core/error.hpp"
+#include "../core/thread_pool.hpp"
 #include "../decode/decode_gemv.hpp"
 #include "../gemm/geometry.hpp"
 #include "../sampling/microkernel.hpp"
@@ -215,6 +216,18 @@ inline std::string kernel_key(decode_method m, const std::string& policy) {
 // interleaves, the cache it shares; neither the shared read nor parallel_compute, both measured
 // by plain loops, knows it.
 inline std::string kernel_parallel_key(const std::string& key) { return key + ".parallel"; }
+// A calibration's entries for the kernel `key`: measure(nullptr) on one core, and with more than
+// one core measure(&pool) over every core (else an earlier calibration's entry removed).
+template <class Measure>
+void store_kernel_rates(target_costs& c, const std::string& key, Measure&& measure) {
+  c.kernels[key] = measure(static_cast<thread_pool*>(nullptr));
+  if (c.cores > 1) {
+    thread_pool pool(std::size_t(c.cores));
+    c.kernels[kernel_parallel_key(key)] = measure(&pool);
+  } else {
+    c.kernels.erase(kernel_parallel_key(key));
+  }
+}
 // The cores' worth of the kernel `key` at `threads` threads: its rate at every core over its
 // one-core rate, in [1, cores]; between one thread and every core linear in the threads. 0 (the
 // target's parallel_compute) without both entries or on one thread.
