@@ -32,30 +32,35 @@ __attribute__((target("sme"))) int svl_bits() { return int(svcntsb()) * 8; }
 
 template <class P>
 void sme_policy_cases(int& cases_fp32, int& cases_bf16) {
-  const int cases = 24;  // 12 fp32 + 12 bf16 per policy: >= 100 per kernel over the 9 policies
-  for (int c = 0; c < cases; ++c) {
+  // 12 weight sets per policy, each multiplied by fp32 and by bf16 activations: 216 GEMMs, >= 100
+  // per kernel over the 9 policies. (Under qemu the random weights and their quantization, not the
+  // GEMMs, took most of this case's time when each GEMM had its own weights.)
+  const int sets = 12;
+  for (int c = 0; c < sets; ++c) {
     const uint64_t seed = P::hash() % 100003 * 1009 + uint64_t(c);
     std::mt19937_64 rng(seed);
     const std::size_t M = std::uniform_int_distribution<std::size_t>(1, c % 4 == 0 ? 200 : 100)(rng);
     const std::size_t K = random_k<P>(rng, c % 5 == 0 ? 700 : 300);
-    // (two cases a policy with N past 256: several column passes; the rest the small N of decode
-    // and short prompts)
-    const std::size_t N = c % 12 == 11 ? std::uniform_int_distribution<std::size_t>(257, 384)(rng)
-                                     : std::uniform_int_distribution<std::size_t>(1, 40)(rng);
-    const act_type act = c % 2 ? act_type::bf16 : act_type::fp32;
     const auto w = random_weights(rng, M * K);
-    const auto x = random_activations(rng, N * K, c % 7 == 3 ? act_kind::extremes : act_kind::gaussian);
     const auto q = quantize<P>(w.data(), M, K);
     const auto wp = pack<P>(q);
-    const auto geo = detail::make_dq_geometry<P>(wp.layout(), N, act);
-    const auto e = dq_reference<P>(q, x, N, act, geo.flush_k, geo.flushes());
-    INFO("policy " << P::name() << " SVL " << svl_bits() << " seed " << seed << " M=" << M << " K=" << K << " N=" << N
-                   << " act " << act_name(act));
-    const std::size_t ldy = M + (c % 3);
-    std::vector<float> y(N * ldy, -12345.f);
-    dequant_gemm<P>(wp, x.data(), N, K, y.data(), act, 0, ldy);
-    CHECK(dq_compare<P>(e, y.data(), ldy, N, M) == "");
-    (act == act_type::bf16 ? cases_bf16 : cases_fp32)++;
+    for (const act_type act : {act_type::fp32, act_type::bf16}) {
+      const int ca = 2 * c + (act == act_type::bf16);  // the GEMM's index within the policy
+      // (two GEMMs a policy with N past 256: several column passes; the rest the small N of decode
+      // and short prompts)
+      const std::size_t N = ca % 12 == 11 ? std::uniform_int_distribution<std::size_t>(257, 384)(rng)
+                                          : std::uniform_int_distribution<std::size_t>(1, 40)(rng);
+      const auto x = random_activations(rng, N * K, ca % 7 == 3 ? act_kind::extremes : act_kind::gaussian);
+      const auto geo = detail::make_dq_geometry<P>(wp.layout(), N, act);
+      const auto e = dq_reference<P>(q, x, N, act, geo.flush_k, geo.flushes());
+      INFO("policy " << P::name() << " SVL " << svl_bits() << " seed " << seed << " M=" << M << " K=" << K << " N=" << N
+                     << " act " << act_name(act));
+      const std::size_t ldy = M + (ca % 3);
+      std::vector<float> y(N * ldy, -12345.f);
+      dequant_gemm<P>(wp, x.data(), N, K, y.data(), act, 0, ldy);
+      CHECK(dq_compare<P>(e, y.data(), ldy, N, M) == "");
+      (act == act_type::bf16 ? cases_bf16 : cases_fp32)++;
+    }
     // level 2 alone: dequantize (fp32 and bf16) is bit-identical to the host's portable code
     if (c % 3 == 0) {
       using H = on_host<P>;
