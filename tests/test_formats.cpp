@@ -259,6 +259,45 @@ TEST_CASE("codebook quantize: every code is a nearest level of its group", "[for
   check.operator()<policy<fmt::codebook4<book::iq4_nl>, per_tensor, i8>>();
 }
 
+TEST_CASE("codebook level search: the code of the scan over every level, ties to the lower code", "[formats]") {
+  // detail::level_search (sorted levels, a binary search) against detail::nearest_level (the scan):
+  // random and edge scales (either sign, subnormal, near the fp16 and fp32 limits) and weights
+  // (every level's value, midpoints of two values, +-0, subnormals, far outside the range, +-Inf, NaN)
+  auto check = []<class Book>() {
+    using FT = format_traits<fmt::codebook4<Book>>;
+    std::mt19937_64 rng(policy_hash(Book::name) + 7);
+    std::vector<float> scales = {1.f, -1.f, 0.037f, -2.5e-3f, 1e-40f, -1e-44f, 6.1035156e-05f, 65504.f, -3e38f};
+    std::uniform_real_distribution<float> u(-4.f, 4.f);
+    for (int i = 0; i < 200; ++i) scales.push_back(std::ldexp(u(rng), int(u(rng) * 8)));
+    int checked = 0, mismatched = 0;
+    for (const float s : scales) {
+      const detail::level_search<FT> levels(s);
+      std::vector<float> ws = {0.f, -0.f, 1e-45f, -1e-45f, 1e-38f, 3e38f, -3e38f, INFINITY, -INFINITY, NAN};
+      for (int c = 0; c <= FT::max_code; ++c) {
+        const float v = FT::value(s, FT::sym_zero, c);
+        ws.push_back(v);
+        ws.push_back(std::nextafter(v, INFINITY));
+        ws.push_back(std::nextafter(v, -INFINITY));
+        for (int d = 0; d <= FT::max_code; ++d) ws.push_back(float((double(v) + FT::value(s, FT::sym_zero, d)) / 2));
+      }
+      for (int i = 0; i < 300; ++i) ws.push_back(s * u(rng) * 40.f);
+      for (const float w : ws) {
+        ++checked;
+        const int got = levels.nearest(w), want = detail::nearest_level<FT>(w, s);
+        if (got != want) {
+          if (++mismatched <= 5) WARN(Book::name << " s " << s << " w " << w << ": " << got << " against " << want);
+        }
+      }
+    }
+    INFO(Book::name << ": " << checked << " weights");
+    CHECK(mismatched == 0);
+    CHECK(checked > 50000);
+  };
+  check.operator()<book::nf4>();
+  check.operator()<book::fp4_e2m1>();
+  check.operator()<book::iq4_nl>();
+}
+
 TEST_CASE("8-bit round-to-nearest quantization", "[formats]") {
   auto check = []<class P>() {
     std::mt19937_64 rng(policy_hash(P::name()) + 2);

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "../core/compiler.hpp"
@@ -200,6 +201,42 @@ uint8_t nearest_level(float w, float s) {
   }
   return uint8_t(best);
 }
+// Codebooks: the levels' values for one scale s != 0 in ascending order (of equal values, e.g.
+// FP4's +0 and -0, only the lowest code), so that a weight's level is found by counting the values
+// below it and a few comparisons instead of a scan of every level. The same code as nearest_level: its error,
+// the double |w - value|, does not shrink away from w, so the smallest error is at one of the two
+// values around w, and the values tied with it (when the difference rounds, e.g. w = 3e38 against
+// levels near 1) extend outward from there; of those the lowest code. Unused slots hold +inf.
+template <class FT>
+struct level_search {
+  static constexpr int L = FT::max_code + 1;
+  double v[L];
+  uint8_t c[L];
+  int n = 0;
+  float s;
+  bool scan = false;  // a value overflows to +-Inf (|s| near the fp32 limit): nearest_level itself
+  explicit level_search(float s_) : s(s_) {
+    std::pair<double, int> p[L];
+    for (int k = 0; k < L; ++k) p[k] = {double(FT::value(s, FT::sym_zero, k)), k};
+    for (int k = 0; k < L; ++k) scan = scan || !std::isfinite(p[k].first);
+    std::sort(p, p + L);
+    for (int k = 0; k < L; ++k)
+      if (n == 0 || p[k].first != v[n - 1]) v[n] = p[k].first, c[n++] = uint8_t(p[k].second);
+    for (int k = n; k < L; ++k) v[k] = HUGE_VAL, c[k] = 0xFF;
+  }
+  uint8_t nearest(float w) const {
+    if (scan) return nearest_level<FT>(w, s);
+    const double x = w;
+    int i = 0;  // the values below w: a count over all L (vectorized), not a branching search
+    for (int k = 0; k < L; ++k) i += v[k] < x;
+    const double lo = i > 0 ? std::fabs(x - v[i - 1]) : HUGE_VAL, hi = i < n ? std::fabs(x - v[i]) : HUGE_VAL;
+    const double best = std::min(lo, hi);
+    uint8_t code = 0xFF;
+    for (int j = i - 1; j >= 0 && std::fabs(x - v[j]) == best; --j) code = std::min(code, c[j]);
+    for (int j = i; j < n && std::fabs(x - v[j]) == best; ++j) code = std::min(code, c[j]);
+    return code == 0xFF ? 0 : code;  // (a NaN w: code 0, as the scan gives)
+  }
+};
 
 // Codebooks: the fp16 scale of one group. The largest-magnitude weight m lands on the most
 // negative or on the most positive signed level (m / lo or m / hi, like q4_0's m / -8), and a
@@ -232,10 +269,11 @@ float fit_codebook_scale(const float* w, std::size_t n, std::size_t stride) {
     for (int t = 0; t <= 8; ++t) {
       const float s = round_to_f16(m / edge * (1.0f - 0.025f * float(t)));
       if (!std::isfinite(s) || s == 0.f) continue;
+      const level_search<FT> levels(s);
       double err = 0;
       for (std::size_t i = 0; i < n; ++i) {
         const float v = w[i * stride];
-        const double d = double(v) - double(FT::value(s, FT::sym_zero, nearest_level<FT>(v, s)));
+        const double d = double(v) - double(FT::value(s, FT::sym_zero, levels.nearest(v)));
         err += d * d;
       }
       if (best_err < 0 || err < best_err) {
@@ -304,6 +342,20 @@ uint8_t code_of(float w, float s, float z) {
     if (s == 0.f) return uint8_t(clamp_code(z, maxq));
     return uint8_t(clamp_code(double(w) / double(s) + double(z), maxq));
   }
+}
+// The codes of n weights of one group (scale s, zero z): code_of each, a codebook's levels sorted
+// once for the group
+template <class P>
+void codes_of(const float* w, std::size_t n, float s, float z, uint8_t* out) {
+  using FT = format_traits<typename P::format>;
+  if constexpr (FT::is_codebook && !P::spec.min_form) {
+    if (s != 0.f) {
+      const level_search<FT> levels(s);
+      for (std::size_t i = 0; i < n; ++i) out[i] = levels.nearest(w[i]);
+      return;
+    }
+  }
+  for (std::size_t i = 0; i < n; ++i) out[i] = code_of<P>(w[i], s, z);
 }
 // Super-group formats (super_params): x >= 0 rounded up to `bits` significant bits
 inline double round_up_sig(double x, int bits) {
@@ -443,7 +495,7 @@ quantized<P> quantize(const float* w, std::size_t M, std::size_t K) {
           if (!P::spec.per_tensor) detail::fit_group<P>(wg, G, 1, s, z);
           q.scales[m * q.groups + g] = s;
           if (P::spec.asymmetric) q.zeros[m * q.groups + g] = z;
-          for (std::size_t i = 0; i < G; ++i) q.codes[m * K + g * G + i] = detail::code_of<P>(wg[i], s, z);
+          detail::codes_of<P>(wg, G, s, z, &q.codes[m * K + g * G]);
         }
       }
     }

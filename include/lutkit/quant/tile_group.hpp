@@ -91,7 +91,7 @@ tile_group_quantized<Fmt> quantize_tile_group(const float* w, std::size_t M, std
     detail::fit_group<P>(wg, G, 1, s, z);
     q.scales[g] = s;
     if (format_traits<Fmt>::asymmetric) q.zeros[g] = z;
-    for (std::size_t i = 0; i < G; ++i) q.codes[g * G + i] = detail::code_of<P>(wg[i], s, z);
+    detail::codes_of<P>(wg, G, s, z, &q.codes[g * G]);
   }
   return q;
 }
