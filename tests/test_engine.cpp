@@ -314,10 +314,13 @@ TEST_CASE("engine: prefill of n then decode equals prefill of n + 1; 1 and 2 thr
   const double f8 = logit_err(std::vector<float>(r8.begin(), r8.end()), r);
   REQUIRE(logit_err(a.logits, r) <= 2 * f8);
   REQUIRE(logit_err(b.logits, r) <= 2 * f8);
-  // threads: prefill and 4 decode steps, bit for bit
+  // threads: prefill and 4 decode steps, bit for bit (the 2-thread decode under a profile, which
+  // counts its passes and times each stage inside the pass's own time)
   llm::session s1(*m, 32), s2(*m, 32);
   s1.prefill(prompt, 4, nullptr);
   s2.prefill(prompt, 4, &pool);
+  llm::step_profile prof;
+  s2.work.prof = &prof;
   for (int i = 0; i < 4; ++i) {
     REQUIRE(std::memcmp(s1.logits.data(), s2.logits.data(), s1.logits.size() * 4) == 0);
     const int32_t t = argmax(s1.logits);
@@ -325,6 +328,14 @@ TEST_CASE("engine: prefill of n then decode equals prefill of n + 1; 1 and 2 thr
     s2.forward(&t, 1, &pool);
   }
   REQUIRE(std::memcmp(s1.logits.data(), s2.logits.data(), s1.logits.size() * 4) == 0);
+  CHECK(prof.passes == 4);
+  double staged = 0;
+  for (std::size_t i = 0; i < llm::stages; ++i) {
+    INFO("stage " << llm::stage_name(llm::stage(i)));
+    CHECK(prof.stage_s[i] > 0);
+    staged += prof.stage_s[i];
+  }
+  CHECK(prof.passes_s >= staged);
 }
 
 TEST_CASE("engine: Q, K, V (and gate, up) on one set of LUT tables give the bits of separate applies", "[engine]") {
@@ -471,6 +482,15 @@ TEST_CASE("engine: decode kernels and prefill paradigms from a plan: within the 
         }
       CHECK(llm::model_decode_step(*m, slow, 96, &draw, false).sampling_s >
             llm::model_decode_step(*m, slow, 96, &greedy, false).sampling_s);
+      // by stage: the matrices' stages sum to the matrices, the attention's is the attention;
+      // a layer's Q, K, V cost more than its output projection (the same K, more rows)
+      double matrices = 0;
+      for (std::size_t i = 0; i < llm::stages; ++i)
+        if (llm::stage(i) != llm::stage::attention) matrices += bare.stage_s[i];
+      CHECK(matrices == Approx(bare.matrices_s).epsilon(1e-12));
+      CHECK(bare.stage_s[std::size_t(llm::stage::attention)] == bare.attention_s);
+      for (std::size_t i = 0; i < llm::stages; ++i) CHECK(bare.stage_s[i] > 0);
+      CHECK(bare.stage_s[std::size_t(llm::stage::qkv)] > bare.stage_s[std::size_t(llm::stage::o)]);
       CHECK(cal.costs.kernels.size() == kernels);
     }
     // the planned model against the reference, as the default one is held

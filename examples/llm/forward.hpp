@@ -20,6 +20,7 @@
 // token of each of B sequences that continue a shared prompt.
 #pragma once
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -58,8 +59,24 @@ inline float gelu_tanh(float x) {
 // `position(t)`; `append(l, t, hh, k, v)` stores row t's K and V of KV head hh in layer l (head_dim
 // floats each); `attend(l, ao, q, att)` runs layer l's attention of the n query rows (the options
 // carry the layer's mask). Leaves the rows' final hidden states in x.
+// The measured time of each stage (model.hpp) and of the whole passes, over the passes run with it
+struct step_profile {
+  double stage_s[stages] = {};
+  double passes_s = 0;  // the passes' time: the stages and the rest
+  std::size_t passes = 0;
+};
+
 struct pass {
   std::vector<float> x, h, q, k, v, att, o, g, u, cs, sn, csl, snl;
+  step_profile* prof = nullptr;  // when set, each stage's time is added to it
+
+  template <class F>
+  void timed(stage st, F&& f) {
+    if (!prof) return f();
+    const auto a = std::chrono::steady_clock::now();
+    f();
+    prof->stage_s[std::size_t(st)] += std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count();
+  }
 
   template <class Position, class Append, class Attend>
   void run(const model& m, const int32_t* tokens, std::size_t n, Position position, Append append, Attend attend,
@@ -98,7 +115,7 @@ struct pass {
       ao.mask = local ? lutkit::mask_kind::window : lutkit::mask_kind::causal;
       ao.window = local ? hp.window : 0;
       norm_rows(x.data(), L.attn_norm, h.data());
-      apply_same_input({{&L.wq, q.data()}, {&L.wk, k.data()}, {&L.wv, v.data()}}, h.data(), n, pool);
+      timed(stage::qkv, [&] { apply_same_input({{&L.wq, q.data()}, {&L.wk, k.data()}, {&L.wv, v.data()}}, h.data(), n, pool); });
       for (std::size_t t = 0; t < n; ++t) {
         if (hp.qkv_bias) {
           for (std::size_t i = 0; i < QD; ++i) q[t * QD + i] += L.bq[i];
@@ -116,17 +133,17 @@ struct pass {
           append(l, t, hh, kh, v.data() + t * KD + hh * hd);
         }
       }
-      attend(l, ao, q.data(), att.data());
-      L.wo.apply(att.data(), n, o.data(), pool);
+      timed(stage::attention, [&] { attend(l, ao, q.data(), att.data()); });
+      timed(stage::o, [&] { L.wo.apply(att.data(), n, o.data(), pool); });
       if (hp.post_norms) norm_rows(o.data(), L.post_attn_norm, o.data());
       for (std::size_t i = 0; i < n * E; ++i) x[i] += o[i];
       norm_rows(x.data(), L.ffn_norm, h.data());
-      apply_same_input({{&L.w_gate, g.data()}, {&L.w_up, u.data()}}, h.data(), n, pool);
+      timed(stage::gate_up, [&] { apply_same_input({{&L.w_gate, g.data()}, {&L.w_up, u.data()}}, h.data(), n, pool); });
       if (hp.gelu)
         for (std::size_t i = 0; i < n * F; ++i) g[i] = gelu_tanh(g[i]) * u[i];
       else
         for (std::size_t i = 0; i < n * F; ++i) g[i] = g[i] / (1.f + std::exp(-g[i])) * u[i];  // SiLU(gate) * up
-      L.w_down.apply(g.data(), n, o.data(), pool);
+      timed(stage::down, [&] { L.w_down.apply(g.data(), n, o.data(), pool); });
       if (hp.post_norms) norm_rows(o.data(), L.post_ffn_norm, o.data());
       for (std::size_t i = 0; i < n * E; ++i) x[i] += o[i];
     }
@@ -136,7 +153,7 @@ struct pass {
     const std::size_t E = m.hp.n_embd;
     for (std::size_t t = 0; t < nr; ++t)
       rms_norm(x.data() + (r0 + t) * E, m.out_norm.data(), h.data() + t * E, E, m.hp.rms_eps);
-    m.output.apply(h.data(), nr, out, pool);
+    timed(stage::output, [&] { m.output.apply(h.data(), nr, out, pool); });
   }
 };
 
@@ -169,6 +186,7 @@ struct session {
   const std::vector<float>& forward(const int32_t* tokens, std::size_t n, lutkit::thread_pool* pool) {
     llm::require(n > 0 && pos + n <= n_ctx, "llm: ", pos, " + ", n, " tokens exceed the context of ", n_ctx);
     const std::size_t hd = m.hp.head_dim;
+    const auto start = std::chrono::steady_clock::now();
     work.run(
         m, tokens, n, [&](std::size_t t) { return pos + t; },
         [&](std::size_t l, std::size_t t, std::size_t hh, const float* k, const float* v) {
@@ -185,6 +203,10 @@ struct session {
         pool);
     work.logits(m, n - 1, 1, logits.data(), pool);
     pos += n;
+    if (work.prof) {
+      work.prof->passes_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      ++work.prof->passes;
+    }
     return logits;
   }
 

@@ -2,7 +2,8 @@
 //
 //   lutkit_llm --model M.gguf [--prompt-ids 1,15043,3186 | --random-prompt N | --fill N] [-n 64] [--threads 2]
 //              [--ctx 4096] [--chunk 512] [--temp 0] [--top-k 40] [--top-p 0.95] [--seed 1]
-//              [--kv bf16] [--batch B] [--plan auto|default|PLAN] [--save-plan PLAN] [--calibration FILE] [--quiet]
+//              [--kv bf16] [--batch B] [--plan auto|default|PLAN] [--save-plan PLAN] [--calibration FILE] [--profile]
+//              [--quiet]
 //   lutkit_llm --model M.gguf --load-rounds R [--threads 2]
 //   lutkit_llm --write-model M.gguf --shape llama-3.2-1b|bitnet-2b|tiny [--type q4_0|q4_1|q5_0|q8_0|q5_1|iq4_nl|q2_k|q3_k|q4_k|q4_k_m|q5_k|q6_k|tq2_0|tq1_0]
 //              (a random-weight model of that shape, for benchmarks)
@@ -14,6 +15,9 @@
 // seconds, kept in --calibration FILE when given and read from it when it exists), `default`
 // (the default) runs decode_method::best and default_act on every matrix, any other value is a
 // plan saved by --save-plan. The plan is printed unless --quiet.
+// --profile: each decode pass's stages timed (llm::step_profile: the matrices by the call that
+// applies them, the attention, the rest of the pass) and printed after the summary as ms a step,
+// beside the step's model per stage with --plan auto.
 // --load-rounds R: the load alone, beside a memcpy of the file's bytes into a touched buffer and
 // one into a new buffer, R rounds alternating the three (each round a new mapping and new blobs);
 // prints the medians and memcpy / load, then exits.
@@ -97,7 +101,7 @@ int usage() {
   std::fprintf(stderr,
                "usage: lutkit_llm --model M.gguf [--prompt-ids a,b,c | --random-prompt N | --fill N] [-n N] [--threads T] "
                "[--ctx N] [--chunk N] [--temp T] [--top-k K] [--top-p P] [--seed S] [--kv bf16] [--batch B]\n"
-               "                  [--plan auto|default|PLAN] [--save-plan PLAN] [--calibration FILE] [--quiet]\n"
+               "                  [--plan auto|default|PLAN] [--save-plan PLAN] [--calibration FILE] [--profile] [--quiet]\n"
                "       lutkit_llm --model M.gguf --load-rounds R [--threads T]\n"
                "       lutkit_llm --write-model M.gguf --shape llama-3.2-1b|bitnet-2b|tiny "
                "[--type q4_0|q4_1|q5_0|q8_0|q5_1|iq4_nl|q2_k|q3_k|q4_k|q4_k_m|q5_k|q6_k|tq2_0|tq1_0]\n");
@@ -111,7 +115,7 @@ int main(int argc, char** argv) try {
   float temp = 0.f, top_p = 1.f;
   int32_t top_k = 0;
   uint64_t seed = 1;
-  bool quiet = false, bf16_kv = false;
+  bool quiet = false, bf16_kv = false, profile = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -133,6 +137,7 @@ int main(int argc, char** argv) try {
     else if (a == "--seed") seed = std::stoull(next());
     else if (a == "--kv") bf16_kv = next() == "bf16";
     else if (a == "--quiet") quiet = true;
+    else if (a == "--profile") profile = true;
     else if (a == "--load-rounds") load_rounds = std::stoul(next());
     else if (a == "--plan") plan = next();
     else if (a == "--save-plan") save_plan = next();
@@ -275,6 +280,8 @@ int main(int argc, char** argv) try {
   }
   int32_t tok = 0;
   double decode_s = 0, sample_s = 0;  // (the forward passes; every draw, the first included)
+  llm::step_profile prof;
+  if (profile) s.work.prof = &prof;  // (the decode's passes only: the prompt's have run)
   std::size_t decode_bytes = 0;
   for (std::size_t i = 0; i < n_gen; ++i) {
     sp.seed = seed + i;
@@ -311,17 +318,41 @@ int main(int argc, char** argv) try {
     const double roof = double(decode_bytes) / (gbps * 1e9);  // seconds a plain read of those bytes takes
     std::printf(", %.2f of the memory roofline (read %.1f GB/s)", roof / decode_s, gbps);
   }
+  // the model at the decode's mean context, against the measured mean step: a forward pass and
+  // a draw (the mean of every draw's time)
+  llm::step_model sm;
+  if (nd && plan == "auto") sm = llm::model_decode_step(*mdl, cal, fill + prompt.size() + nd / 2, &sp);
+  const double draw_s = sample_s / double(out.size()), step_s = nd ? decode_s / double(nd) + draw_s : 0.0;
   if (nd && plan == "auto") {
-    // the model at the decode's mean context, against the measured mean step: a forward pass and
-    // a draw (the mean of every draw's time)
-    const auto sm = llm::model_decode_step(*mdl, cal, fill + prompt.size() + nd / 2, &sp);
-    const double draw_s = sample_s / double(out.size()), step_s = decode_s / double(nd) + draw_s;
     std::printf(" | modelled step %.2f ms (matrices %.2f, attention %.2f, sampling %.3f) / measured %.2f ms "
                 "(sampling %.3f): %.2f",
                 sm.total_s() * 1e3, sm.matrices_s * 1e3, sm.attention_s * 1e3, sm.sampling_s * 1e3, step_s * 1e3,
                 draw_s * 1e3, sm.total_s() / step_s);
   }
   std::printf(" | total %.2f s\n", secs(t0, t4));
+  if (profile && prof.passes) {
+    const double per = 1e3 / double(prof.passes);
+    double staged = 0;
+    std::printf("decode by stage, ms a step over %zu passes: %s\n", prof.passes,
+                plan == "auto" ? "modelled / measured (ratio)" : "measured");
+    auto row = [&](const char* name, double modelled_s, double measured_s, bool has_model) {
+      if (has_model && plan == "auto")
+        std::printf("  %-18s %8.3f / %8.3f (%.2f)\n", name, modelled_s * 1e3, measured_s * per,
+                    measured_s > 0 ? modelled_s * 1e3 / (measured_s * per) : 0.0);
+      else
+        std::printf("  %-18s %8s   %8.3f\n", name, "", measured_s * per);
+    };
+    for (std::size_t i = 0; i < llm::stages; ++i) {
+      row(llm::stage_name(llm::stage(i)), sm.stage_s[i], prof.stage_s[i], true);
+      staged += prof.stage_s[i];
+    }
+    row("rest of the pass", 0, prof.passes_s - staged, false);
+    if (plan == "auto")
+      std::printf("  %-18s %8.3f / %8.3f (%.2f)\n", "draw", sm.sampling_s * 1e3, draw_s * 1e3,
+                  draw_s > 0 ? sm.sampling_s / draw_s : 0.0);
+    else
+      std::printf("  %-18s %8s   %8.3f\n", "draw", "", draw_s * 1e3);
+  }
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "lutkit_llm: %s\n", e.what());

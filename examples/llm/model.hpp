@@ -332,6 +332,25 @@ struct layer {
   matrix wq, wk, wv, wo, w_gate, w_up, w_down;
 };
 
+// The stages of a forward pass that the profile times and the step's model costs (lutkit_llm
+// --profile): the matrices by the call that applies them (Q, K, V and gate, up share their input's
+// LUT tables), the attention; what the pass does besides (norms, RoPE, residual adds, SiLU, the
+// KV append, the embedding) is the pass's time less these.
+enum class stage { qkv, o, gate_up, down, output, attention, count };
+inline const char* stage_name(stage s) {
+  switch (s) {
+    case stage::qkv: return "Q, K, V";
+    case stage::o: return "attention output";
+    case stage::gate_up: return "FFN gate, up";
+    case stage::down: return "FFN down";
+    case stage::output: return "output (logits)";
+    case stage::attention: return "attention";
+    case stage::count: break;
+  }
+  return "?";
+}
+inline constexpr std::size_t stages = std::size_t(stage::count);
+
 struct model {
   lutkit::gguf::file file;
   hparams hp;

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include <lutkit/plan/calibrate_decode.hpp>
@@ -37,12 +38,19 @@ struct plan_row {
   double prefill_error = 0, default_prefill_error = 0, prefill_modelled_s = 0, default_prefill_modelled_s = 0;
 };
 
-// every weight matrix of the model, in load order
+// every weight matrix of the model, in load order, with the stage of the pass that applies it
+inline std::vector<std::pair<matrix*, stage>> staged_matrices(model& m) {
+  std::vector<std::pair<matrix*, stage>> v;
+  for (auto& l : m.layers)
+    for (const auto& x : {std::pair{&l.wq, stage::qkv}, {&l.wk, stage::qkv}, {&l.wv, stage::qkv}, {&l.wo, stage::o},
+                          {&l.w_gate, stage::gate_up}, {&l.w_up, stage::gate_up}, {&l.w_down, stage::down}})
+      v.push_back(x);
+  v.push_back({&m.output, stage::output});
+  return v;
+}
 inline std::vector<matrix*> all_matrices(model& m) {
   std::vector<matrix*> v;
-  for (auto& l : m.layers)
-    for (matrix* x : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) v.push_back(x);
-  v.push_back(&m.output);
+  for (const auto& [x, st] : staged_matrices(m)) v.push_back(x);
   return v;
 }
 
@@ -249,6 +257,7 @@ inline void load_plan(model& mdl, const std::string& path, std::size_t max_threa
 // without an entry modelled from the target's rates alone, as plan_model's).
 struct step_model {
   double matrices_s = 0, attention_s = 0, sampling_s = 0;
+  double stage_s[stages] = {};  // the matrices and the attention by the pass's stage
   double total_s() const { return matrices_s + attention_s + sampling_s; }
 };
 inline step_model model_decode_step(model& mdl, lutkit::plan::calibration& cal, std::size_t context,
@@ -256,7 +265,7 @@ inline step_model model_decode_step(model& mdl, lutkit::plan::calibration& cal, 
   namespace lp = lutkit::plan;
   step_model sm;
   const int cores = std::max(1, cal.costs.cores);
-  for (matrix* m : all_matrices(mdl))
+  for (const auto& [m, st] : staged_matrices(mdl))
     std::visit(
         [&](const auto& pw) {
           using T = std::decay_t<decltype(pw)>;
@@ -266,7 +275,9 @@ inline step_model model_decode_step(model& mdl, lutkit::plan::calibration& cal, 
             if (calibrate_kernels && !cal.costs.kernels.count(lp::kernel_key(method, P::name())))
               lp::calibrate_decode<P>(cal.costs);
             const int t = m->threads > 0 ? std::min(m->threads, cores) : cores;
-            sm.matrices_s += lp::model_decode(cal.costs, lp::describe_matmul<P>(m->M, m->K, 1), method, t).total_s;
+            const double s = lp::model_decode(cal.costs, lp::describe_matmul<P>(m->M, m->K, 1), method, t).total_s;
+            sm.matrices_s += s;
+            sm.stage_s[std::size_t(st)] += s;
           }
         },
         m->w);
@@ -275,6 +286,7 @@ inline step_model model_decode_step(model& mdl, lutkit::plan::calibration& cal, 
   a.heads = mdl.hp.n_head, a.kv_heads = mdl.hp.n_head_kv, a.head_dim = mdl.hp.head_dim;
   a.context = std::max<std::size_t>(1, context), a.queries = 1;
   sm.attention_s = double(mdl.hp.n_layer) * lp::model_attention(cal.costs, a, cores).total_s;
+  sm.stage_s[std::size_t(stage::attention)] = sm.attention_s;
   if (sampling) {
     const lp::sampling_op s = lp::describe_ar_sampling(*sampling, mdl.hp.n_vocab);
     if (calibrate_kernels && !cal.costs.kernels.count(lp::sampling_kernel_key(s.pass, s.type)))
