@@ -270,14 +270,40 @@ TEST_CASE("attention: 1 and 2 threads give the same bits", "[attention]") {
     REQUIRE(std::memcmp(a.data(), b.data(), a.size() * 4) == 0);
     REQUIRE(std::memcmp(la.data(), lb.data(), la.size() * 4) == 0);
   }
+  // decode at a short context (one split, fewer units than twice the threads): the KV heads
+  // divided among the threads, in groups of equal and of unequal sizes (3 heads on 2 and 3
+  // threads, 8 heads on 2 and 3 threads: 2 and 1-2 heads a group)
+  thread_pool pool3(3);
+  for (std::size_t hkv : {3, 8})
+    for (std::size_t len : {1, 100}) {
+      kv_store kv;
+      make_kv(kv, rng, kv_type::f16, len, hkv, 64, true);
+      attention_options o;
+      o.heads_kv = hkv;
+      o.heads_q = 4 * hkv;
+      o.head_dim = 64;
+      o.scale = 0.125f;
+      const auto q = randn(rng, o.heads_q * 64);
+      std::vector<float> a(o.heads_q * 64), la(o.heads_q);
+      attention_decode(o, q.data(), kv.view, a.data(), la.data(), nullptr);
+      for (thread_pool* p : {&pool, &pool3}) {
+        INFO(hkv << " KV heads, " << len << " keys, " << p->size() << " threads");
+        std::vector<float> b(a.size(), -1.f), lb(la.size(), -1.f);
+        attention_decode(o, q.data(), kv.view, b.data(), lb.data(), p);
+        REQUIRE(std::memcmp(a.data(), b.data(), a.size() * 4) == 0);
+        REQUIRE(std::memcmp(la.data(), lb.data(), la.size() * 4) == 0);
+      }
+    }
 }
 
 TEST_CASE("attention: batched decode, 1 and 2 threads give the same bits", "[attention]") {
   thread_pool pool(2);
   std::mt19937_64 rng(12);
-  for (std::size_t n_seq : {2, 8}) {  // 8 rows (fp32 step) and 32 rows (packed bf16 tile) per KV head
+  // 8 rows (fp32 step) and 32 rows (packed bf16 tile) per KV head; a prefix of 2500 keys (5
+  // splits) and of 100 (one split: the KV heads divided among the threads)
+  for (const auto& [n_seq, pre_len] : {std::pair<std::size_t, std::size_t>{2, 2500}, {8, 2500}, {2, 100}, {8, 100}}) {
     kv_store pre;
-    make_kv(pre, rng, kv_type::f16, 2500, 2, 128, false);
+    make_kv(pre, rng, kv_type::f16, pre_len, 2, 128, false);
     std::vector<kv_store> own(n_seq);
     std::vector<std::vector<float>> q(n_seq), a(n_seq), b(n_seq);
     std::vector<decode_sequence> sa(n_seq), sb(n_seq);

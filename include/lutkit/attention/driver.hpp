@@ -368,8 +368,15 @@ inline void run_decode(const attention_options& o, const kv_cache_view& prefix, 
   }
   reusable_bytes<att_slot> partbuf(att_slot::partials, (nsplit + n_seq) * rows_all * stride * sizeof(float) + 64);
   float* part = reinterpret_cast<float*>(partbuf.get());
-  const std::size_t tasks = nsplit + n_seq;
-  att_parallel(pool, tasks, [&](std::size_t t) {
+  // tasks: each unit (a prefix split or a sequence's own keys) over groups of KV heads. Few
+  // units on more threads (a short context: one split) would leave threads idle, so the heads
+  // are then divided among twice the threads; a head's arithmetic and the merge order do not
+  // depend on the grouping, so the bits do not either.
+  const std::size_t units = nsplit + n_seq, threads = pool ? pool->size() : 1;
+  const std::size_t hgroups = threads > 1 && units < 2 * threads ? std::min(hkv, 2 * threads) : 1;
+  att_parallel(pool, units * hgroups, [&](std::size_t task) {
+    const std::size_t t = task / hgroups, gb = hkv * (task % hgroups) / hgroups,
+                      ge = hkv * (task % hgroups + 1) / hgroups;  // the unit and its KV heads [gb, ge)
     const bool is_prefix = t < nsplit;
     const std::size_t b = is_prefix ? 0 : t - nsplit;
     const kv_cache_view& src = is_prefix ? prefix : seqs[b].own;
@@ -381,7 +388,7 @@ inline void run_decode(const attention_options& o, const kv_cache_view& prefix, 
     reusable_bytes<att_slot> rb(att_slot::rows, hkv * R * stride * sizeof(float) + 64);
     reusable_bytes<att_slot> sc(att_slot::scratch, (R + 2) * ch * sizeof(float) + 64);
     float* st = reinterpret_cast<float*>(rb.get());  // per g: m[R], l[R], acc[R][d]
-    for (std::size_t g = 0; g < hkv; ++g) {
+    for (std::size_t g = gb; g < ge; ++g) {
       std::fill(st + g * R * stride, st + g * R * stride + R, -std::numeric_limits<float>::infinity());
       std::fill(st + g * R * stride + R, st + (g + 1) * R * stride, 0.f);
     }
@@ -403,7 +410,7 @@ inline void run_decode(const attention_options& o, const kv_cache_view& prefix, 
         qbb = reusable_bytes<att_slot>(att_slot::decode_qb, R * d * sizeof(uint16_t) + 64);
         tsc = reusable_bytes<att_slot>(att_slot::tile_scratch, R * pchunk * 2 * sizeof(float) + 64);
       }
-      for (std::size_t g = 0; g < hkv; ++g) {
+      for (std::size_t g = gb; g < ge; ++g) {
         const std::ptrdiff_t hoff = std::ptrdiff_t(g) * src.head_stride * std::ptrdiff_t(kv_type_bytes(src.type));
         sa.k = static_cast<const uint8_t*>(src.k) + hoff;
         sa.v = static_cast<const uint8_t*>(src.v) + hoff;
@@ -471,7 +478,7 @@ inline void run_decode(const attention_options& o, const kv_cache_view& prefix, 
     }
     // to the partial array, in (b, head) row order
     att_partial P{part + t * rows_all * stride, d};
-    for (std::size_t g = 0; g < hkv; ++g) {
+    for (std::size_t g = gb; g < ge; ++g) {
       const float* sg = st + g * R * stride;
       for (std::size_t rr = 0; rr < R; ++rr) {
         const std::size_t bb = is_prefix ? rr / G : b, h = g * G + rr % G, row = bb * hq + h;
