@@ -55,10 +55,6 @@ inline float gelu_tanh(float x) {
   return 0.5f * x * (1.f + std::tanh(0.7978845608f * (x + 0.044715f * x * x * x)));
 }
 
-// The buffers of a forward pass over n rows and its layer loop. Row t is at position
-// `position(t)`; `append(l, t, hh, k, v)` stores row t's K and V of KV head hh in layer l (head_dim
-// floats each); `attend(l, ao, q, att)` runs layer l's attention of the n query rows (the options
-// carry the layer's mask). Leaves the rows' final hidden states in x.
 // The measured time of each stage (model.hpp) and of the whole passes, over the passes run with it
 struct step_profile {
   double stage_s[stages] = {};
@@ -66,6 +62,10 @@ struct step_profile {
   std::size_t passes = 0;
 };
 
+// The buffers of a forward pass over n rows and its layer loop. Row t is at position
+// `position(t)`; `append(l, t, hh, k, v)` stores row t's K and V of KV head hh in layer l (head_dim
+// floats each); `attend(l, ao, q, att)` runs layer l's attention of the n query rows (the options
+// carry the layer's mask). Leaves the rows' final hidden states in x.
 struct pass {
   std::vector<float> x, h, q, k, v, att, o, g, u, cs, sn, csl, snl;
   step_profile* prof = nullptr;  // when set, each stage's time is added to it

@@ -331,27 +331,24 @@ int main(int argc, char** argv) try {
   }
   std::printf(" | total %.2f s\n", secs(t0, t4));
   if (profile && prof.passes) {
-    const double per = 1e3 / double(prof.passes);
-    double staged = 0;
+    const bool modelled = plan == "auto";
     std::printf("decode by stage, ms a step over %zu passes: %s\n", prof.passes,
-                plan == "auto" ? "modelled / measured (ratio)" : "measured");
-    auto row = [&](const char* name, double modelled_s, double measured_s, bool has_model) {
-      if (has_model && plan == "auto")
-        std::printf("  %-18s %8.3f / %8.3f (%.2f)\n", name, modelled_s * 1e3, measured_s * per,
-                    measured_s > 0 ? modelled_s * 1e3 / (measured_s * per) : 0.0);
+                modelled ? "modelled / measured (ratio)" : "measured");
+    auto row = [&](const char* name, double model_s, double measured_s, bool has_model) {
+      if (has_model && modelled)
+        std::printf("  %-18s %8.3f / %8.3f (%.2f)\n", name, model_s * 1e3, measured_s * 1e3,
+                    measured_s > 0 ? model_s / measured_s : 0.0);
       else
-        std::printf("  %-18s %8s   %8.3f\n", name, "", measured_s * per);
+        std::printf("  %-18s %8s   %8.3f\n", name, "", measured_s * 1e3);
     };
+    const double n = double(prof.passes);
+    double staged = 0;
     for (std::size_t i = 0; i < llm::stages; ++i) {
-      row(llm::stage_name(llm::stage(i)), sm.stage_s[i], prof.stage_s[i], true);
+      row(llm::stage_name(llm::stage(i)), sm.stage_s[i], prof.stage_s[i] / n, true);
       staged += prof.stage_s[i];
     }
-    row("rest of the pass", 0, prof.passes_s - staged, false);
-    if (plan == "auto")
-      std::printf("  %-18s %8.3f / %8.3f (%.2f)\n", "draw", sm.sampling_s * 1e3, draw_s * 1e3,
-                  draw_s > 0 ? sm.sampling_s / draw_s : 0.0);
-    else
-      std::printf("  %-18s %8s   %8.3f\n", "draw", "", draw_s * 1e3);
+    row("rest of the pass", 0, (prof.passes_s - staged) / n, false);
+    row("draw", sm.sampling_s, draw_s, true);
   }
   return 0;
 } catch (const std::exception& e) {
