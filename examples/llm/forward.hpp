@@ -115,7 +115,9 @@ struct pass {
       ao.mask = local ? lutkit::mask_kind::window : lutkit::mask_kind::causal;
       ao.window = local ? hp.window : 0;
       norm_rows(x.data(), L.attn_norm, h.data());
-      timed(stage::qkv, [&] { apply_same_input({{&L.wq, q.data()}, {&L.wk, k.data()}, {&L.wv, v.data()}}, h.data(), n, pool); });
+      timed(stage::qkv, [&] {
+        apply_same_input({{&L.wq, q.data()}, {&L.wk, k.data()}, {&L.wv, v.data()}}, h.data(), n, pool);
+      });
       for (std::size_t t = 0; t < n; ++t) {
         if (hp.qkv_bias) {
           for (std::size_t i = 0; i < QD; ++i) q[t * QD + i] += L.bq[i];

@@ -101,7 +101,8 @@ int usage() {
   std::fprintf(stderr,
                "usage: lutkit_llm --model M.gguf [--prompt-ids a,b,c | --random-prompt N | --fill N] [-n N] [--threads T] "
                "[--ctx N] [--chunk N] [--temp T] [--top-k K] [--top-p P] [--seed S] [--kv bf16] [--batch B]\n"
-               "                  [--plan auto|default|PLAN] [--save-plan PLAN] [--calibration FILE] [--profile] [--quiet]\n"
+               "                  [--plan auto|default|PLAN] [--save-plan PLAN] [--calibration FILE] [--profile]\n"
+               "                  [--quiet]\n"
                "       lutkit_llm --model M.gguf --load-rounds R [--threads T]\n"
                "       lutkit_llm --write-model M.gguf --shape llama-3.2-1b|bitnet-2b|tiny "
                "[--type q4_0|q4_1|q5_0|q8_0|q5_1|iq4_nl|q2_k|q3_k|q4_k|q4_k_m|q5_k|q6_k|tq2_0|tq1_0]\n");

@@ -203,10 +203,11 @@ uint8_t nearest_level(float w, float s) {
 }
 // Codebooks: the levels' values for one scale s != 0 in ascending order (of equal values, e.g.
 // FP4's +0 and -0, only the lowest code), so that a weight's level is found by counting the values
-// below it and a few comparisons instead of a scan of every level. The same code as nearest_level: its error,
-// the double |w - value|, does not shrink away from w, so the smallest error is at one of the two
-// values around w, and the values tied with it (when the difference rounds, e.g. w = 3e38 against
-// levels near 1) extend outward from there; of those the lowest code. Unused slots hold +inf.
+// below it and a few comparisons instead of a scan of every level. The same code as
+// nearest_level: its error, the double |w - value|, does not shrink away from w, so the smallest
+// error is at one of the two values around w, and the values tied with it (when the difference
+// rounds, e.g. w = 3e38 against levels near 1) extend outward from there; of those the lowest
+// code. Unused slots hold +inf.
 template <class FT>
 struct level_search {
   static constexpr int L = FT::max_code + 1;
