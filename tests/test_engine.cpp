@@ -606,6 +606,46 @@ TEST_CASE("engine: unsupported architectures and matrix types are errors naming 
   }
 }
 
+TEST_CASE("engine: the pass's SiLU / GELU-tanh gate and RMSNorm against double", "[engine]") {
+  // every 1/256 over [-100, 100] (both tails of the exponent's clamp), odd lengths (vector tails),
+  // the up projection's factor random
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> uu(-2.f, 2.f);
+  for (const bool gelu : {false, true}) {
+    const std::size_t n = 51201;
+    std::vector<float> g(n), u(n), g0;
+    for (std::size_t i = 0; i < n; ++i) g[i] = float(int(i) - int(n / 2)) / 256.f, u[i] = uu(rng);
+    g0 = g;
+    llm::gated_activation(g.data(), u.data(), n, gelu);
+    double worst = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const double x = g0[i];
+      const double a = gelu ? 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
+                            : x / (1.0 + std::exp(-x));
+      const double r = a * double(u[i]);
+      // relative to the value, or to 1e-3 * |u| where the value is smaller (the negative tail)
+      worst = std::max(worst, std::abs(double(g[i]) - r) / std::max(std::abs(r), 1e-3 * std::abs(double(u[i]))));
+    }
+    INFO((gelu ? "GELU-tanh" : "SiLU") << ": worst relative error " << worst);
+    CHECK(worst < 4e-6);
+  }
+  float nan_in[3] = {NAN, 1.f, -1.f}, ones[3] = {1.f, NAN, 1.f};
+  llm::gated_activation(nan_in, ones, 3, false);
+  CHECK(std::isnan(nan_in[0]));
+  CHECK(std::isnan(nan_in[1]));
+  CHECK(nan_in[2] == Approx(-1.0 / (1.0 + std::exp(1.0))).epsilon(1e-6));
+
+  for (const std::size_t n : {1, 3, 64, 2049}) {
+    std::vector<float> x(n), w(n), y(n);
+    for (std::size_t i = 0; i < n; ++i) x[i] = uu(rng) * 100.f, w[i] = uu(rng);
+    llm::rms_norm(x.data(), w.data(), y.data(), n, 1e-5f);
+    double ss = 0;
+    for (float v : x) ss += double(v) * double(v);
+    const double r = 1.0 / std::sqrt(ss / double(n) + 1e-5);
+    for (std::size_t i = 0; i < n; ++i) CHECK(y[i] == Approx(double(x[i]) * r * double(w[i])).epsilon(1e-6));
+  }
+}
+
 TEST_CASE("engine: detokenization of SentencePiece and byte-level BPE pieces", "[engine]") {
   for (const char* arch : {"llama", "qwen2"}) {
     const auto bytes = model_bytes(arch, lutkit::ggml_type::q8_0, 4);

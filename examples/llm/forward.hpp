@@ -20,6 +20,7 @@
 // token of each of B sequences that continue a shared prompt.
 #pragma once
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstddef>
@@ -32,10 +33,14 @@
 namespace llm {
 
 inline void rms_norm(const float* x, const float* w, float* y, std::size_t n, float eps) {
-  double ss = 0;
-  for (std::size_t i = 0; i < n; ++i) ss += double(x[i]) * double(x[i]);
+  double s4[4] = {};  // four chains of additions, not one
+  std::size_t i = 0;
+  for (; i + 4 <= n; i += 4)
+    for (std::size_t j = 0; j < 4; ++j) s4[j] += double(x[i + j]) * double(x[i + j]);
+  double ss = (s4[0] + s4[1]) + (s4[2] + s4[3]);
+  for (; i < n; ++i) ss += double(x[i]) * double(x[i]);
   const float r = float(1.0 / std::sqrt(ss / double(n) + double(eps)));
-  for (std::size_t i = 0; i < n; ++i) y[i] = x[i] * r * w[i];
+  for (std::size_t j = 0; j < n; ++j) y[j] = x[j] * r * w[j];
 }
 
 // RoPE of one head (d values) at position pos: n_rot dimensions rotated, as pairs (2i, 2i + 1)
@@ -50,9 +55,49 @@ inline void rope(float* v, std::size_t n_rot, rope_style st, const float* cs, co
   }
 }
 
-// GELU, tanh approximation (Gemma's gelu_pytorch_tanh)
-inline float gelu_tanh(float x) {
-  return 0.5f * x * (1.f + std::tanh(0.7978845608f * (x + 0.044715f * x * x * x)));
+// e^x for x in [-87, 88] (the callers clamp): 2^k p(r), k = round(x log2 e) (by adding 1.5 * 2^23,
+// whose low mantissa bits are then k), r = x - k ln 2 in two parts, p the degree-7 Taylor
+// polynomial (relative error about 1e-7, as std::exp's in fp32). Straight-line code, so that the
+// loops calling it vectorize.
+inline float exp_clamped(float x) {
+  constexpr float magic = 0x1.8p23f;
+  const float t = x * 1.44269504088896341f + magic;
+  const float k = t - magic;
+  float r = x - k * 0.693359375f;  // ln 2's first 8 significant bits: k * that is exact
+  r = r - k * -2.12194440e-4f;     // the rest of ln 2
+  float p = 1.f / 5040;
+  p = p * r + 1.f / 720;
+  p = p * r + 1.f / 120;
+  p = p * r + 1.f / 24;
+  p = p * r + 1.f / 6;
+  p = p * r + 0.5f;
+  p = p * r + 1.f;
+  p = p * r + 1.f;
+  const int32_t e = (std::bit_cast<int32_t>(t) - std::bit_cast<int32_t>(magic) + 127) << 23;  // 2^k, k in [-126, 127]
+  return p * std::bit_cast<float>(e);
+}
+
+// g = act(g) * u over n values: SiLU(g) = g / (1 + e^-g), or Gemma's GELU-tanh,
+// 0.5 g (1 + tanh(z)) = g / (1 + e^-2z) with z = sqrt(2 / pi) (g + 0.044715 g^3). The exponent is
+// clamped to [-87, 88] (e^88 is finite: a large negative g gives about 0, a large positive one g;
+// NaN stays NaN). One clone per x86 ISA level, chosen when the program loads: the loop is
+// vectorized at the CPU's widest.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define LLM_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"), optimize("tree-vectorize")))
+#else
+#define LLM_CLONES
+#endif
+LLM_CLONES inline void gated_activation(float* g, const float* u, std::size_t n, bool gelu) {
+  if (gelu)
+    for (std::size_t i = 0; i < n; ++i) {
+      const float x = g[i], a = -1.5957691216f * (x + 0.044715f * x * x * x);
+      g[i] = x / (1.f + exp_clamped(std::min(std::max(a, -87.f), 88.f))) * u[i];
+    }
+  else
+    for (std::size_t i = 0; i < n; ++i) {
+      const float x = g[i];
+      g[i] = x / (1.f + exp_clamped(std::min(std::max(-x, -87.f), 88.f))) * u[i];
+    }
 }
 
 // The measured time of each stage (model.hpp) and of the whole passes, over the passes run with it
@@ -141,10 +186,7 @@ struct pass {
       for (std::size_t i = 0; i < n * E; ++i) x[i] += o[i];
       norm_rows(x.data(), L.ffn_norm, h.data());
       timed(stage::gate_up, [&] { apply_same_input({{&L.w_gate, g.data()}, {&L.w_up, u.data()}}, h.data(), n, pool); });
-      if (hp.gelu)
-        for (std::size_t i = 0; i < n * F; ++i) g[i] = gelu_tanh(g[i]) * u[i];
-      else
-        for (std::size_t i = 0; i < n * F; ++i) g[i] = g[i] / (1.f + std::exp(-g[i])) * u[i];  // SiLU(gate) * up
+      gated_activation(g.data(), u.data(), n * F, hp.gelu);
       timed(stage::down, [&] { L.w_down.apply(g.data(), n, o.data(), pool); });
       if (hp.post_norms) norm_rows(o.data(), L.post_ffn_norm, o.data());
       for (std::size_t i = 0; i < n * E; ++i) x[i] += o[i];

@@ -1,7 +1,7 @@
 // lutkit — the decode kernels' own rates on this host (target_costs::kernels): for a policy P,
-// each valid decode method timed on one core at two row counts (the median of a few calls); the
-// slope is the kernel's weights per second, the intercept its fixed cost per call, kept per
-// activation. Cold by default: the calls rotate over copies of the blob beyond the LLC, so the
+// each valid decode method timed on one core at two row counts (the medians of calls alternating
+// between the two); the slope is the kernel's weights per second, the intercept its fixed cost
+// per call, kept per activation. Cold by default: the calls rotate over copies of the blob beyond the LLC, so the
 // rate is the one the kernel keeps while its weights stream from DRAM (a warm rate, weights in
 // L2, leaves out the stalls a compute-bound kernel does not hide; docs/plan.md, "Validation").
 // Hundreds of milliseconds per policy, most of it making the copies. The model takes the slower
@@ -58,21 +58,27 @@ void calibrate_decode(target_costs& c, const decode_calibration_options& o = {})
   const auto small = copies(o.rows_small), large = copies(o.rows_large);
   std::vector<float> y(o.rows_large);
   std::size_t next = 0;
-  auto median_time = [&](const std::vector<packed_weights<P>>& ws, decode_method m, thread_pool* pool) {
-    decode_gemv<P>(ws[0], x.data(), 1, K, y.data(), m, 0, 0, pool);  // the scratch allocated
-    std::vector<double> t;
-    for (int r = 0; r < o.reps; ++r) {
+  // the median times of the two row counts, their calls alternating (a slow stretch of the
+  // machine, or the first calls of a method, then weighs on both: timed one after the other, the
+  // small case's first calls on this VM ran 3-12x its steady time and the fit's intercept took
+  // it, e.g. a 1.4 ms fixed cost for a 45 us call); two untimed calls of each first
+  auto medians = [&](decode_method m, thread_pool* pool) {
+    std::vector<double> ts, tl;
+    auto call = [&](const std::vector<packed_weights<P>>& ws, std::vector<double>* t) {
       const auto& w = ws[next++ % ws.size()];
       const auto t0 = std::chrono::steady_clock::now();
       decode_gemv<P>(w, x.data(), 1, K, y.data(), m, 0, 0, pool);
-      t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    }
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
+      if (t) t->push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    };
+    for (int r = 0; r < 2; ++r) call(small, nullptr), call(large, nullptr);
+    for (int r = 0; r < o.reps; ++r) call(small, &ts), call(large, &tl);
+    std::sort(ts.begin(), ts.end());
+    std::sort(tl.begin(), tl.end());
+    return std::pair{ts[ts.size() / 2], tl[tl.size() / 2]};
   };
   // the slope between the two row counts and the intercept, at one core or over `pool`
   auto measure = [&](decode_method m, thread_pool* pool) {
-    const double t1 = median_time(small, m, pool), t2 = median_time(large, m, pool);
+    const auto [t1, t2] = medians(m, pool);
     const double dw = double(o.rows_large - o.rows_small) * double(K);
     // (a noisy pair whose large case ran no slower: the large case's mean rate, no fixed cost)
     const double rate = t2 > t1 ? dw / (t2 - t1) : double(o.rows_large) * double(K) / t2;
