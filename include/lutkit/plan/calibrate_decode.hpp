@@ -53,15 +53,22 @@ void calibrate_decode(target_costs& c, const decode_calibration_options& o = {})
     c.push_back(blob(M));
     const std::size_t want = o.cold_bytes == 0 ? 1 : std::max<std::size_t>(2, o.cold_bytes / c[0].size_bytes() + 1);
     while (c.size() < want) c.push_back(packed_weights<P>::from_bytes(c[0].bytes(), c[0].size_bytes()));
+    // one untimed read of every copy (on an AMD EPYC Zen 5 VM the first reads of fresh copies
+    // ran up to 30x slower than the later ones, all the calls of a method at one row count)
+    volatile uint8_t sink = 0;
+    for (const auto& w : c)
+      for (std::size_t i = 0; i < w.size_bytes(); i += 64) sink = uint8_t(sink + w.bytes()[i]);
     return c;
   };
   const auto small = copies(o.rows_small), large = copies(o.rows_large);
   std::vector<float> y(o.rows_large);
   std::size_t next = 0;
   // the median times of the two row counts, their calls alternating (a slow stretch of the
-  // machine, or the first calls of a method, then weighs on both: timed one after the other, the
-  // small case's first calls on this VM ran 3-12x its steady time and the fit's intercept took
-  // it, e.g. a 1.4 ms fixed cost for a 45 us call); two untimed calls of each first
+  // machine then weighs on both: timed one after the other, the median of one size's calls on an
+  // AMD EPYC Zen 5 VM ran 3-30x its steady time now and then, and the fit's slope or intercept
+  // took it, e.g. a 1.4 ms fixed cost for a 45 us call); two untimed calls of each first. (The
+  // fastest call instead modelled the decode rows at 0.59-1.14 of their benchmarks on Zen 3,
+  // docs/plan.md, "On an AVX2-only CPU".)
   auto medians = [&](decode_method m, thread_pool* pool) {
     std::vector<double> ts, tl;
     auto call = [&](const std::vector<packed_weights<P>>& ws, std::vector<double>* t) {
@@ -80,9 +87,12 @@ void calibrate_decode(target_costs& c, const decode_calibration_options& o = {})
   auto measure = [&](decode_method m, thread_pool* pool) {
     const auto [t1, t2] = medians(m, pool);
     const double dw = double(o.rows_large - o.rows_small) * double(K);
-    // (a noisy pair whose large case ran no slower: the large case's mean rate, no fixed cost)
-    const double rate = t2 > t1 ? dw / (t2 - t1) : double(o.rows_large) * double(K) / t2;
-    const double fixed = std::max(0.0, t1 - double(o.rows_small) * double(K) / rate);
+    // (a noisy pair: the large case's mean rate and no fixed cost where the large case ran no
+    // slower, or the small one took over twice the large one's time per row: most calls of a size
+    // fell in a slow stretch, which the fit would take for a fixed cost)
+    const bool noisy = t2 <= t1 || t1 * double(o.rows_large) > 2 * t2 * double(o.rows_small);
+    const double rate = noisy ? double(o.rows_large) * double(K) / t2 : dw / (t2 - t1);
+    const double fixed = noisy ? 0.0 : std::max(0.0, t1 - double(o.rows_small) * double(K) / rate);
     return kernel_rate{rate, fixed / double(K)};
   };
   // with more than one core, also the rate at every core (kernel_parallel_key: the kernel's own
