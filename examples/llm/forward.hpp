@@ -83,7 +83,8 @@ inline float exp_clamped(float x) {
 // NaN stays NaN). One clone per x86 ISA level, chosen when the program loads: the loop is
 // vectorized at the CPU's widest.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define LLM_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"), optimize("tree-vectorize")))
+#define LLM_CLONES \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"), optimize("tree-vectorize")))
 #else
 #define LLM_CLONES
 #endif

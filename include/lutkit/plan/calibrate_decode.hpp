@@ -1,9 +1,10 @@
 // lutkit — the decode kernels' own rates on this host (target_costs::kernels): for a policy P,
 // each valid decode method timed on one core at two row counts (the medians of calls alternating
 // between the two); the slope is the kernel's weights per second, the intercept its fixed cost
-// per call, kept per activation. Cold by default: the calls rotate over copies of the blob beyond the LLC, so the
-// rate is the one the kernel keeps while its weights stream from DRAM (a warm rate, weights in
-// L2, leaves out the stalls a compute-bound kernel does not hide; docs/plan.md, "Validation").
+// per call, kept per activation. Cold by default: the calls rotate over copies of the blob beyond
+// the LLC, so the rate is the one the kernel keeps while its weights stream from DRAM (a warm
+// rate, weights in L2, leaves out the stalls a compute-bound kernel does not hide; docs/plan.md,
+// "Validation").
 // Hundreds of milliseconds per policy, most of it making the copies. The model takes the slower
 // of this rate and the units' peaks as the core's compute (plan/cost_model.hpp). With more than
 // one core (target_costs::cores) each method is timed again at every core, the same two row
