@@ -322,7 +322,12 @@ int main(int argc, char** argv) try {
   // the model at the decode's mean context, against the measured mean step: a forward pass and
   // a draw (the mean of every draw's time)
   llm::step_model sm;
-  if (nd && plan == "auto") sm = llm::model_decode_step(*mdl, cal, fill + prompt.size() + nd / 2, &sp);
+  if (nd && plan == "auto") {
+    const std::size_t rates = cal.costs.kernels.size();
+    sm = llm::model_decode_step(*mdl, cal, fill + prompt.size() + nd / 2, &sp);
+    // (the attention's and the draw's rates, measured here when the calibration lacked them, kept too)
+    if (!cal_path.empty() && cal.costs.kernels.size() != rates) lutkit::plan::save_calibration(cal, cal_path);
+  }
   const double draw_s = sample_s / double(out.size()), step_s = nd ? decode_s / double(nd) + draw_s : 0.0;
   if (nd && plan == "auto") {
     std::printf(" | modelled step %.2f ms (matrices %.2f, attention %.2f, sampling %.3f) / measured %.2f ms "
