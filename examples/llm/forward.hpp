@@ -55,22 +55,24 @@ inline void rope(float* v, std::size_t n_rot, rope_style st, const float* cs, co
   }
 }
 
-// e^x for x in [-87, 88] (the callers clamp): 2^k p(r), k = round(x log2 e) (by adding 1.5 * 2^23,
-// whose low mantissa bits are then k), r = x - k ln 2 in two parts, p the degree-7 Taylor
-// polynomial (relative error about 1e-7, as std::exp's in fp32). Straight-line code, so that the
-// loops calling it vectorize.
+// e^x for x in [-87, 88] (the callers clamp): the attention's exp polynomial
+// (lutkit/attention/exp.hpp: its constants, 2^k p(r), k = round(x log2 e), r = x - k ln 2 in two
+// parts, p the degree-7 Taylor polynomial, relative error about 1e-7) without its branches and
+// library calls: k by adding 1.5 * 2^23, whose low mantissa bits are then k, and 2^k placed in
+// the exponent field. Straight-line code, so that the loops calling it vectorize.
 inline float exp_clamped(float x) {
+  namespace d = lutkit::detail;
   constexpr float magic = 0x1.8p23f;
-  const float t = x * 1.44269504088896341f + magic;
+  const float t = x * d::exp_log2e + magic;
   const float k = t - magic;
-  float r = x - k * 0.693359375f;  // ln 2's first 8 significant bits: k * that is exact
-  r = r - k * -2.12194440e-4f;     // the rest of ln 2
-  float p = 1.f / 5040;
-  p = p * r + 1.f / 720;
-  p = p * r + 1.f / 120;
-  p = p * r + 1.f / 24;
-  p = p * r + 1.f / 6;
-  p = p * r + 0.5f;
+  float r = x - k * d::exp_ln2_hi;  // ln 2's first 8 significant bits: k * that is exact
+  r = r - k * d::exp_ln2_lo;        // the rest of ln 2
+  float p = d::exp_c7;
+  p = p * r + d::exp_c6;
+  p = p * r + d::exp_c5;
+  p = p * r + d::exp_c4;
+  p = p * r + d::exp_c3;
+  p = p * r + d::exp_c2;
   p = p * r + 1.f;
   p = p * r + 1.f;
   const int32_t e = (std::bit_cast<int32_t>(t) - std::bit_cast<int32_t>(magic) + 127) << 23;  // 2^k, k in [-126, 127]
