@@ -22,7 +22,8 @@
 //   F scale2(F p, F k)                 p 2^k rounded once (k integral, -150 <= k <= 127)
 //     (optional: scale2_nonpos(p, k), the same for k <= 0, where an Ops has a cheaper form)
 //   void mant_exp(F x, F& m, F& e)     x = 2^e m, m in [0.75, 1.5) (x normal, > 0)
-//   F load_f16(p) (exact); U load_u16(p), load_u8(p) (zero-extended)   W elements
+//   F load_f16(p) (exact); U load_u16(p), load_u8(p) (zero-extended), load_s8(p) (sign-extended)
+//                                      W elements
 //   optional: size_t compress(M, F v, U ix, float* val, uint32_t* idx)  the lanes of M, in order
 //     (called for whole vectors only: it may write all W lanes from val / idx);
 //     size_t compress_values(M, F v, float* val), the same without the indices
@@ -548,14 +549,47 @@ LUTKIT_OPS_FN inline F e4m3_lanes(const uint8_t* p) {
   const F v = F((mag << 20) | ((c & 0x80u) << 24)) * Ops::set1(0x1p120f);
   return Ops::select(Ops::eq(mag, Ops::set1u(0x7F)), v, Ops::set1(__builtin_nanf("")));
 }
-// a block of 32 at a time: its scale once, then 32 / W vectors (the tail through a padded copy)
+// The same float of value times 2^-120 in two operations for codes known not to be NaN: the code
+// sign-extended to 32 bits and shifted left by 20 has its exponent and mantissa in bits 20-26 and
+// copies of its sign in bits 27-31; clearing bits 27-30 leaves the sign in bit 31.
+LUTKIT_OPS_FN inline F e4m3_raw(const uint8_t* p) { return F((Ops::load_s8(p) << 20) & Ops::set1u(0x87F00000u)); }
+// whether one of the 32 codes at p is NaN (low 7 bits all set), 8 bytes at a time: a byte's low
+// 7 bits plus 1 reach its bit 7 only from 0x7F, and never carry into the next byte
+inline bool mx_block_has_nan(const uint8_t* p) {
+  uint64_t hit = 0;
+  for (int w = 0; w < 4; ++w) {
+    uint64_t x;
+    __builtin_memcpy(&x, p + 8 * w, 8);
+    hit |= (x & 0x7F7F7F7F7F7F7F7Full) + 0x0101010101010101ull;
+  }
+  return (hit & 0x8080808080808080ull) != 0;
+}
+// a block of 32 at a time (the tail through a padded copy): a block without NaN codes in
+// e4m3_raw times one exact power of two, 2^(e - 7) = 2^120 2^(e - 127) (for e <= 134, where it
+// is a float; else the two factors one after the other, as its rounding is then the product's);
+// a block with one through e4m3_lanes
 LUTKIT_OPS_FN inline void decode_mxfp8(const uint8_t* codes, const uint8_t* scales, std::size_t n, float* out) {
   static_assert(mx_block % W == 0, "a vector lies in one MX block");
   std::size_t i = 0;
   for (; i + mx_block <= n; i += mx_block) {
-    const F sc = Ops::set1(e8m0_to_f32(scales[i / mx_block]));
+    const uint8_t e = scales[i / mx_block];
+    if (mx_block_has_nan(codes + i)) {
+      const F sc = Ops::set1(e8m0_to_f32(e));
 #pragma GCC unroll 4
-    for (std::size_t j = 0; j < mx_block; j += W) Ops::store(out + i + j, e4m3_lanes(codes + i + j) * sc);
+      for (std::size_t j = 0; j < mx_block; j += W) Ops::store(out + i + j, e4m3_lanes(codes + i + j) * sc);
+    } else if (e <= 134) {
+      uint32_t bits = (uint32_t(e) + 120u) << 23;  // 2^(e - 7), a normal float
+      float k;
+      __builtin_memcpy(&k, &bits, 4);
+      const F vk = Ops::set1(k);
+#pragma GCC unroll 4
+      for (std::size_t j = 0; j < mx_block; j += W) Ops::store(out + i + j, e4m3_raw(codes + i + j) * vk);
+    } else {
+      const F sc = Ops::set1(e8m0_to_f32(e));  // (NaN for 0xFF)
+#pragma GCC unroll 4
+      for (std::size_t j = 0; j < mx_block; j += W)
+        Ops::store(out + i + j, e4m3_raw(codes + i + j) * Ops::set1(0x1p120f) * sc);
+    }
   }
   if (i < n) {
     uint8_t in[mx_block] = {};

@@ -152,6 +152,7 @@ struct avx2_ops {
   LUTKIT_AVX2_OP F load_f16(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
   LUTKIT_AVX2_OP U load_u16(const uint16_t* p) { return (U)_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
   LUTKIT_AVX2_OP U load_u8(const uint8_t* p) { return (U)_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))); }
+  LUTKIT_AVX2_OP U load_s8(const uint8_t* p) { return (U)_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))); }
   // the fp16 codes of x (nearest even), zero-extended; table[idx]
   LUTKIT_AVX2_OP U f16_bits(F x) { return (U)_mm256_cvtepu16_epi32(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)); }
   LUTKIT_AVX2_OP F gather(const float* table, U idx) { return _mm256_i32gather_ps(table, __m256i(idx), 4); }

@@ -81,6 +81,7 @@ struct avx512_ops {
   LUTKIT_AVX512_OP F load_f16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
   LUTKIT_AVX512_OP U load_u16(const uint16_t* p) { return (U)_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
   LUTKIT_AVX512_OP U load_u8(const uint8_t* p) { return (U)_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+  LUTKIT_AVX512_OP U load_s8(const uint8_t* p) { return (U)_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
   LUTKIT_AVX512_OP U f16_bits(F x) { return (U)_mm512_cvtepu16_epi32(_mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)); }
   LUTKIT_AVX512_OP F gather(const float* table, U idx) { return _mm512_i32gather_ps(__m512i(idx), table, 4); }
 };
