@@ -264,6 +264,49 @@ TEST_CASE("bf16 / fp16 decoders match the core conversions on every code", "[sam
   }
 }
 
+TEST_CASE("max_sum_exp on bf16 / fp16 read in place: the bits of the decoded chunk's", "[sampling][dllm]") {
+  // random lengths (tails of every size), references below, at and above the maximum, both the
+  // top-2 and the entropy forms, a running state the chunk does or does not beat; values with
+  // NaN, +-inf, subnormals and repeated maxima
+  std::mt19937_64 rng(20261202);
+  std::normal_distribution<float> nd(0.f, 4.f);
+  for (const auto be : backends()) {
+    const auto& ks = detail::sampling_kernels_for(be);
+    if (!ks.max_sum_exp_bf16) continue;
+    INFO("backend " << backend_name(be));
+    REQUIRE(ks.max_sum_exp_f16);
+    for (int it = 0; it < 400; ++it) {
+      const bool f16 = it % 2;
+      const std::size_t n = 1 + rng() % (it % 5 == 0 ? 3000 : 200);
+      std::vector<uint16_t> h(n);
+      for (auto& v : h) {
+        const unsigned k = unsigned(rng() % 40);
+        const float x = k == 0 ? NAN : k == 1 ? -INFINITY : k == 2 ? 7.5f : k == 3 ? 1e-40f : nd(rng);
+        v = f16 ? f32_to_f16(x) : f32_to_bf16(x);
+      }
+      std::vector<float> dec(n);
+      (f16 ? ks.decode_f16 : ks.decode_bf16)(h.data(), n, dec.data());
+      const bool top2 = rng() % 2, ent = rng() % 2;
+      const float ref = it % 3 == 0 ? 7.5f : it % 3 == 1 ? 2.f : 12.f;
+      const float beta = it % 4 ? 1.f : 0.6f;
+      detail::max_state a, b;
+      if (it % 3 == 1) a.m1 = b.m1 = 3.f, a.i1 = b.i1 = 5, a.m2 = b.m2 = 1.f;  // beaten by 7.5
+      if (it % 3 == 2) a.m1 = b.m1 = 12.f, a.i1 = b.i1 = 5, a.m2 = b.m2 = 9.f;  // not beaten
+      float ea = 0.f, eb = 0.f;
+      const uint32_t base = uint32_t(rng() % 100000);
+      const float sa = (f16 ? ks.max_sum_exp_f16 : ks.max_sum_exp_bf16)(h.data(), n, base, top2, a, ref, beta,
+                                                                          ent ? &ea : nullptr, nullptr, 0);
+      const float sb = ks.max_sum_exp(dec.data(), n, base, top2, b, ref, beta, ent ? &eb : nullptr, nullptr, 0);
+      INFO("it " << it << " n " << n << " top2 " << top2 << " ent " << ent);
+      REQUIRE(std::memcmp(&sa, &sb, 4) == 0);
+      REQUIRE(std::memcmp(&ea, &eb, 4) == 0);
+      REQUIRE(std::memcmp(&a.m1, &b.m1, 4) == 0);
+      REQUIRE(a.i1 == b.i1);
+      REQUIRE(std::memcmp(&a.m2, &b.m2, 4) == 0);
+    }
+  }
+}
+
 TEST_CASE("dllm_sample matches the reference: formats, confidences, temperatures, chunks, blocks", "[sampling][dllm]") {
   std::mt19937_64 rng(20261123);
   thread_pool pool(2);
@@ -529,18 +572,24 @@ TEST_CASE("dllm: a later chunk's maximum far above the running one (the chunk is
   for (std::size_t i = 0; i < V; ++i) lg[i] = float(i % 13) * 0.25f;
   lg[700] = 90.f;  // chunk 2 of 256-value chunks: 88 above the first chunks' maximum
   lg[900] = 89.5f;
+  // the same values (exact) as bf16 and fp16: chunks read in place, the redone one decoded
+  std::vector<uint16_t> lb(V), lh(V);
+  for (std::size_t i = 0; i < V; ++i) lb[i] = f32_to_bf16(lg[i]), lh[i] = f32_to_f16(lg[i]);
   int32_t x = 0;
   for (const auto be : backends())
-    for (int conf = 0; conf < 3; ++conf) {
-      INFO("backend " << backend_name(be) << " confidence " << conf);
+    for (int conf = 0; conf < 9; ++conf) {
+      INFO("backend " << backend_name(be) << " confidence " << conf % 3 << " format " << conf / 3);
+      const logits_view lv = conf / 3 == 0   ? logits_view::f32(lg.data(), 1, V)
+                             : conf / 3 == 1 ? logits_view::bf16(lb.data(), 1, V)
+                                             : logits_view::f16(lh.data(), 1, V);
       dllm_params p;
       p.mask_id = 0;
-      p.confidence = dllm_confidence(conf);
+      p.confidence = dllm_confidence(conf % 3);
       int32_t x0;
       float cf;
       double cr;
       int32_t x0r;
-      dllm_sample(logits_view::f32(lg.data(), 1, V), 1, 1, &x, p, &x0, &cf, nullptr, be, chunk_target(256));
+      dllm_sample(lv, 1, 1, &x, p, &x0, &cf, nullptr, be, chunk_target(256));
       reference::dllm_sample(logits_view::f32(lg.data(), 1, V), 1, 1, &x, p, &x0r, &cr);
       CHECK(x0 == 700);
       CHECK(x0r == 700);

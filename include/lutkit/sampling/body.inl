@@ -226,62 +226,6 @@ LUTKIT_OPS_FN inline void max_argmax(const float* x, std::size_t n, uint32_t bas
   merge_max(st, c);
 }
 
-// Fused pass over a chunk: the running maximum (as max_argmax) and the sum of exp(beta (x - ref))
-// for a reference ref (the caller's running maximum: values above it give terms > 1, which the
-// caller rescales; it recomputes the chunk if the maximum exceeds ref by more than 64 / beta).
-template <bool Top2, bool Ent>
-LUTKIT_OPS_FN inline float max_sum_body(const float* x, std::size_t n, uint32_t base, max_state& st, float ref,
-                                        float beta, float* ent, prefetcher& pf) {
-  F vm = ninf(), v2 = ninf();
-  U vi = Ops::set1u(no_index);
-  U idx = lane_index(base);
-  const F vr = Ops::set1(ref), vc = Ops::set1(beta * kLog2e);
-  F s0 = Ops::zero(), s1 = s0, t0 = s0, t1 = s0;
-  // Without Top2 only the lanes' maxima are tracked; the index is found afterwards, in the rare
-  // chunk whose maximum beats the running one (a scan of the chunk in L1).
-  auto one = [&](F v, F& s, F& t) LUTKIT_OPS_FN {
-    if constexpr (Top2) {
-      max_lanes<true>(v, idx, vm, vi, v2);
-      idx += W;
-    } else {
-      vm = Ops::max(v, vm);
-    }
-    const F y = log2_units(v, vr, vc);
-    const F e = exp2_poly(y);
-    s = s + e;
-    if constexpr (Ent) t = Ops::fma(e, y, t);
-  };
-  std::size_t i = 0;
-  for (; i + 2 * W <= n; i += 2 * W) {
-    pf.run();
-    one(Ops::load(x + i), s0, t0);
-    one(Ops::load(x + i + W), s1, t1);
-  }
-  for (; i < n; i += W) one(Ops::load_or(x + i, Ops::tail(n - i), ninf()), s0, t0);
-  max_state c;
-  if constexpr (!Top2) {
-    c.m1 = Ops::hmax(vm);
-    if (c.m1 > st.m1) c.i1 = base + find_first(x, n, c.m1);  // a new maximum (NaN never; ties keep the earlier index)
-    if (c.i1 == no_index) c.m1 = -__builtin_inff();
-  } else {
-    reduce_argmax(vm, vi, c.m1, c.i1);
-    if (c.i1 == no_index) c.m1 = -__builtin_inff();
-    c.m2 = reduce_second(vm, vi, v2, c.i1);
-  }
-  merge_max(st, c);
-  if constexpr (Ent) *ent += kLn2 * Ops::hsum(t0 + t1);
-  return Ops::hsum(s0 + s1);
-}
-
-LUTKIT_OPS_FN inline float max_sum_exp(const float* x, std::size_t n, uint32_t base, bool top2, max_state& st,
-                                       float ref, float beta, float* ent, const void* pf, std::size_t pf_bytes) {
-  prefetcher p(pf, pf_bytes, n, 2 * W);
-  if (top2) return ent ? max_sum_body<true, true>(x, n, base, st, ref, beta, ent, p)
-                       : max_sum_body<true, false>(x, n, base, st, ref, beta, ent, p);
-  return ent ? max_sum_body<false, true>(x, n, base, st, ref, beta, ent, p)
-             : max_sum_body<false, false>(x, n, base, st, ref, beta, ent, p);
-}
-
 template <bool Ent>
 LUTKIT_OPS_FN inline float sum_exp_body(const float* x, std::size_t n, float m, float beta, float* ent, prefetcher& p) {
   const F vm = Ops::set1(m), vc = Ops::set1(beta * kLog2e);
@@ -601,7 +545,140 @@ LUTKIT_OPS_FN inline void decode_mxfp8(const uint8_t* codes, const uint8_t* scal
   }
 }
 
+// ---- the fused max / exp-sum pass over a chunk, reading its values from a source:
+// the chunk's floats (fp32 logits, or a chunk the decoders above wrote), or the logits' own
+// bf16 / fp16 elements converted in registers (MXFP8 is decoded first: in registers its
+// decoding measured as slow as through the chunk, its extra operations being the bound). A source gives the same values as the
+// decoders, and the pass takes them in the same order, so a chunk read in place gives the same
+// bits as the chunk decoded first. Source: pair(i, v0, v1): the vectors at i and i + W
+// (i + 2W <= n, i a multiple of 2W); last(i, left): the vector at i with lanes from `left` on
+// at -inf. (Their members are always inlined: a call per pair, its vectors through memory, made
+// such a pass 1.6x slower than decoding first.)
+struct src_f32 {
+  const float* x;
+  LUTKIT_OPS_FN __attribute__((always_inline)) void pair(std::size_t i, F& v0, F& v1) const {
+    v0 = Ops::load(x + i);
+    v1 = Ops::load(x + i + W);
+  }
+  LUTKIT_OPS_FN __attribute__((always_inline)) F last(std::size_t i, std::size_t left) const { return Ops::load_or(x + i, Ops::tail(left), ninf()); }
+};
+// a partial vector of 16-bit elements: through a zero-padded copy, as decode_row
+template <class Conv>
+LUTKIT_OPS_FN inline F last16(const uint16_t* x, std::size_t left, Conv conv) {
+  if (left >= std::size_t(W)) return conv(x);
+  uint16_t in[W] = {};
+  __builtin_memcpy(in, x, left * sizeof(uint16_t));
+  return Ops::select(Ops::tail(left), ninf(), conv(in));
+}
+struct src_bf16 {
+  const uint16_t* x;
+  LUTKIT_OPS_FN __attribute__((always_inline)) static F conv(const uint16_t* p) { return F(Ops::load_u16(p) << 16); }
+  LUTKIT_OPS_FN __attribute__((always_inline)) void pair(std::size_t i, F& v0, F& v1) const {
+    v0 = conv(x + i);
+    v1 = conv(x + i + W);
+  }
+  LUTKIT_OPS_FN __attribute__((always_inline)) F last(std::size_t i, std::size_t left) const { return last16(x + i, left, conv); }
+};
+struct src_f16 {
+  const uint16_t* x;
+  LUTKIT_OPS_FN __attribute__((always_inline)) static F conv(const uint16_t* p) { return Ops::load_f16(p); }
+  LUTKIT_OPS_FN __attribute__((always_inline)) void pair(std::size_t i, F& v0, F& v1) const {
+    v0 = conv(x + i);
+    v1 = conv(x + i + W);
+  }
+  LUTKIT_OPS_FN __attribute__((always_inline)) F last(std::size_t i, std::size_t left) const { return last16(x + i, left, conv); }
+};
+// the index of the first value == m among the source's n (m one of them)
+template <class Src>
+LUTKIT_OPS_FN inline uint32_t find_first_src(const Src& src, std::size_t n, float m) {
+  const F vb = Ops::set1(m);
+  std::size_t i = 0;
+  for (; i + 2 * W <= n; i += 2 * W) {
+    F v0, v1;
+    src.pair(i, v0, v1);
+    const unsigned e0 = Ops::bits(Ops::eq(v0, vb)), e1 = Ops::bits(Ops::eq(v1, vb));
+    if (e0) return uint32_t(i) + uint32_t(__builtin_ctz(e0));
+    if (e1) return uint32_t(i + W) + uint32_t(__builtin_ctz(e1));
+  }
+  for (; i < n; i += W) {
+    const unsigned e = Ops::bits(Ops::eq(src.last(i, n - i), vb));
+    if (e) return uint32_t(i) + uint32_t(__builtin_ctz(e));
+  }
+  return no_index;
+}
+
+// Fused pass over a chunk: the running maximum (as max_argmax) and the sum of exp(beta (x - ref))
+// for a reference ref (the caller's running maximum: values above it give terms > 1, which the
+// caller rescales; it recomputes the chunk if the maximum exceeds ref by more than 64 / beta).
+template <bool Top2, bool Ent, class Src>
+LUTKIT_OPS_FN inline float max_sum_body(const Src& src, std::size_t n, uint32_t base, max_state& st, float ref,
+                                        float beta, float* ent, prefetcher& pf) {
+  F vm = ninf(), v2 = ninf();
+  U vi = Ops::set1u(no_index);
+  U idx = lane_index(base);
+  const F vr = Ops::set1(ref), vc = Ops::set1(beta * kLog2e);
+  F s0 = Ops::zero(), s1 = s0, t0 = s0, t1 = s0;
+  // Without Top2 only the lanes' maxima are tracked; the index is found afterwards, in the rare
+  // chunk whose maximum beats the running one (a scan of the chunk in L1).
+  auto one = [&](F v, F& s, F& t) LUTKIT_OPS_FN {
+    if constexpr (Top2) {
+      max_lanes<true>(v, idx, vm, vi, v2);
+      idx += W;
+    } else {
+      vm = Ops::max(v, vm);
+    }
+    const F y = log2_units(v, vr, vc);
+    const F e = exp2_poly(y);
+    s = s + e;
+    if constexpr (Ent) t = Ops::fma(e, y, t);
+  };
+  std::size_t i = 0;
+  for (; i + 2 * W <= n; i += 2 * W) {
+    pf.run();
+    F v0, v1;
+    src.pair(i, v0, v1);
+    one(v0, s0, t0);
+    one(v1, s1, t1);
+  }
+  for (; i < n; i += W) one(src.last(i, n - i), s0, t0);
+  max_state c;
+  if constexpr (!Top2) {
+    c.m1 = Ops::hmax(vm);
+    if (c.m1 > st.m1) c.i1 = base + find_first_src(src, n, c.m1);  // a new maximum (NaN never; ties keep the earlier index)
+    if (c.i1 == no_index) c.m1 = -__builtin_inff();
+  } else {
+    reduce_argmax(vm, vi, c.m1, c.i1);
+    if (c.i1 == no_index) c.m1 = -__builtin_inff();
+    c.m2 = reduce_second(vm, vi, v2, c.i1);
+  }
+  merge_max(st, c);
+  if constexpr (Ent) *ent += kLn2 * Ops::hsum(t0 + t1);
+  return Ops::hsum(s0 + s1);
+}
+
+template <class Src>
+LUTKIT_OPS_FN inline float max_sum_src(const Src& src, std::size_t n, uint32_t base, bool top2, max_state& st,
+                                       float ref, float beta, float* ent, const void* pf, std::size_t pf_bytes) {
+  prefetcher p(pf, pf_bytes, n, 2 * W);
+  if (top2) return ent ? max_sum_body<true, true>(src, n, base, st, ref, beta, ent, p)
+                       : max_sum_body<true, false>(src, n, base, st, ref, beta, ent, p);
+  return ent ? max_sum_body<false, true>(src, n, base, st, ref, beta, ent, p)
+             : max_sum_body<false, false>(src, n, base, st, ref, beta, ent, p);
+}
+LUTKIT_OPS_FN inline float max_sum_exp(const float* x, std::size_t n, uint32_t base, bool top2, max_state& st,
+                                       float ref, float beta, float* ent, const void* pf, std::size_t pf_bytes) {
+  return max_sum_src(src_f32{x}, n, base, top2, st, ref, beta, ent, pf, pf_bytes);
+}
+LUTKIT_OPS_FN inline float max_sum_exp_bf16(const uint16_t* x, std::size_t n, uint32_t base, bool top2, max_state& st,
+                                            float ref, float beta, float* ent, const void* pf, std::size_t pf_bytes) {
+  return max_sum_src(src_bf16{x}, n, base, top2, st, ref, beta, ent, pf, pf_bytes);
+}
+LUTKIT_OPS_FN inline float max_sum_exp_f16(const uint16_t* x, std::size_t n, uint32_t base, bool top2, max_state& st,
+                                           float ref, float beta, float* ent, const void* pf, std::size_t pf_bytes) {
+  return max_sum_src(src_f16{x}, n, base, top2, st, ref, beta, ent, pf, pf_bytes);
+}
 inline sampling_kernel_set kernel_set(const char* name) {
   return {name,         max_argmax,  sum_exp,     max_sum_exp, gumbel_argmax, mass_ge,     collect_ge<>,
-          collect_range<>, select_ge<>, sum_exp_ge, sum_exp_bound, decode_bf16, decode_f16,    decode_mxfp8};
+          collect_range<>, select_ge<>, sum_exp_ge, sum_exp_bound, decode_bf16, decode_f16,    decode_mxfp8,
+          max_sum_exp_bf16, max_sum_exp_f16};
 }

@@ -106,16 +106,21 @@ inline dllm_pos_out dllm_position(const logits_view& lv, const sampling_kernel_s
   uint32_t gi = no_index;
   for (std::size_t b = 0; b < V; b += chunk) {
     const std::size_t n = std::min(chunk, V - b);
-    const float* x = read_chunk(lv, ks, r, b, n, scratch, pl);
+    // (after the first chunk, without Gumbel noise, bf16 / fp16 elements are read in place by
+    // the fused pass, not decoded into the scratch first)
+    const bool in_place = !gumbel && M > -std::numeric_limits<float>::infinity() && max_sum_in_place(lv, ks, b, n, pl);
+    const float* x = in_place ? nullptr : read_chunk(lv, ks, r, b, n, scratch, pl);
     // prefetch the next chunk (the next row's first one after the last: positions run in order)
     const auto pf = chunk_bytes(lv, b + n < V ? r : r + 1, b + n < V ? b + n : 0, chunk);
     if (gumbel) ks.gumbel_argmax(x, n, uint32_t(b), key, beta, gy, gi);
     float e = 0.f, s;
     if (M > -std::numeric_limits<float>::infinity()) {
       // one pass: max and sum exp(x - M) relative to the running maximum M
-      s = ks.max_sum_exp(x, n, uint32_t(b), margin, st, M, 1.f, ent ? &e : nullptr, pf.first, pf.second);
+      s = in_place ? max_sum_exp_in_place(lv, ks, r, b, n, margin, st, M, 1.f, ent ? &e : nullptr, pf.first, pf.second)
+                   : ks.max_sum_exp(x, n, uint32_t(b), margin, st, M, 1.f, ent ? &e : nullptr, pf.first, pf.second);
       if (!(st.m1 < std::numeric_limits<float>::infinity())) break;  // +inf: reported below
       if (st.m1 > M + 64.f) {  // terms up to e^64 in float would lose the small ones: redo
+        if (in_place) x = read_chunk(lv, ks, r, b, n, scratch, pl);
         e = 0.f;
         const float m = st.m1;
         s = ks.sum_exp(x, n, m, 1.f, ent ? &e : nullptr, nullptr, 0);

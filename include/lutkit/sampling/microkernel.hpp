@@ -107,6 +107,13 @@ struct sampling_kernel_set {
   void (*decode_f16)(const uint16_t* s, std::size_t n, float* out);
   // n values from ceil(n / 32) MX blocks (codes, one exponent per 32)
   void (*decode_mxfp8)(const uint8_t* codes, const uint8_t* scales, std::size_t n, float* out);
+  // max_sum_exp reading bf16 / fp16 elements in place: the same results as the elements decoded
+  // by the decoders above, then max_sum_exp. Null where a set has none (the driver then decodes
+  // first).
+  float (*max_sum_exp_bf16)(const uint16_t* x, std::size_t n, uint32_t base, bool top2, max_state& st, float ref,
+                            float beta, float* ent, const void* pf, std::size_t pf_bytes) = nullptr;
+  float (*max_sum_exp_f16)(const uint16_t* x, std::size_t n, uint32_t base, bool top2, max_state& st, float ref,
+                           float beta, float* ent, const void* pf, std::size_t pf_bytes) = nullptr;
 };
 
 }  // namespace detail

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <utility>
 
+#include "../core/error.hpp"
 #include "logits.hpp"
 #include "microkernel.hpp"
 
@@ -30,12 +31,18 @@ struct patch_list {
 // chunk: a decoded chunk of a row; cand: the AR top-p candidates of a row (values, tokens)
 enum class sampling_buffer { chunk, cand, count };
 
+// the first patch at or after token `begin`, if it lies before begin + n (else null)
+inline const token_patch* first_patch(patch_list pl, std::size_t begin, std::size_t n) {
+  const token_patch* pb = pl.n ? pl.lower(uint32_t(begin)) : nullptr;
+  return pb && pb != pl.p + pl.n && pb->token < begin + n ? pb : nullptr;
+}
+
 // values [begin, begin + n) of row r as floats; begin is a multiple of 32 (MX blocks)
 inline const float* read_chunk(const logits_view& lv, const sampling_kernel_set& ks, std::size_t r,
                                std::size_t begin, std::size_t n, float* scratch, patch_list pl) {
   const std::size_t off = r * lv.vocab + begin;
-  const token_patch* pb = pl.n ? pl.lower(uint32_t(begin)) : nullptr;
-  const bool patched = pb && pb != pl.p + pl.n && pb->token < begin + n;
+  const token_patch* pb = first_patch(pl, begin, n);
+  const bool patched = pb != nullptr;
   switch (lv.type) {
     case logit_type::f32: {
       const float* src = static_cast<const float*>(lv.data) + off;
@@ -57,6 +64,36 @@ inline const float* read_chunk(const logits_view& lv, const sampling_kernel_set&
   if (patched)
     for (const token_patch* q = pb; q != pl.p + pl.n && q->token < begin + n; ++q) scratch[q->token - begin] = q->value;
   return scratch;
+}
+
+// Whether ks reads values [begin, begin + n) of a row of lv's type in place in max_sum_exp
+// (bf16, fp16 without a patch there; fp32 needs no decoding anyway, MXFP8 is decoded first), and
+// that call: the same results as max_sum_exp over read_chunk's floats.
+inline bool max_sum_in_place(const logits_view& lv, const sampling_kernel_set& ks, std::size_t begin,
+                             std::size_t n, patch_list pl) {
+  const bool has = lv.type == logit_type::bf16  ? ks.max_sum_exp_bf16 != nullptr
+                   : lv.type == logit_type::f16 ? ks.max_sum_exp_f16 != nullptr
+                                                : false;
+  return has && !first_patch(pl, begin, n);
+}
+inline float max_sum_exp_in_place(const logits_view& lv, const sampling_kernel_set& ks, std::size_t r,
+                                  std::size_t begin, std::size_t n, bool top2, max_state& st, float ref, float beta,
+                                  float* ent, const void* pf, std::size_t pf_bytes) {
+  const std::size_t off = r * lv.vocab + begin;
+  const uint32_t base = uint32_t(begin);
+  switch (lv.type) {
+    case logit_type::bf16:
+      return ks.max_sum_exp_bf16(static_cast<const uint16_t*>(lv.data) + off, n, base, top2, st, ref, beta, ent, pf,
+                                 pf_bytes);
+    case logit_type::f16:
+      return ks.max_sum_exp_f16(static_cast<const uint16_t*>(lv.data) + off, n, base, top2, st, ref, beta, ent, pf,
+                                pf_bytes);
+    case logit_type::f32:
+    case logit_type::mxfp8:
+      break;
+  }
+  require(false, "sampling: max_sum_exp_in_place on ", logit_type_name(lv.type), " logits");
+  return 0.f;
 }
 
 // the source bytes of values [begin, begin + n) of row r (the elements; MX exponents aside),
