@@ -5,6 +5,7 @@
 // -O2 (a prefetch-only helper of the GEMM's weight source compiled to nothing that way). The
 // empty volatile asm makes the prefetch a side effect the analysis must keep.
 #pragma once
+#include <cstddef>
 
 namespace lutkit::detail {
 
@@ -19,6 +20,15 @@ inline void prefetch_line(const void* p) {
 #if defined(__GNUC__) || defined(__clang__)
   asm volatile("" : : "r"(p));
 #endif
+}
+
+// every line of [p, p + bytes)
+template <prefetch_to To = prefetch_to::l1>
+inline void prefetch_span(const void* p, std::size_t bytes) {
+  if (bytes == 0) return;
+  const char* c = static_cast<const char*>(p);
+  for (std::size_t j = 0; j < bytes; j += 64) prefetch_line<To>(c + j);
+  prefetch_line<To>(c + bytes - 1);
 }
 
 }  // namespace lutkit::detail

@@ -407,6 +407,20 @@ struct layout_geometry {
   constexpr std::size_t super_min_offset(std::size_t t, std::size_t g, const tiling_spec& S) const {
     return super_offset(t, g, S) + 4 * std::size_t(S.rows_per_tile);
   }
+  // super-group formats: what a kernel walking tile t along K prefetches of the super table at
+  // group g, the first of its super-group: tile t's entries of the super-group `ahead` later
+  // ({offset, bytes}; bytes 0 at other groups and past the last super-group). The table is
+  // [super][tile], so one tile's entries lie `tiles` entries apart, outside the tile's stream:
+  // neither a kernel's prefetch of its stream nor the hardware's reaches them.
+  struct byte_span {
+    std::size_t offset = 0, bytes = 0;
+  };
+  constexpr byte_span supers_ahead(std::size_t t, std::size_t g, const tiling_spec& S, std::size_t ahead = 2) const {
+    if (S.super_k == 0) return {};
+    const std::size_t gps = std::size_t(S.groups_per_super());
+    if (g % gps != 0 || g / gps + ahead >= supers) return {};
+    return {super_offset(t, g + ahead * gps, S), std::size_t(S.super_bytes())};
+  }
   constexpr std::size_t block_offset(std::size_t t, std::size_t blk, const tiling_spec& S) const {
     // (bands > 1: band_blocks is the spec's)
     const std::size_t b = bands > 1 ? blk / std::size_t(S.band_blocks) : 0;

@@ -195,6 +195,11 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
   // (blocks [blk0, blk1) lie in one band: the cursor walks them by additions)
   for (auto cur = L.cursor(t, blk0); cur.blk < blk1; cur.next()) {
     const std::size_t blk = cur.blk;
+    if constexpr (S.super_k > 0)  // the super table two super-groups ahead (packed_layout::supers_ahead)
+      if (cur.in_group == 0) {
+        const auto ahead = L.supers_ahead(t, cur.group, S);
+        detail::prefetch_span(a.data + ahead.offset, ahead.bytes);
+      }
     if constexpr (F16_AT_USE) {
       // at the block's start, as the buffered form: converted where the epilogue uses them, the
       // loads' latency would be exposed there

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <stdexcept>
 
+#include "../../../core/prefetch.hpp"
 #include "../../../core/tiling.hpp"
 #include "../../../gemm/dequant.hpp"
 #include "../../../gemm/microkernel.hpp"
@@ -233,6 +234,10 @@ LUTKIT_AVX512_GFNI void mk_int8_fused(const uint8_t* data, const packed_layout& 
     const std::size_t gi = L.group_of_k((step - a.steps) * 4, S);
     if (gi != gw) {
       gw = gi;
+      if constexpr (S.super_k > 0) {  // (packed_layout::supers_ahead)
+        const auto ahead = L.supers_ahead(t, gi, S);
+        prefetch_span(data + ahead.offset, ahead.bytes);
+      }
       const uint8_t* sup = S.super_k > 0 ? data + L.super_offset(t, gi, S) : nullptr;
       const uint8_t* supm = S.super_k > 0 && S.asymmetric ? data + L.super_min_offset(t, gi, S) : nullptr;
       if constexpr (S.group_k > 0) fused_group_scales<P>(walk.params(gi), sup, supm, vw, vz);
@@ -318,17 +323,11 @@ LUTKIT_AVX512_DQ void mk_int8_whole(const uint8_t* data, const packed_layout& L,
     const uint8_t* ps = data + L.scale_offset(t, gi, S);
     [[maybe_unused]] const uint8_t* sup = S.super_k > 0 ? data + L.super_offset(t, gi, S) : nullptr;
     [[maybe_unused]] const uint8_t* supm = S.super_k > 0 && S.asymmetric ? data + L.super_min_offset(t, gi, S) : nullptr;
-    // super-group formats: the tile's super-scales (and minimums) of the super-group two ahead,
-    // at its first group. They lie outside the tile's stream (the super table is [super][tile]:
-    // one tile's are `tiles` entries apart), so neither the stream's prefetch below nor the
-    // hardware's reaches them, and each super-group's first group waited on their lines.
+    // (super-group formats: the super table's entries of two super-groups ahead, which lie
+    // outside the tile's stream, packed_layout::supers_ahead)
     if constexpr (S.super_k > 0) {
-      constexpr std::size_t gps = std::size_t(S.groups_per_super());
-      if (gi % gps == 0 && gi / gps + 2 < L.supers) {
-        const char* q = reinterpret_cast<const char*>(data + L.super_offset(t, gi + 2 * gps, S));
-#pragma GCC unroll 8
-        for (int j = 0; j < S.super_bytes(); j += 64) _mm_prefetch(q + j, _MM_HINT_T0);
-      }
+      const auto ahead = L.supers_ahead(t, gi, S);
+      prefetch_span(data + ahead.offset, ahead.bytes);
     }
     // software prefetch of the tile's stream (one panel: every group's parameters, then its
     // codes) PFD bytes ahead, a group's bytes per group: the hardware prefetcher alone left the
