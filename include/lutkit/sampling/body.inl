@@ -150,16 +150,70 @@ LUTKIT_OPS_FN inline void max_block(const float* x, std::size_t n, uint32_t base
   }
 }
 
-// the index of the first x[j] == m (m a value of x)
-LUTKIT_OPS_FN inline uint32_t find_first(const float* x, std::size_t n, float m) {
+// ---- the fused max / exp-sum pass over a chunk, reading its values from a source:
+// the chunk's floats (fp32 logits, or a chunk the decoders above wrote), or the logits' own
+// bf16 / fp16 elements converted in registers (MXFP8 is decoded first: in registers its
+// decoding measured as slow as through the chunk, its extra operations being the bound). A source gives the same values as the
+// decoders, and the pass takes them in the same order, so a chunk read in place gives the same
+// bits as the chunk decoded first. Source: pair(i, v0, v1): the vectors at i and i + W
+// (i + 2W <= n, i a multiple of 2W); last(i, left): the vector at i with lanes from `left` on
+// at -inf. (Their members are always inlined: a call per pair, its vectors through memory, made
+// such a pass 1.6x slower than decoding first.)
+struct src_f32 {
+  const float* x;
+  LUTKIT_OPS_FN __attribute__((always_inline)) void pair(std::size_t i, F& v0, F& v1) const {
+    v0 = Ops::load(x + i);
+    v1 = Ops::load(x + i + W);
+  }
+  LUTKIT_OPS_FN __attribute__((always_inline)) F last(std::size_t i, std::size_t left) const { return Ops::load_or(x + i, Ops::tail(left), ninf()); }
+};
+// a partial vector of 16-bit elements: through a zero-padded copy, as decode_row
+template <class Conv>
+LUTKIT_OPS_FN inline F last16(const uint16_t* x, std::size_t left, Conv conv) {
+  if (left >= std::size_t(W)) return conv(x);
+  uint16_t in[W] = {};
+  __builtin_memcpy(in, x, left * sizeof(uint16_t));
+  return Ops::select(Ops::tail(left), ninf(), conv(in));
+}
+struct src_bf16 {
+  const uint16_t* x;
+  LUTKIT_OPS_FN __attribute__((always_inline)) static F conv(const uint16_t* p) { return F(Ops::load_u16(p) << 16); }
+  LUTKIT_OPS_FN __attribute__((always_inline)) void pair(std::size_t i, F& v0, F& v1) const {
+    v0 = conv(x + i);
+    v1 = conv(x + i + W);
+  }
+  LUTKIT_OPS_FN __attribute__((always_inline)) F last(std::size_t i, std::size_t left) const { return last16(x + i, left, conv); }
+};
+struct src_f16 {
+  const uint16_t* x;
+  LUTKIT_OPS_FN __attribute__((always_inline)) static F conv(const uint16_t* p) { return Ops::load_f16(p); }
+  LUTKIT_OPS_FN __attribute__((always_inline)) void pair(std::size_t i, F& v0, F& v1) const {
+    v0 = conv(x + i);
+    v1 = conv(x + i + W);
+  }
+  LUTKIT_OPS_FN __attribute__((always_inline)) F last(std::size_t i, std::size_t left) const { return last16(x + i, left, conv); }
+};
+// the index of the first value == m among the source's n (m one of them; no_index if none)
+template <class Src>
+LUTKIT_OPS_FN inline uint32_t find_first_src(const Src& src, std::size_t n, float m) {
   const F vb = Ops::set1(m);
-  for (std::size_t j = 0; j < n; j += W) {
-    const M k = Ops::tail(n - j);
-    const unsigned eq = Ops::bits(Ops::both(k, Ops::eq(Ops::loadz(x + j, k), vb)));
-    if (eq) return uint32_t(j) + uint32_t(__builtin_ctz(eq));
+  std::size_t i = 0;
+  for (; i + 2 * W <= n; i += 2 * W) {
+    F v0, v1;
+    src.pair(i, v0, v1);
+    const unsigned e0 = Ops::bits(Ops::eq(v0, vb)), e1 = Ops::bits(Ops::eq(v1, vb));
+    if (e0) return uint32_t(i) + uint32_t(__builtin_ctz(e0));
+    if (e1) return uint32_t(i + W) + uint32_t(__builtin_ctz(e1));
+  }
+  for (; i < n; i += W) {
+    const unsigned e = Ops::bits(Ops::eq(src.last(i, n - i), vb));
+    if (e) return uint32_t(i) + uint32_t(__builtin_ctz(e));
   }
   return no_index;
 }
+
+// the index of the first x[j] == m (m a value of x)
+LUTKIT_OPS_FN inline uint32_t find_first(const float* x, std::size_t n, float m) { return find_first_src(src_f32{x}, n, m); }
 
 // the maximum of N accumulators, in adjacent pairs: max(max(m0, m1), max(m2, m3)) for 4
 template <int N>
@@ -543,68 +597,6 @@ LUTKIT_OPS_FN inline void decode_mxfp8(const uint8_t* codes, const uint8_t* scal
     for (std::size_t j = 0; j < mx_block; j += W) Ops::store(o + j, e4m3_lanes(in + j) * sc);
     __builtin_memcpy(out + i, o, (n - i) * sizeof(float));
   }
-}
-
-// ---- the fused max / exp-sum pass over a chunk, reading its values from a source:
-// the chunk's floats (fp32 logits, or a chunk the decoders above wrote), or the logits' own
-// bf16 / fp16 elements converted in registers (MXFP8 is decoded first: in registers its
-// decoding measured as slow as through the chunk, its extra operations being the bound). A source gives the same values as the
-// decoders, and the pass takes them in the same order, so a chunk read in place gives the same
-// bits as the chunk decoded first. Source: pair(i, v0, v1): the vectors at i and i + W
-// (i + 2W <= n, i a multiple of 2W); last(i, left): the vector at i with lanes from `left` on
-// at -inf. (Their members are always inlined: a call per pair, its vectors through memory, made
-// such a pass 1.6x slower than decoding first.)
-struct src_f32 {
-  const float* x;
-  LUTKIT_OPS_FN __attribute__((always_inline)) void pair(std::size_t i, F& v0, F& v1) const {
-    v0 = Ops::load(x + i);
-    v1 = Ops::load(x + i + W);
-  }
-  LUTKIT_OPS_FN __attribute__((always_inline)) F last(std::size_t i, std::size_t left) const { return Ops::load_or(x + i, Ops::tail(left), ninf()); }
-};
-// a partial vector of 16-bit elements: through a zero-padded copy, as decode_row
-template <class Conv>
-LUTKIT_OPS_FN inline F last16(const uint16_t* x, std::size_t left, Conv conv) {
-  if (left >= std::size_t(W)) return conv(x);
-  uint16_t in[W] = {};
-  __builtin_memcpy(in, x, left * sizeof(uint16_t));
-  return Ops::select(Ops::tail(left), ninf(), conv(in));
-}
-struct src_bf16 {
-  const uint16_t* x;
-  LUTKIT_OPS_FN __attribute__((always_inline)) static F conv(const uint16_t* p) { return F(Ops::load_u16(p) << 16); }
-  LUTKIT_OPS_FN __attribute__((always_inline)) void pair(std::size_t i, F& v0, F& v1) const {
-    v0 = conv(x + i);
-    v1 = conv(x + i + W);
-  }
-  LUTKIT_OPS_FN __attribute__((always_inline)) F last(std::size_t i, std::size_t left) const { return last16(x + i, left, conv); }
-};
-struct src_f16 {
-  const uint16_t* x;
-  LUTKIT_OPS_FN __attribute__((always_inline)) static F conv(const uint16_t* p) { return Ops::load_f16(p); }
-  LUTKIT_OPS_FN __attribute__((always_inline)) void pair(std::size_t i, F& v0, F& v1) const {
-    v0 = conv(x + i);
-    v1 = conv(x + i + W);
-  }
-  LUTKIT_OPS_FN __attribute__((always_inline)) F last(std::size_t i, std::size_t left) const { return last16(x + i, left, conv); }
-};
-// the index of the first value == m among the source's n (m one of them)
-template <class Src>
-LUTKIT_OPS_FN inline uint32_t find_first_src(const Src& src, std::size_t n, float m) {
-  const F vb = Ops::set1(m);
-  std::size_t i = 0;
-  for (; i + 2 * W <= n; i += 2 * W) {
-    F v0, v1;
-    src.pair(i, v0, v1);
-    const unsigned e0 = Ops::bits(Ops::eq(v0, vb)), e1 = Ops::bits(Ops::eq(v1, vb));
-    if (e0) return uint32_t(i) + uint32_t(__builtin_ctz(e0));
-    if (e1) return uint32_t(i + W) + uint32_t(__builtin_ctz(e1));
-  }
-  for (; i < n; i += W) {
-    const unsigned e = Ops::bits(Ops::eq(src.last(i, n - i), vb));
-    if (e) return uint32_t(i) + uint32_t(__builtin_ctz(e));
-  }
-  return no_index;
 }
 
 // Fused pass over a chunk: the running maximum (as max_argmax) and the sum of exp(beta (x - ref))
