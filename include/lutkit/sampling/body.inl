@@ -150,22 +150,25 @@ LUTKIT_OPS_FN inline void max_block(const float* x, std::size_t n, uint32_t base
   }
 }
 
-// ---- the fused max / exp-sum pass over a chunk, reading its values from a source:
-// the chunk's floats (fp32 logits, or a chunk the decoders above wrote), or the logits' own
-// bf16 / fp16 elements converted in registers (MXFP8 is decoded first: in registers its
-// decoding measured as slow as through the chunk, its extra operations being the bound). A source gives the same values as the
-// decoders, and the pass takes them in the same order, so a chunk read in place gives the same
-// bits as the chunk decoded first. Source: pair(i, v0, v1): the vectors at i and i + W
-// (i + 2W <= n, i a multiple of 2W); last(i, left): the vector at i with lanes from `left` on
-// at -inf. (Their members are always inlined: a call per pair, its vectors through memory, made
-// such a pass 1.6x slower than decoding first.)
+// ---- the fused max / exp-sum pass over a chunk, reading its values from a source: the
+// chunk's floats (fp32 logits, or a chunk the decoders below wrote), or the logits' own bf16 /
+// fp16 elements converted in registers (MXFP8 is decoded first: in registers its decoding
+// measured as slow as through the chunk, its extra operations being the bound). A source gives
+// the same values as the decoders, and the pass takes them in the same order, so a chunk read in
+// place gives the same bits as the chunk decoded first. Source: pair(i, v0, v1): the vectors at
+// i and i + W (i + 2W <= n, i a multiple of 2W); last(i, left): the vector at i with lanes from
+// `left` on at -inf. (Their members are always inlined: a call per pair, its vectors through
+// memory, made such a pass 1.6x slower than decoding first.)
+#define LUTKIT_SRC_FN LUTKIT_OPS_FN __attribute__((always_inline))
 struct src_f32 {
   const float* x;
-  LUTKIT_OPS_FN __attribute__((always_inline)) void pair(std::size_t i, F& v0, F& v1) const {
+  LUTKIT_SRC_FN void pair(std::size_t i, F& v0, F& v1) const {
     v0 = Ops::load(x + i);
     v1 = Ops::load(x + i + W);
   }
-  LUTKIT_OPS_FN __attribute__((always_inline)) F last(std::size_t i, std::size_t left) const { return Ops::load_or(x + i, Ops::tail(left), ninf()); }
+  LUTKIT_SRC_FN F last(std::size_t i, std::size_t left) const {
+    return Ops::load_or(x + i, Ops::tail(left), ninf());
+  }
 };
 // a partial vector of 16-bit elements: through a zero-padded copy, as decode_row
 template <class Conv>
@@ -177,21 +180,25 @@ LUTKIT_OPS_FN inline F last16(const uint16_t* x, std::size_t left, Conv conv) {
 }
 struct src_bf16 {
   const uint16_t* x;
-  LUTKIT_OPS_FN __attribute__((always_inline)) static F conv(const uint16_t* p) { return F(Ops::load_u16(p) << 16); }
-  LUTKIT_OPS_FN __attribute__((always_inline)) void pair(std::size_t i, F& v0, F& v1) const {
+  LUTKIT_SRC_FN static F conv(const uint16_t* p) { return F(Ops::load_u16(p) << 16); }
+  LUTKIT_SRC_FN void pair(std::size_t i, F& v0, F& v1) const {
     v0 = conv(x + i);
     v1 = conv(x + i + W);
   }
-  LUTKIT_OPS_FN __attribute__((always_inline)) F last(std::size_t i, std::size_t left) const { return last16(x + i, left, conv); }
+  LUTKIT_SRC_FN F last(std::size_t i, std::size_t left) const {
+    return last16(x + i, left, conv);
+  }
 };
 struct src_f16 {
   const uint16_t* x;
-  LUTKIT_OPS_FN __attribute__((always_inline)) static F conv(const uint16_t* p) { return Ops::load_f16(p); }
-  LUTKIT_OPS_FN __attribute__((always_inline)) void pair(std::size_t i, F& v0, F& v1) const {
+  LUTKIT_SRC_FN static F conv(const uint16_t* p) { return Ops::load_f16(p); }
+  LUTKIT_SRC_FN void pair(std::size_t i, F& v0, F& v1) const {
     v0 = conv(x + i);
     v1 = conv(x + i + W);
   }
-  LUTKIT_OPS_FN __attribute__((always_inline)) F last(std::size_t i, std::size_t left) const { return last16(x + i, left, conv); }
+  LUTKIT_SRC_FN F last(std::size_t i, std::size_t left) const {
+    return last16(x + i, left, conv);
+  }
 };
 // the index of the first value == m among the source's n (m one of them; no_index if none)
 template <class Src>
@@ -213,7 +220,10 @@ LUTKIT_OPS_FN inline uint32_t find_first_src(const Src& src, std::size_t n, floa
 }
 
 // the index of the first x[j] == m (m a value of x)
-LUTKIT_OPS_FN inline uint32_t find_first(const float* x, std::size_t n, float m) { return find_first_src(src_f32{x}, n, m); }
+LUTKIT_OPS_FN inline uint32_t find_first(const float* x, std::size_t n, float m) {
+  return find_first_src(src_f32{x}, n, m);
+}
+#undef LUTKIT_SRC_FN
 
 // the maximum of N accumulators, in adjacent pairs: max(max(m0, m1), max(m2, m3)) for 4
 template <int N>
@@ -636,7 +646,8 @@ LUTKIT_OPS_FN inline float max_sum_body(const Src& src, std::size_t n, uint32_t 
   max_state c;
   if constexpr (!Top2) {
     c.m1 = Ops::hmax(vm);
-    if (c.m1 > st.m1) c.i1 = base + find_first_src(src, n, c.m1);  // a new maximum (NaN never; ties keep the earlier index)
+    // a new maximum (NaN never; ties keep the earlier index)
+    if (c.m1 > st.m1) c.i1 = base + find_first_src(src, n, c.m1);
     if (c.i1 == no_index) c.m1 = -__builtin_inff();
   } else {
     reduce_argmax(vm, vi, c.m1, c.i1);
