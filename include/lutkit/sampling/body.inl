@@ -542,10 +542,10 @@ LUTKIT_OPS_FN inline void decode_row(const T* s, std::size_t n, float* out, Conv
   }
 }
 LUTKIT_OPS_FN inline void decode_bf16(const uint16_t* s, std::size_t n, float* out) {
-  decode_row(s, n, out, [&](const uint16_t* p, std::size_t) LUTKIT_OPS_FN { return F(Ops::load_u16(p) << 16); });
+  decode_row(s, n, out, [&](const uint16_t* p, std::size_t) LUTKIT_OPS_FN { return src_bf16::conv(p); });
 }
 LUTKIT_OPS_FN inline void decode_f16(const uint16_t* s, std::size_t n, float* out) {
-  decode_row(s, n, out, [&](const uint16_t* p, std::size_t) LUTKIT_OPS_FN { return Ops::load_f16(p); });
+  decode_row(s, n, out, [&](const uint16_t* p, std::size_t) LUTKIT_OPS_FN { return src_f16::conv(p); });
 }
 // E4M3 -> float by bit arithmetic: the code's sign, exponent and mantissa placed in a float's
 // (bits 31, 23-26, 20-22) make a float of the code's value times 2^-120, subnormal codes included
