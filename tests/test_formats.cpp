@@ -6,6 +6,7 @@
 #include <set>
 
 #include "common.hpp"
+#include "randomized_dequant_gemm.hpp"
 #include "policy_list.hpp"
 
 using namespace lutkit;
@@ -847,4 +848,52 @@ TEST_CASE("import_q2_k ... import_q6_k, import_q5_1 reproduce llama.cpp's dequan
   CHECK_THROWS_WITH(import_q5_1<Q51>(h.data(), 1, 256, h.size()), Catch::Contains("block 3"));
   CHECK_THROWS_WITH(pack_q5_1<Q51>(h.data(), 1, 256, h.size()), Catch::Contains("block 3"));
   CHECK_THROWS_WITH(import_q5_1<Q51>(h.data(), 1, 256, h.size() - 1), Catch::Contains("fewer than"));
+}
+
+TEST_CASE("int8 prefill: the super-group fold on llama.cpp's Q2_K / Q3_K blocks, the per-group route on lutkit's codes",
+          "[formats][kquant][dequant_gemm]") {
+  // A blob imported from llama.cpp's blocks takes the fold in every chunk (its scale codes times
+  // the levels stay within a byte); lutkit's own quantizer's codes (up to 127) do not, and those
+  // chunks keep the per-group flush. Both against the double reference, every kernel set.
+  using Q2K = policy<fmt::q2_k, group<16>>;
+  using Q3K = policy<fmt::q3_k, group<16>>;
+  STATIC_REQUIRE(detail::int8_super_fold_offset<Q2K>() == 0);
+  STATIC_REQUIRE(detail::int8_super_fold_offset<Q3K>() == 124);
+  STATIC_REQUIRE(detail::int8_super_fold_offset<policy<fmt::q6_k, group<16>>>() == -1);
+  STATIC_REQUIRE(detail::int8_super_fold_offset<policy<fmt::q4_k, group<32>>>() == -1);
+  auto check = [&]<class P>(std::size_t bb, std::initializer_list<std::size_t> d_off, auto import) {
+    std::mt19937_64 rng(policy_hash(P::name()) + 11);
+    for (int trial = 0; trial < 6; ++trial) {
+      const std::size_t M = std::uniform_int_distribution<std::size_t>(1, 150)(rng);
+      const std::size_t K = 256 * std::uniform_int_distribution<std::size_t>(1, 5)(rng);
+      const std::size_t N = std::uniform_int_distribution<std::size_t>(3, trial % 3 == 0 ? 60 : 20)(rng);
+      const bool llama = trial % 2 == 0;
+      INFO(P::name() << " trial " << trial << " M=" << M << " K=" << K << " N=" << N << (llama ? " imported" : " quantized"));
+      const auto b = kquant_blocks(rng, M * K / 256, bb, d_off, trial < 2 ? trial : 2);
+      const auto w = random_weights(rng, M * K);
+      const quantized<P> q = llama ? import(b.data(), M, K, b.size()) : quantize<P>(w.data(), M, K);
+      const auto wp = pack<P>(q);
+      const auto x = random_activations(rng, N * K, trial == 4 ? act_kind::extremes : act_kind::gaussian);
+      const auto geo = detail::make_dq_geometry<P>(wp.layout(), N, act_type::int8);
+      for (const auto be : dq_backends()) {
+        const auto& ks = detail::dq_kernels_for(be);
+        INFO("backend " << ks.name);
+        const detail::lut_weight_source<P> src{wp.data(), &wp.layout(), &ks};
+        detail::dq_scratch s;
+        s.init(geo);
+        std::size_t folded = 0, chunks = 0;
+        for (std::size_t t = 0; t < wp.layout().tiles; ++t)
+          for (std::size_t k0 = 0; k0 < geo.K_pad; k0 += geo.kc, ++chunks)
+            folded += src.super_levels(t, k0, std::min(geo.K_pad, k0 + geo.kc), s) != nullptr;
+        CHECK(folded == (llama ? chunks : 0));
+        const auto e = detail::make_dq_geometry<P>(wp.layout(), N, act_type::int8).flushes();
+        const auto ref = dq_reference<P>(q, x, N, act_type::int8, geo.flush_k, e);
+        std::vector<float> y(N * M, -1.f);
+        dequant_gemm<P>(wp, x.data(), N, K, y.data(), act_type::int8, 0, 0, nullptr, be);
+        CHECK(dq_compare<P>(ref, y.data(), M, N, M) == "");
+      }
+    }
+  };
+  check.operator()<Q3K>(110, {108}, [](auto... a) { return import_q3_k<Q3K>(a...); });
+  check.operator()<Q2K>(84, {80, 82}, [](auto... a) { return import_q2_k<Q2K>(a...); });
 }

@@ -86,6 +86,12 @@ struct dq_activations {
   bool fold_zero = false;
   int32_t zero = 0;
   std::vector<int32_t> zsum;
+  // int8 per row with the super-group fold (gemm/dequant.hpp, int8_super_fold_offset): super_k
+  // > 0, and super_zsum[j * NP + n] = -offset * (the sum of super-group j's int8 values), the
+  // starting sums of the folded levels' dot
+  std::size_t super_k = 0;
+  int32_t super_offset = 0;
+  std::vector<int32_t> super_zsum;
   // int8 or bf16 with a kernel set whose kernels over row-major activations take this call
   // (dq_kernel_set::int8_rows / bf16_rows, uses_rows below): the values row-major instead of the
   // panel, column n's K_pad values from row_i8(n) / row_bf16(n), NP columns (those past N zero);
@@ -141,6 +147,11 @@ LUTKIT_ALWAYS_INLINE inline void prepare_rows(dq_activations& A, const float* x,
           A.sumx[f * NP + n] = per_group ? float(sum) * sc[f] : float(sum);
           if (per_group) A.sa[f * NP + n] = sc[f];
           if (A.fold_zero) A.zsum[f * NP + n] = -A.zero * sum;
+        }
+        for (std::size_t j = 0; A.super_k && j < g.K_pad / A.super_k; ++j) {
+          int32_t sum = 0;
+          for (std::size_t k = j * A.super_k; k < std::min(g.K, (j + 1) * A.super_k); ++k) sum += q[k];
+          A.super_zsum[j * NP + n] = -A.super_offset * sum;
         }
       }
     }
@@ -225,6 +236,7 @@ inline void prepare_activations(dq_activations& A, const float* x, std::size_t l
     A.nan_mul.assign(NP, 1.f);
     if (A.act == act_type::int8_group) A.sa.assign(F * NP, 0.f);
     if (A.fold_zero) A.zsum.assign(F * NP, 0);
+    if (A.super_k) A.super_zsum.assign(g.K_pad / A.super_k * NP, 0);
   }
   const std::size_t blocks = (g.N + 15) / 16;
   const std::size_t parts = pool ? std::min(pool->size(), blocks) : 1;

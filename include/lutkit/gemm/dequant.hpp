@@ -221,6 +221,20 @@ constexpr int int8_level_max() {
   if constexpr (!format_traits<typename P::format>::integer_levels) return 255;
   return min_level<P>() < 0 ? 255 : std::min(max_level<P>(), 255);
 }
+// The int8 prefill's super-group fold (per-row activations): a format whose traits name an
+// int8_fold_offset o (Q2_K, Q3_K) has small scale codes c in llama.cpp's files, so that
+// c * (level - zero) + o is a byte: the dot over a whole super-group is then one exact int32 sum of
+// those bytes times the activations, flushed once per super-group (times the fp32 super-scale)
+// instead of once per 16-k group. o, or -1 where the format has none. A chunk whose codes leave
+// the byte (lutkit's own quantizer uses codes up to 127) takes the per-group route.
+template <class P>
+constexpr int int8_super_fold_offset() {
+  using FT = format_traits<typename P::format>;
+  if constexpr (requires { FT::int8_fold_offset; }) {
+    if constexpr (P::spec.super_k > 0 && levels_are_codes<P>()) return FT::int8_fold_offset;
+  }
+  return -1;
+}
 // The fused int8 decode of whole codes (targets/cpu): step-major codes whose levels are the codes,
 // small integer levels (a byte map) or split levels (NF4)
 template <class P>

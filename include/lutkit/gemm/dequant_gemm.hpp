@@ -54,6 +54,36 @@ void to_tail_group(Args& a, std::size_t full, std::size_t fsteps, std::size_t ta
   if (a.zsum) a.zsum += full * ldsum;
 }
 
+// The int8 calls of a chunk with the super-group fold: Wf, the chunk's folded levels (whole
+// super-groups, lut_weight_source::super_levels), s.sw its super-scales [super][64] and, for a
+// min-form format, s.swz the groups' minimums [group][64]. One flush per super-group from the
+// sums started at -offset * sum(q) (dq_activations::super_zsum); the minimums times the groups'
+// activation sums added by the fp32 micro-kernel (steps: the groups), as the per-group epilogue adds them.
+template <class Src, class Prefetch>
+void dq_super_chunk(const uint8_t* Wf, const dq_activations& A, const dq_kernel_set& ks, const dq_scratch& s,
+                    float* C, std::size_t nb0, std::size_t ncols, std::size_t k0, std::size_t k1,
+                    Prefetch&& prefetch_next) {
+  const dq_geometry& g = A.geo;
+  const std::size_t NP = g.NP, SK = A.super_k, f0 = k0 / g.flush_k;
+  const int8_t* Ad = reinterpret_cast<const int8_t*>(A.data.get());
+  for (std::size_t n0 = 0; n0 < ncols; n0 += mk_int8_cols) {
+    const std::size_t nc = std::min<std::size_t>(mk_int8_cols, ncols - n0);
+    prefetch_next();
+    mk_int8_args a{Wf, Ad + 4 * g.panel_index(nb0 + n0, k0 / 4), 4 * g.cb, SK / 4, (k1 - k0) / SK, C + n0 * 64,
+                   s.sw.data(), s.sw.data(), A.sumx.data() + f0 * NP + nb0 + n0, nullptr, NP,
+                   A.super_zsum.data() + k0 / SK * NP + nb0 + n0};
+    ks.int8[nc - 1](a);
+  }
+  if constexpr (Src::policy::spec.min_form) {
+    for (std::size_t n0 = 0; n0 < ncols; n0 += mk_val_cols) {
+      const std::size_t nc = std::min<std::size_t>(mk_val_cols, ncols - n0);
+      ks.f32[nc - 1](mk_val_args{reinterpret_cast<const uint32_t*>(s.swz.data()),
+                                 reinterpret_cast<const uint32_t*>(A.sumx.data() + f0 * NP + nb0 + n0), NP,
+                                 (k1 - k0) / g.flush_k, C + n0 * 64});
+    }
+  }
+}
+
 // Chunk [k0, k1) of tile t, columns [nb0, nb0 + nbw) of the pass, into the tile's accumulators C
 // ([column][64] fp32); nc, the chunk after it, is prefetched a part per micro-kernel call.
 template <class Src>
@@ -84,6 +114,14 @@ void dq_gemm_chunk(const Src& src, const dq_activations& A, const dq_kernel_set&
       else
         return nullptr;
     }();
+    if constexpr (requires { src.super_levels(t, k0, k1, s); }) {
+      if (A.super_k && !fused && !A.rows) {
+        if (const uint8_t* Wf = src.super_levels(t, k0, k1, s)) {
+          dq_super_chunk<Src>(Wf, A, ks, s, C, nb0, ncols, k0, k1, prefetch_next);
+          return;
+        }
+      }
+    }
     const uint8_t* W = fused ? nullptr : src.levels(t, k0, k1, s);
     const std::size_t nf = (k1 - k0 + g.flush_k - 1) / g.flush_k;
     if (!fused)  // (the fused kernels read the scales themselves)
@@ -289,11 +327,25 @@ void fold_zero_for(dq_activations& A, bool fold) {
   }
 }
 
+// Sets the super-group fold of a per-row int8 panel for policy P's blob (before
+// prepare_activations), where the format and the kernel set have it (gemm/dequant.hpp,
+// int8_super_fold_offset) and the kernels read the panel
+template <class P>
+void super_fold_for(dq_activations& A, const dq_kernel_set& ks, bool fold) {
+  if constexpr (int8_super_fold_offset<P>() >= 0) {
+    if (fold && A.act == act_type::int8 && ks.int8_super_fold && !uses_rows(ks, A.act, A.geo) &&
+        A.geo.K_pad % std::size_t(P::spec.super_k) == 0) {
+      A.super_k = std::size_t(P::spec.super_k);
+      A.super_offset = int8_super_fold_offset<P>();
+    }
+  }
+}
+
 // Rows [r0, r1) of a checked call: the activation panel (geometry geo), the blob's weight source,
 // the driver. Shared by dequant_gemm and the decode family's int8 route (decode/int8_decode.hpp).
-// fold: the zero folded into the int8 sums where int8_zero_folds<P> (dequant_gemm). The decode
-// keeps the subtracted form: its fused kernels (N <= 2) take it, and its buffered route (N >= 3)
-// gives their bits.
+// fold: the zero folded into the int8 sums where int8_zero_folds<P>, and the super-group fold
+// (dequant_gemm). The decode keeps the subtracted form: its fused kernels (N <= 2) take it, and
+// its buffered route (N >= 3) gives their bits.
 template <class P>
 void run_dq_gemm_blob(const packed_weights<P>& w, const float* x, std::size_t ldx, act_type act,
                       const dq_geometry& geo, const dq_kernel_set& ks, std::size_t r0, std::size_t r1, float* y,
@@ -302,6 +354,7 @@ void run_dq_gemm_blob(const packed_weights<P>& w, const float* x, std::size_t ld
   A.act = act;
   A.geo = geo;
   fold_zero_for<P>(A, fold);
+  super_fold_for<P>(A, ks, fold);
   prepare_activations(A, x, ldx, pool, ks);
   const lut_weight_source<P> src{w.data(), &w.layout(), &ks};
   static_assert(prefetching_source<lut_weight_source<P>>, "the LUT weight source prefetches its next chunk");

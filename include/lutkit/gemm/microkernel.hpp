@@ -231,6 +231,10 @@ struct dq_kernel_set {
   // fit a register pair (more than 16 codes): one group of steps4 k4-steps; null: the row-major route
   void (*bf16_codes_steps)(const uint8_t* codes, std::size_t steps4, const float* sc, const float* zz,
                            bool min_form, uint32_t* out) = nullptr;
+  // the int8 paradigm's super-group fold (gemm/dequant.hpp, int8_super_fold_offset) on this set:
+  // its int8 micro-kernels take every level byte at full speed (VNNI, portable); the AVX2 set's
+  // vpmaddubsw pairs keep levels below 128 (mk_int8_args::level_max) and folded levels reach 252
+  bool int8_super_fold = false;
 };
 
 // Level 1 of one policy's bit layout on a target: codes of the 64 rows of tile t for k in [k0, k1)

@@ -226,24 +226,28 @@ void tg_int8(const tg_int8_args& a) {
 }  // namespace portable
 
 inline const dq_kernel_set& portable_dq_kernels() {
-  static const dq_kernel_set k{"portable",
-                               {&portable::mk_int8<1>, &portable::mk_int8<2>, &portable::mk_int8<3>},
-                               {&portable::mk_val<true, 1>, &portable::mk_val<true, 2>, &portable::mk_val<true, 3>,
-                                &portable::mk_val<true, 4>, &portable::mk_val<true, 5>, &portable::mk_val<true, 6>},
-                               {&portable::mk_val<false, 1>, &portable::mk_val<false, 2>, &portable::mk_val<false, 3>,
-                                &portable::mk_val<false, 4>, &portable::mk_val<false, 5>, &portable::mk_val<false, 6>},
-                               &portable::rows_to_steps,
-                               &portable::fdq_dot,
-                               &portable::halves_to_float,
-                               &portable::group16<float>,
-                               &portable::group16<uint16_t>,
-                               &portable::tg_groups_bf16,
-                               &portable::tg_groups_f32,
-                               {},
-                               {},
-                               &prepare_rows_baseline,
-                               &write_tile,
-                               {&portable::tg_int8<1>, &portable::tg_int8<2>, &portable::tg_int8<3>, &portable::tg_int8<4>}};
+  static const dq_kernel_set k = [] {
+    dq_kernel_set s{"portable",
+                    {&portable::mk_int8<1>, &portable::mk_int8<2>, &portable::mk_int8<3>},
+                    {&portable::mk_val<true, 1>, &portable::mk_val<true, 2>, &portable::mk_val<true, 3>,
+                     &portable::mk_val<true, 4>, &portable::mk_val<true, 5>, &portable::mk_val<true, 6>},
+                    {&portable::mk_val<false, 1>, &portable::mk_val<false, 2>, &portable::mk_val<false, 3>,
+                     &portable::mk_val<false, 4>, &portable::mk_val<false, 5>, &portable::mk_val<false, 6>},
+                    &portable::rows_to_steps,
+                    &portable::fdq_dot,
+                    &portable::halves_to_float,
+                    &portable::group16<float>,
+                    &portable::group16<uint16_t>,
+                    &portable::tg_groups_bf16,
+                    &portable::tg_groups_f32,
+                    {},
+                    {},
+                    &prepare_rows_baseline,
+                    &write_tile,
+                    {&portable::tg_int8<1>, &portable::tg_int8<2>, &portable::tg_int8<3>, &portable::tg_int8<4>}};
+    s.int8_super_fold = true;  // (mk_int8 takes any level byte)
+    return s;
+  }();
   return k;
 }
 

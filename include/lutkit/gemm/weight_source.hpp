@@ -58,6 +58,7 @@ const uint32_t* values_to_steps(const T* v, std::size_t ld, std::size_t len, dq_
 // weights — through the same interface to compare the dequantization methods alone.)
 template <class P>
 struct lut_weight_source {
+  using policy = P;
   const uint8_t* data;
   const packed_layout* L;
   const dq_kernel_set* ks;
@@ -80,6 +81,54 @@ struct lut_weight_source {
     }
     portable::levels_to_step_major(s.codes.get(), s.ldc, k1 - k0, s.values.get());
     return s.values.get();
+  }
+  // int8 with the super-group fold (gemm/dequant.hpp, int8_super_fold_offset): the levels of
+  // rows 0..63 for k in [k0, k1), whole super-groups, each times its group's scale code c plus
+  // the offset o, c * (level - zero) + o, in levels()' layout; s.sw: the super-scales
+  // [super][64], s.swz (min-form formats): the groups' minimums [group][64]. Null where the chunk
+  // is not whole super-groups or a code's product leaves the byte: then the per-group route.
+  const uint8_t* super_levels(std::size_t t, std::size_t k0, std::size_t k1, dq_scratch& s) const
+    requires(int8_super_fold_offset<P>() >= 0)
+  {
+    constexpr auto& S = P::spec;
+    constexpr std::size_t G = std::size_t(S.group_k), SK = std::size_t(S.super_k);
+    constexpr int off = int8_super_fold_offset<P>(), z = S.min_form ? 0 : int(S.sym_zero);
+    constexpr int dlo = min_level<P>() - z, dhi = max_level<P>() - z;
+    if (k0 % SK != 0 || (k1 - k0) % SK != 0) return nullptr;
+    const std::size_t groups = (k1 - k0) / G, g0 = L->group_of_k(k0, S);
+    int lo = 127, hi = -128;
+    for (std::size_t g = 0; g < groups; ++g) {
+      const int8_t* cs = reinterpret_cast<const int8_t*>(data + L->scale_offset(t, g0 + g, S));
+      for (int r = 0; r < 64; ++r) {
+        lo = std::min(lo, int(cs[r]));
+        hi = std::max(hi, int(cs[r]));
+      }
+    }
+    const int pmin = std::min({lo * dlo, lo * dhi, hi * dlo, hi * dhi});
+    const int pmax = std::max({lo * dlo, lo * dhi, hi * dlo, hi * dhi});
+    if (pmin < -off || pmax > 255 - off) return nullptr;
+    const uint8_t* lv = levels(t, k0, k1, s);
+    uint8_t* out = s.steps.get();
+    for (std::size_t g = 0; g < groups; ++g) {
+      const int8_t* cs = reinterpret_cast<const int8_t*>(data + L->scale_offset(t, g0 + g, S));
+      alignas(64) int16_t c4[256];  // the step layout's scale of each byte: row r at bytes 4 r .. 4 r + 3
+      for (int j = 0; j < 256; ++j) c4[j] = cs[j / 4];
+      for (std::size_t st = g * G / 4; st < (g + 1) * G / 4; ++st)
+        for (int j = 0; j < 256; ++j)
+          out[st * 256 + j] = uint8_t(int16_t(c4[j] * int16_t(lv[st * 256 + j] - z)) + off);
+    }
+    for (std::size_t j = 0; j < (k1 - k0) / SK; ++j) {
+      const std::size_t g = g0 + j * (SK / G);
+      const auto ahead = L->supers_ahead(t, g, S);  // (two super-groups ahead)
+      prefetch_span(data + ahead.offset, ahead.bytes);
+      const uint8_t* sup = data + L->super_offset(t, g, S);
+      for (int r = 0; r < 64; ++r) s.sw[j * 64 + r] = detail::load_f32(sup + 4 * r);
+    }
+    if constexpr (S.min_form) {
+      alignas(64) float sc[64];
+      for (std::size_t g = 0; g < groups; ++g) scale_zero_rows(t, g0 + g, sc, &s.swz[g * 64]);
+    }
+    return out;
   }
   // int8: the largest level byte levels() gives (mk_int8_args::level_max)
   static constexpr int int8_level_max = detail::int8_level_max<P>();

@@ -84,6 +84,9 @@ struct format_traits<fmt::q2_k> : detail::min_form_traits<2, true> {
   static constexpr bool super_params = true;
   static constexpr const char* book_name = "q2k";  // policy names read w2q2k_g16_asym_...
   static constexpr int super_sig_bits = 15;  // x 7-bit codes x 2-bit levels
+  // the int8 prefill multiplies each level by its group's scale code before the dot
+  // (detail::int8_super_fold_offset): llama.cpp's codes 0..15 x levels 0..3 stay within a byte
+  static constexpr int int8_fold_offset = 0;
 };
 
 namespace detail {
@@ -119,6 +122,8 @@ template <>
 struct format_traits<fmt::q3_k> : detail::kquant_planes_traits<3> {
   static constexpr const char* book_name = "q3k";  // policy names read w3q3k_g16_...
   static constexpr int super_sig_bits = 14;  // x 7-bit codes x |q - 4| <= 4
+  // as Q2_K's: llama.cpp's codes -32..31 x (q - 4) in -4..3 lie in [-124, 128], a byte from -124
+  static constexpr int int8_fold_offset = 124;
 };
 
 namespace detail {

@@ -80,6 +80,7 @@ inline const dq_kernel_set& kernels() {
                     {&tg_int8<1>, &tg_int8<2>, &tg_int8<3>, &tg_int8<4>},
                     /*int8_decode_first=*/true};
     s.bf16_codes_steps = &level2_codes_steps_bf16;
+    s.int8_super_fold = true;
     return s;
   }();
   return k;
