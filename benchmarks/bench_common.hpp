@@ -8,11 +8,14 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <typeinfo>
 #include <vector>
 
 #include <lutkit/core/memory.hpp>
 #include <lutkit/quant/packed_weights.hpp>
+#include <lutkit/io/ggml_blocks.hpp>
+#include <lutkit/quant/kquant.hpp>
 #include <lutkit/quant/quant.hpp>
 #include <lutkit/core/thread_pool.hpp>
 
@@ -72,9 +75,19 @@ std::vector<lutkit::packed_weights<P>>& cold_blobs(const std::string& tag, const
 }
 
 // Uniform random codes with positive random scales (and zeros) for policy P: benchmark weights
-// (timings do not depend on the values, only the layouts need to be real).
+// (timings do not depend on the values, only the layouts need to be real). The K-quants as
+// llama.cpp's files hold them: random blocks, imported (their sub-block scale codes keep the
+// files' ranges, which the int8 prefill's super-group fold depends on: gemm/dequant.hpp).
 template <class P>
 lutkit::quantized<P> random_quantized(std::size_t M, std::size_t K, uint64_t seed) {
+  using F = typename P::format;
+  using lutkit::ggml_type;
+  const auto blocks = [&](ggml_type t) { return lutkit::ggml::random_blocks(t, M * K, seed); };
+  if constexpr (std::is_same_v<F, lutkit::fmt::q2_k>) return lutkit::import_q2_k<P>(blocks(ggml_type::q2_k).data(), M, K);
+  if constexpr (std::is_same_v<F, lutkit::fmt::q3_k>) return lutkit::import_q3_k<P>(blocks(ggml_type::q3_k).data(), M, K);
+  if constexpr (std::is_same_v<F, lutkit::fmt::q4_k>) return lutkit::import_q4_k<P>(blocks(ggml_type::q4_k).data(), M, K);
+  if constexpr (std::is_same_v<F, lutkit::fmt::q5_k>) return lutkit::import_q5_k<P>(blocks(ggml_type::q5_k).data(), M, K);
+  if constexpr (std::is_same_v<F, lutkit::fmt::q6_k>) return lutkit::import_q6_k<P>(blocks(ggml_type::q6_k).data(), M, K);
   std::mt19937_64 rng(seed);
   const std::size_t G = P::spec.group_k > 0 ? std::size_t(P::spec.group_k) : K;
   constexpr int maxq = lutkit::format_traits<typename P::format>::max_code;

@@ -346,7 +346,7 @@ void bm_gemm(benchmark::State& st, source_kind sk, std::size_t M, std::size_t K,
     detail::dq_activations A;
     A.act = act;
     A.geo = detail::make_dq_geometry<P>(c.packed->layout(), N, act);
-    if (sk == source_kind::lut) detail::fold_zero_for<P>(A, true);  // (as dequant_gemm does)
+    if (sk == source_kind::lut) detail::int8_folds_for<P>(A, ks, true);  // (as dequant_gemm does)
     detail::prepare_activations(A, x.data(), K, pool, ks);
     if (sk == source_kind::lut)
       detail::run_dq_gemm(lut, A, ks, M, 0, M, y.data(), M, pool);

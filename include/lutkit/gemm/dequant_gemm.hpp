@@ -318,20 +318,16 @@ constexpr bool int8_zero_folds() {
          S.sym_zero == float(int32_t(S.sym_zero));
 }
 
-// Sets the zero fold of an int8 activation panel for policy P's blob (before prepare_activations)
+// Sets the int8 folds of an activation panel for policy P's blob (before prepare_activations):
+// the zero folded into the sums where int8_zero_folds<P>, and for per-row activations the
+// super-group fold (gemm/dequant.hpp, int8_super_fold_offset) where the kernel set has it and its
+// kernels read the panel
 template <class P>
-void fold_zero_for(dq_activations& A, bool fold) {
+void int8_folds_for(dq_activations& A, const dq_kernel_set& ks, bool fold) {
   if constexpr (int8_zero_folds<P>()) {
     A.fold_zero = fold && (A.act == act_type::int8 || A.act == act_type::int8_group);
     A.zero = int32_t(P::spec.sym_zero);
   }
-}
-
-// Sets the super-group fold of a per-row int8 panel for policy P's blob (before
-// prepare_activations), where the format and the kernel set have it (gemm/dequant.hpp,
-// int8_super_fold_offset) and the kernels read the panel
-template <class P>
-void super_fold_for(dq_activations& A, const dq_kernel_set& ks, bool fold) {
   if constexpr (int8_super_fold_offset<P>() >= 0) {
     if (fold && A.act == act_type::int8 && ks.int8_super_fold && !uses_rows(ks, A.act, A.geo) &&
         A.geo.K_pad % std::size_t(P::spec.super_k) == 0) {
@@ -353,8 +349,7 @@ void run_dq_gemm_blob(const packed_weights<P>& w, const float* x, std::size_t ld
   dq_activations A;
   A.act = act;
   A.geo = geo;
-  fold_zero_for<P>(A, fold);
-  super_fold_for<P>(A, ks, fold);
+  int8_folds_for<P>(A, ks, fold);
   prepare_activations(A, x, ldx, pool, ks);
   const lut_weight_source<P> src{w.data(), &w.layout(), &ks};
   static_assert(prefetching_source<lut_weight_source<P>>, "the LUT weight source prefetches its next chunk");

@@ -235,6 +235,11 @@ struct dq_kernel_set {
   // its int8 micro-kernels take every level byte at full speed (VNNI, portable); the AVX2 set's
   // vpmaddubsw pairs keep levels below 128 (mk_int8_args::level_max) and folded levels reach 252
   bool int8_super_fold = false;
+  // the super-group fold's levels of one group (lut_weight_source::super_levels): `steps` k4-steps
+  // of u8 levels in mk_int8's layout (lv[s * 256 + 4 r + i]) -> out = cs[r] * (level - zero) +
+  // offset for row r (the caller has checked that every result is a byte); null: the portable loop
+  void (*fold_levels)(const uint8_t* lv, std::size_t steps, const int8_t* cs, int zero, int offset,
+                      uint8_t* out) = nullptr;
 };
 
 // Level 1 of one policy's bit layout on a target: codes of the 64 rows of tile t for k in [k0, k1)

@@ -223,6 +223,12 @@ void tg_int8(const tg_int8_args& a) {
   }
 }
 
+// dq_kernel_set::fold_levels
+inline void fold_levels(const uint8_t* lv, std::size_t steps, const int8_t* cs, int zero, int offset, uint8_t* out) {
+  for (std::size_t s = 0; s < steps; ++s)
+    for (int j = 0; j < 256; ++j) out[s * 256 + j] = uint8_t(cs[j / 4] * (lv[s * 256 + j] - zero) + offset);
+}
+
 }  // namespace portable
 
 inline const dq_kernel_set& portable_dq_kernels() {

@@ -109,14 +109,10 @@ struct lut_weight_source {
     if (pmin < -off || pmax > 255 - off) return nullptr;
     const uint8_t* lv = levels(t, k0, k1, s);
     uint8_t* out = s.steps.get();
-    for (std::size_t g = 0; g < groups; ++g) {
-      const int8_t* cs = reinterpret_cast<const int8_t*>(data + L->scale_offset(t, g0 + g, S));
-      alignas(64) int16_t c4[256];  // the step layout's scale of each byte: row r at bytes 4 r .. 4 r + 3
-      for (int j = 0; j < 256; ++j) c4[j] = cs[j / 4];
-      for (std::size_t st = g * G / 4; st < (g + 1) * G / 4; ++st)
-        for (int j = 0; j < 256; ++j)
-          out[st * 256 + j] = uint8_t(int16_t(c4[j] * int16_t(lv[st * 256 + j] - z)) + off);
-    }
+    const auto fold = ks->fold_levels ? ks->fold_levels : &portable::fold_levels;
+    for (std::size_t g = 0; g < groups; ++g)
+      fold(lv + g * G * 64, G / 4, reinterpret_cast<const int8_t*>(data + L->scale_offset(t, g0 + g, S)), z, off,
+           out + g * G * 64);
     for (std::size_t j = 0; j < (k1 - k0) / SK; ++j) {
       const std::size_t g = g0 + j * (SK / G);
       const auto ahead = L->supers_ahead(t, g, S);  // (two super-groups ahead)

@@ -81,6 +81,7 @@ inline const dq_kernel_set& kernels() {
                     /*int8_decode_first=*/true};
     s.bf16_codes_steps = &level2_codes_steps_bf16;
     s.int8_super_fold = true;
+    s.fold_levels = &fold_levels;
     return s;
   }();
   return k;

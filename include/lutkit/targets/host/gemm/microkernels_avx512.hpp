@@ -13,6 +13,29 @@
 
 namespace lutkit::detail::avx512 {
 
+// dq_kernel_set::fold_levels: per 64-byte vector (16 rows), the even and odd bytes' levels times
+// the rows' codes by vpmaddubsw (the other byte of each word zero), plus offset - zero * code, in
+// 16-bit lanes, and the two halves put back together as bytes
+LUTKIT_AVX512_DQ inline void fold_levels(const uint8_t* lv, std::size_t steps, const int8_t* cs, int zero, int offset,
+                                         uint8_t* out) {
+  __m512i c[4], k[4];
+  for (int q = 0; q < 4; ++q) {
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(cs + 16 * q));
+    c[q] = _mm512_mullo_epi32(_mm512_cvtepu8_epi32(b), _mm512_set1_epi32(0x01010101));  // code in every byte
+    const __m512i kk = _mm512_sub_epi32(_mm512_set1_epi32(offset),
+                                        _mm512_mullo_epi32(_mm512_cvtepi8_epi32(b), _mm512_set1_epi32(zero)));
+    k[q] = _mm512_or_si512(_mm512_and_si512(kk, _mm512_set1_epi32(0xFFFF)), _mm512_slli_epi32(kk, 16));
+  }
+  const __m512i low = _mm512_set1_epi16(0x00FF);
+  for (std::size_t s = 0; s < steps; ++s)
+    for (int q = 0; q < 4; ++q) {
+      const __m512i v = _mm512_loadu_si512(lv + s * 256 + 64 * q);
+      const __m512i e = _mm512_add_epi16(_mm512_maddubs_epi16(_mm512_and_si512(v, low), c[q]), k[q]);
+      const __m512i o = _mm512_add_epi16(_mm512_maddubs_epi16(_mm512_srli_epi16(v, 8), c[q]), k[q]);
+      _mm512_storeu_si512(out + s * 256 + 64 * q, _mm512_or_si512(_mm512_and_si512(e, low), _mm512_slli_epi16(o, 8)));
+    }
+}
+
 // The accumulators are named variables, not arrays: GCC keeps an array of 24 vectors in memory
 // (it exceeds its scalar-replacement size limit), which makes the kernel far slower.
 #define LUTKIT_DQ_COLS(X) X(0) X(1) X(2)
