@@ -383,6 +383,33 @@ TEST_CASE("AVX2 halves_to_float equals the portable conversion for every half", 
 // vpmaddubsw with int16 sums below 128, vpmaddwd above, where vpmaddubsw would saturate), per-row
 // and per-group activation scales, the zero subtracted (swz * sumx) or folded into the sums'
 // starting values (zsum), several flush groups per call, column blocks wider than the call.
+TEST_CASE("the super-group fold's levels (fold_levels) of every kernel set equal the portable loop", "[dequant_gemm][int8_kernel]") {
+  // every level and code the fold takes (Q3_K: zero 4, offset 124, codes -32..31; Q2_K: zero 0,
+  // offset 0, codes 0..15 and levels 0..3), against the portable loop and the arithmetic itself
+  std::mt19937_64 rng(0xF01D);
+  std::vector<const detail::dq_kernel_set*> sets{&detail::portable_dq_kernels()};
+#if defined(LUTKIT_HAVE_AVX512_DQ)
+  if (detail::avx512::cpu_supported_vnni()) sets.push_back(&detail::avx512::kernels_vnni());
+#endif
+  for (auto [zero, offset, clo, chi, lmax] : {std::array<int, 5>{4, 124, -32, 31, 7}, std::array<int, 5>{0, 0, 0, 15, 3}})
+    for (const auto* ks : sets) {
+      if (!ks->int8_super_fold) continue;
+      const auto fold = ks->fold_levels ? ks->fold_levels : &detail::portable::fold_levels;
+      for (int it = 0; it < 20; ++it) {
+        const std::size_t steps = 1 + rng() % 8;
+        std::vector<uint8_t> lv(steps * 256), out(steps * 256, 0xEE);
+        int8_t cs[64];
+        for (auto& v : lv) v = uint8_t(rng() % (lmax + 1));
+        for (int r = 0; r < 64; ++r) cs[r] = int8_t(it == 0 ? (r % 2 ? clo : chi) : clo + int(rng() % (chi - clo + 1)));
+        fold(lv.data(), steps, cs, zero, offset, out.data());
+        std::size_t bad = 0;
+        for (std::size_t j = 0; j < lv.size(); ++j) bad += out[j] != cs[j % 256 / 4] * (lv[j] - zero) + offset;
+        INFO(ks->name << " zero " << zero << " steps " << steps);
+        CHECK(bad == 0);
+      }
+    }
+}
+
 TEST_CASE("AVX2 and AVX-512 int8 micro-kernels equal the portable one bit for bit", "[dequant_gemm][int8_kernel]") {
   std::vector<std::pair<const char*, const detail::dq_kernel_set*>> sets;
   if (detail::avx2::cpu_supported()) sets.push_back({"avx2", &detail::avx2::kernels()});
