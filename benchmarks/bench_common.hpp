@@ -83,11 +83,16 @@ lutkit::quantized<P> random_quantized(std::size_t M, std::size_t K, uint64_t see
   using F = typename P::format;
   using lutkit::ggml_type;
   const auto blocks = [&](ggml_type t) { return lutkit::ggml::random_blocks(t, M * K, seed); };
-  if constexpr (std::is_same_v<F, lutkit::fmt::q2_k>) return lutkit::import_q2_k<P>(blocks(ggml_type::q2_k).data(), M, K);
-  if constexpr (std::is_same_v<F, lutkit::fmt::q3_k>) return lutkit::import_q3_k<P>(blocks(ggml_type::q3_k).data(), M, K);
-  if constexpr (std::is_same_v<F, lutkit::fmt::q4_k>) return lutkit::import_q4_k<P>(blocks(ggml_type::q4_k).data(), M, K);
-  if constexpr (std::is_same_v<F, lutkit::fmt::q5_k>) return lutkit::import_q5_k<P>(blocks(ggml_type::q5_k).data(), M, K);
-  if constexpr (std::is_same_v<F, lutkit::fmt::q6_k>) return lutkit::import_q6_k<P>(blocks(ggml_type::q6_k).data(), M, K);
+  if constexpr (std::is_same_v<F, lutkit::fmt::q2_k>)
+    return lutkit::import_q2_k<P>(blocks(ggml_type::q2_k).data(), M, K);
+  if constexpr (std::is_same_v<F, lutkit::fmt::q3_k>)
+    return lutkit::import_q3_k<P>(blocks(ggml_type::q3_k).data(), M, K);
+  if constexpr (std::is_same_v<F, lutkit::fmt::q4_k>)
+    return lutkit::import_q4_k<P>(blocks(ggml_type::q4_k).data(), M, K);
+  if constexpr (std::is_same_v<F, lutkit::fmt::q5_k>)
+    return lutkit::import_q5_k<P>(blocks(ggml_type::q5_k).data(), M, K);
+  if constexpr (std::is_same_v<F, lutkit::fmt::q6_k>)
+    return lutkit::import_q6_k<P>(blocks(ggml_type::q6_k).data(), M, K);
   std::mt19937_64 rng(seed);
   const std::size_t G = P::spec.group_k > 0 ? std::size_t(P::spec.group_k) : K;
   constexpr int maxq = lutkit::format_traits<typename P::format>::max_code;

@@ -383,7 +383,8 @@ TEST_CASE("AVX2 halves_to_float equals the portable conversion for every half", 
 // vpmaddubsw with int16 sums below 128, vpmaddwd above, where vpmaddubsw would saturate), per-row
 // and per-group activation scales, the zero subtracted (swz * sumx) or folded into the sums'
 // starting values (zsum), several flush groups per call, column blocks wider than the call.
-TEST_CASE("the super-group fold's levels (fold_levels) of every kernel set equal the portable loop", "[dequant_gemm][int8_kernel]") {
+TEST_CASE("the super-group fold's levels (fold_levels) of every kernel set equal the portable loop",
+          "[dequant_gemm][int8_kernel]") {
   // every level and code the fold takes (Q3_K: zero 4, offset 124, codes -32..31; Q2_K: zero 0,
   // offset 0, codes 0..15 and levels 0..3), against the portable loop and the arithmetic itself
   std::mt19937_64 rng(0xF01D);
@@ -391,7 +392,8 @@ TEST_CASE("the super-group fold's levels (fold_levels) of every kernel set equal
 #if defined(LUTKIT_HAVE_AVX512_DQ)
   if (detail::avx512::cpu_supported_vnni()) sets.push_back(&detail::avx512::kernels_vnni());
 #endif
-  for (auto [zero, offset, clo, chi, lmax] : {std::array<int, 5>{4, 124, -32, 31, 7}, std::array<int, 5>{0, 0, 0, 15, 3}})
+  for (auto [zero, offset, clo, chi, lmax] :
+       {std::array<int, 5>{4, 124, -32, 31, 7}, std::array<int, 5>{0, 0, 0, 15, 3}})
     for (const auto* ks : sets) {
       if (!ks->int8_super_fold) continue;
       const auto fold = ks->fold_levels ? ks->fold_levels : &detail::portable::fold_levels;

@@ -868,7 +868,8 @@ TEST_CASE("int8 prefill: the super-group fold on llama.cpp's Q2_K / Q3_K blocks,
       const std::size_t K = 256 * std::uniform_int_distribution<std::size_t>(1, 5)(rng);
       const std::size_t N = std::uniform_int_distribution<std::size_t>(3, trial % 3 == 0 ? 60 : 20)(rng);
       const bool llama = trial % 2 == 0;
-      INFO(P::name() << " trial " << trial << " M=" << M << " K=" << K << " N=" << N << (llama ? " imported" : " quantized"));
+      INFO(P::name() << " trial " << trial << " M=" << M << " K=" << K << " N=" << N
+                     << (llama ? " imported" : " quantized"));
       const auto b = kquant_blocks(rng, M * K / 256, bb, d_off, trial < 2 ? trial : 2);
       const auto w = random_weights(rng, M * K);
       const quantized<P> q = llama ? import(b.data(), M, K, b.size()) : quantize<P>(w.data(), M, K);
@@ -886,8 +887,7 @@ TEST_CASE("int8 prefill: the super-group fold on llama.cpp's Q2_K / Q3_K blocks,
           for (std::size_t k0 = 0; k0 < geo.K_pad; k0 += geo.kc, ++chunks)
             folded += src.super_levels(t, k0, std::min(geo.K_pad, k0 + geo.kc), s) != nullptr;
         CHECK(folded == (llama ? chunks : 0));
-        const auto e = detail::make_dq_geometry<P>(wp.layout(), N, act_type::int8).flushes();
-        const auto ref = dq_reference<P>(q, x, N, act_type::int8, geo.flush_k, e);
+        const auto ref = dq_reference<P>(q, x, N, act_type::int8, geo.flush_k, geo.flushes());
         std::vector<float> y(N * M, -1.f);
         dequant_gemm<P>(wp, x.data(), N, K, y.data(), act_type::int8, 0, 0, nullptr, be);
         CHECK(dq_compare<P>(ref, y.data(), M, N, M) == "");
