@@ -580,6 +580,73 @@ TEST_CASE("sampling kernels: the chords' sum bounds the exp sum (sum_exp_bound, 
   CHECK(worst_lo < 1.0 + 1e-3);
 }
 
+TEST_CASE("sampling kernels: max_sum_bound is max_argmax and the chords' sum from the caller's reference, every set",
+          "[sampling]") {
+  // the state and block maxima of max_argmax (the same bits); the reference kept where the chunk's
+  // maximum stays within the headroom above it, else the chunk's maximum (-inf / inf: always);
+  // the sum within n 2^-24 of the double sum of exp_bound_term from that reference, whose terms
+  // above 1 (values above a reference from earlier chunks) bound exp(beta (x - ref)) as below it
+  std::mt19937_64 rng(20261202);
+  std::uniform_real_distribution<float> ud(0.f, 1.f);
+  const float inf = std::numeric_limits<float>::infinity();
+  int kept_above = 0, replaced = 0;
+  for (const auto be : backends()) {
+    const auto& ks = detail::sampling_kernels_for(be);
+    INFO("backend " << ks.name);
+    for (int it = 0; it < lutkit_test::scaled_cases(400); ++it) {
+      const std::size_t n = 1 + rng() % (it % 4 == 0 ? 40 : 1300);
+      const uint32_t base = uint32_t(rng() % 100000);
+      const auto d = random_logits(rng, logit_type::f32, 1, n);
+      std::vector<float> x = d.f;
+      if (it % 7 == 0) x[rng() % n] = -1e30f;
+      if (it % 13 == 0) x[rng() % n] = x[rng() % n];  // (ties of the maximum, maybe)
+      const float beta = it % 3 == 0 ? 1.f : 0.05f + 3.f * ud(rng);
+      const float C = detail::exp_bound_scale(beta);
+      detail::max_state want;
+      if (it % 5 == 1) want.m1 = 1.f, want.i1 = 3;  // an earlier chunk's state
+      detail::max_state got = want;
+      std::vector<float> bw((n + detail::ar_block - 1) / detail::ar_block), bg(bw.size(), 7.f);
+      detail::portable_sampling_kernels().max_argmax(x.data(), n, base, false, want, bw.data(), nullptr, 0);
+      float cm = -inf;
+      for (float v : x)
+        if (v == v && v > cm) cm = v;
+      // the reference: none, below the maximum (within the headroom or far), above it, +inf
+      const float span = 60.f / (beta * 1.4427f);
+      const float refs[] = {-inf, cm - span * ud(rng), cm - 3.f * span, cm + 5.f * ud(rng), inf};
+      float ref = refs[it % 5];
+      const float ref_in = ref;
+      INFO("it " << it << " n " << n << " ref " << ref_in << " max " << cm);
+      const double s = ks.max_sum_bound(x.data(), n, base, got, bg.data(), ref, C, x.data(), n * sizeof(float));
+      CHECK(got.m1 == want.m1);
+      CHECK(got.i1 == want.i1);
+      for (std::size_t b = 0; b < bw.size(); ++b) CHECK((bg[b] == bw[b] || (bg[b] != bg[b] && bw[b] != bw[b])));
+      if (std::isfinite(ref_in) && (cm == -inf || std::fma(cm - ref_in, C, 127.f * 0x1p23f) <= 191.f * 0x1p23f)) {
+        CHECK(ref == ref_in);
+        if (cm > ref_in) ++kept_above;
+      } else {
+        CHECK(ref == cm);
+        if (std::isfinite(ref_in)) ++replaced;
+      }
+      if (!std::isfinite(ref)) continue;  // (a chunk of +inf, or of no finite value: no sum asked)
+      double chords = 0.0;
+      for (std::size_t i = 0; i < n; ++i) {
+        const double a = detail::exp_bound_term(x[i], ref, C);
+        chords += a;
+        const double t = x[i] == x[i] ? std::exp(double(beta) * (double(x[i]) - double(ref))) : 0.0;
+        if (a == 0x1p-126) {
+          CHECK(t <= 0x1p-126 * (1.0 + 0x1p-12));
+          continue;
+        }
+        CHECK(a >= t * (1.0 - 0x1p-12));
+        CHECK(a <= t * 1.0616 * (1.0 + 0x1p-12));
+      }
+      CHECK(std::fabs(s - chords) <= double(n) * 0x1p-24 * chords);
+    }
+  }
+  CHECK(kept_above > 50);  // references below the maximum are kept, and far ones replaced
+  CHECK(replaced > 50);
+}
+
 TEST_CASE("sampling kernels: every SIMD set against the portable one, ragged lengths, NaN / -inf / ties", "[sampling]") {
   // max / argmax / second max, selections and counts: the same values and indices; exp sums
   // within the polynomial's and the summation order's error (relative 2e-6 here: a vector sum of

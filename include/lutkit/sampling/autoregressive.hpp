@@ -142,9 +142,12 @@ inline std::vector<token_patch> ar_patches(const logits_view& lv, std::size_t r,
   return out;
 }
 
-struct ar_part {  // the streaming pass over one chunk of a row: its maximum, sum exp(beta (x - max))
+// the streaming pass over one chunk of a row: its maximum, and the sum s of exp(beta (x - ref))
+// (ref: the chunk's maximum; in bounded rows, the chords' sum for a ref from the task's earlier
+// chunks: max_sum_bound)
+struct ar_part {
   max_state st;
-  float s = 0.f;
+  float s = 0.f, ref = 0.f;
 };
 
 struct ar_cand {
@@ -615,15 +618,15 @@ inline double ar_rest_uniform(uint64_t seed, uint64_t row, uint64_t k, uint64_t 
   return (double(mix64(key + ((k << 40) ^ (j << 1) ^ which)) >> 11) + 0.5) * 0x1p-53;
 }
 
-// S from a row's chunk sums s_c (chunk_sum(c, part)), merged in chunk order as the pass does:
-// the sum of s_c exp(beta (m_c - M)) in double
+// S from a row's chunk sums s_c relative to references r_c ({s_c, r_c} = chunk_sum(c, part)),
+// merged in chunk order as the pass does: the sum of s_c exp(beta (r_c - M)) in double
 template <class ChunkSum>
 inline double ar_merge_sums(const ar_part* parts, std::size_t nchunks, float beta, float M, ChunkSum chunk_sum) {
   double S = 0.0;
   if (beta != 0.f && std::isfinite(M))
     for (std::size_t q = 0; q < nchunks; ++q) {
-      const float s = chunk_sum(q, parts[q]);
-      if (s > 0.f) S += double(s) * std::exp(double(beta) * (double(parts[q].st.m1) - double(M)));
+      const std::pair<float, float> c = chunk_sum(q, parts[q]);
+      if (c.first > 0.f) S += double(c.first) * std::exp(double(beta) * (double(c.second) - double(M)));
     }
   return S;
 }
@@ -645,10 +648,11 @@ struct ar_sum {
     if (!exact) {
       const std::size_t V = c.lv->vocab;
       S = ar_merge_sums(parts, nchunks, beta, M, [&](std::size_t q, const ar_part& o) {
-        if (!(o.st.i1 != no_index && o.st.m1 < std::numeric_limits<float>::infinity())) return 0.f;
+        if (!(o.st.i1 != no_index && o.st.m1 < std::numeric_limits<float>::infinity()))
+          return std::pair<float, float>(0.f, o.st.m1);
         const std::size_t b = q * chunk, n = std::min(chunk, V - b);
         const float* x = read_chunk(*c.lv, *c.ks, c.r, b, n, c.scratch, c.pl);
-        return c.ks->sum_exp(x, n, o.st.m1, beta, nullptr, nullptr, 0);
+        return std::pair<float, float>(c.ks->sum_exp(x, n, o.st.m1, beta, nullptr, nullptr, 0), o.st.m1);
       });
       lo = hi = S;
       exact = true;
@@ -664,7 +668,8 @@ struct ar_top {
   double Fh = 0.0;
 };
 // ar_sum's bounds from its chords' sum `approx` over the row, a of them (in double, scaled as S's
-// chunk sums) over a set of known exact mass F (F = a = 0: the whole row). Each chord is within
+// chunk sums: relative to each chunk's ref) over a set of known exact mass F (F = a = 0: the
+// whole row). Each chord is within
 // [1, 1.0615] of its term (2^-12 more for the roundings of beta, x - m, C and the fma; a value under
 // 2^-126 becomes 2^-126: V 2^-126 in all); a chunk's float sum of n chords is within n 2^-24 of
 // their exact sum (2^-23 taken).
@@ -691,7 +696,7 @@ inline void ar_sum_tighten(ar_sum& s, const ar_top& tp, double M, std::size_t V)
   if (s.exact) return;
   double a = 0.0;
   for (const auto& e : tp.x) {
-    const float m = s.parts[e.i / s.chunk].st.m1;
+    const float m = s.parts[e.i / s.chunk].ref;
     a += double(exp_bound_term(e.z, m, exp_bound_scale(s.beta))) * std::exp(double(s.beta) * (double(m) - M));
   }
   ar_sum_bounds(s, V, tp.Fh, a);
@@ -984,6 +989,8 @@ inline void ar_sample_impl(const logits_view& lv, const ar_params* params, int32
     float* scratch = reinterpret_cast<float*>(buf.get());
     const patch_list pl{patches[r].data(), patches[r].size()};
     const float beta = sum_beta[r];
+    const float inf = std::numeric_limits<float>::infinity();
+    float run = -inf;  // the maximum of this task's chunks so far (bounded rows: the chords' reference)
     for (std::size_t ci = nchunks * q / parts; ci < nchunks * (q + 1) / parts; ++ci) {
       ar_part& o = part[r * nchunks + ci];
       const std::size_t b = ci * chunk, n = std::min(chunk, V - b);
@@ -992,17 +999,23 @@ inline void ar_sample_impl(const logits_view& lv, const ar_params* params, int32
       // half during the maximum, the rest during the sum when there is one (the DRAM stream runs
       // through both loops: docs/sampling.md, "Design decisions")
       const auto pf = ci + 1 < nchunks ? chunk_bytes(lv, r, b + n, chunk) : chunk_bytes(lv, r + 1, 0, chunk);
+      float* bm = bmax.data() + r * nblocks + b / ar_block;
+      if (bounded[r]) {
+        // the maximum and the chords in one pass over the chunk (max_sum_bound)
+        o.ref = run;
+        const float s = ks.max_sum_bound(x, n, uint32_t(b), o.st, bm, o.ref, exp_bound_scale(beta), pf.first, pf.second);
+        if (o.st.i1 != no_index && o.st.m1 < inf) {
+          o.s = s;
+          if (o.st.m1 > run) run = o.st.m1;
+        }
+        continue;
+      }
       const bool sum = beta != 0.f;
       const std::size_t pf1 = sum ? pf.second / 128 * 64 : pf.second;
-      ks.max_argmax(x, n, uint32_t(b), false, o.st, bmax.data() + r * nblocks + b / ar_block, pf.first, pf1);
+      ks.max_argmax(x, n, uint32_t(b), false, o.st, bm, pf.first, pf1);
+      o.ref = o.st.m1;
       const void* pf2 = pf.first ? static_cast<const char*>(pf.first) + pf1 : nullptr;
-      if (sum && o.st.i1 != no_index && o.st.m1 < std::numeric_limits<float>::infinity()) {
-        if (bounded[r]) {
-          o.s = ks.sum_exp_bound(x, n, o.st.m1, exp_bound_scale(beta), pf2, pf.second - pf1);
-        } else {
-          o.s = ks.sum_exp(x, n, o.st.m1, beta, nullptr, pf2, pf.second - pf1);
-        }
-      }
+      if (sum && o.st.i1 != no_index && o.st.m1 < inf) o.s = ks.sum_exp(x, n, o.st.m1, beta, nullptr, pf2, pf.second - pf1);
     }
   };
   auto finish = [&](std::size_t r) {
@@ -1014,7 +1027,7 @@ inline void ar_sample_impl(const logits_view& lv, const ar_params* params, int32
     // S from the chunks' sums (in bounded rows, the chords' sums: S's bounds, and S on demand)
     ar_sum sum;
     const double S = ar_merge_sums(part.data() + r * nchunks, nchunks, sum_beta[r], st.m1,
-                                   [](std::size_t, const ar_part& o) { return o.s; });
+                                   [](std::size_t, const ar_part& o) { return std::pair<float, float>(o.s, o.ref); });
     if (bounded[r]) {
       sum.exact = false;
       sum.approx = S;

@@ -346,6 +346,65 @@ LUTKIT_OPS_FN inline float sum_exp_bound(const float* x, std::size_t n, float m,
   return Ops::hsum(s0 + s1);
 }
 
+// max_argmax's block maxima and sum_exp_bound's chords in one pass: the chunk's values come from
+// DRAM once (the two loops after one another left the chords' arithmetic outside the stream's
+// time: docs/sampling.md, "Design decisions"); the reference is the caller's, checked afterwards
+LUTKIT_OPS_FN inline float max_sum_bound(const float* x, std::size_t n, uint32_t base, max_state& st, float* bmax,
+                                         float& ref, float C, const void* pf, std::size_t pf_bytes) {
+  max_state c;
+  if (!(ref > -__builtin_inff() && ref < __builtin_inff())) {  // no reference: the maximum first
+    max_argmax(x, n, base, false, c, bmax, pf, pf_bytes);
+    ref = c.m1;
+    merge_max(st, c);
+    return sum_exp_bound(x, n, ref, C, nullptr, 0);
+  }
+  prefetcher pfr(pf, pf_bytes, n, ar_block);
+  constexpr int NA = 32 / W;
+  const F vm = Ops::set1(ref), vC = Ops::set1(C), vk = Ops::set1(127.f * 0x1p23f), lo = Ops::set1(0x1p23f);
+  F s0 = Ops::zero(), s1 = s0;
+  float run = -__builtin_inff();
+  std::size_t at_b = 0;
+  for (std::size_t b0 = 0; b0 < n; b0 += ar_block) {
+    const std::size_t len = b0 + ar_block < n ? ar_block : n - b0;
+    pfr.run();
+    F m[NA];
+#pragma GCC unroll 4
+    for (int u = 0; u < NA; ++u) m[u] = ninf();
+    std::size_t i = 0;
+    for (; i + 32 <= len; i += 32)
+#pragma GCC unroll 4
+      for (int u = 0; u < NA; ++u) {
+        const F v = Ops::load(x + b0 + i + std::size_t(u * W));
+        m[u] = Ops::max(v, m[u]);
+        if (u % 2)
+          s1 = s1 + exp_chord(v, vm, vC, vk, lo);
+        else
+          s0 = s0 + exp_chord(v, vm, vC, vk, lo);
+      }
+    for (; i < len; i += W) {
+      const M t = Ops::tail(len - i);
+      const F v = Ops::load_or(x + b0 + i, t, ninf());
+      m[0] = Ops::max(v, m[0]);
+      s0 = Ops::add_if(t, s0, exp_chord(v, vm, vC, vk, lo));
+    }
+    const float bm = Ops::hmax(max_tree<NA>(m));
+    bmax[b0 / ar_block] = bm;
+    if (bm > run) {
+      run = bm;
+      at_b = b0;
+    }
+  }
+  if (run > -__builtin_inff()) {
+    const std::size_t len = at_b + ar_block < n ? ar_block : n - at_b;
+    c.m1 = run;
+    c.i1 = base + uint32_t(at_b) + find_first(x + at_b, len, run);
+  }
+  merge_max(st, c);
+  if (exp_bound_ref_ok(c.m1, ref, C)) return Ops::hsum(s0 + s1);
+  ref = c.m1;  // (a maximum far above the reference: the chords from it, x now in L1)
+  return sum_exp_bound(x, n, ref, C, nullptr, 0);
+}
+
 // Gumbel-max. The lanes start at the best (y, index) of the previous chunks; g <= 16.64 for every
 // u <= 1 - 2^-24 (and the computed g stays below 17), so a vector whose every lane has
 // beta x + 17 <= that lane's running maximum cannot change anything: its hash and logs are
@@ -682,6 +741,6 @@ LUTKIT_OPS_FN inline float max_sum_exp_f16(const uint16_t* x, std::size_t n, uin
 }
 inline sampling_kernel_set kernel_set(const char* name) {
   return {name,         max_argmax,  sum_exp,     max_sum_exp, gumbel_argmax, mass_ge,     collect_ge<>,
-          collect_range<>, select_ge<>, sum_exp_ge, sum_exp_bound, decode_bf16, decode_f16,    decode_mxfp8,
-          max_sum_exp_bf16, max_sum_exp_f16};
+          collect_range<>, select_ge<>, sum_exp_ge, sum_exp_bound, max_sum_bound, decode_bf16, decode_f16,
+          decode_mxfp8, max_sum_exp_bf16, max_sum_exp_f16};
 }

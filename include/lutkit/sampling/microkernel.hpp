@@ -55,10 +55,18 @@ inline void merge_max(max_state& a, const max_state& b) {  // b covers later ind
 // of x - m, C and the fma move y by at most |y| 2^-23 + 2^-16 for any m. Five vector operations
 // a value against the accurate sum's twelve.
 inline float exp_bound_scale(float beta) { return beta * 1.44269504088896341f * 0x1p23f; }
-inline float exp_bound_term(float x, float m, float C) {  // (x <= m: m is the chunk's maximum)
+// A reference m below some x gives terms above 1: up to y = exp_bound_headroom (2^65 a term, no
+// float sum of a chunk near overflow). exp_bound_ref_ok(cm, m, C): every x <= cm stays within it.
+constexpr float exp_bound_headroom = 64.f;
+inline bool exp_bound_ref_ok(float cm, float m, float C) {
+  return m > -std::numeric_limits<float>::infinity() && m < std::numeric_limits<float>::infinity() &&
+         !(std::fma(cm - m, C, 127.f * 0x1p23f) > (127.f + exp_bound_headroom) * 0x1p23f);
+}
+inline float exp_bound_term(float x, float m, float C) {
   float t = std::fma(x - m, C, 127.f * 0x1p23f);
   if (!(t > 0x1p23f)) t = 0x1p23f;  // (NaN too)
-  if (t > 0x1p30f) t = 0x1p30f;       // (x far above m: outside the contract, no overflow)
+  // (x above m beyond the headroom: outside the contract, no overflow)
+  if (t > (127.f + exp_bound_headroom) * 0x1p23f) t = (127.f + exp_bound_headroom) * 0x1p23f;
   const int32_t k = int32_t(t);       // (an integer below 2^31: exact)
   float r;
   std::memcpy(&r, &k, sizeof r);
@@ -102,6 +110,12 @@ struct sampling_kernel_set {
   float (*sum_exp_ge)(const float* x, std::size_t n, float m, float beta, float t);
   // the sum of exp_bound_term(x[i], m, C) over x[0..n) (above), prefetching as sum_exp
   float (*sum_exp_bound)(const float* x, std::size_t n, float m, float C, const void* pf, std::size_t pf_bytes);
+  // max_argmax without top2 (bmax not null) and sum_exp_bound in one pass over x: returns the sum of
+  // exp_bound_term(x[i], ref, C) for ref as given (the caller's running maximum: the chunk's
+  // values stream once, its maximum unknown before) where exp_bound_ref_ok(the chunk's maximum,
+  // ref, C), else for ref <- the chunk's maximum (then x is read again, from L1)
+  float (*max_sum_bound)(const float* x, std::size_t n, uint32_t base, max_state& st, float* bmax, float& ref,
+                         float C, const void* pf, std::size_t pf_bytes);
   // decoders into floats: n values
   void (*decode_bf16)(const uint16_t* s, std::size_t n, float* out);
   void (*decode_f16)(const uint16_t* s, std::size_t n, float* out);

@@ -141,6 +141,15 @@ inline float sum_exp_bound(const float* x, std::size_t n, float m, float C, cons
   return s[0];
 }
 
+inline float max_sum_bound(const float* x, std::size_t n, uint32_t base, max_state& st, float* bmax, float& ref,
+                           float C, const void*, std::size_t) {
+  max_state c;
+  max_argmax(x, n, base, false, c, bmax);
+  if (!exp_bound_ref_ok(c.m1, ref, C)) ref = c.m1;
+  merge_max(st, c);
+  return sum_exp_bound(x, n, ref, C, nullptr, 0);
+}
+
 inline void decode_bf16(const uint16_t* s, std::size_t n, float* out) {
   for (std::size_t i = 0; i < n; ++i) out[i] = bf16_to_f32(s[i]);
 }
@@ -172,6 +181,7 @@ inline const sampling_kernel_set& portable_sampling_kernels() {
                                       portable_sampling::select_ge,
                                       portable_sampling::sum_exp_ge,
                                       portable_sampling::sum_exp_bound,
+                                      portable_sampling::max_sum_bound,
                                       portable_sampling::decode_bf16,
                                       portable_sampling::decode_f16,
                                       portable_sampling::decode_mxfp8};
