@@ -1003,7 +1003,8 @@ inline void ar_sample_impl(const logits_view& lv, const ar_params* params, int32
       if (bounded[r]) {
         // the maximum and the chords in one pass over the chunk (max_sum_bound)
         o.ref = run;
-        const float s = ks.max_sum_bound(x, n, uint32_t(b), o.st, bm, o.ref, exp_bound_scale(beta), pf.first, pf.second);
+        const float s =
+            ks.max_sum_bound(x, n, uint32_t(b), o.st, bm, o.ref, exp_bound_scale(beta), pf.first, pf.second);
         if (o.st.i1 != no_index && o.st.m1 < inf) {
           o.s = s;
           if (o.st.m1 > run) run = o.st.m1;
@@ -1015,7 +1016,8 @@ inline void ar_sample_impl(const logits_view& lv, const ar_params* params, int32
       ks.max_argmax(x, n, uint32_t(b), false, o.st, bm, pf.first, pf1);
       o.ref = o.st.m1;
       const void* pf2 = pf.first ? static_cast<const char*>(pf.first) + pf1 : nullptr;
-      if (sum && o.st.i1 != no_index && o.st.m1 < inf) o.s = ks.sum_exp(x, n, o.st.m1, beta, nullptr, pf2, pf.second - pf1);
+      if (sum && o.st.i1 != no_index && o.st.m1 < inf)
+        o.s = ks.sum_exp(x, n, o.st.m1, beta, nullptr, pf2, pf.second - pf1);
     }
   };
   auto finish = [&](std::size_t r) {
