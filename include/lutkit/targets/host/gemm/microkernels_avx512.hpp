@@ -147,9 +147,10 @@ LUTKIT_AVX512_DQ void mk_int8(const mk_int8_args& a) {
   LK_ZERO(20) LK_ZERO(21) LK_ZERO(22) LK_ZERO(23) LK_ZERO(24) LK_ZERO(25) LK_ZERO(26) LK_ZERO(27)        \
   LK_ZERO(28) LK_ZERO(29) LK_ZERO(30) LK_ZERO(31)
 #define LK_BCAST(r, n) "vpbroadcastd " #n "*4(%[sx]), %%zmm" #r "\n\t"
+#define LK_MOV(a, b) "vmovdqa64 %%zmm" #a ", %%zmm" #b "\n\t"
 #define LK_INIT_ZSUM                                                                                     \
-  LK_BCAST(20, 0) LK_BCAST(21, 0) LK_BCAST(22, 0) LK_BCAST(23, 0) LK_BCAST(24, 1) LK_BCAST(25, 1)        \
-  LK_BCAST(26, 1) LK_BCAST(27, 1) LK_BCAST(28, 2) LK_BCAST(29, 2) LK_BCAST(30, 2) LK_BCAST(31, 2)
+  LK_BCAST(20, 0) LK_BCAST(24, 1) LK_BCAST(28, 2) LK_MOV(20, 21) LK_MOV(20, 22) LK_MOV(20, 23)           \
+  LK_MOV(24, 25) LK_MOV(24, 26) LK_MOV(24, 27) LK_MOV(28, 29) LK_MOV(28, 30) LK_MOV(28, 31)
 #define LK_MAIN_LOOP(INIT)                                                                               \
   INIT                                                                                                   \
   "mov %[steps], %%r11\n\t"                                                                              \
@@ -255,6 +256,7 @@ LUTKIT_AVX512_DQ inline void mk_int8_3(const mk_int8_args& a) {
 #undef LK_INIT_ZERO
 #undef LK_INIT_ZSUM
 #undef LK_BCAST
+#undef LK_MOV
 #undef LK_MAIN_LOOP
 #undef LK_DP_COL
 #undef LK_DP
