@@ -526,6 +526,27 @@ TEST_CASE("ar: kth_largest against nth_element (ties, -inf, orders, outliers)", 
   }
 }
 
+// the double sum of the chords exp_bound_term(x[i], m, C), each checked against exp(beta (x - m))
+// in double: within [1, 1.0616] of it (2^-12 more for the roundings), or 2^-126 where it is below
+// 2^-126; lo / hi: the extreme ratios seen
+static double checked_chords(const std::vector<float>& x, float m, float beta, float C, double& lo, double& hi) {
+  double chords = 0.0;
+  for (const float v : x) {
+    const double a = detail::exp_bound_term(v, m, C);
+    chords += a;
+    const double t = v == v ? std::exp(double(beta) * (double(v) - double(m))) : 0.0;
+    if (a == 0x1p-126) {
+      CHECK(t <= 0x1p-126 * (1.0 + 0x1p-12));
+      continue;
+    }
+    CHECK(a >= t * (1.0 - 0x1p-12));
+    CHECK(a <= t * 1.0616 * (1.0 + 0x1p-12));
+    hi = std::max(hi, a / t);
+    lo = std::min(lo, a / t);
+  }
+  return chords;
+}
+
 TEST_CASE("sampling kernels: the chords' sum bounds the exp sum (sum_exp_bound, every set)", "[sampling]") {
   // each chord is within [1, 1.0615] of exp(beta (x - m)) (2^-12 more for the roundings), or 2^-126
   // below 2^-126; every set's sum of n chords within n 2^-24 of their double sum, as
@@ -551,20 +572,7 @@ TEST_CASE("sampling kernels: the chords' sum bounds the exp sum (sum_exp_bound, 
       if (mx == -std::numeric_limits<float>::infinity()) continue;
       const float beta = it % 3 == 0 ? 1.f : 0.05f + 3.f * ud(rng);
       const float C = detail::exp_bound_scale(beta);
-      double chords = 0.0;
-      for (std::size_t i = 0; i < n; ++i) {
-        const double a = detail::exp_bound_term(x[i], mx, C);
-        chords += a;
-        const double t = x[i] == x[i] ? std::exp(double(beta) * (double(x[i]) - double(mx))) : 0.0;
-        if (a == 0x1p-126) {
-          CHECK(t <= 0x1p-126 * (1.0 + 0x1p-12));
-          continue;
-        }
-        CHECK(a >= t * (1.0 - 0x1p-12));
-        CHECK(a <= t * 1.0616 * (1.0 + 0x1p-12));
-        worst_hi = std::max(worst_hi, a / t);
-        worst_lo = std::min(worst_lo, a / t);
-      }
+      const double chords = checked_chords(x, mx, beta, C, worst_lo, worst_hi);
       const double s = ks.sum_exp_bound(x.data(), n, mx, C, x.data(), n * sizeof(float));
       CHECK(std::fabs(s - chords) <= double(n) * 0x1p-24 * chords);
       // equal values: n chords of exp(0)
@@ -628,18 +636,8 @@ TEST_CASE("sampling kernels: max_sum_bound is max_argmax and the chords' sum fro
         if (std::isfinite(ref_in)) ++replaced;
       }
       if (!std::isfinite(ref)) continue;  // (a chunk of +inf, or of no finite value: no sum asked)
-      double chords = 0.0;
-      for (std::size_t i = 0; i < n; ++i) {
-        const double a = detail::exp_bound_term(x[i], ref, C);
-        chords += a;
-        const double t = x[i] == x[i] ? std::exp(double(beta) * (double(x[i]) - double(ref))) : 0.0;
-        if (a == 0x1p-126) {
-          CHECK(t <= 0x1p-126 * (1.0 + 0x1p-12));
-          continue;
-        }
-        CHECK(a >= t * (1.0 - 0x1p-12));
-        CHECK(a <= t * 1.0616 * (1.0 + 0x1p-12));
-      }
+      double lo = 2.0, hi = 0.0;
+      const double chords = checked_chords(x, ref, beta, C, lo, hi);
       CHECK(std::fabs(s - chords) <= double(n) * 0x1p-24 * chords);
     }
   }
