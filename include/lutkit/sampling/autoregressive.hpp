@@ -668,11 +668,10 @@ struct ar_top {
   double Fh = 0.0;
 };
 // ar_sum's bounds from its chords' sum `approx` over the row, a of them (in double, scaled as S's
-// chunk sums: relative to each chunk's ref) over a set of known exact mass F (F = a = 0: the
-// whole row). Each chord is within
-// [1, 1.0615] of its term (2^-12 more for the roundings of beta, x - m, C and the fma; a value under
-// 2^-126 becomes 2^-126: V 2^-126 in all); a chunk's float sum of n chords is within n 2^-24 of
-// their exact sum (2^-23 taken).
+// chunk sums, each from its chunk's ref) over a set of known exact mass F (F = a = 0: the whole
+// row). Each chord is within [1, 1.0615] of its term (2^-12 more for the roundings of beta, x - m,
+// C and the fma; a value under 2^-126 becomes 2^-126: V 2^-126 in all); a chunk's float sum of n
+// chords is within n 2^-24 of their exact sum (2^-23 taken).
 inline void ar_sum_bounds(ar_sum& s, std::size_t V, double F, double a) {
   const double err = s.approx * double(s.chunk) * 0x1p-23, under = double(V) * 0x1p-126;
   const double rest = s.approx - a;
@@ -995,9 +994,10 @@ inline void ar_sample_impl(const logits_view& lv, const ar_params* params, int32
       ar_part& o = part[r * nchunks + ci];
       const std::size_t b = ci * chunk, n = std::min(chunk, V - b);
       const float* x = read_chunk(lv, ks, r, b, n, scratch, pl);
-      // the next chunk (the next row's first after the last) is prefetched meanwhile, its first
-      // half during the maximum, the rest during the sum when there is one (the DRAM stream runs
-      // through both loops: docs/sampling.md, "Design decisions")
+      // the next chunk (the next row's first after the last) is prefetched meanwhile: through the
+      // one loop of a bounded row; else its first half during the maximum, the rest during the sum
+      // when there is one (the DRAM stream runs through both loops: docs/sampling.md, "Design
+      // decisions")
       const auto pf = ci + 1 < nchunks ? chunk_bytes(lv, r, b + n, chunk) : chunk_bytes(lv, r + 1, 0, chunk);
       float* bm = bmax.data() + r * nblocks + b / ar_block;
       if (bounded[r]) {
