@@ -597,11 +597,12 @@ TEST_CASE("sampling kernels: max_sum_bound is max_argmax and the chords' sum fro
   std::mt19937_64 rng(20261202);
   std::uniform_real_distribution<float> ud(0.f, 1.f);
   const float inf = std::numeric_limits<float>::infinity();
-  int kept_above = 0, replaced = 0;
+  int kept_above = 0, replaced = 0, cases = 0;
   for (const auto be : backends()) {
     const auto& ks = detail::sampling_kernels_for(be);
     INFO("backend " << ks.name);
     for (int it = 0; it < lutkit_test::scaled_cases(400); ++it) {
+      ++cases;
       const std::size_t n = 1 + rng() % (it % 4 == 0 ? 40 : 1300);
       const uint32_t base = uint32_t(rng() % 100000);
       const auto d = random_logits(rng, logit_type::f32, 1, n);
@@ -641,8 +642,9 @@ TEST_CASE("sampling kernels: max_sum_bound is max_argmax and the chords' sum fro
       CHECK(std::fabs(s - chords) <= double(n) * 0x1p-24 * chords);
     }
   }
-  CHECK(kept_above > 50);  // references below the maximum are kept, and far ones replaced
-  CHECK(replaced > 50);
+  // references below the maximum are kept, and far ones replaced (each about a fifth of the cases)
+  CHECK(kept_above > cases / 8);
+  CHECK(replaced > cases / 8);
 }
 
 TEST_CASE("sampling kernels: every SIMD set against the portable one, ragged lengths, NaN / -inf / ties", "[sampling]") {
