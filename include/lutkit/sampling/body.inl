@@ -234,40 +234,70 @@ LUTKIT_OPS_FN inline F max_tree(const F* m) {
     return Ops::max(max_tree<N / 2>(m), max_tree<N / 2>(m + N / 2));
 }
 
+// exp_bound_term(x, m, C) (sampling/microkernel.hpp) in W lanes, k = 127 2^23, lo = 2^23
+LUTKIT_OPS_FN inline F exp_chord(F x, F vm, F vC, F vk, F lo) {
+  return (F)Ops::round_int(Ops::max(Ops::fma(x - vm, vC, vk), lo));
+}
+
+// The block maxima only (one max per vector, bmax: one a block of ar_block values) and st <-
+// max(st, x) without the second largest: the index is searched in the block holding a new running
+// maximum, which is rare after the first blocks (the prefetch: a share per block). With Chords,
+// the same loop also sums the chords exp_chord(x) from ref (max_sum_bound); else it returns 0.
+template <bool Chords>
+LUTKIT_OPS_FN inline float block_maxima(const float* x, std::size_t n, uint32_t base, max_state& st, float* bmax,
+                                        const void* pf, std::size_t pf_bytes, float ref, float C) {
+  prefetcher pfr(pf, pf_bytes, n, ar_block);
+  constexpr int NA = 32 / W;
+  const F vm = Ops::set1(ref), vC = Ops::set1(C), vk = Ops::set1(127.f * 0x1p23f), lo = Ops::set1(0x1p23f);
+  F s0 = Ops::zero(), s1 = s0;
+  float run = st.m1;
+  bool found = false;
+  std::size_t at_b = 0;
+  for (std::size_t b0 = 0; b0 < n; b0 += ar_block) {
+    const std::size_t len = b0 + ar_block < n ? ar_block : n - b0;
+    pfr.run();
+    F m[NA];
+#pragma GCC unroll 4
+    for (int u = 0; u < NA; ++u) m[u] = ninf();
+    std::size_t i = 0;
+    for (; i + 32 <= len; i += 32)
+#pragma GCC unroll 4
+      for (int u = 0; u < NA; ++u) {
+        const F v = Ops::load(x + b0 + i + std::size_t(u * W));
+        m[u] = Ops::max(v, m[u]);
+        if constexpr (Chords) {
+          if (u % 2)
+            s1 = s1 + exp_chord(v, vm, vC, vk, lo);
+          else
+            s0 = s0 + exp_chord(v, vm, vC, vk, lo);
+        }
+      }
+    for (; i < len; i += W) {
+      const M t = Ops::tail(len - i);
+      const F v = Ops::load_or(x + b0 + i, t, ninf());
+      m[0] = Ops::max(v, m[0]);
+      if constexpr (Chords) s0 = Ops::add_if(t, s0, exp_chord(v, vm, vC, vk, lo));
+    }
+    const float bm = Ops::hmax(max_tree<NA>(m));
+    bmax[b0 / ar_block] = bm;
+    if (bm > run) {
+      run = bm;
+      found = true;
+      at_b = b0;
+    }
+  }
+  if (found) {
+    const std::size_t len = at_b + ar_block < n ? ar_block : n - at_b;
+    st.m1 = run;
+    st.i1 = base + uint32_t(at_b) + find_first(x + at_b, len, run);
+  }
+  return Chords ? Ops::hsum(s0 + s1) : 0.f;
+}
+
 LUTKIT_OPS_FN inline void max_argmax(const float* x, std::size_t n, uint32_t base, bool top2, max_state& st,
                                      float* bmax, const void* pf, std::size_t pf_bytes) {
   if (bmax && !top2) {
-    // block maxima only (one max per vector); the index is searched in the block holding a new
-    // running maximum, which is rare after the first blocks (the prefetch: a share per block)
-    prefetcher pfr(pf, pf_bytes, n, ar_block);
-    constexpr int NA = 32 / W;
-    float run = st.m1;
-    bool found = false;
-    std::size_t at_b = 0;
-    for (std::size_t b0 = 0; b0 < n; b0 += ar_block) {
-      const std::size_t len = b0 + ar_block < n ? ar_block : n - b0;
-      pfr.run();
-      F m[NA];
-#pragma GCC unroll 4
-      for (int u = 0; u < NA; ++u) m[u] = ninf();
-      std::size_t i = 0;
-      for (; i + 32 <= len; i += 32)
-#pragma GCC unroll 4
-        for (int u = 0; u < NA; ++u) m[u] = Ops::max(Ops::load(x + b0 + i + std::size_t(u * W)), m[u]);
-      for (; i < len; i += W) m[0] = Ops::max(Ops::load_or(x + b0 + i, Ops::tail(len - i), ninf()), m[0]);
-      const float bm = Ops::hmax(max_tree<NA>(m));
-      bmax[b0 / ar_block] = bm;
-      if (bm > run) {
-        run = bm;
-        found = true;
-        at_b = b0;
-      }
-    }
-    if (found) {
-      const std::size_t len = at_b + ar_block < n ? ar_block : n - at_b;
-      st.m1 = run;
-      st.i1 = base + uint32_t(at_b) + find_first(x + at_b, len, run);
-    }
+    block_maxima<false>(x, n, base, st, bmax, pf, pf_bytes, 0.f, 0.f);
     return;
   }
   prefetcher p(pf, pf_bytes, n, 32);
@@ -323,10 +353,6 @@ LUTKIT_OPS_FN inline float sum_exp(const float* x, std::size_t n, float m, float
   return ent ? sum_exp_body<true>(x, n, m, beta, ent, p) : sum_exp_body<false>(x, n, m, beta, ent, p);
 }
 
-// exp_bound_term(x, m, C) (sampling/microkernel.hpp) in W lanes, k = 127 2^23, lo = 2^23
-LUTKIT_OPS_FN inline F exp_chord(F x, F vm, F vC, F vk, F lo) {
-  return (F)Ops::round_int(Ops::max(Ops::fma(x - vm, vC, vk), lo));
-}
 // their sum: a subtraction, an fma, a max, a conversion, an add
 LUTKIT_OPS_FN inline float sum_exp_bound(const float* x, std::size_t n, float m, float C, const void* pf,
                                          std::size_t pf_bytes) {
@@ -358,49 +384,9 @@ LUTKIT_OPS_FN inline float max_sum_bound(const float* x, std::size_t n, uint32_t
     merge_max(st, c);
     return sum_exp_bound(x, n, ref, C, nullptr, 0);
   }
-  prefetcher pfr(pf, pf_bytes, n, ar_block);
-  constexpr int NA = 32 / W;
-  const F vm = Ops::set1(ref), vC = Ops::set1(C), vk = Ops::set1(127.f * 0x1p23f), lo = Ops::set1(0x1p23f);
-  F s0 = Ops::zero(), s1 = s0;
-  float run = -__builtin_inff();
-  std::size_t at_b = 0;
-  for (std::size_t b0 = 0; b0 < n; b0 += ar_block) {
-    const std::size_t len = b0 + ar_block < n ? ar_block : n - b0;
-    pfr.run();
-    F m[NA];
-#pragma GCC unroll 4
-    for (int u = 0; u < NA; ++u) m[u] = ninf();
-    std::size_t i = 0;
-    for (; i + 32 <= len; i += 32)
-#pragma GCC unroll 4
-      for (int u = 0; u < NA; ++u) {
-        const F v = Ops::load(x + b0 + i + std::size_t(u * W));
-        m[u] = Ops::max(v, m[u]);
-        if (u % 2)
-          s1 = s1 + exp_chord(v, vm, vC, vk, lo);
-        else
-          s0 = s0 + exp_chord(v, vm, vC, vk, lo);
-      }
-    for (; i < len; i += W) {
-      const M t = Ops::tail(len - i);
-      const F v = Ops::load_or(x + b0 + i, t, ninf());
-      m[0] = Ops::max(v, m[0]);
-      s0 = Ops::add_if(t, s0, exp_chord(v, vm, vC, vk, lo));
-    }
-    const float bm = Ops::hmax(max_tree<NA>(m));
-    bmax[b0 / ar_block] = bm;
-    if (bm > run) {
-      run = bm;
-      at_b = b0;
-    }
-  }
-  if (run > -__builtin_inff()) {
-    const std::size_t len = at_b + ar_block < n ? ar_block : n - at_b;
-    c.m1 = run;
-    c.i1 = base + uint32_t(at_b) + find_first(x + at_b, len, run);
-  }
+  const float s = block_maxima<true>(x, n, base, c, bmax, pf, pf_bytes, ref, C);
   merge_max(st, c);
-  if (exp_bound_ref_ok(c.m1, ref, C)) return Ops::hsum(s0 + s1);
+  if (exp_bound_ref_ok(c.m1, ref, C)) return s;
   ref = c.m1;  // (a maximum far above the reference: the chords from it, x now in L1)
   return sum_exp_bound(x, n, ref, C, nullptr, 0);
 }
