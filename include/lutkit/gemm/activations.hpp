@@ -77,17 +77,17 @@ struct dq_activations {
   dq_geometry geo;
   reusable_bytes<dq_slot> data;       // the panel (dq_geometry::panel_index), NP * K_pad int8 | bf16 | fp32
   std::vector<float> row_scale;  // int8: [NP] per-row scale (1 for int8_group)
-  std::vector<float> sa;         // int8_group: [flushes][NP] per-group scale
-  std::vector<float> sumx;       // int8: [flushes][NP] sum of the group's int8 values (x scale for int8_group)
+  std::vector<float> sa;         // int8_group: [flushes][ldsum] per-group scale (dq_geometry::ldsum)
+  std::vector<float> sumx;       // int8: [flushes][ldsum] sum of the group's int8 values (x scale for int8_group)
   std::vector<float> nan_mul;    // [NP]: 1, or NaN for a row with a non-finite activation (int8)
   // int8 with a format whose zero is one integer for every row and group (int8_zero_folds):
-  // zsum[f * NP + n] = -zero * (the sum of the group's int8 values), the micro-kernels' starting
+  // zsum[f * ldsum + n] = -zero * (the sum of the group's int8 values), the micro-kernels' starting
   // sums (mk_int8_args::zsum)
   bool fold_zero = false;
   int32_t zero = 0;
   std::vector<int32_t> zsum;
   // int8 per row with the super-group fold (gemm/dequant.hpp, int8_super_fold_offset): super_k
-  // > 0, and super_zsum[j * NP + n] = -offset * (the sum of super-group j's int8 values), the
+  // > 0, and super_zsum[j * ldsum + n] = -offset * (the sum of super-group j's int8 values), the
   // starting sums of the folded levels' dot
   std::size_t super_k = 0;
   int32_t super_offset = 0;
@@ -117,12 +117,14 @@ inline bool uses_rows(const dq_kernel_set& ks, act_type act, const dq_geometry& 
 LUTKIT_ALWAYS_INLINE inline void prepare_rows(dq_activations& A, const float* x, std::size_t ldx, std::size_t b0,
                                               std::size_t b1) {
   const dq_geometry& g = A.geo;
-  const std::size_t NP = g.NP, F = g.flushes();
+  const std::size_t LS = g.ldsum(), F = g.flushes();
   constexpr std::size_t BN = 16;
-  // only the buffer of this call's paradigm
-  std::vector<float> xb(A.act == act_type::fp32 ? BN * g.K_pad : 0, 0.f);
-  std::vector<uint16_t> hb(A.act == act_type::bf16 ? BN * g.K_pad : 0, 0);
-  std::vector<int8_t> qb(A.act == act_type::int8 || A.act == act_type::int8_group ? BN * g.K_pad : 0, 0);
+  // only the buffer of this call's paradigm, of the rows of a block (the first block is the
+  // largest: a single row at N = 1, where 16 rows' zeros were most of a small call's set-up)
+  const std::size_t BR = std::min(BN, g.N - std::min(g.N, b0 * BN));
+  std::vector<float> xb(A.act == act_type::fp32 ? BR * g.K_pad : 0, 0.f);
+  std::vector<uint16_t> hb(A.act == act_type::bf16 ? BR * g.K_pad : 0, 0);
+  std::vector<int8_t> qb(A.act == act_type::int8 || A.act == act_type::int8_group ? BR * g.K_pad : 0, 0);
   std::vector<float> sc(F + 1);
   for (std::size_t blk = b0; blk < b1; ++blk) {
     const std::size_t n0 = blk * BN, nb = std::min(BN, g.N - n0);
@@ -144,14 +146,14 @@ LUTKIT_ALWAYS_INLINE inline void prepare_rows(dq_activations& A, const float* x,
           const std::size_t len = std::min(g.K, (f + 1) * g.flush_k) - std::min(g.K, f * g.flush_k);
           int32_t sum = 0;
           for (std::size_t k = 0; k < len; ++k) sum += qf[k];
-          A.sumx[f * NP + n] = per_group ? float(sum) * sc[f] : float(sum);
-          if (per_group) A.sa[f * NP + n] = sc[f];
-          if (A.fold_zero) A.zsum[f * NP + n] = -A.zero * sum;
+          A.sumx[f * LS + n] = per_group ? float(sum) * sc[f] : float(sum);
+          if (per_group) A.sa[f * LS + n] = sc[f];
+          if (A.fold_zero) A.zsum[f * LS + n] = -A.zero * sum;
         }
         for (std::size_t j = 0; A.super_k && j < g.K_pad / A.super_k; ++j) {
           int32_t sum = 0;
           for (std::size_t k = j * A.super_k; k < std::min(g.K, (j + 1) * A.super_k); ++k) sum += q[k];
-          A.super_zsum[j * NP + n] = -A.super_offset * sum;
+          A.super_zsum[j * LS + n] = -A.super_offset * sum;
         }
       }
     }
@@ -231,12 +233,13 @@ inline void prepare_activations(dq_activations& A, const float* x, std::size_t l
       }
   }
   if (int8) {
+    const std::size_t LS = g.ldsum();
     A.row_scale.assign(NP, 0.f);
-    A.sumx.assign(F * NP, 0.f);
+    A.sumx.assign(F * LS, 0.f);
     A.nan_mul.assign(NP, 1.f);
-    if (A.act == act_type::int8_group) A.sa.assign(F * NP, 0.f);
-    if (A.fold_zero) A.zsum.assign(F * NP, 0);
-    if (A.super_k) A.super_zsum.assign(g.K_pad / A.super_k * NP, 0);
+    if (A.act == act_type::int8_group) A.sa.assign(F * LS, 0.f);
+    if (A.fold_zero) A.zsum.assign(F * LS, 0);
+    if (A.super_k) A.super_zsum.assign(g.K_pad / A.super_k * LS, 0);
   }
   const std::size_t blocks = (g.N + 15) / 16;
   const std::size_t parts = pool ? std::min(pool->size(), blocks) : 1;

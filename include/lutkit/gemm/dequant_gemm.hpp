@@ -64,23 +64,35 @@ void dq_super_chunk(const uint8_t* Wf, const dq_activations& A, const dq_kernel_
                     float* C, std::size_t nb0, std::size_t ncols, std::size_t k0, std::size_t k1,
                     Prefetch&& prefetch_next) {
   const dq_geometry& g = A.geo;
-  const std::size_t NP = g.NP, SK = A.super_k, f0 = k0 / g.flush_k;
+  const std::size_t LS = g.ldsum(), SK = A.super_k, f0 = k0 / g.flush_k;
   const int8_t* Ad = reinterpret_cast<const int8_t*>(A.data.get());
   for (std::size_t n0 = 0; n0 < ncols; n0 += mk_int8_cols) {
     const std::size_t nc = std::min<std::size_t>(mk_int8_cols, ncols - n0);
     prefetch_next();
     mk_int8_args a{Wf, Ad + 4 * g.panel_index(nb0 + n0, k0 / 4), 4 * g.cb, SK / 4, (k1 - k0) / SK, C + n0 * 64,
-                   s.sw.data(), s.sw.data(), A.sumx.data() + f0 * NP + nb0 + n0, nullptr, NP,
-                   A.super_zsum.data() + k0 / SK * NP + nb0 + n0};
+                   s.sw.data(), s.sw.data(), A.sumx.data() + f0 * LS + nb0 + n0, nullptr, LS,
+                   A.super_zsum.data() + k0 / SK * LS + nb0 + n0};
     ks.int8[nc - 1](a);
   }
   if constexpr (Src::policy::spec.min_form) {
     for (std::size_t n0 = 0; n0 < ncols; n0 += mk_val_cols) {
       const std::size_t nc = std::min<std::size_t>(mk_val_cols, ncols - n0);
       ks.f32[nc - 1](mk_val_args{reinterpret_cast<const uint32_t*>(s.swz.data()),
-                                 reinterpret_cast<const uint32_t*>(A.sumx.data() + f0 * NP + nb0 + n0), NP,
+                                 reinterpret_cast<const uint32_t*>(A.sumx.data() + f0 * LS + nb0 + n0), LS,
                                  (k1 - k0) / g.flush_k, C + n0 * 64});
     }
+  }
+}
+
+// Whether every chunk of a call runs src's fused int8 decode kernel (dq_gemm_chunk's choice: int8
+// activations in the panel, N <= 2 columns in one pass, a kernel for N)
+template <class Src>
+bool dq_int8_all_fused(const Src& src, const dq_activations& A) {
+  if constexpr (requires { src.int8_fused(std::size_t(1)); }) {
+    const bool int8 = A.act == act_type::int8 || A.act == act_type::int8_group;
+    return int8 && !A.rows && A.geo.N <= 2 && src.int8_fused(A.geo.N) != nullptr;
+  } else {
+    return false;
   }
 }
 
@@ -91,7 +103,7 @@ void dq_gemm_chunk(const Src& src, const dq_activations& A, const dq_kernel_set&
                    std::size_t t, std::size_t nb0, std::size_t nbw, std::size_t k0, std::size_t k1,
                    const dq_geometry::chunk& nc) {
   const dq_geometry& g = A.geo;
-  const std::size_t NP = g.NP;
+  const std::size_t LS = g.ldsum();
   const std::size_t per_call = A.rows ? mk_rows_cols : g.cb;
   const std::size_t calls = (std::min(nbw, g.N - nb0) + per_call - 1) / per_call;
   auto pf = [&] {
@@ -133,13 +145,13 @@ void dq_gemm_chunk(const Src& src, const dq_activations& A, const dq_kernel_set&
         prefetch_next();
         const std::size_t n = nb0 + n0;
         mk_int8_rows_args a{W, A.row_i8(n) + k0, g.K_pad, std::min(mk_rows_cols, ncols - n0), fsteps, full,
-                            C + n0 * 64, s.sw.data(), s.swz.data(), A.sumx.data() + f0 * NP + n,
-                            A.sa.empty() ? nullptr : A.sa.data() + f0 * NP + n, NP,
-                            A.fold_zero ? A.zsum.data() + f0 * NP + n : nullptr};
+                            C + n0 * 64, s.sw.data(), s.swz.data(), A.sumx.data() + f0 * LS + n,
+                            A.sa.empty() ? nullptr : A.sa.data() + f0 * LS + n, LS,
+                            A.fold_zero ? A.zsum.data() + f0 * LS + n : nullptr};
         if (full) ks.int8_rows(a);
         if (tail) {
           a.X += full * g.flush_k;
-          to_tail_group(a, full, fsteps, tail, NP);
+          to_tail_group(a, full, fsteps, tail, LS);
           ks.int8_rows(a);
         }
       }
@@ -152,9 +164,9 @@ void dq_gemm_chunk(const Src& src, const dq_activations& A, const dq_kernel_set&
       // (the fused kernels take the zero as scale * zero and the activation sums)
       mk_int8_args a{W, Ad + 4 * g.panel_index(nb0 + n0, k0 / 4), 4 * g.cb, fsteps, full, C + n0 * 64,
                      s.sw.data(), s.swz.data(),
-                     A.sumx.data() + f0 * NP + nb0 + n0,
-                     A.sa.empty() ? nullptr : A.sa.data() + f0 * NP + nb0 + n0, NP,
-                     A.fold_zero && !fused ? A.zsum.data() + f0 * NP + nb0 + n0 : nullptr};
+                     A.sumx.data() + f0 * LS + nb0 + n0,
+                     A.sa.empty() ? nullptr : A.sa.data() + f0 * LS + nb0 + n0, LS,
+                     A.fold_zero && !fused ? A.zsum.data() + f0 * LS + nb0 + n0 : nullptr};
       if constexpr (requires { Src::int8_level_max; }) a.level_max = Src::int8_level_max;
       const auto call = [&](std::size_t kstart) {
         if constexpr (can_fuse) {
@@ -165,7 +177,7 @@ void dq_gemm_chunk(const Src& src, const dq_activations& A, const dq_kernel_set&
       if (full) call(k0);
       if (tail) {
         a.A += full * fsteps * a.lda;
-        to_tail_group(a, full, fsteps, tail, NP);
+        to_tail_group(a, full, fsteps, tail, LS);
         call(k0 + full * g.flush_k);
       }
     }
@@ -202,7 +214,7 @@ void dq_gemm_tiles(const Src& src, const dq_activations& A, const dq_kernel_set&
   dq_worker w(q);
   if (!w.current()) return;
   dq_scratch s;
-  s.init(g);
+  s.init(g, dq_int8_all_fused(src, A));
   const std::size_t NP = g.NP;
   float* C = reinterpret_cast<float*>(s.acc.get());
   // columns in passes of at most NB (the 64 x NB accumulator tile and the activation chunk stay
@@ -234,7 +246,7 @@ void dq_gemm_bands(const Src& src, const dq_activations& A, const dq_kernel_set&
   const dq_geometry& g = A.geo;
   const packed_layout& L = *src.L;
   dq_scratch s;
-  s.init(g);
+  s.init(g, dq_int8_all_fused(src, A));
   const std::size_t NP = g.NP, nbw = std::min(g.n_block(), NP);
   const std::size_t cols = std::min(nbw, round_up(g.N, g.cb));
   const aligned_bytes acc = alloc_aligned((tb - ta) * 64 * cols * 4);

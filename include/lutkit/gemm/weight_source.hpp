@@ -29,14 +29,18 @@ struct dq_scratch {
   reusable_bytes<dq_slot> acc;    // [NB][64] fp32 accumulators of the tile (column-major)
   std::vector<float> sw, swz;  // [flush group in chunk][64]
   std::size_t ldc = 0, ldv = 0;
-  void init(const dq_geometry& g) {
+  // fused_only: every chunk of the call runs a fused int8 decode kernel (dq_int8_all_fused),
+  // which reads the blob and writes the accumulators only: the level buffers and the group
+  // scales are not set up (their clearing was a fifth of a 64 x 2048 Q4_K decode call)
+  void init(const dq_geometry& g, bool fused_only = false) {
+    acc = reusable_bytes<dq_slot>(dq_slot::acc, 64 * g.n_block() * 4);
+    if (fused_only) return;
     ldc = g.kc + 64;
     ldv = g.kc + 32;
     codes = reusable_bytes<dq_slot>(dq_slot::codes, 64 * ldc);
     std::memset(codes.get(), 0, 64 * ldc);
     values = reusable_bytes<dq_slot>(dq_slot::values, 64 * ldv * 4);
     steps = reusable_bytes<dq_slot>(dq_slot::steps, 64 * g.kc * 4);
-    acc = reusable_bytes<dq_slot>(dq_slot::acc, 64 * g.n_block() * 4);
     sw.assign((g.kc / g.flush_k + 1) * 64, 0.f);
     swz.assign(sw.size(), 0.f);
   }

@@ -9,6 +9,7 @@
 #include "../../../core/prefetch.hpp"
 #include "../../../core/tiling.hpp"
 #include "../../../gemm/dequant.hpp"
+#include "../../../gemm/geometry.hpp"
 #include "../../../gemm/microkernel.hpp"
 #include "../features.hpp"
 #include "isa_avx512.hpp"
@@ -300,6 +301,15 @@ LUTKIT_AVX512_DQ void mk_int8_whole(const uint8_t* data, const packed_layout& L,
   // a group's code bytes, and the prefetch distance (bytes)
   constexpr std::size_t GB = S.group_k > 0 ? std::size_t(S.group_k / S.block_k) * std::size_t(S.block_bytes()) : 0;
   constexpr std::size_t PFD = 4096;
+  // per step pair, the lines of a whole group (its parameters and codes) over the step pairs of
+  // the shortest flush group a call has (int8_decode_act_group k, or the group), rounded up: a
+  // compile-time count, so the prefetches unroll without a bound check (a counted loop of one
+  // prefetch, an add, a compare and a branch was a quarter of the Q4_K kernel's instructions).
+  // Longer flush groups prefetch further into the next group's lines, harmless.
+  constexpr std::size_t flush_pairs =
+      S.group_k > 0 ? std::min<std::size_t>(std::size_t(S.group_k), int8_decode_act_group) / 8 : 1;
+  constexpr std::size_t pf_per_pair =
+      S.group_k > 0 ? ((std::size_t(S.scale_bytes()) + GB + 63) / 64 + flush_pairs - 1) / flush_pairs : 0;
   static constexpr level_byte_maps lm = whole_code_level_maps<P>(0);
   [[maybe_unused]] const __m512i map = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(lm.hi)));
   [[maybe_unused]] const __m512i map_lo = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(lm.lo)));
@@ -336,9 +346,6 @@ LUTKIT_AVX512_DQ void mk_int8_whole(const uint8_t* data, const packed_layout& L,
     // (Emerald Rapids, 1 / 2 threads, of the plain read, two runs each: NF4 0.71 / 0.64 -> 0.79 /
     // 0.80, IQ4_NL 0.80 / 0.80 -> 0.74 / 0.90, Q8_0 0.87 / 0.88 -> 0.93 / 0.92).
     [[maybe_unused]] const char* pf = reinterpret_cast<const char*>(ps) + PFD;
-    [[maybe_unused]] const char* const pf_end = pf + (S.group_k > 0 ? std::size_t(S.scale_bytes()) + GB : 0);
-    [[maybe_unused]] const std::size_t pf_per_pair =
-        ((std::size_t(S.scale_bytes()) + GB + 63) / 64 + pairs - 1) / std::max<std::size_t>(pairs, 1);
     alignas(64) float sw[64], swz[64];
 #pragma GCC unroll 4
     for (int T = 0; T < 4; ++T) {
@@ -363,8 +370,11 @@ LUTKIT_AVX512_DQ void mk_int8_whole(const uint8_t* data, const packed_layout& L,
       for (int T = 0; T < 4; ++T) c[n][T] = cl[n][T] = _mm512_setzero_si512();
     const int8_t* as = A;
     for (std::size_t sp = 0; sp < pairs; ++sp, p += SPB, as += 2 * a.lda) {
-      if constexpr (S.group_k > 0)
-        for (std::size_t j = 0; j < pf_per_pair && pf < pf_end; ++j, pf += 64) _mm_prefetch(pf, _MM_HINT_T1);
+      if constexpr (S.group_k > 0) {
+#pragma GCC unroll 16
+        for (std::size_t j = 0; j < pf_per_pair; ++j) _mm_prefetch(pf + 64 * j, _MM_HINT_T1);
+        pf += 64 * pf_per_pair;
+      }
       __m512i x[2][NC];
 #pragma GCC unroll 2
       for (int h = 0; h < 2; ++h)
