@@ -120,7 +120,7 @@ def fig_decode(data):
             pts.setdefault((kernel, f"{short_policy(pol)}  {shape}"), {})[thr.split(":")[1]] = \
                 (r["gbps"], r["gbps"] * r["time"] / r["stream"])
     for method, pol, n, thr, t, gbps, rd, _ in summary.decode_rows(data):
-        if n == "1" and rd and gbps:
+        if n == "1" and rd and gbps and not thr.endswith("warm"):
             pts.setdefault((f"decode_gemv {method}", pol), {})[thr.split(":")[1]] = (gbps, gbps * t / rd)
     if not pts:
         raise Missing("no N = 1 cold lut_gemv / fused_dq_gemv rows with their stream_read, nor decode_gemv rows "

@@ -104,14 +104,16 @@ def decode_rows(data):
         p = name.split("/")
         unit = {"us": 1.0, "ms": 1e3, "ns": 1e-3}[b.get("time_unit", "us")]
         t = b["real_time"] * unit
+        # (policy, shape, threads, cold / warm): the read of the same bytes, in the same state
         if p[0] == "decode_read" and len(p) >= 5:
-            read[(p[1], p[3])] = t
+            read[(p[1], p[2], p[3], p[4])] = t
         elif p[0] == "decode_read_dot" and len(p) >= 5:
-            read_dot[(p[1], p[3])] = t
+            read_dot[(p[1], p[2], p[3], p[4])] = t
         elif p[0] == "decode_gemv" and len(p) >= 7:
-            rows.append((p[1], p[2], p[4].split(":")[1], p[5], t, b.get("weight_GBps", 0)))
-    return [(method, pol, n, thr, t, gbps, read.get((pol, thr)), read_dot.get((pol, thr)))
-            for method, pol, n, thr, t, gbps in sorted(rows, key=lambda r: (r[1], int(r[2]), r[3], r[0]))]
+            rows.append((p[1], p[2], p[4].split(":")[1], p[5], t, b.get("weight_GBps", 0), (p[2], p[3], p[5], p[6])))
+    return [(method, pol, n, thr if key[3] == "cold" else thr + " " + key[3], t, gbps, read.get(key), read_dot.get(key))
+            for method, pol, n, thr, t, gbps, key in
+            sorted(rows, key=lambda r: (r[1], r[6][1], int(r[2]), r[3], r[0]))]
 
 
 def decode(path):

@@ -85,7 +85,10 @@ inline dq_geometry make_dq_geometry_k(std::size_t K, std::size_t K_pad, std::siz
   g.kc = round_up(base, g.flush_k);
   g.N = N;
   g.NP = round_up(N, 48);
-  g.cb = act == act_type::int8 || act == act_type::int8_group ? std::size_t(mk_int8_cols) : std::size_t(mk_val_cols);
+  // (int8 with N = 1 or 2: blocks of N columns, every one real: no padding column to clear per
+  // call, the activation sums' stride ldsum() N, a row's quads stored one after the other)
+  const bool int8 = act == act_type::int8 || act == act_type::int8_group;
+  g.cb = int8 ? std::min(std::max<std::size_t>(N, 1), std::size_t(mk_int8_cols)) : std::size_t(mk_val_cols);
   const std::size_t per_step = act == act_type::fp32 ? 1 : act == act_type::bf16 ? 2 : 4;  // k per element
   g.psteps = g.K_pad / per_step;
   g.kcs = g.kc / per_step;
