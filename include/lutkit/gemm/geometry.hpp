@@ -48,8 +48,8 @@ struct dq_geometry {
   // one's padding cleared); the blocks past them up to NP are never read nor written
   std::size_t read_cols() const { return std::min(NP, round_up(N, cb)); }
   // the stride of the per-flush-group column arrays (dq_activations: sumx, sa, zsum, super_zsum):
-  // the columns the micro-kernels read. At N = 1 that is 3 where NP is 48: each call fills
-  // 1/16 of the entries (for K = 2048, 64 flush groups: 768 bytes an array instead of 12 KiB).
+  // the columns the micro-kernels read. At N = 1 (int8: cb = 1) that is 1 where NP is 48: each
+  // call fills 1/48 of the entries (K = 2048, 64 flush groups: 256 bytes an array, not 12 KiB).
   std::size_t ldsum() const { return read_cols(); }
   // the chunk after chunk (t, [k0, k1)): the next one of tile t, else the first of tile next_t
   // (no_tile: there is none)
