@@ -47,8 +47,8 @@ void to_tail_group(Args& a, std::size_t full, std::size_t fsteps, std::size_t ta
   if (a.W) a.W += full * fsteps * 256;  // (null for the fused kernels, which read the blob)
   a.steps = tail / 4;
   a.groups = 1;
-  a.sw += full * 64;
-  a.swz += full * 64;
+  if (a.sw) a.sw += full * 64;  // (null for the fused kernels, which read the scales themselves)
+  if (a.swz) a.swz += full * 64;
   a.sumx += full * ldsum;
   if (a.sa) a.sa += full * ldsum;
   if (a.zsum) a.zsum += full * ldsum;
