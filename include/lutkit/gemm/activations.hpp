@@ -71,27 +71,56 @@ LUTKIT_ALWAYS_INLINE inline bool quantize_act_int8(const float* __restrict x, st
   return true;
 }
 
+// An array of one call's activations in the calling thread's reusable buffer of its slot
+// (reusable_bytes): no fresh pages per call. An array of NP floats per column block was a
+// vector before: at N = 128, K = 14336 the sums of every flush group (sumx, zsum) are 0.9 MB a
+// call, whose page faults and clearing were 7 % of a Q6_K int8 GEMM (docs/design_measurements.md,
+// "Reusable working buffers").
+template <class T>
+class dq_array {
+ public:
+  // n elements, their values whatever the buffer held (the caller writes every one it reads)
+  void reset(dq_slot slot, std::size_t n) {
+    buf_ = reusable_bytes<dq_slot>(slot, std::max<std::size_t>(n, 1) * sizeof(T));
+    n_ = n;
+  }
+  void assign(dq_slot slot, std::size_t n, T v) {
+    reset(slot, n);
+    std::fill_n(data(), n, v);
+  }
+  T* data() { return reinterpret_cast<T*>(buf_.get()); }
+  const T* data() const { return reinterpret_cast<const T*>(buf_.get()); }
+  bool empty() const { return n_ == 0; }
+  std::size_t size() const { return n_; }
+  T& operator[](std::size_t i) { return data()[i]; }
+  const T& operator[](std::size_t i) const { return data()[i]; }
+
+ private:
+  reusable_bytes<dq_slot> buf_;
+  std::size_t n_ = 0;
+};
+
 // Activations of one call in the micro-kernels' panel layout (column blocks, see dq_geometry).
 struct dq_activations {
   act_type act = act_type::fp32;
   dq_geometry geo;
   reusable_bytes<dq_slot> data;       // the panel (dq_geometry::panel_index), NP * K_pad int8 | bf16 | fp32
-  std::vector<float> row_scale;  // int8: [NP] per-row scale (1 for int8_group)
-  std::vector<float> sa;         // int8_group: [flushes][ldsum] per-group scale (dq_geometry::ldsum)
-  std::vector<float> sumx;       // int8: [flushes][ldsum] sum of the group's int8 values (x scale for int8_group)
-  std::vector<float> nan_mul;    // [NP]: 1, or NaN for a row with a non-finite activation (int8)
+  dq_array<float> row_scale;  // int8: [NP] per-row scale (1 for int8_group)
+  dq_array<float> sa;         // int8_group: [flushes][ldsum] per-group scale (dq_geometry::ldsum)
+  dq_array<float> sumx;       // int8: [flushes][ldsum] sum of the group's int8 values (x scale for int8_group)
+  dq_array<float> nan_mul;    // [NP]: 1, or NaN for a row with a non-finite activation (int8)
   // int8 with a format whose zero is one integer for every row and group (int8_zero_folds):
   // zsum[f * ldsum + n] = -zero * (the sum of the group's int8 values), the micro-kernels' starting
   // sums (mk_int8_args::zsum)
   bool fold_zero = false;
   int32_t zero = 0;
-  std::vector<int32_t> zsum;
+  dq_array<int32_t> zsum;
   // int8 per row with the super-group fold (gemm/dequant.hpp, int8_super_fold_offset): super_k
   // > 0, and super_zsum[j * ldsum + n] = -offset * (the sum of super-group j's int8 values), the
   // starting sums of the folded levels' dot
   std::size_t super_k = 0;
   int32_t super_offset = 0;
-  std::vector<int32_t> super_zsum;
+  dq_array<int32_t> super_zsum;
   // int8 or bf16 with a kernel set whose kernels over row-major activations take this call
   // (dq_kernel_set::int8_rows / bf16_rows, uses_rows below): the values row-major instead of the
   // panel, column n's K_pad values from row_i8(n) / row_bf16(n), NP columns (those past N zero);
@@ -122,22 +151,27 @@ LUTKIT_ALWAYS_INLINE inline void prepare_rows(dq_activations& A, const float* x,
   // only the buffer of this call's paradigm, of the rows of a block (the first block is the
   // largest: a single row at N = 1, where 16 rows' zeros were most of a small call's set-up)
   const std::size_t BR = std::min(BN, g.N - std::min(g.N, b0 * BN));
-  std::vector<float> xb(A.act == act_type::fp32 ? BR * g.K_pad : 0, 0.f);
-  std::vector<uint16_t> hb(A.act == act_type::bf16 ? BR * g.K_pad : 0, 0);
-  std::vector<int8_t> qb(A.act == act_type::int8 || A.act == act_type::int8_group ? BR * g.K_pad : 0, 0);
+  // (the thread's reusable row buffer: each row's values are written up to K, its padding up to
+  // K_pad cleared below)
+  const std::size_t esize = A.act == act_type::fp32 ? 4 : A.act == act_type::bf16 ? 2 : 1;
+  reusable_bytes<dq_slot> rb(dq_slot::row_buf, BR * g.K_pad * esize + 64);
+  float* const xb = reinterpret_cast<float*>(rb.get());
+  uint16_t* const hb = reinterpret_cast<uint16_t*>(rb.get());
+  int8_t* const qb = reinterpret_cast<int8_t*>(rb.get());
   std::vector<float> sc(F + 1);
   for (std::size_t blk = b0; blk < b1; ++blk) {
     const std::size_t n0 = blk * BN, nb = std::min(BN, g.N - n0);
     for (std::size_t i = 0; i < nb; ++i) {
       const std::size_t n = n0 + i;
       const float* xn = x + n * ldx;
+      std::memset(rb.get() + (i * g.K_pad + g.K) * esize, 0, (g.K_pad - g.K) * esize);
       if (A.act == act_type::fp32) {
-        std::memcpy(xb.data() + i * g.K_pad, xn, g.K * 4);
+        std::memcpy(xb + i * g.K_pad, xn, g.K * 4);
       } else if (A.act == act_type::bf16) {
         for (std::size_t k = 0; k < g.K; ++k) hb[i * g.K_pad + k] = f32_to_bf16(xn[k]);
       } else {
         const bool per_group = A.act == act_type::int8_group;
-        int8_t* q = qb.data() + i * g.K_pad;
+        int8_t* q = qb + i * g.K_pad;
         const bool finite = quantize_act_int8(xn, g.K, per_group ? g.flush_k : 0, q, sc.data());
         A.row_scale[n] = per_group ? 1.f : sc[0];
         if (!finite) A.nan_mul[n] = NAN;
@@ -162,7 +196,7 @@ LUTKIT_ALWAYS_INLINE inline void prepare_rows(dq_activations& A, const float* x,
       const std::size_t bytes = g.K_pad * (bf ? 2 : 1);
       for (std::size_t i = 0; i < nb; ++i)
         std::memcpy(A.rows.get() + (n0 + i) * bytes,
-                    bf ? static_cast<const void*>(hb.data() + i * g.K_pad) : static_cast<const void*>(qb.data() + i * g.K_pad),
+                    bf ? static_cast<const void*>(hb + i * g.K_pad) : static_cast<const void*>(qb + i * g.K_pad),
                     bytes);
       continue;
     }
@@ -173,7 +207,7 @@ LUTKIT_ALWAYS_INLINE inline void prepare_rows(dq_activations& A, const float* x,
     if (A.act == act_type::fp32) {
       float* d = reinterpret_cast<float*>(A.data.get());
       for (std::size_t i = 0; i < nb; ++i) {
-        const float* src = xb.data() + i * g.K_pad;
+        const float* src = xb + i * g.K_pad;
         for (std::size_t s0 = 0; s0 < g.psteps; s0 += g.kcs) {
           float* col = d + g.panel_index(n0 + i, s0);
           for (std::size_t k = s0; k < std::min(g.psteps, s0 + g.kcs); ++k) col[(k - s0) * cb] = src[k];
@@ -183,8 +217,8 @@ LUTKIT_ALWAYS_INLINE inline void prepare_rows(dq_activations& A, const float* x,
       uint32_t* d = reinterpret_cast<uint32_t*>(A.data.get());
       const bool bf = A.act == act_type::bf16;
       for (std::size_t i = 0; i < nb; ++i) {
-        const uint8_t* src = bf ? reinterpret_cast<const uint8_t*>(hb.data() + i * g.K_pad)
-                                : reinterpret_cast<const uint8_t*>(qb.data() + i * g.K_pad);
+        const uint8_t* src = bf ? reinterpret_cast<const uint8_t*>(hb + i * g.K_pad)
+                                : reinterpret_cast<const uint8_t*>(qb + i * g.K_pad);
         for (std::size_t s0 = 0; s0 < g.psteps; s0 += g.kcs) {
           uint32_t* col = d + g.panel_index(n0 + i, s0);
           for (std::size_t st = s0; st < std::min(g.psteps, s0 + g.kcs); ++st) {
@@ -233,13 +267,22 @@ inline void prepare_activations(dq_activations& A, const float* x, std::size_t l
       }
   }
   if (int8) {
-    const std::size_t LS = g.ldsum();
-    A.row_scale.assign(NP, 0.f);
-    A.sumx.assign(F * LS, 0.f);
-    A.nan_mul.assign(NP, 1.f);
-    if (A.act == act_type::int8_group) A.sa.assign(F * LS, 0.f);
-    if (A.fold_zero) A.zsum.assign(F * LS, 0);
-    if (A.super_k) A.super_zsum.assign(g.K_pad / A.super_k * LS, 0);
+    // (prepare_rows writes the real columns [0, N) of every row of the sums; the padding columns
+    // up to ldsum, which the micro-kernels read and whose outputs are discarded, are cleared here)
+    const std::size_t LS = g.ldsum(), SF = A.super_k ? g.K_pad / A.super_k : 0;
+    A.row_scale.assign(dq_slot::row_scale, NP, 0.f);
+    A.nan_mul.assign(dq_slot::nan_mul, NP, 1.f);
+    A.sumx.reset(dq_slot::sumx, F * LS);
+    if (A.act == act_type::int8_group) A.sa.reset(dq_slot::sa, F * LS);
+    if (A.fold_zero) A.zsum.reset(dq_slot::zsum, F * LS);
+    if (A.super_k) A.super_zsum.reset(dq_slot::super_zsum, SF * LS);
+    for (std::size_t f = 0; f < F && g.N < LS; ++f) {
+      std::fill(A.sumx.data() + f * LS + g.N, A.sumx.data() + (f + 1) * LS, 0.f);
+      if (!A.sa.empty()) std::fill(A.sa.data() + f * LS + g.N, A.sa.data() + (f + 1) * LS, 0.f);
+      if (A.fold_zero) std::fill(A.zsum.data() + f * LS + g.N, A.zsum.data() + (f + 1) * LS, 0);
+    }
+    for (std::size_t j = 0; j < SF && g.N < LS; ++j)
+      std::fill(A.super_zsum.data() + j * LS + g.N, A.super_zsum.data() + (j + 1) * LS, 0);
   }
   const std::size_t blocks = (g.N + 15) / 16;
   const std::size_t parts = pool ? std::min(pool->size(), blocks) : 1;
