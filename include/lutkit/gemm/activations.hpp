@@ -154,10 +154,11 @@ LUTKIT_ALWAYS_INLINE inline void prepare_rows(dq_activations& A, const float* x,
   // (the thread's reusable row buffer: each row's values are written up to K, its padding up to
   // K_pad cleared below)
   const std::size_t esize = A.act == act_type::fp32 ? 4 : A.act == act_type::bf16 ? 2 : 1;
-  reusable_bytes<dq_slot> rb(dq_slot::row_buf, BR * g.K_pad * esize + 64);
+  reusable_bytes<dq_slot> rb(dq_slot::row_buf, BR * g.K_pad * esize + g.K_pad / 16 * 4 + 64);
   float* const xb = reinterpret_cast<float*>(rb.get());
   uint16_t* const hb = reinterpret_cast<uint16_t*>(rb.get());
   int8_t* const qb = reinterpret_cast<int8_t*>(rb.get());
+  int32_t* const s16 = reinterpret_cast<int32_t*>(rb.get() + round_up(BR * g.K_pad * esize, 64));  // int8
   std::vector<float> sc(F + 1);
   for (std::size_t blk = b0; blk < b1; ++blk) {
     const std::size_t n0 = blk * BN, nb = std::min(BN, g.N - n0);
@@ -175,20 +176,33 @@ LUTKIT_ALWAYS_INLINE inline void prepare_rows(dq_activations& A, const float* x,
         const bool finite = quantize_act_int8(xn, g.K, per_group ? g.flush_k : 0, q, sc.data());
         A.row_scale[n] = per_group ? 1.f : sc[0];
         if (!finite) A.nan_mul[n] = NAN;
-        for (std::size_t f = 0; f < F; ++f) {
-          const int8_t* qf = q + f * g.flush_k;
-          const std::size_t len = std::min(g.K, (f + 1) * g.flush_k) - std::min(g.K, f * g.flush_k);
+        // the sums of the groups: of 16-value blocks first, each a loop of 16 the compiler
+        // vectorizes (a scalar loop of the group's length was a third of this function), then of
+        // the blocks of each group (the row's padding up to K_pad holds zeros; a last flush group
+        // may end past K_pad)
+        const bool by16 = g.flush_k % 16 == 0 && A.super_k % 16 == 0 && g.K_pad % 16 == 0;
+        if (by16)
+          for (std::size_t b = 0; b < g.K_pad / 16; ++b) {
+            int32_t sum = 0;
+            for (std::size_t j = 0; j < 16; ++j) sum += q[16 * b + j];
+            s16[b] = sum;
+          }
+        const auto group_sum = [&](std::size_t k0, std::size_t len) {
           int32_t sum = 0;
-          for (std::size_t k = 0; k < len; ++k) sum += qf[k];
+          if (by16)
+            for (std::size_t b = k0 / 16; b < std::min(g.K_pad, k0 + len) / 16; ++b) sum += s16[b];
+          else
+            for (std::size_t k = k0; k < std::min(g.K, k0 + len); ++k) sum += q[k];
+          return sum;
+        };
+        for (std::size_t f = 0; f < F; ++f) {
+          const int32_t sum = group_sum(f * g.flush_k, g.flush_k);
           A.sumx[f * LS + n] = per_group ? float(sum) * sc[f] : float(sum);
           if (per_group) A.sa[f * LS + n] = sc[f];
           if (A.fold_zero) A.zsum[f * LS + n] = -A.zero * sum;
         }
-        for (std::size_t j = 0; A.super_k && j < g.K_pad / A.super_k; ++j) {
-          int32_t sum = 0;
-          for (std::size_t k = j * A.super_k; k < std::min(g.K, (j + 1) * A.super_k); ++k) sum += q[k];
-          A.super_zsum[j * LS + n] = -A.super_offset * sum;
-        }
+        for (std::size_t j = 0; A.super_k && j < g.K_pad / A.super_k; ++j)
+          A.super_zsum[j * LS + n] = -A.super_offset * group_sum(j * A.super_k, A.super_k);
       }
     }
     if (A.rows) {  // the row-major values instead of the panel
