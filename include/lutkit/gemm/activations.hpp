@@ -72,10 +72,9 @@ LUTKIT_ALWAYS_INLINE inline bool quantize_act_int8(const float* __restrict x, st
 }
 
 // An array of one call's activations in the calling thread's reusable buffer of its slot
-// (reusable_bytes): no fresh pages per call. An array of NP floats per column block was a
-// vector before: at N = 128, K = 14336 the sums of every flush group (sumx, zsum) are 0.9 MB a
-// call, whose page faults and clearing were 7 % of a Q6_K int8 GEMM (docs/design_measurements.md,
-// "Reusable working buffers").
+// (reusable_bytes): no fresh pages per call. At N = 128, K = 14336 the sums of every 16-k flush
+// group (sumx, zsum) are 0.9 MB a call; as fresh zero-filled pages they cost a Q6_K int8 GEMM
+// about 14 % of its time (docs/design_measurements.md, "Reusable working buffers").
 template <class T>
 class dq_array {
  public:
@@ -177,7 +176,7 @@ LUTKIT_ALWAYS_INLINE inline void prepare_rows(dq_activations& A, const float* x,
         A.row_scale[n] = per_group ? 1.f : sc[0];
         if (!finite) A.nan_mul[n] = NAN;
         // the sums of the groups: of 16-value blocks first, each a loop of 16 the compiler
-        // vectorizes (a scalar loop of the group's length was a third of this function), then of
+        // vectorizes (a scalar loop over each group measured a third of this function), then of
         // the blocks of each group (the row's padding up to K_pad holds zeros; a last flush group
         // may end past K_pad)
         const bool by16 = g.flush_k % 16 == 0 && A.super_k % 16 == 0 && g.K_pad % 16 == 0;

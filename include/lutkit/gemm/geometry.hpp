@@ -24,7 +24,11 @@ namespace detail {
 // the per-thread working buffers of the dequant kernels (core/memory.hpp): the activations'
 // panel and per-column arrays (dq_activations), a worker's row buffer (prepare_rows), the
 // weight source's scratch (dq_scratch)
-enum class dq_slot { panel, row_scale, nan_mul, sumx, sa, zsum, super_zsum, row_buf, codes, values, steps, acc, count };
+enum class dq_slot {
+  panel, row_scale, nan_mul, sumx, sa, zsum, super_zsum, row_buf,  // activations
+  codes, values, steps, acc,                                        // weight source
+  count
+};
 
 inline std::size_t round_up(std::size_t v, std::size_t m) { return (v + m - 1) / m * m; }
 
