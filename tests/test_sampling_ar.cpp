@@ -795,3 +795,65 @@ TEST_CASE("sampling kernels: every SIMD set against the portable one, ragged len
     }
   }
 }
+
+TEST_CASE("sampling kernels: exp sums of logits far from 0 against the double sums (the one-fma exponent, its fallback)",
+          "[sampling]") {
+  // Logits around offsets from 0 to 1e30 and several beta: where |beta log2(e) m| <= 2^20 the sets
+  // compute the exponent as one fma and correct the sums by 2^-d once (sampling/body.inl,
+  // log2_units); beyond it, as (x - m) c. Every exp sum (sum_exp with its entropy sum,
+  // max_sum_exp from the maximum and from a reference below it, sum_exp_ge, mass_ge) against the
+  // double sums of the same floats: relative 2e-6, the entropy sum 2e-6 of the sum of its terms'
+  // magnitudes.
+  std::mt19937_64 rng(20261203);
+  const float offsets[] = {0.f, -2500.f, 3000.f, 6.5e5f, 2e6f, 1e30f, -1e30f};
+  const float betas[] = {1.f, 0.37f, 40.f};
+  for (const auto be : backends()) {
+    const auto& ks = detail::sampling_kernels_for(be);
+    INFO("backend " << ks.name);
+    for (int it = 0; it < lutkit_test::scaled_cases(140); ++it) {
+      const float off = offsets[it % 7], beta = betas[(it / 7) % 3];
+      const std::size_t n = 1 + rng() % 900;
+      std::normal_distribution<float> nd(0.f, 3.f / beta);
+      std::vector<float> x(n);
+      for (auto& v : x) v = off + nd(rng);
+      INFO("it " << it << " n " << n << " offset " << off << " beta " << beta);
+      const float mx = *std::max_element(x.begin(), x.end());
+      for (const float ref : {mx, mx - 2.f / beta}) {
+        double sd = 0.0, ed = 0.0, em = 0.0;
+        for (float v : x) {
+          const double y = double(beta) * (double(v) - double(ref)), e = std::exp(y);
+          sd += e, ed += e * y, em += std::fabs(e * y);
+        }
+        float ent = 0.f;
+        const float s = ks.sum_exp(x.data(), n, ref, beta, &ent, nullptr, 0);
+        CHECK(std::fabs(double(s) - sd) <= 2e-6 * sd);
+        CHECK(std::fabs(double(ent) - ed) <= 2e-6 * em + 1e-30);
+        detail::max_state st;
+        float ent2 = 0.f;
+        const float f = ks.max_sum_exp(x.data(), n, 0, it % 2 == 0, st, ref, beta, &ent2, nullptr, 0);
+        CHECK(std::fabs(double(f) - sd) <= 2e-6 * sd);
+        CHECK(std::fabs(double(ent2) - ed) <= 2e-6 * em + 1e-30);
+        CHECK(st.m1 == mx);
+      }
+      const float t = x[rng() % n];
+      double sg = 0.0;
+      for (float v : x)
+        if (v >= t) sg += std::exp(double(beta) * (double(v) - double(mx)));
+      CHECK(std::fabs(double(ks.sum_exp_ge(x.data(), n, mx, beta, t)) - sg) <= 2e-6 * sg);
+      float th[detail::mass_thresholds];
+      for (auto& v : th) v = x[rng() % n];
+      std::sort(th, th + detail::mass_thresholds);
+      double mass[detail::mass_thresholds] = {};
+      float top = -INFINITY;
+      ks.mass_ge(x.data(), n, mx, beta, th, mass, &top);
+      for (int j = 0; j < detail::mass_thresholds; ++j) {
+        double md = 0.0;
+        std::size_t cnt = 0;
+        for (float v : x)
+          if (v >= th[j]) md += std::exp(double(beta) * (double(v) - double(mx))), ++cnt;
+        // (the portable mass is one running float sum: count u of it on top)
+        CHECK(std::fabs(mass[j] - md) <= (2e-6 + double(cnt) * u24) * md);
+      }
+    }
+  }
+}

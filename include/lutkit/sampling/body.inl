@@ -24,6 +24,8 @@
 //   void mant_exp(F x, F& m, F& e)     x = 2^e m, m in [0.75, 1.5) (x normal, > 0)
 //   F load_f16(p) (exact); U load_u16(p), load_u8(p) (zero-extended), load_s8(p) (sign-extended)
 //                                      W elements
+//   optional: void bf16_pair(const uint16_t* p, F& v0, F& v1)  2W bf16 elements as floats, in
+//     order (where that is cheaper than two load_u16 and shifts)
 //   optional: size_t compress(M, F v, U ix, float* val, uint32_t* idx)  the lanes of M, in order
 //     (called for whole vectors only: it may write all W lanes from val / idx);
 //     size_t compress_values(M, F v, float* val), the same without the indices
@@ -70,8 +72,33 @@ LUTKIT_OPS_FN inline F exp2_poly(F y) {
   }
 }
 
-// y = (x - m) c in log2 units, clamped at -150 (NaN, first operand of max, also -> -150)
-LUTKIT_OPS_FN inline F log2_units(F x, F vm, F vc) { return Ops::max((x - vm) * vc, Ops::set1(-150.f)); }
+// y = beta log2(e) (x - m) in log2 units, clamped at -150 (NaN, the first operand of the max, and
+// -inf also give -150), for a reference m. With c = beta log2(e) and r = fl(m c), where |r| <= 2^20
+// it is ONE operation, fma(x, c, -r): rounded once, as (x - m) c was, but every term's y is off by
+// the same d = m c - r (exact by an fma; |d| <= 2^-4), so a sum S' of the terms 2^y is scaled back
+// once, S = 2^-d S' (fix), and a sum E' of 2^y y gives E = 2^-d E' - d S (fix_ent). One vector
+// operation fewer a logit (the exp-sum passes 1.1x, docs/sampling.md "Design decisions"); beyond
+// 2^20 (logits near 7e5 / beta), (x - m) c.
+struct log2_units {
+  F vc, vb;  // c, and -r (fold) or m
+  float d = 0.f, scale = 1.f;
+  bool fold;
+  LUTKIT_OPS_FN log2_units(float m, float beta) {
+    const float c = beta * kLog2e, r = m * c;
+    fold = __builtin_fabsf(r) <= 0x1p20f;  // (false for NaN and +-inf)
+    vc = Ops::set1(c);
+    vb = Ops::set1(fold ? -r : m);
+    if (fold) {
+      d = __builtin_fmaf(m, c, -r);
+      scale = float(__builtin_exp2(-double(d)));
+    }
+  }
+  LUTKIT_OPS_FN F operator()(F x) const {
+    return Ops::max(fold ? Ops::fma(x, vc, vb) : (x - vb) * vc, Ops::set1(-150.f));
+  }
+  LUTKIT_OPS_FN float fix(float s) const { return s * scale; }
+  LUTKIT_OPS_FN float fix_ent(float e, float s_fixed) const { return e * scale - d * s_fixed; }
+};
 
 // log(x) for normal x > 0: x = 2^e m, m in [0.75, 1.5), log(m) = 2 atanh(f / (2 + f)), f = m - 1
 LUTKIT_OPS_FN inline F log_pos(F x) {
@@ -181,9 +208,14 @@ LUTKIT_OPS_FN inline F last16(const uint16_t* x, std::size_t left, Conv conv) {
 struct src_bf16 {
   const uint16_t* x;
   LUTKIT_SRC_FN static F conv(const uint16_t* p) { return F(Ops::load_u16(p) << 16); }
+  template <class O = Ops>  // (a template: the branch of an Ops without bf16_pair is discarded)
   LUTKIT_SRC_FN void pair(std::size_t i, F& v0, F& v1) const {
-    v0 = conv(x + i);
-    v1 = conv(x + i + W);
+    if constexpr (requires { O::bf16_pair(x, v0, v1); }) {
+      O::bf16_pair(x + i, v0, v1);
+    } else {
+      v0 = conv(x + i);
+      v1 = conv(x + i + W);
+    }
   }
   LUTKIT_SRC_FN F last(std::size_t i, std::size_t left) const {
     return last16(x + i, left, conv);
@@ -322,13 +354,13 @@ LUTKIT_OPS_FN inline void max_argmax(const float* x, std::size_t n, uint32_t bas
 
 template <bool Ent>
 LUTKIT_OPS_FN inline float sum_exp_body(const float* x, std::size_t n, float m, float beta, float* ent, prefetcher& p) {
-  const F vm = Ops::set1(m), vc = Ops::set1(beta * kLog2e);
+  const log2_units lu(m, beta);
   F s0 = Ops::zero(), s1 = s0, t0 = s0, t1 = s0;
   std::size_t i = 0;
   for (; i + 2 * W <= n; i += 2 * W) {
     p.run();
-    const F y0 = log2_units(Ops::load(x + i), vm, vc);
-    const F y1 = log2_units(Ops::load(x + i + W), vm, vc);
+    const F y0 = lu(Ops::load(x + i));
+    const F y1 = lu(Ops::load(x + i + W));
     const F e0 = exp2_poly(y0), e1 = exp2_poly(y1);
     s0 = s0 + e0;
     s1 = s1 + e1;
@@ -338,13 +370,14 @@ LUTKIT_OPS_FN inline float sum_exp_body(const float* x, std::size_t n, float m, 
     }
   }
   for (; i < n; i += W) {
-    const F y = log2_units(Ops::load_or(x + i, Ops::tail(n - i), ninf()), vm, vc);
+    const F y = lu(Ops::load_or(x + i, Ops::tail(n - i), ninf()));
     const F e = exp2_poly(y);
     s0 = s0 + e;
     if constexpr (Ent) t0 = Ops::fma(e, y, t0);
   }
-  if constexpr (Ent) *ent += kLn2 * Ops::hsum(t0 + t1);
-  return Ops::hsum(s0 + s1);
+  const float s = lu.fix(Ops::hsum(s0 + s1));
+  if constexpr (Ent) *ent += kLn2 * lu.fix_ent(Ops::hsum(t0 + t1), s);
+  return s;
 }
 
 LUTKIT_OPS_FN inline float sum_exp(const float* x, std::size_t n, float m, float beta, float* ent, const void* pf,
@@ -438,13 +471,14 @@ LUTKIT_OPS_FN inline void mass_ge(const float* x, std::size_t n, float m, float 
     Ops::store(tb[j], Ops::set1(t[j]));
     ms[j] = Ops::zero();
   }
-  const F vm = Ops::set1(m), vc = Ops::set1(beta * kLog2e), t0 = Ops::set1(t[0]);
+  const log2_units lu(m, beta);
+  const F t0 = Ops::set1(t[0]);
   F vtop = ninf();
   auto one = [&](F v) LUTKIT_OPS_FN {  // (v: -inf in lanes past the end)
     const M g0 = Ops::ge(v, t0);
     if (!Ops::bits(g0)) return;
     vtop = Ops::max(Ops::select(g0, ninf(), v), vtop);
-    const F e = exp2_poly(log2_units(v, vm, vc));
+    const F e = exp2_poly(lu(v));
     ms[0] = Ops::add_if(g0, ms[0], e);
 #pragma GCC unroll 8
     for (int j = 1; j < J; ++j) ms[j] = Ops::add_if(Ops::ge(v, Ops::load(tb[j])), ms[j], e);
@@ -452,7 +486,7 @@ LUTKIT_OPS_FN inline void mass_ge(const float* x, std::size_t n, float m, float 
   std::size_t i = 0;
   for (; i + W <= n; i += W) one(Ops::load(x + i));
   if (i < n) one(Ops::load_or(x + i, Ops::tail(n - i), ninf()));
-  for (int j = 0; j < J; ++j) mass[j] += double(Ops::hsum(ms[j]));
+  for (int j = 0; j < J; ++j) mass[j] += double(lu.fix(Ops::hsum(ms[j])));
   const float tv = Ops::hmax(vtop);
   if (tv > *top) *top = tv;
 }
@@ -558,19 +592,20 @@ LUTKIT_OPS_FN inline std::size_t select_ge(const float* x, std::size_t n, float 
 
 // the sum of exp(beta (x - m)) over the x >= t (NaN never; -inf values add 0)
 LUTKIT_OPS_FN inline float sum_exp_ge(const float* x, std::size_t n, float m, float beta, float t) {
-  const F vm = Ops::set1(m), vc = Ops::set1(beta * kLog2e), vt = Ops::set1(t);
+  const log2_units lu(m, beta);
+  const F vt = Ops::set1(t);
   F s0 = Ops::zero(), s1 = s0;
   std::size_t i = 0;
   for (; i + 2 * W <= n; i += 2 * W) {
     const F x0 = Ops::load(x + i), x1 = Ops::load(x + i + W);
-    s0 = Ops::add_if(Ops::ge(x0, vt), s0, exp2_poly(log2_units(x0, vm, vc)));
-    s1 = Ops::add_if(Ops::ge(x1, vt), s1, exp2_poly(log2_units(x1, vm, vc)));
+    s0 = Ops::add_if(Ops::ge(x0, vt), s0, exp2_poly(lu(x0)));
+    s1 = Ops::add_if(Ops::ge(x1, vt), s1, exp2_poly(lu(x1)));
   }
   for (; i < n; i += W) {
     const F v = Ops::load_or(x + i, Ops::tail(n - i), ninf());
-    s0 = Ops::add_if(Ops::ge(v, vt), s0, exp2_poly(log2_units(v, vm, vc)));
+    s0 = Ops::add_if(Ops::ge(v, vt), s0, exp2_poly(lu(v)));
   }
-  return Ops::hsum(s0 + s1);
+  return lu.fix(Ops::hsum(s0 + s1));
 }
 
 // n elements of a row converted by `conv` (W at a time; the tail through a zero-padded copy)
@@ -663,7 +698,7 @@ LUTKIT_OPS_FN inline float max_sum_body(const Src& src, std::size_t n, uint32_t 
   F vm = ninf(), v2 = ninf();
   U vi = Ops::set1u(no_index);
   U idx = lane_index(base);
-  const F vr = Ops::set1(ref), vc = Ops::set1(beta * kLog2e);
+  const log2_units lu(ref, beta);
   F s0 = Ops::zero(), s1 = s0, t0 = s0, t1 = s0;
   // Without Top2 only the lanes' maxima are tracked; the index is found afterwards, in the rare
   // chunk whose maximum beats the running one (a scan of the chunk in L1).
@@ -674,7 +709,7 @@ LUTKIT_OPS_FN inline float max_sum_body(const Src& src, std::size_t n, uint32_t 
     } else {
       vm = Ops::max(v, vm);
     }
-    const F y = log2_units(v, vr, vc);
+    const F y = lu(v);
     const F e = exp2_poly(y);
     s = s + e;
     if constexpr (Ent) t = Ops::fma(e, y, t);
@@ -700,8 +735,9 @@ LUTKIT_OPS_FN inline float max_sum_body(const Src& src, std::size_t n, uint32_t 
     c.m2 = reduce_second(vm, vi, v2, c.i1);
   }
   merge_max(st, c);
-  if constexpr (Ent) *ent += kLn2 * Ops::hsum(t0 + t1);
-  return Ops::hsum(s0 + s1);
+  const float s = lu.fix(Ops::hsum(s0 + s1));
+  if constexpr (Ent) *ent += kLn2 * lu.fix_ent(Ops::hsum(t0 + t1), s);
+  return s;
 }
 
 template <class Src>
