@@ -20,6 +20,7 @@
 //     U select(M, U no, U yes); F add_if(M, F acc, F x), U inc_if(M, U c)
 //   float hmax(F), hsum(F); int64_t hsum(U); uint32_t hmin(M, U) (unsigned, over the lanes of M)
 //   F scale2(F p, F k)                 p 2^k rounded once (k integral, -150 <= k <= 127)
+//     (optional, with a native scale2: F reduce(x) = x - round(x), 0 for +-inf)
 //     (optional: scale2_nonpos(p, k), the same for k <= 0, where an Ops has a cheaper form)
 //   void mant_exp(F x, F& m, F& e)     x = 2^e m, m in [0.75, 1.5) (x normal, > 0)
 //   F load_f16(p) (exact); U load_u16(p), load_u8(p) (zero-extended), load_s8(p) (sign-extended)
@@ -49,27 +50,42 @@ LUTKIT_OPS_FN inline U lane_index(uint32_t base) { return Ops::set1u(base) + Ops
 // one-instruction p 2^k (Ops::scale2_native: AVX-512's vscalefps) k comes from a rounding
 // instruction; else from a conversion to int32 (nearest), shifted into an exponent field biased
 // by 32 so that the product with 2^-32 is the one rounding.
-LUTKIT_OPS_FN inline F exp2_poly(F y) {
-  F k;
-  U ki;
-  if constexpr (Ops::scale2_native) {
-    k = Ops::round(y);
-  } else {
-    ki = Ops::round_int(y);
-    k = Ops::to_float(ki);
-  }
-  const F f = y - k;
+// 2^f for |f| <= 1/2 (the polynomial above)
+LUTKIT_OPS_FN inline F exp2_frac(F f) {
   F p = Ops::set1(1.326472614891827e-3f);
   p = Ops::fma(p, f, Ops::set1(9.671512991189957e-3f));
   p = Ops::fma(p, f, Ops::set1(5.550733581185341e-2f));
   p = Ops::fma(p, f, Ops::set1(2.4022242426872253e-1f));
   p = Ops::fma(p, f, Ops::set1(6.931470036506653e-1f));
-  p = Ops::fma(p, f, Ops::set1(1.f));
+  return Ops::fma(p, f, Ops::set1(1.f));
+}
+LUTKIT_OPS_FN inline F exp2_poly(F y) {
   if constexpr (Ops::scale2_native) {
-    return Ops::scale2(p, k);
+    const F k = Ops::round(y);
+    return Ops::scale2(exp2_frac(y - k), k);
   } else {
-    return p * (F)((ki + Ops::set1u(127 + 32)) << 23) * Ops::set1(0x1p-32f);
+    const U ki = Ops::round_int(y);
+    return exp2_frac(y - Ops::to_float(ki)) * (F)((ki + Ops::set1u(127 + 32)) << 23) * Ops::set1(0x1p-32f);
   }
+}
+// 2^y for every y but NaN, unclamped (-inf gives 0, +inf gives +inf), where the Ops have
+// reduce(y) = y - round(y) (0 for +-inf) and a native scale2 (2^-inf = 0): AVX-512's vreduceps and
+// vscalefps. It saves the clamp before exp2_poly (the exp-sum pass 1.08x, docs/sampling.md
+// "Design decisions"), but a NaN y gives NaN: the passes that use it redo a chunk whose sum comes
+// out NaN (a NaN logit) with the clamp. (Not for entropy sums: there 2^-inf -inf is NaN.)
+template <class O = Ops>
+constexpr bool exp2_unclamped() {
+  if constexpr (O::scale2_native)
+    return requires(typename O::F y) { O::reduce(y); };
+  else
+    return false;
+}
+template <class O = Ops>
+LUTKIT_OPS_FN inline F exp2_any(F y) {
+  if constexpr (exp2_unclamped<O>())
+    return O::scale2(exp2_frac(O::reduce(y)), O::round(y));
+  else
+    return exp2_poly(O::max(y, O::set1(-150.f)));  // (unused: such Ops take the clamped passes)
 }
 
 // y = beta log2(e) (x - m) in log2 units, clamped at -150 (NaN, the first operand of the max, and
@@ -93,9 +109,8 @@ struct log2_units {
       scale = float(__builtin_exp2(-double(d)));
     }
   }
-  LUTKIT_OPS_FN F operator()(F x) const {
-    return Ops::max(fold ? Ops::fma(x, vc, vb) : (x - vb) * vc, Ops::set1(-150.f));
-  }
+  LUTKIT_OPS_FN F raw(F x) const { return fold ? Ops::fma(x, vc, vb) : (x - vb) * vc; }  // (unclamped)
+  LUTKIT_OPS_FN F operator()(F x) const { return Ops::max(raw(x), Ops::set1(-150.f)); }
   LUTKIT_OPS_FN float fix(float s) const { return s * scale; }
   LUTKIT_OPS_FN float fix_ent(float e, float s_fixed) const { return e * scale - d * s_fixed; }
 };
@@ -352,13 +367,20 @@ LUTKIT_OPS_FN inline void max_argmax(const float* x, std::size_t n, uint32_t bas
   merge_max(st, c);
 }
 
-template <bool Ent>
+// Raw: the unclamped exp (exp2_any; no entropy sum), NaN for a chunk with a NaN logit
+template <bool Ent, bool Raw = false>
 LUTKIT_OPS_FN inline float sum_exp_body(const float* x, std::size_t n, float m, float beta, float* ent, prefetcher& p) {
+  static_assert(!(Raw && Ent), "the entropy sum needs the clamp");
   const log2_units lu(m, beta);
   F s0 = Ops::zero(), s1 = s0, t0 = s0, t1 = s0;
   std::size_t i = 0;
   for (; i + 2 * W <= n; i += 2 * W) {
     p.run();
+    if constexpr (Raw) {
+      s0 = s0 + exp2_any(lu.raw(Ops::load(x + i)));
+      s1 = s1 + exp2_any(lu.raw(Ops::load(x + i + W)));
+      continue;
+    }
     const F y0 = lu(Ops::load(x + i));
     const F y1 = lu(Ops::load(x + i + W));
     const F e0 = exp2_poly(y0), e1 = exp2_poly(y1);
@@ -383,7 +405,12 @@ LUTKIT_OPS_FN inline float sum_exp_body(const float* x, std::size_t n, float m, 
 LUTKIT_OPS_FN inline float sum_exp(const float* x, std::size_t n, float m, float beta, float* ent, const void* pf,
                                    std::size_t pf_bytes) {
   prefetcher p(pf, pf_bytes, n, 2 * W);
-  return ent ? sum_exp_body<true>(x, n, m, beta, ent, p) : sum_exp_body<false>(x, n, m, beta, ent, p);
+  if (ent) return sum_exp_body<true>(x, n, m, beta, ent, p);
+  if constexpr (exp2_unclamped()) {
+    const float s = sum_exp_body<false, true>(x, n, m, beta, ent, p);
+    if (s == s) return s;  // (else a NaN logit: again with the clamp)
+  }
+  return sum_exp_body<false>(x, n, m, beta, ent, p);
 }
 
 // their sum: a subtraction, an fma, a max, a conversion, an add
@@ -692,9 +719,11 @@ LUTKIT_OPS_FN inline void decode_mxfp8(const uint8_t* codes, const uint8_t* scal
 // Fused pass over a chunk: the running maximum (as max_argmax) and the sum of exp(beta (x - ref))
 // for a reference ref (the caller's running maximum: values above it give terms > 1, which the
 // caller rescales; it recomputes the chunk if the maximum exceeds ref by more than 64 / beta).
-template <bool Top2, bool Ent, class Src>
+// (Raw: as sum_exp_body's)
+template <bool Top2, bool Ent, bool Raw, class Src>
 LUTKIT_OPS_FN inline float max_sum_body(const Src& src, std::size_t n, uint32_t base, max_state& st, float ref,
                                         float beta, float* ent, prefetcher& pf) {
+  static_assert(!(Raw && Ent), "the entropy sum needs the clamp");
   F vm = ninf(), v2 = ninf();
   U vi = Ops::set1u(no_index);
   U idx = lane_index(base);
@@ -709,10 +738,14 @@ LUTKIT_OPS_FN inline float max_sum_body(const Src& src, std::size_t n, uint32_t 
     } else {
       vm = Ops::max(v, vm);
     }
-    const F y = lu(v);
-    const F e = exp2_poly(y);
-    s = s + e;
-    if constexpr (Ent) t = Ops::fma(e, y, t);
+    if constexpr (Raw) {
+      s = s + exp2_any(lu.raw(v));
+    } else {
+      const F y = lu(v);
+      const F e = exp2_poly(y);
+      s = s + e;
+      if constexpr (Ent) t = Ops::fma(e, y, t);
+    }
   };
   std::size_t i = 0;
   for (; i + 2 * W <= n; i += 2 * W) {
@@ -744,10 +777,19 @@ template <class Src>
 LUTKIT_OPS_FN inline float max_sum_src(const Src& src, std::size_t n, uint32_t base, bool top2, max_state& st,
                                        float ref, float beta, float* ent, const void* pf, std::size_t pf_bytes) {
   prefetcher p(pf, pf_bytes, n, 2 * W);
-  if (top2) return ent ? max_sum_body<true, true>(src, n, base, st, ref, beta, ent, p)
-                       : max_sum_body<true, false>(src, n, base, st, ref, beta, ent, p);
-  return ent ? max_sum_body<false, true>(src, n, base, st, ref, beta, ent, p)
-             : max_sum_body<false, false>(src, n, base, st, ref, beta, ent, p);
+  if constexpr (exp2_unclamped()) {
+    if (!ent) {
+      const max_state before = st;
+      const float s = top2 ? max_sum_body<true, false, true>(src, n, base, st, ref, beta, ent, p)
+                           : max_sum_body<false, false, true>(src, n, base, st, ref, beta, ent, p);
+      if (s == s) return s;
+      st = before;  // a NaN logit: again with the clamp
+    }
+  }
+  if (top2) return ent ? max_sum_body<true, true, false>(src, n, base, st, ref, beta, ent, p)
+                       : max_sum_body<true, false, false>(src, n, base, st, ref, beta, ent, p);
+  return ent ? max_sum_body<false, true, false>(src, n, base, st, ref, beta, ent, p)
+             : max_sum_body<false, false, false>(src, n, base, st, ref, beta, ent, p);
 }
 LUTKIT_OPS_FN inline float max_sum_exp(const float* x, std::size_t n, uint32_t base, bool top2, max_state& st,
                                        float ref, float beta, float* ent, const void* pf, std::size_t pf_bytes) {

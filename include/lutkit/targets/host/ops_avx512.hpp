@@ -49,6 +49,8 @@ struct avx512_ops {
   LUTKIT_AVX512_OP F min(F a, F b) { return _mm512_min_ps(a, b); }
   LUTKIT_AVX512_OP F fma(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
   LUTKIT_AVX512_OP F round(F x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  // x - round(x), 0 for +-inf (vreduceps; with vscalefps, whose 2^-inf is 0: sampling/body.inl, exp2_any)
+  LUTKIT_AVX512_OP F reduce(F x) { return _mm512_reduce_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
   LUTKIT_AVX512_OP F to_float(U i) { return _mm512_cvtepi32_ps(__m512i(i)); }
   LUTKIT_AVX512_OP U round_int(F x) { return (U)_mm512_cvtps_epi32(x); }  // (MXCSR's nearest even)
   static constexpr bool scale2_native = true;  // (sampling/body.inl, exp2_poly)
