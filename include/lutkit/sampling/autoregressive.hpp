@@ -633,7 +633,7 @@ inline double ar_merge_sums(const ar_part* parts, std::size_t nchunks, float bet
 
 // The row's sum S (above) as the draw knows it. A row the rejection draw may serve has its pass
 // sum exp_bound_term's chords (sampling/microkernel.hpp: five vector operations a value against
-// the accurate sum's twelve), which bound S; ar_sum_tighten narrows the bounds with the top's
+// the accurate sum's ten to twelve), which bound S; ar_sum_tighten narrows the bounds with the top's
 // exact mass. A decision the bounds settle is the one the exact S gives; between them, get() makes
 // S the accurate pass's sum (the value the pass gives every other row, the same bits) by a second
 // pass over the row.

@@ -53,7 +53,7 @@ inline void merge_max(max_state& a, const max_state& b) {  // b covers later ind
 // floor(y)) for y = t / 2^23 - 127: the chord of 2^y between integers, within [1, 1.0615] of 2^y
 // (largest at y - floor(y) = 1 / ln 2 - 1), y >= -126 (NaN and -inf give 2^-126). The roundings
 // of x - m, C and the fma move y by at most |y| 2^-23 + 2^-16 for any m. Five vector operations
-// a value against the accurate sum's twelve.
+// a value against the accurate sum's ten (AVX-512) to twelve.
 inline float exp_bound_scale(float beta) { return beta * 1.44269504088896341f * 0x1p23f; }
 // A reference m below some x gives terms above 1: up to y = exp_bound_headroom (2^65 a term, no
 // float sum of a chunk near overflow). exp_bound_ref_ok(cm, m, C): every x <= cm stays within it.
