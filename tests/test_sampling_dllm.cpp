@@ -3,6 +3,7 @@
 // NaN / -inf rules, MXFP8 decoding, thread independence, bad input.
 #include <cstring>
 
+#include "scaled_cases.hpp"
 #include "sampling_common.hpp"
 
 using namespace lutkit;
@@ -240,6 +241,45 @@ TEST_CASE("MXFP8 decoding is bit-exact: every code and every scale (0, 254, NaN 
   CHECK(f32_to_e4m3(NAN) == 0x7F);
   CHECK(f32_to_e4m3(0x1p-10f) == 0x00);  // half the smallest subnormal: ties to even (0)
   CHECK(f32_to_e4m3(3 * 0x1p-10f) == 0x02);
+}
+
+TEST_CASE("MXFP8 decoder over long rows: pieces with and without NaN codes or large exponents, ragged ends",
+          "[sampling][mxfp8]") {
+  // The decoders take whole pieces of blocks at once where no code is NaN and no exponent exceeds
+  // 134, and block by block elsewhere: rows of up to 160 blocks (several pieces), each piece
+  // clean or holding one NaN code or one large exponent at a random block, every value against
+  // mxfp8_decode bit for bit.
+  std::mt19937_64 rng(20261203);
+  for (const auto be : backends()) {
+    INFO("backend " << backend_name(be));
+    const auto& ks = detail::sampling_kernels_for(be);
+    for (int it = 0; it < lutkit_test::scaled_cases(60); ++it) {
+      const std::size_t n = 1 + rng() % 5120, nb = (n + 31) / 32;
+      std::vector<uint8_t> codes(n), sc(nb);
+      for (auto& c : codes) {
+        c = uint8_t(rng());
+        if ((c & 0x7F) == 0x7F) c ^= 1;  // no NaN code unless placed below
+      }
+      for (auto& e : sc) e = uint8_t(100 + rng() % 35);  // 100..134
+      for (std::size_t p0 = 0; p0 < nb; p0 += 64) {
+        const std::size_t b = p0 + rng() % std::min<std::size_t>(64, nb - p0);
+        switch ((it + p0 / 64) % 3) {
+          case 1: codes[std::min(n - 1, b * 32 + rng() % 32)] |= 0x7F; break;  // NaN code
+          case 2: sc[b] = uint8_t(135 + rng() % 121); break;                  // 135..255
+          default: break;
+        }
+      }
+      std::vector<float> out(n);
+      ks.decode_mxfp8(codes.data(), sc.data(), n, out.data());
+      std::size_t bad = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        const float w = mxfp8_decode(codes[i], sc[i / 32]);
+        bad += !(std::memcmp(&w, &out[i], 4) == 0 || (std::isnan(w) && std::isnan(out[i])));
+      }
+      INFO("it " << it << " n " << n);
+      REQUIRE(bad == 0);
+    }
+  }
 }
 
 TEST_CASE("bf16 / fp16 decoders match the core conversions on every code", "[sampling]") {

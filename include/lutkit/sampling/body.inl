@@ -679,14 +679,66 @@ inline bool mx_block_has_nan(const uint8_t* p) {
   }
   return (hit & 0x8080808080808080ull) != 0;
 }
-// a block of 32 at a time (the tail through a padded copy): a block without NaN codes in
-// e4m3_raw times one exact power of two, 2^(e - 7) = 2^120 2^(e - 127) (for e <= 134, where it
-// is a float; else the two factors one after the other, as its rounding is then the product's);
-// a block with one through e4m3_lanes
+// nb <= mx_piece whole blocks whose codes hold no NaN and whose exponents are all <= 134, each
+// as e4m3_raw times its exact 2^(e - 7) (below); false, and nothing written, otherwise. The NaN
+// test runs over the piece's codes 4W bytes a vector (the byte trick of mx_block_has_nan in 32-bit
+// lanes), the powers of two are made before the loop: the per-block scalar tests and scale
+// made this decoder twice as slow (1.9 against 0.9 TSC cycles per 16 codes, AMD EPYC Zen 5).
+constexpr std::size_t mx_piece = 64;
+LUTKIT_OPS_FN inline bool decode_mx_piece(const uint8_t* codes, const uint8_t* scales, std::size_t nb, float* out) {
+  const std::size_t bytes = nb * mx_block;
+  U hit = Ops::set1u(0);
+  std::size_t i = 0;
+  for (; i + 4 * W <= bytes; i += 4 * W) {
+    U w;
+    __builtin_memcpy(&w, codes + i, sizeof w);
+    hit |= (w & 0x7F7F7F7Fu) + 0x01010101u;
+  }
+  bool nan = Ops::bits(Ops::eq(hit & 0x80808080u, Ops::set1u(0))) != Ops::bits(Ops::tail(W));
+  for (; i < bytes; i += mx_block) nan = nan || mx_block_has_nan(codes + i);
+  if (nan) return false;
+  alignas(64) uint32_t k[mx_piece];  // 2^(e - 7), normal floats
+  unsigned big = 0;
+  std::size_t b = 0;
+  for (; b + W <= nb; b += W) {
+    const U e = Ops::load_u8(scales + b);
+    big |= Ops::bits(Ops::less(Ops::set1u(134), e));
+    const U kb = (e + 120u) << 23;
+    __builtin_memcpy(k + b, &kb, sizeof kb);
+  }
+  for (; b < nb; ++b) {
+    big |= unsigned(scales[b] > 134);
+    k[b] = (uint32_t(scales[b]) + 120u) << 23;
+  }
+  if (big) return false;
+  for (b = 0; b < nb; ++b) {
+    float kb;
+    __builtin_memcpy(&kb, k + b, 4);
+    const F vk = Ops::set1(kb);
+    const uint8_t* c = codes + b * mx_block;
+    float* o = out + b * mx_block;
+#pragma GCC unroll 4
+    for (std::size_t j = 0; j < mx_block; j += W) Ops::store(o + j, e4m3_raw(c + j) * vk);
+  }
+  return true;
+}
+// pieces of whole blocks by decode_mx_piece; else (a NaN code or a large exponent in the piece),
+// and for the row's last blocks, a block of 32 at a time (the tail through a padded copy): a
+// block without NaN codes in e4m3_raw times one exact power of two, 2^(e - 7) = 2^120 2^(e - 127)
+// (for e <= 134, where it is a float; else the two factors one after the other, as its rounding
+// is then the product's); a block with one through e4m3_lanes
 LUTKIT_OPS_FN inline void decode_mxfp8(const uint8_t* codes, const uint8_t* scales, std::size_t n, float* out) {
   static_assert(mx_block % W == 0, "a vector lies in one MX block");
-  std::size_t i = 0;
+  std::size_t i = 0, piece_end = 0;
   for (; i + mx_block <= n; i += mx_block) {
+    if (i == piece_end) {  // the next piece: in one go where it can
+      const std::size_t nb = std::min(mx_piece, (n - i) / mx_block);
+      piece_end = i + nb * mx_block;
+      if (decode_mx_piece(codes + i, scales + i / mx_block, nb, out + i)) {
+        i = piece_end - mx_block;
+        continue;
+      }
+    }
     const uint8_t e = scales[i / mx_block];
     if (mx_block_has_nan(codes + i)) {
       const F sc = Ops::set1(e8m0_to_f32(e));
