@@ -857,3 +857,42 @@ TEST_CASE("sampling kernels: exp sums of logits far from 0 against the double su
     }
   }
 }
+
+TEST_CASE("sampling kernels: Gumbel-max over a row is the maximum of its tokens' own y, bit for bit (skipped vectors)",
+          "[sampling]") {
+  // gumbel_argmax skips the logs of a vector none of whose lanes can beat the best y so far; the
+  // result must be the one of computing every token: each token's y from a call on it alone
+  // (nothing to skip), the row's result from calls over chunks carrying the best along.
+  std::mt19937_64 rng(20261204);
+  for (const auto be : backends()) {
+    const auto& ks = detail::sampling_kernels_for(be);
+    INFO("backend " << ks.name);
+    for (int it = 0; it < lutkit_test::scaled_cases(40); ++it) {
+      const std::size_t n = 1 + rng() % 3000;
+      const float beta = it % 3 == 0 ? 1.f : it % 3 == 1 ? 0.25f : 8.f;
+      const float off = it % 4 == 3 ? 5e4f : 0.f;
+      std::normal_distribution<float> nd(0.f, it % 2 ? 3.f : 0.3f);
+      std::vector<float> x(n);
+      for (auto& v : x) v = it % 6 == 5 ? off : off + nd(rng);  // (constant rows: the noise alone decides)
+      if (it % 5 == 4) x[rng() % n] = -INFINITY;
+      const detail::rng_key key{uint32_t(rng()), uint32_t(rng())};
+      const uint32_t base = uint32_t(rng() % 1000);
+      float want = -INFINITY;
+      uint32_t wi = detail::no_index;
+      for (std::size_t i = 0; i < n; ++i) {
+        float y = -INFINITY;
+        uint32_t yi = detail::no_index;
+        ks.gumbel_argmax(x.data() + i, 1, base + uint32_t(i), key, beta, y, yi);
+        if (yi != detail::no_index && y > want) want = y, wi = yi;
+      }
+      float got = -INFINITY;
+      uint32_t gi = detail::no_index;
+      const std::size_t chunk = 1 + rng() % 1024;
+      for (std::size_t b = 0; b < n; b += chunk)
+        ks.gumbel_argmax(x.data() + b, std::min(chunk, n - b), base + uint32_t(b), key, beta, got, gi);
+      INFO("it " << it << " n " << n << " chunk " << chunk);
+      CHECK(gi == wi);
+      CHECK(std::memcmp(&got, &want, 4) == 0);
+    }
+  }
+}

@@ -461,7 +461,18 @@ LUTKIT_OPS_FN inline void gumbel_argmax(const float* x, std::size_t n, uint32_t 
   U vi = Ops::set1u(best_i);
   U idx = lane_index(base);
   const U klo = Ops::set1u(key.lo), khi = Ops::set1u(key.hi);
-  const F vb = Ops::set1(beta), gmax = Ops::set1(17.f);
+  const F vb = Ops::set1(beta), gmax = Ops::set1(17.f), one = Ops::set1(1.f);
+  const F vbs = Ops::set1(beta * 0x1p-20f), vC = Ops::set1(kLog2e * 0x1p23f), vk = Ops::set1(127.f * 0x1p23f),
+          lo = Ops::set1(0x1p23f);
+  // A lane can beat the best y so far, gb, only if g = -log(w), w = -log(u), reaches t = gb - beta v,
+  // that is w <= e^-t; as w >= 1 - u, only if 1 - u <= e^-t. A vector none of whose lanes passes
+  // that test (with e^-t bounded from above by exp_chord, t lowered by a slack d = 1e-3 + 2^-20
+  // (|gb| + |beta v|) that covers the float errors of g and y) cannot change the result, and its two
+  // logs are skipped: after a row's first vectors nearly every one (the Gumbel pass 3.7x,
+  // docs/sampling.md "Design decisions"). The vectors that pass compute y exactly as before, so
+  // the results are the same bits.
+  float gb = best_y;
+  F vgb = Ops::set1(gb), vd = Ops::set1(1e-3f + 0x1p-20f * __builtin_fabsf(gb));
   for (std::size_t i = 0; i < n; i += W) {
     const F v = i + W <= n ? Ops::load(x + i) : Ops::load_or(x + i, Ops::tail(n - i), ninf());
     if (Ops::bits(Ops::gt(Ops::fma(v, vb, gmax), vm)) == 0) {
@@ -470,6 +481,15 @@ LUTKIT_OPS_FN inline void gumbel_argmax(const float* x, std::size_t n, uint32_t 
     }
     const U h = hash32(hash32((idx * 0x9E3779B9u) ^ klo) + khi);
     const F u = (Ops::to_float(h >> 9) + Ops::set1(0.5f)) * Ops::set1(0x1p-23f);
+    if (gb > -__builtin_inff()) {
+      const F d = Ops::fma(F(U(v) & 0x7FFFFFFFu), vbs, vd);
+      const F z = Ops::min(Ops::fma(v, vb, d) - vgb, one);  // -(t - d), at most 1 (then e^-t > 1 - u)
+      const F bound = exp_chord(z, Ops::zero(), vC, vk, lo);  // >= e^z (NaN z: 2^-126)
+      if (Ops::bits(Ops::ge(bound, one - u)) == 0) {
+        idx += W;
+        continue;
+      }
+    }
     const F w = Ops::zero() - log_pos(u);  // -log(u) in (0, 16.7]
     const F g = Ops::zero() - log_pos(w);
     const F y = Ops::fma(v, vb, g);
@@ -477,6 +497,12 @@ LUTKIT_OPS_FN inline void gumbel_argmax(const float* x, std::size_t n, uint32_t 
     vm = Ops::max(y, vm);
     vi = Ops::select(gt, vi, idx);
     idx += W;
+    const float top = Ops::hmax(vm);
+    if (top > gb) {
+      gb = top;
+      vgb = Ops::set1(gb);
+      vd = Ops::set1(1e-3f + 0x1p-20f * __builtin_fabsf(gb));
+    }
   }
   float m;
   uint32_t bi;
