@@ -475,7 +475,7 @@ LUTKIT_OPS_FN inline void gumbel_argmax(const float* x, std::size_t n, uint32_t 
   F vgb = Ops::set1(gb), vd = Ops::set1(1e-3f + 0x1p-20f * __builtin_fabsf(gb));
   for (std::size_t i = 0; i < n; i += W) {
     const F v = i + W <= n ? Ops::load(x + i) : Ops::load_or(x + i, Ops::tail(n - i), ninf());
-    if (Ops::bits(Ops::gt(Ops::fma(v, vb, gmax), vm)) == 0) {
+    if (Ops::bits(Ops::gt(Ops::fma(v, vb, gmax), vgb)) == 0) {  // (g < 16.7: no lane can reach gb)
       idx += W;
       continue;
     }
