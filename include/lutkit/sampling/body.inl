@@ -468,7 +468,7 @@ LUTKIT_OPS_FN inline void gumbel_argmax(const float* x, std::size_t n, uint32_t 
   // that is w <= e^-t; as w >= 1 - u, only if 1 - u <= e^-t. A vector none of whose lanes passes
   // that test (with e^-t bounded from above by exp_chord, t lowered by a slack d = 1e-3 + 2^-20
   // (|gb| + |beta v|) that covers the float errors of g and y) cannot change the result, and its two
-  // logs are skipped: after a row's first vectors nearly every one (the Gumbel pass 3.7x,
+  // logs are skipped: after a row's first vectors nearly every one (the Gumbel pass 2.6x in L1,
   // docs/sampling.md "Design decisions"). The vectors that pass compute y exactly as before, so
   // the results are the same bits.
   float gb = best_y;
