@@ -499,13 +499,20 @@ TEST_CASE("ar: bad parameters are clear errors", "[sampling][ar]") {
                   lutkit::error);
 }
 
-TEST_CASE("ar: kth_largest against nth_element (ties, -inf, orders, outliers)", "[sampling][ar]") {
+TEST_CASE("ar: kth_largest against nth_element (ties, -inf, orders, outliers, zeros, subnormals), every set",
+          "[sampling][ar]") {
   std::mt19937_64 rng(20261202);
-  for (int it = 0; it < 3000; ++it) {
-    const std::size_t n = 1 + rng() % 700, k = 1 + rng() % std::min<std::size_t>(n, it % 3 ? 70 : n);
+  for (int it = 0; it < 6000; ++it) {
+    const auto& ks = detail::sampling_kernels_for(backends()[std::size_t(it) % backends().size()]);
+    const std::size_t n = 1 + rng() % (it % 9 == 0 ? 5000 : 700), k = 1 + rng() % std::min<std::size_t>(n, it % 3 ? 70 : n);
     std::vector<float> x(n);
     std::normal_distribution<float> nd(0.f, 3.f);
     for (auto& v : x) v = nd(rng);
+    if (it % 23 == 9)  // signed zeros among few values (the integer keys take -0 as +0)
+      for (auto& v : x) v = rng() % 3 == 0 ? 0.f : rng() % 2 ? -0.f : float(int(rng() % 5) - 2);
+    if (it % 29 == 10)  // subnormals and zeros: keys close together
+      for (auto& v : x) v = std::ldexp(float(int(rng() % 9) - 4), -140);
+    if (it % 31 == 11) x[rng() % n] = std::numeric_limits<float>::infinity();
     if (it % 5 == 1)
       for (auto& v : x) v = std::round(v);  // ties
     if (it % 7 == 2)
@@ -522,7 +529,8 @@ TEST_CASE("ar: kth_largest against nth_element (ties, -inf, orders, outliers)", 
     std::vector<float> y = x;
     std::nth_element(y.begin(), y.begin() + std::ptrdiff_t(k - 1), y.end(), std::greater<float>());
     INFO("it " << it << " n " << n << " k " << k);
-    CHECK(detail::kth_largest(x.data(), n, k) == y[k - 1]);
+    INFO("set " << ks.name);
+    CHECK(detail::kth_largest(x.data(), n, k, ks) == y[k - 1]);
   }
 }
 
@@ -725,11 +733,28 @@ TEST_CASE("sampling kernels: every SIMD set against the portable one, ragged len
           if (x[i] >= t[0] && x[i] > top) top = x[i];
         CHECK(ta == top);
         CHECK(tb == top);
+        uint32_t ca[detail::mass_thresholds], cb[detail::mass_thresholds];
+        for (int j = 0; j < detail::mass_thresholds; ++j) ca[j] = cb[j] = uint32_t(j);  // (count_ge adds)
+        ref.count_ge(x, n, t, ca, nullptr, nullptr);
+        ks.count_ge(x, n, t, cb, nullptr, nullptr);
+        float loa = INFINITY, hia = -INFINITY, lob = INFINITY, hib = -INFINITY, lo = INFINITY, hi = -INFINITY;
+        ref.count_ge(x, n, nullptr, nullptr, &loa, &hia);
+        ks.count_ge(x, n, nullptr, nullptr, &lob, &hib);
+        for (std::size_t i = 0; i < n; ++i) {
+          if (x[i] > -INFINITY && x[i] < lo) lo = x[i];
+          if (x[i] > hi) hi = x[i];
+        }
+        CHECK(loa == lo);
+        CHECK(lob == lo);
+        CHECK(hia == hi);
+        CHECK(hib == hi);
         for (int j = 0; j < detail::mass_thresholds; ++j) {
           std::size_t cnt = 0;
           for (std::size_t i = 0; i < n; ++i) cnt += x[i] >= t[j] ? 1 : 0;
           // (the portable mass is one running float sum: (count - 1) u of it on top)
           CHECK(std::fabs(ma[j] - mb[j]) <= (2e-6 + double(cnt) * u24) * ma[j]);
+          CHECK(ca[j] == cnt + std::size_t(j));
+          CHECK(cb[j] == cnt + std::size_t(j));
         }
         std::vector<uint32_t> ixa(n), ixb(n);
         std::vector<float> va(n), vb(n);

@@ -18,6 +18,7 @@
 
 #include "../core/error.hpp"
 #include "../core/memory.hpp"
+#include "../core/prefetch.hpp"
 #include "../core/target.hpp"
 #include "../core/thread_pool.hpp"
 #include "logits.hpp"
@@ -175,48 +176,72 @@ struct ar_row_ctx {
 };
 
 // the k-th largest (1 <= k <= n) of x[0..n) (no NaN). A row's block maxima (top-p's h: k = 32 of
-// ~600; top-k's threshold) go through a histogram of 256 bins over [min, max] first: the bin
-// map is monotone, so the k-th largest is the (k - above)-th of the one bin where the count from
-// the top reaches k, and only that bin's few values are selected. nth_element over them all
-// costs ~n mispredicted branches: 7.5 against 3.3 us for k = 32 of 594 (7-8 % of the top-k
-// chain's and top-p's time at B = 16: docs/sampling.md, "Design decisions").
-inline float kth_largest(const float* x, std::size_t n, std::size_t k) {
-  if (n >= 128) {
-    const float inf = std::numeric_limits<float>::infinity();
-    float lo = inf, hi = -inf;  // the finite minimum (-inf values go to bin 0), the maximum
-    for (std::size_t i = 0; i < n; ++i) {
-      const float v = x[i], f = v > -inf ? v : inf;
-      hi = v > hi ? v : hi;
-      lo = f < lo ? f : lo;
-    }
-    const float scale = hi > lo ? 255.f / (hi - lo) : 0.f;  // (0: all equal, or -inf and one value)
-    if (std::isfinite(scale) && scale > 0.f) {
-      std::vector<uint8_t> bins(n);
-      uint32_t count[256] = {};
-      for (std::size_t i = 0; i < n; ++i) {
-        const float t = (x[i] - lo) * scale;  // (-inf: -inf, bin 0)
-        bins[i] = uint8_t(t > 0.f ? (t < 255.f ? int(t) : 255) : 0);
+// ~600; top-k's threshold) are bracketed by the kernels' counts against 8 thresholds a pass
+// (count_ge), spread evenly over the values' order-preserving integer keys (-0 taken as +0, so
+// that x >= t holds exactly when key(x) >= key(t)), until few values are left in the bracket; only
+// those are collected and selected. The earlier scalar form (a histogram of 256 bins, then
+// nth_element in one bin) took 1.5-1.9 us for k = 32 of 594: its loops are serial (a float
+// minimum and maximum, the histogram's increments) in the driver's baseline code.
+inline int32_t kth_key(float v) {
+  v += 0.f;  // (-0 -> +0)
+  int32_t b;
+  std::memcpy(&b, &v, sizeof b);
+  return b ^ ((b >> 31) & 0x7FFFFFFF);
+}
+inline float kth_value(int32_t q) {
+  const int32_t b = q ^ ((q >> 31) & 0x7FFFFFFF);
+  float v;
+  std::memcpy(&v, &b, sizeof v);
+  return v;
+}
+inline float kth_largest(const float* x, std::size_t n, std::size_t k, const sampling_kernel_set& ks) {
+  constexpr int J = mass_thresholds;
+  const float inf = std::numeric_limits<float>::infinity();
+  if (n >= 128 && n < (std::size_t(1) << 24)) {
+    float lo = inf, hi = -inf;  // the smallest value above -inf, the largest
+    ks.count_ge(x, n, nullptr, nullptr, &lo, &hi);
+    if (!(lo < inf)) return -inf;  // (all -inf)
+    // keys: the answer's lies in [l, h]; a_l = the count of values >= l's, a_h = of those > h's,
+    // a_l >= k > a_h (a_l once the first pass has counted it)
+    int32_t l = kth_key(lo), h = kth_key(hi);
+    std::size_t a_l = 0, a_h = 0;
+    for (bool first = true; first || (a_l - a_h > 32 && int64_t(h) - int64_t(l) >= J); first = false) {
+      int32_t tk[J];
+      float t[J];
+      uint32_t c[J] = {};
+      for (int j = 0; j < J; ++j) {  // t[0] = l's value: the first pass counts a_l
+        tk[j] = int32_t(int64_t(l) + (int64_t(h) - int64_t(l)) * j / J);
+        t[j] = kth_value(tk[j]);
       }
-      for (std::size_t i = 0; i < n; ++i) ++count[bins[i]];
-      std::size_t above = 0;
-      int b = 255;
-      for (; above + count[b] < k; --b) above += count[b];
-      std::vector<float> y;
-      y.reserve(count[b]);
-      for (std::size_t i = 0; i < n; ++i)
-        if (bins[i] == b) y.push_back(x[i]);
-      const std::size_t r = k - above;  // 1 <= r <= count[b]
-      std::nth_element(y.begin(), y.begin() + std::ptrdiff_t(r - 1), y.end(), std::greater<float>());
-      return y[r - 1];
+      ks.count_ge(x, n, t, c, nullptr, nullptr);
+      if (c[0] < k) return -inf;  // (first pass only: fewer than k values above -inf)
+      int j = J - 1;
+      while (c[j] < k) --j;
+      l = tk[j], a_l = c[j];
+      if (j + 1 < J) h = tk[j + 1] - 1, a_h = c[j + 1];
     }
+    // the values with keys in [l, h] (the largest key is +inf's at most, so h + 1 is a number's or
+    // +inf's key); the answer is the (k - a_h)-th largest of them
+    std::vector<float> y(n);
+    std::size_t m;
+    if (h < kth_key(inf)) {
+      m = ks.collect_range(x, nullptr, n, kth_value(l), kth_value(h + 1), y.data(), nullptr);
+    } else {
+      std::vector<uint32_t> iy(n);
+      m = ks.collect_ge(x, n, 0, kth_value(l), iy.data(), y.data());
+    }
+    const std::size_t r = k - a_h;  // 1 <= r <= m
+    (void)m;
+    std::nth_element(y.begin(), y.begin() + std::ptrdiff_t(r - 1), y.begin() + std::ptrdiff_t(m), std::greater<float>());
+    return y[r - 1] + 0.f;
   }
   std::vector<float> y(x, x + n);
   std::nth_element(y.begin(), y.begin() + std::ptrdiff_t(k - 1), y.end(), std::greater<float>());
   return y[k - 1];
 }
 // the top of a row for top-p: h = the 32nd largest block maximum (-inf: 64 blocks or fewer)
-inline float ar_top_h(const float* bmax, std::size_t nb) {
-  return nb > 64 ? kth_largest(bmax, nb, 32) : -std::numeric_limits<float>::infinity();
+inline float ar_top_h(const float* bmax, std::size_t nb, const sampling_kernel_set& ks) {
+  return nb > 64 ? kth_largest(bmax, nb, 32, ks) : -std::numeric_limits<float>::infinity();
 }
 
 // the values >= t of row r (NaN never), from the blocks whose maximum reaches t
@@ -225,9 +250,23 @@ inline void ar_collect(const ar_row_ctx& c, float t, std::vector<ar_cand>& out) 
   const std::size_t V = c.lv->vocab;
   std::vector<uint32_t> idx(ar_block);
   std::vector<float> val(ar_block);
-  for (std::size_t b = 0; b < c.nblocks; ++b) {
-    if (!(c.bmax[b] >= t)) continue;
-    const std::size_t b0 = b * ar_block, n = std::min(ar_block, V - b0);
+  // the blocks' lines requested 4 blocks ahead: the row is no longer in this core's L1 (nor half of
+  // it in this core's caches at all when the pass was split over two cores), and one block at a
+  // time would wait out each block's latency in turn
+  std::vector<uint32_t> blocks;
+  for (std::size_t b = 0; b < c.nblocks; ++b)
+    if (c.bmax[b] >= t) blocks.push_back(uint32_t(b));
+  auto request = [&](std::size_t i) {
+    if (i >= blocks.size()) return;
+    const std::size_t b0 = std::size_t(blocks[i]) * ar_block;
+    const auto pf = chunk_bytes(*c.lv, c.r, b0, std::min(ar_block, V - b0));
+    prefetch_span(pf.first, pf.second);
+  };
+  constexpr std::size_t ahead = 4;
+  for (std::size_t i = 0; i < ahead; ++i) request(i);
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    request(i + ahead);
+    const std::size_t b0 = std::size_t(blocks[i]) * ar_block, n = std::min(ar_block, V - b0);
     const float* x = read_chunk(*c.lv, *c.ks, c.r, b0, n, c.scratch, c.pl);
     const std::size_t k = c.ks->collect_ge(x, n, uint32_t(b0), t, idx.data(), val.data());
     for (std::size_t j = 0; j < k; ++j) out.push_back({idx[j], val[j]});
@@ -316,7 +355,7 @@ inline void ar_top_p_all(const ar_row_ctx& c, double M, double beta, double targ
   float h = -inf;
   double Fh = 0.0;
   float lo = -inf;
-  h = ar_top_h(c.bmax, nb);
+  h = ar_top_h(c.bmax, nb, *c.ks);
   if (h > -inf) {
     std::vector<ar_cand> x;
     ar_collect(c, h, x);
@@ -680,7 +719,7 @@ inline void ar_sum_bounds(ar_sum& s, std::size_t V, double F, double a) {
 }
 inline ar_top ar_reject_top(const ar_row_ctx& c, double M, double bp) {
   ar_top o;
-  o.h = ar_top_h(c.bmax, c.nblocks);
+  o.h = ar_top_h(c.bmax, c.nblocks, *c.ks);
   if (!(o.h > -std::numeric_limits<float>::infinity())) return o;
   ar_collect(c, o.h, o.x);
   if (o.x.size() > ar_reject_top_max) return o;
@@ -847,7 +886,7 @@ inline uint32_t ar_row(const ar_row_ctx& c, const ar_params& p, const max_state&
           cp.active = false;
         }
         if (all) {
-          const float t = k <= c.nblocks ? kth_largest(c.bmax, c.nblocks, k) : -std::numeric_limits<float>::infinity();
+          const float t = k <= c.nblocks ? kth_largest(c.bmax, c.nblocks, k, *c.ks) : -std::numeric_limits<float>::infinity();
           ar_collect(c, t, w);
           all = false;
         }

@@ -544,6 +544,40 @@ LUTKIT_OPS_FN inline void mass_ge(const float* x, std::size_t n, float m, float 
   if (tv > *top) *top = tv;
 }
 
+LUTKIT_OPS_FN inline void count_ge(const float* x, std::size_t n, const float* t, uint32_t* count, float* lo,
+                                   float* hi) {
+  if (!t) {  // the range: the largest value, and the largest of -x over x above -inf
+    F top = ninf(), neg = ninf();
+    auto range = [&](F v) LUTKIT_OPS_FN {  // (v: -inf in lanes past the end)
+      top = Ops::max(v, top);  // (NaN in v: top kept)
+      neg = Ops::max(Ops::select(Ops::gt(v, ninf()), ninf(), Ops::zero() - v), neg);
+    };
+    std::size_t i = 0;
+    for (; i + W <= n; i += W) range(Ops::load(x + i));
+    if (i < n) range(Ops::load_or(x + i, Ops::tail(n - i), ninf()));
+    const float a = -Ops::hmax(neg), b = Ops::hmax(top);
+    if (a < *lo) *lo = a;
+    if (b > *hi) *hi = b;
+    return;
+  }
+  constexpr int J = mass_thresholds;
+  alignas(64) float tb[J][W];
+  F c[J];
+  for (int j = 0; j < J; ++j) {
+    Ops::store(tb[j], Ops::set1(t[j]));
+    c[j] = Ops::zero();
+  }
+  const F one = Ops::set1(1.f);
+  auto one_vector = [&](F v) LUTKIT_OPS_FN {  // (v: -inf in lanes past the end, below every t[j])
+#pragma GCC unroll 8
+    for (int j = 0; j < J; ++j) c[j] = Ops::add_if(Ops::ge(v, Ops::load(tb[j])), c[j], one);
+  };
+  std::size_t i = 0;
+  for (; i + W <= n; i += W) one_vector(Ops::load(x + i));
+  if (i < n) one_vector(Ops::load_or(x + i, Ops::tail(n - i), ninf()));
+  for (int j = 0; j < J; ++j) count[j] += uint32_t(Ops::hsum(c[j]));  // (each lane's count < 2^24: exact)
+}
+
 template <class O = Ops>  // (a template: the branch of an Ops without compress is discarded)
 LUTKIT_OPS_FN inline std::size_t collect_ge(const float* x, std::size_t n, uint32_t base, float t, uint32_t* idx,
                                             float* val) {
@@ -555,6 +589,7 @@ LUTKIT_OPS_FN inline std::size_t collect_ge(const float* x, std::size_t n, uint3
     const M k = full ? M{} : Ops::tail(n - i);
     const F v = full ? Ops::load(x + i) : Ops::loadz(x + i, k);
     const M ge = full ? Ops::ge(v, vt) : Ops::both(k, Ops::ge(v, vt));
+    if (!Ops::bits(ge)) continue;  // (most vectors: the compress and its two stores cost ~8x the test)
     if constexpr (requires { O::compress(ge, v, ix, val, idx); }) {
       // (a whole vector: a compress may store W lanes from c <= i, inside the caller's n)
       if (full) {
@@ -882,7 +917,7 @@ LUTKIT_OPS_FN inline float max_sum_exp_f16(const uint16_t* x, std::size_t n, uin
   return max_sum_src(src_f16{x}, n, base, top2, st, ref, beta, ent, pf, pf_bytes);
 }
 inline sampling_kernel_set kernel_set(const char* name) {
-  return {name,         max_argmax,  sum_exp,     max_sum_exp, gumbel_argmax, mass_ge,     collect_ge<>,
+  return {name,         max_argmax,  sum_exp,     max_sum_exp, gumbel_argmax, mass_ge,     count_ge,    collect_ge<>,
           collect_range<>, select_ge<>, sum_exp_ge, sum_exp_bound, max_sum_bound, decode_bf16, decode_f16,
           decode_mxfp8, max_sum_exp_bf16, max_sum_exp_f16};
 }

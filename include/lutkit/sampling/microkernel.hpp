@@ -96,6 +96,10 @@ struct sampling_kernel_set {
   // for the 8 ascending thresholds t[j]: mass[j] += the sum of exp(beta (x - m)) over x >= t[j];
   // *top = the largest x >= t[0] if it exceeds *top (NaN never counts)
   void (*mass_ge)(const float* x, std::size_t n, float m, float beta, const float* t, double* mass, float* top);
+  // for the 8 ascending thresholds t[j] (none -inf): count[j] += the number of x >= t[j] (NaN never
+  // counts; n < 2^24); t null: *lo <- the smallest value above -inf if smaller, *hi <- the largest
+  // if larger (NaN never)
+  void (*count_ge)(const float* x, std::size_t n, const float* t, uint32_t* count, float* lo, float* hi);
   // the values >= t (NaN never) with their indices base + i; returns their count (<= n)
   std::size_t (*collect_ge)(const float* x, std::size_t n, uint32_t base, float t, uint32_t* idx, float* val);
   // the pairs (v[i], ix[i]) with lo <= v[i] < hi, in order, into (ov, oi); returns their count.

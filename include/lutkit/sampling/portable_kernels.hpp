@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include "../core/bf16.hpp"
 #include "../core/half.hpp"
@@ -92,6 +93,21 @@ inline void mass_ge(const float* x, std::size_t n, float m, float beta, const fl
   for (int j = 0; j < mass_thresholds; ++j) mass[j] += double(ms[j]);
 }
 
+inline void count_ge(const float* x, std::size_t n, const float* t, uint32_t* count, float* lo, float* hi) {
+  if (!t) {
+    for (std::size_t i = 0; i < n; ++i) {
+      if (x[i] > -std::numeric_limits<float>::infinity() && x[i] < *lo) *lo = x[i];
+      if (x[i] > *hi) *hi = x[i];
+    }
+    return;
+  }
+  for (int j = 0; j < mass_thresholds; ++j) {
+    uint32_t c = 0;
+    for (std::size_t i = 0; i < n; ++i) c += uint32_t(x[i] >= t[j]);
+    count[j] += c;
+  }
+}
+
 inline std::size_t collect_ge(const float* x, std::size_t n, uint32_t base, float t, uint32_t* idx, float* val) {
   std::size_t c = 0;
   for (std::size_t i = 0; i < n; ++i)
@@ -176,6 +192,7 @@ inline const sampling_kernel_set& portable_sampling_kernels() {
                                       portable_sampling::max_sum_exp,
                                       portable_sampling::gumbel_argmax,
                                       portable_sampling::mass_ge,
+                                      portable_sampling::count_ge,
                                       portable_sampling::collect_ge,
                                       portable_sampling::collect_range,
                                       portable_sampling::select_ge,

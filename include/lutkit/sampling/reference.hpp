@@ -182,7 +182,7 @@ inline ar_result ar_row(const logits_view& lv, std::size_t r, const ar_params& p
         if (float(z[i]) > m) m = float(z[i]);
       bm.push_back(m);
     }
-    const float h = detail::ar_top_h(bm.data(), bm.size());
+    const float h = detail::ar_top_h(bm.data(), bm.size(), detail::portable_sampling_kernels());
     std::vector<uint32_t> X;
     if (h > -std::numeric_limits<float>::infinity())
       for (std::size_t i = 0; i < V; ++i)
