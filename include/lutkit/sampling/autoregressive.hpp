@@ -1008,9 +1008,10 @@ inline void ar_sample_impl(const logits_view& lv, const ar_params* params, int32
   const std::size_t nchunks = (V + chunk - 1) / chunk;
   const std::size_t nblocks = (V + ar_block - 1) / ar_block;
   const std::size_t threads = pool ? pool->size() : 1;
-  // (split: two tasks per thread, so that a thread the OS holds back leaves its share to the others)
+  // (split: one task per thread; a thread the OS holds back leaves its task to the caller's, which
+  // takes it once its own is done: docs/sampling.md, "Design decisions")
   const bool split = ar_split_rows(rows, threads, V * lv.element_bytes());
-  const std::size_t parts = split ? std::min(nchunks, 2 * ((threads + rows - 1) / rows)) : std::size_t(1);
+  const std::size_t parts = split ? std::min(nchunks, (threads + rows - 1) / rows) : std::size_t(1);
   std::vector<std::vector<token_patch>> patches(rows);
   std::vector<float> sum_beta(rows);
   for (std::size_t r = 0; r < rows; ++r) {
