@@ -106,26 +106,29 @@ void dq_gemm_chunk(const Src& src, const dq_activations& A, const dq_kernel_set&
   const std::size_t LS = g.ldsum();
   const std::size_t per_call = A.rows ? mk_rows_cols : g.cb;
   const std::size_t calls = (std::min(nbw, g.N - nb0) + per_call - 1) / per_call;
+  const bool int8 = A.act == act_type::int8 || A.act == act_type::int8_group;
+  // decode (1 or 2 columns): level 1 fused into the micro-kernel where the source has it
+  // (only the real columns: the padding up to NP holds zeros)
+  const std::size_t ncols = std::min(nbw, g.N - nb0);
+  constexpr bool can_fuse = requires { src.int8_fused(std::size_t(1)); };
+  const int8_fused_fn fused = [&]() -> int8_fused_fn {
+    if constexpr (can_fuse)
+      return int8 && ncols <= 2 ? src.int8_fused(ncols) : nullptr;
+    else
+      return nullptr;
+  }();
+  // the next chunk's prefetch plan (layout arithmetic: a few hundred cycles), not made for the
+  // fused kernels, which stream their bytes themselves (it was 4 % of a 2-thread Q4_0 decode)
   auto pf = [&] {
     if constexpr (prefetching_source<Src>)
-      return spread_prefetch<Src>(src, nc, calls);
+      return spread_prefetch<Src>(src, fused ? dq_geometry::chunk{dq_geometry::no_tile, 0, 0} : nc, calls);
     else
       return 0;
   }();
   auto prefetch_next = [&] {
     if constexpr (prefetching_source<Src>) pf.step();
   };
-  if (A.act == act_type::int8 || A.act == act_type::int8_group) {
-    // decode (1 or 2 columns): level 1 fused into the micro-kernel where the source has it
-    // (only the real columns: the padding up to NP holds zeros)
-    const std::size_t ncols = std::min(nbw, g.N - nb0);
-    constexpr bool can_fuse = requires { src.int8_fused(std::size_t(1)); };
-    const int8_fused_fn fused = [&]() -> int8_fused_fn {
-      if constexpr (can_fuse)
-        return ncols <= 2 ? src.int8_fused(ncols) : nullptr;
-      else
-        return nullptr;
-    }();
+  if (int8) {
     if constexpr (requires { src.super_levels(t, k0, k1, s); }) {
       if (A.super_k && !fused && !A.rows) {
         if (const uint8_t* Wf = src.super_levels(t, k0, k1, s)) {
@@ -187,7 +190,6 @@ void dq_gemm_chunk(const Src& src, const dq_activations& A, const dq_kernel_set&
     const uint32_t* Ws = bf ? src.template value_steps<uint16_t>(t, k0, k1, s)
                             : src.template value_steps<float>(t, k0, k1, s);
     const std::size_t steps = bf ? (k1 - k0) / 2 : k1 - k0;
-    const std::size_t ncols = std::min(nbw, g.N - nb0);
     if (A.rows) {  // (bf16 only: uses_rows) the kernel over row-major activations
       for (std::size_t n0 = 0; n0 < ncols; n0 += mk_rows_cols) {
         prefetch_next();
