@@ -369,8 +369,10 @@ LUTKIT_OPS_FN inline void max_argmax(const float* x, std::size_t n, uint32_t bas
 
 // Raw: the unclamped exp (exp2_any; no entropy sum), NaN for a chunk with a NaN logit
 template <bool Ent, bool Raw = false>
-LUTKIT_OPS_FN inline float sum_exp_body(const float* x, std::size_t n, float m, float beta, float* ent, prefetcher& p) {
+LUTKIT_OPS_FN inline float sum_exp_body(const float* x, std::size_t n, float m, float beta, float* ent,
+                                        prefetcher& p_state) {
   static_assert(!(Raw && Ent), "the entropy sum needs the clamp");
+  prefetcher p = p_state;  // (a local, as in max_sum_body)
   const log2_units lu(m, beta);
   F s0 = Ops::zero(), s1 = s0, t0 = s0, t1 = s0;
   std::size_t i = 0;
@@ -397,6 +399,7 @@ LUTKIT_OPS_FN inline float sum_exp_body(const float* x, std::size_t n, float m, 
     s0 = s0 + e;
     if constexpr (Ent) t0 = Ops::fma(e, y, t0);
   }
+  p_state = p;
   const float s = lu.fix(Ops::hsum(s0 + s1));
   if constexpr (Ent) *ent += kLn2 * lu.fix_ent(Ops::hsum(t0 + t1), s);
   return s;
@@ -835,8 +838,10 @@ LUTKIT_OPS_FN inline void decode_mxfp8(const uint8_t* codes, const uint8_t* scal
 // (Raw: as sum_exp_body's)
 template <bool Top2, bool Ent, bool Raw, class Src>
 LUTKIT_OPS_FN inline float max_sum_body(const Src& src, std::size_t n, uint32_t base, max_state& st, float ref,
-                                        float beta, float* ent, prefetcher& pf) {
+                                        float beta, float* ent, prefetcher& pf_state) {
   static_assert(!(Raw && Ent), "the entropy sum needs the clamp");
+  prefetcher pf = pf_state;  // (a local: in the caller's object its cursor went through memory
+                             // every iteration, docs/sampling.md "Design decisions")
   F vm = ninf(), v2 = ninf();
   U vi = Ops::set1u(no_index);
   U idx = lane_index(base);
@@ -869,6 +874,7 @@ LUTKIT_OPS_FN inline float max_sum_body(const Src& src, std::size_t n, uint32_t 
     one(v1, s1, t1);
   }
   for (; i < n; i += W) one(src.last(i, n - i), s0, t0);
+  pf_state = pf;
   max_state c;
   if constexpr (!Top2) {
     c.m1 = Ops::hmax(vm);
