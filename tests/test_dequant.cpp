@@ -412,6 +412,55 @@ TEST_CASE("the super-group fold's levels (fold_levels) of every kernel set equal
     }
 }
 
+TEST_CASE("the super-group fold's integer minimums (mins) of every kernel set: exact sums, one fma a super-group",
+          "[dequant_gemm][int8_kernel]") {
+  // minimum codes over the whole int8 range (sign-extended to int16) and group sums at the int16
+  // extremes a group of 255 int8 values reaches, every column count, 1-3 super-groups of 1-8
+  // pairs; each set against the arithmetic itself (int64 sums, then the fma) bit for bit
+  std::mt19937_64 rng(0x3135);
+  std::vector<const detail::dq_kernel_set*> sets{&detail::portable_dq_kernels()};
+#if defined(LUTKIT_HAVE_AVX512_DQ)
+  if (detail::avx512::cpu_supported_vnni()) sets.push_back(&detail::avx512::kernels_vnni());
+  if (detail::avx512::cpu_supported()) sets.push_back(&detail::avx512::kernels());
+#endif
+  std::normal_distribution<float> nd(0.f, 1.f);
+  std::size_t runs = 0;
+  for (const auto* ks : sets)
+    for (int nc = 1; nc <= detail::mk_int8_cols; ++nc) {
+      REQUIRE(ks->mins[nc - 1] != nullptr);
+      for (int it = 0; it < 12; ++it) {
+        const std::size_t pairs = 1 + rng() % 8, supers = 1 + rng() % 3, lds = std::size_t(nc) + rng() % 5;
+        std::vector<uint32_t> M(supers * pairs * 64), S(supers * pairs * lds);
+        std::vector<float> dmin(supers * 64), C(std::size_t(nc) * 64), want(C.size());
+        const auto i16 = [&](int lo, int hi) { return uint32_t(uint16_t(int16_t(lo + int(rng() % uint64_t(hi - lo + 1))))); };
+        for (auto& m : M) m = it == 0 ? (uint32_t(uint16_t(int16_t(-128))) | uint32_t(uint16_t(int16_t(127))) << 16)
+                                      : i16(-128, 127) | i16(-128, 127) << 16;
+        for (auto& x : S) x = it == 0 ? (uint32_t(uint16_t(int16_t(-32385))) | uint32_t(uint16_t(int16_t(32385))) << 16)
+                                      : i16(-32385, 32385) | i16(-32385, 32385) << 16;
+        for (auto& d : dmin) d = nd(rng) * 1e-3f;
+        for (auto& c : C) c = nd(rng);
+        want = C;
+        for (std::size_t sg = 0; sg < supers; ++sg)
+          for (int n = 0; n < nc; ++n)
+            for (int r = 0; r < 64; ++r) {
+              int64_t acc = 0;
+              for (std::size_t q = 0; q < pairs; ++q) {
+                const uint32_t m = M[(sg * pairs + q) * 64 + std::size_t(r)], x = S[(sg * pairs + q) * lds + std::size_t(n)];
+                acc += int64_t(int16_t(m & 0xFFFF)) * int16_t(x & 0xFFFF) + int64_t(int16_t(m >> 16)) * int16_t(x >> 16);
+              }
+              REQUIRE(std::llabs(acc) < (int64_t(1) << 31));
+              float& w = want[std::size_t(n) * 64 + std::size_t(r)];
+              w = std::fma(float(acc), dmin[sg * 64 + std::size_t(r)], w);
+            }
+        ks->mins[nc - 1](detail::mk_mins_args{M.data(), dmin.data(), S.data(), lds, pairs, supers, C.data()});
+        INFO(ks->name << " nc " << nc << " pairs " << pairs << " supers " << supers);
+        CHECK(std::memcmp(C.data(), want.data(), C.size() * sizeof(float)) == 0);
+        ++runs;
+      }
+    }
+  CHECK(runs >= 12 * detail::mk_int8_cols);
+}
+
 TEST_CASE("AVX2 and AVX-512 int8 micro-kernels equal the portable one bit for bit", "[dequant_gemm][int8_kernel]") {
   std::vector<std::pair<const char*, const detail::dq_kernel_set*>> sets;
   if (detail::avx2::cpu_supported()) sets.push_back({"avx2", &detail::avx2::kernels()});

@@ -120,6 +120,11 @@ struct dq_activations {
   std::size_t super_k = 0;
   int32_t super_offset = 0;
   dq_array<int32_t> super_zsum;
+  // with the fold, for a min-form format whose minimums take the kernel set's integer kernel
+  // (int8_super_int_mins): min_pairs, and sum_pairs[p * ldsum + n] = the int16 sums of flush
+  // groups 2p (low half) and 2p + 1 (high half) of column n (mk_mins_args::S)
+  bool min_pairs = false;
+  dq_array<uint32_t> sum_pairs;
   // int8 or bf16 with a kernel set whose kernels over row-major activations take this call
   // (dq_kernel_set::int8_rows / bf16_rows, uses_rows below): the values row-major instead of the
   // panel, column n's K_pad values from row_i8(n) / row_bf16(n), NP columns (those past N zero);
@@ -194,8 +199,12 @@ LUTKIT_ALWAYS_INLINE inline void prepare_rows(dq_activations& A, const float* x,
             for (std::size_t k = k0; k < std::min(g.K, k0 + len); ++k) sum += q[k];
           return sum;
         };
+        int32_t prev = 0;
         for (std::size_t f = 0; f < F; ++f) {
           const int32_t sum = group_sum(f * g.flush_k, g.flush_k);
+          if (A.min_pairs && f % 2 == 1)
+            A.sum_pairs[f / 2 * LS + n] = uint32_t(uint16_t(int16_t(prev))) | uint32_t(uint16_t(int16_t(sum))) << 16;
+          prev = sum;
           A.sumx[f * LS + n] = per_group ? float(sum) * sc[f] : float(sum);
           if (per_group) A.sa[f * LS + n] = sc[f];
           if (A.fold_zero) A.zsum[f * LS + n] = -A.zero * sum;
@@ -289,6 +298,7 @@ inline void prepare_activations(dq_activations& A, const float* x, std::size_t l
     if (A.act == act_type::int8_group) A.sa.reset(dq_slot::sa, F * LS);
     if (A.fold_zero) A.zsum.reset(dq_slot::zsum, F * LS);
     if (A.super_k) A.super_zsum.reset(dq_slot::super_zsum, SF * LS);
+    if (A.min_pairs) A.sum_pairs.reset(dq_slot::sum_pairs, F / 2 * LS);
     for (std::size_t f = 0; f < F && g.N < LS; ++f) {
       std::fill(A.sumx.data() + f * LS + g.N, A.sumx.data() + (f + 1) * LS, 0.f);
       if (!A.sa.empty()) std::fill(A.sa.data() + f * LS + g.N, A.sa.data() + (f + 1) * LS, 0.f);
@@ -296,6 +306,8 @@ inline void prepare_activations(dq_activations& A, const float* x, std::size_t l
     }
     for (std::size_t j = 0; j < SF && g.N < LS; ++j)
       std::fill(A.super_zsum.data() + j * LS + g.N, A.super_zsum.data() + (j + 1) * LS, 0);
+    for (std::size_t p = 0; A.min_pairs && p < F / 2 && g.N < LS; ++p)
+      std::fill(A.sum_pairs.data() + p * LS + g.N, A.sum_pairs.data() + (p + 1) * LS, 0u);
   }
   const std::size_t blocks = (g.N + 15) / 16;
   const std::size_t parts = pool ? std::min(pool->size(), blocks) : 1;

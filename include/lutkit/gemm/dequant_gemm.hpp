@@ -75,6 +75,15 @@ void dq_super_chunk(const uint8_t* Wf, const dq_activations& A, const dq_kernel_
     ks.int8[nc - 1](a);
   }
   if constexpr (Src::policy::spec.min_form) {
+    if (A.min_pairs) {  // (super_levels made s.mins and s.dmin instead of s.swz: the integer route)
+      const std::size_t G = std::size_t(Src::policy::spec.group_k);
+      for (std::size_t n0 = 0; n0 < ncols; n0 += mk_int8_cols) {
+        const std::size_t nc = std::min<std::size_t>(mk_int8_cols, ncols - n0);
+        ks.mins[nc - 1](mk_mins_args{s.mins.data(), s.dmin.data(), A.sum_pairs.data() + f0 / 2 * LS + nb0 + n0, LS,
+                                     SK / G / 2, (k1 - k0) / SK, C + n0 * 64});
+      }
+      return;
+    }
     for (std::size_t n0 = 0; n0 < ncols; n0 += mk_val_cols) {
       const std::size_t nc = std::min<std::size_t>(mk_val_cols, ncols - n0);
       ks.f32[nc - 1](mk_val_args{reinterpret_cast<const uint32_t*>(s.swz.data()),
@@ -347,6 +356,7 @@ void int8_folds_for(dq_activations& A, const dq_kernel_set& ks, bool fold) {
         A.geo.K_pad % std::size_t(P::spec.super_k) == 0) {
       A.super_k = std::size_t(P::spec.super_k);
       A.super_offset = int8_super_fold_offset<P>();
+      A.min_pairs = int8_super_int_mins<P>(ks) && A.geo.flush_k == std::size_t(P::spec.group_k);
     }
   }
 }

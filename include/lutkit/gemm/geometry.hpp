@@ -25,7 +25,7 @@ namespace detail {
 // panel and per-column arrays (dq_activations), a worker's row buffer (prepare_rows), the
 // weight source's scratch (dq_scratch)
 enum class dq_slot {
-  panel, row_scale, nan_mul, sumx, sa, zsum, super_zsum, row_buf,  // activations
+  panel, row_scale, nan_mul, sumx, sa, zsum, super_zsum, sum_pairs, row_buf,  // activations
   codes, values, steps, acc,                                        // weight source
   count
 };

@@ -91,6 +91,24 @@ struct mk_val_args {
   std::size_t steps;
   float* C;  // column-major accumulators of the call's first column
 };
+// The minimums of a min-form format's super-groups in integers (the super-group fold,
+// dq_super_chunk): for each of `supers` super-groups s of `pairs` pairs of groups and each of NC
+// columns j, C[j * 64 + r] += dmin[s * 64 + r] * float(sum over pairs p of the int16 dot of
+// M[(s * pairs + p) * 64 + r] and S[(s * pairs + p) * lds + j]): M holds row r's two minimum codes
+// (groups 2p and 2p + 1, low half first), S column j's two group sums of int8 activations, so the
+// sum is exact and rounded once per super-group, where the fp32 route (mk_val over the groups'
+// minimums) rounds once per group and does twice the multiply-adds.
+struct mk_mins_args {
+  const uint32_t* M;
+  const float* dmin;
+  const uint32_t* S;
+  std::size_t lds;  // 32-bit elements between the pairs of S
+  std::size_t pairs;
+  std::size_t supers;
+  float* C;
+};
+using mk_mins_fn = void (*)(const mk_mins_args&);
+
 // FusedDQP dot: for each of `rows` dequantized rows and each of N activation rows, 16-lane
 // partial sums of W[r][0:len] * x[n][0:len] added into part[(r * N + n) * 16 + lane].
 struct fdq_dot_args {
@@ -240,6 +258,9 @@ struct dq_kernel_set {
   // offset for row r (the caller has checked that every result is a byte); null: the portable loop
   void (*fold_levels)(const uint8_t* lv, std::size_t steps, const int8_t* cs, int zero, int offset,
                       uint8_t* out) = nullptr;
+  // the super-group fold's minimums in integers (mk_mins_args) by NC - 1, up to mk_int8_cols
+  // columns; null: the fp32 route (f32 over the groups' minimums)
+  mk_mins_fn mins[mk_int8_cols] = {};
 };
 
 // Level 1 of one policy's bit layout on a target: codes of the 64 rows of tile t for k in [k0, k1)

@@ -223,6 +223,23 @@ void tg_int8(const tg_int8_args& a) {
   }
 }
 
+// dq_kernel_set::mins: exact int32 sums per super-group, one fma each into C
+template <int NC>
+void mk_mins(const mk_mins_args& a) {
+  for (std::size_t s = 0; s < a.supers; ++s)
+    for (int n = 0; n < NC; ++n)
+      for (int r = 0; r < 64; ++r) {
+        int32_t acc = 0;
+        for (std::size_t p = 0; p < a.pairs; ++p) {
+          const uint32_t m = a.M[(s * a.pairs + p) * 64 + r], x = a.S[(s * a.pairs + p) * a.lds + std::size_t(n)];
+          acc += int32_t(int16_t(m & 0xFFFF)) * int32_t(int16_t(x & 0xFFFF)) +
+                 int32_t(int16_t(m >> 16)) * int32_t(int16_t(x >> 16));
+        }
+        float& c = a.C[n * 64 + r];
+        c = std::fma(float(acc), a.dmin[s * 64 + r], c);
+      }
+}
+
 // dq_kernel_set::fold_levels
 inline void fold_levels(const uint8_t* lv, std::size_t steps, const int8_t* cs, int zero, int offset, uint8_t* out) {
   for (std::size_t s = 0; s < steps; ++s)
@@ -252,6 +269,9 @@ inline const dq_kernel_set& portable_dq_kernels() {
                     &write_tile,
                     {&portable::tg_int8<1>, &portable::tg_int8<2>, &portable::tg_int8<3>, &portable::tg_int8<4>}};
     s.int8_super_fold = true;  // (mk_int8 takes any level byte)
+    s.mins[0] = &portable::mk_mins<1>;
+    s.mins[1] = &portable::mk_mins<2>;
+    s.mins[2] = &portable::mk_mins<3>;
     return s;
   }();
   return k;

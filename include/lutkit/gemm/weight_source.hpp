@@ -21,6 +21,38 @@
 
 namespace lutkit::detail {
 
+// Whether the 64 int8 values at p all lie in [lo, hi], 16 at a time in vectors of bytes (the
+// scale codes' range check of the super-group fold; a scalar loop over the rows was 3.7 % of a
+// Q2_K prefill's samples)
+template <int lo, int hi>
+inline bool int8_within(const int8_t* p) {
+  typedef uint8_t v16 __attribute__((vector_size(16)));
+  v16 out = {};
+  for (int i = 0; i < 64; i += 16) {
+    v16 v;
+    std::memcpy(&v, p + i, 16);
+    out |= (v16)((v16)(v - uint8_t(lo)) > uint8_t(hi - lo));  // (c - lo, unsigned, past hi - lo)
+  }
+  uint64_t a, b;
+  std::memcpy(&a, &out, 8);
+  std::memcpy(&b, reinterpret_cast<const char*>(&out) + 8, 8);
+  return (a | b) == 0;
+}
+
+// Whether the super-group fold (gemm/dequant.hpp, int8_super_fold_offset) adds policy P's
+// minimums through kernel set ks's integer kernel (mk_mins_args): a min-form format with an even
+// number of groups a super-group whose groups' sums of int8 activations fit int16
+template <class P>
+bool int8_super_int_mins(const dq_kernel_set& ks) {
+  constexpr auto& S = P::spec;
+  if constexpr (S.min_form && S.super_k > 0 && int8_super_fold_offset<P>() >= 0) {
+    constexpr std::size_t G = std::size_t(S.group_k), groups = std::size_t(S.super_k) / G;
+    return groups % 2 == 0 && G * 128 <= 32767 && ks.mins[0] != nullptr;
+  } else {
+    return false;
+  }
+}
+
 // Per-thread buffers.
 struct dq_scratch {
   reusable_bytes<dq_slot> codes;  // [64][ldc] level-1 output
@@ -28,6 +60,10 @@ struct dq_scratch {
   reusable_bytes<dq_slot> steps;  // bf16 / fp32: the values in the step-major layout of the micro-kernel
   reusable_bytes<dq_slot> acc;    // [NB][64] fp32 accumulators of the tile (column-major)
   std::vector<float> sw, swz;  // [flush group in chunk][64]
+  // the super-group fold's integer minimums (int8_super_int_mins): mins [group pair][64] (two
+  // int16 codes a row), dmin [super-group][64]
+  std::vector<uint32_t> mins;
+  std::vector<float> dmin;
   std::size_t ldc = 0, ldv = 0;
   // fused_only: every chunk of the call runs a fused int8 decode kernel (dq_int8_all_fused),
   // which reads the blob and writes the accumulators only: the level buffers and the group
@@ -100,17 +136,16 @@ struct lut_weight_source {
     constexpr int dlo = min_level<P>() - z, dhi = max_level<P>() - z;
     if (k0 % SK != 0 || (k1 - k0) % SK != 0) return nullptr;
     const std::size_t groups = (k1 - k0) / G, g0 = L->group_of_k(k0, S);
-    int lo = 127, hi = -128;
-    for (std::size_t g = 0; g < groups; ++g) {
-      const int8_t* cs = reinterpret_cast<const int8_t*>(data + L->scale_offset(t, g0 + g, S));
-      for (int r = 0; r < 64; ++r) {
-        lo = std::min(lo, int(cs[r]));
-        hi = std::max(hi, int(cs[r]));
-      }
+    // every scale code c must keep c * (level - zero) + off a byte for every level: c in [cmin, cmax]
+    constexpr auto fits = [](int c) { return c * dlo >= -off && c * dlo <= 255 - off && c * dhi >= -off && c * dhi <= 255 - off; };
+    constexpr int cmin = [&] { int c = -128; while (c <= 127 && !fits(c)) ++c; return c; }();
+    constexpr int cmax = [&] { int c = 127; while (c >= -128 && !fits(c)) --c; return c; }();
+    if constexpr (cmin > cmax) {
+      return nullptr;
+    } else {
+      for (std::size_t g = 0; g < groups; ++g)
+        if (!int8_within<cmin, cmax>(reinterpret_cast<const int8_t*>(data + L->scale_offset(t, g0 + g, S)))) return nullptr;
     }
-    const int pmin = std::min({lo * dlo, lo * dhi, hi * dlo, hi * dhi});
-    const int pmax = std::max({lo * dlo, lo * dhi, hi * dlo, hi * dhi});
-    if (pmin < -off || pmax > 255 - off) return nullptr;
     const uint8_t* lv = levels(t, k0, k1, s);
     uint8_t* out = s.steps.get();
     const auto fold = ks->fold_levels ? ks->fold_levels : &portable::fold_levels;
@@ -125,8 +160,25 @@ struct lut_weight_source {
       for (int r = 0; r < 64; ++r) s.sw[j * 64 + r] = detail::load_f32(sup + 4 * r);
     }
     if constexpr (S.min_form) {
-      alignas(64) float sc[64];
-      for (std::size_t g = 0; g < groups; ++g) scale_zero_rows(t, g0 + g, sc, &s.swz[g * 64]);
+      if (int8_super_int_mins<P>(*ks)) {
+        // the minimum codes as int16 pairs of groups, and each super-group's fp32 minimum scales
+        const std::size_t supers = (k1 - k0) / SK;
+        if (s.mins.size() < groups / 2 * 64) s.mins.resize(groups / 2 * 64);
+        if (s.dmin.size() < supers * 64) s.dmin.resize(supers * 64);
+        for (std::size_t p = 0; p < groups / 2; ++p) {
+          const int8_t* c0 = reinterpret_cast<const int8_t*>(data + L->zero_offset(t, g0 + 2 * p, S));
+          const int8_t* c1 = reinterpret_cast<const int8_t*>(data + L->zero_offset(t, g0 + 2 * p + 1, S));
+          uint32_t* m = s.mins.data() + p * 64;
+          for (int r = 0; r < 64; ++r) m[r] = uint32_t(uint16_t(int16_t(c0[r]))) | uint32_t(uint16_t(int16_t(c1[r]))) << 16;
+        }
+        for (std::size_t j = 0; j < supers; ++j) {
+          const uint8_t* supm = data + L->super_min_offset(t, g0 + j * (SK / G), S);
+          for (int r = 0; r < 64; ++r) s.dmin[j * 64 + r] = detail::load_f32(supm + 4 * r);
+        }
+      } else {
+        alignas(64) float sc[64];
+        for (std::size_t g = 0; g < groups; ++g) scale_zero_rows(t, g0 + g, sc, &s.swz[g * 64]);
+      }
     }
     return out;
   }

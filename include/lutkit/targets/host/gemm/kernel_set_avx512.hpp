@@ -82,6 +82,9 @@ inline const dq_kernel_set& kernels() {
     s.bf16_codes_steps = &level2_codes_steps_bf16;
     s.int8_super_fold = true;
     s.fold_levels = &fold_levels;
+    s.mins[0] = &mk_mins<1>;
+    s.mins[1] = &mk_mins<2>;
+    s.mins[2] = &mk_mins_3;
     return s;
   }();
   return k;
