@@ -356,7 +356,9 @@ void int8_folds_for(dq_activations& A, const dq_kernel_set& ks, bool fold) {
         A.geo.K_pad % std::size_t(P::spec.super_k) == 0) {
       A.super_k = std::size_t(P::spec.super_k);
       A.super_offset = int8_super_fold_offset<P>();
-      A.min_pairs = int8_super_int_mins<P>(ks) && A.geo.flush_k == std::size_t(P::spec.group_k);
+      // (the same test as super_levels', which then makes the codes' pairs: one decision; the
+      // fold's flush groups are the scale groups, make_dq_geometry)
+      A.min_pairs = int8_super_int_mins<P>(ks);
     }
   }
 }

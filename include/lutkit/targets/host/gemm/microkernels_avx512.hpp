@@ -341,8 +341,7 @@ LUTKIT_AVX512_DQ void mk_mins(const mk_mins_args& a) {
   "vcvtdq2ps %%zmm" #acc ", %%zmm0\n\t" "vmovups " #coff "(%[C]), %%zmm1\n\t"                             \
   "vfmadd231ps " #doff "(%[d]), %%zmm0, %%zmm1\n\t" "vmovups %%zmm1, " #coff "(%[C])\n\t"
 LUTKIT_AVX512_DQ inline void mk_mins_3(const mk_mins_args& a) {
-  if (a.supers == 0) return;
-  if (a.pairs == 0) return;  // (nothing to add)
+  if (a.supers == 0 || a.pairs == 0) return;  // (nothing to add; the loops below run at least once)
   const uint32_t* M = a.M;
   const uint32_t* S = a.S;
   const float* d = a.dmin;
