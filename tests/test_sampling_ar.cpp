@@ -534,6 +534,59 @@ TEST_CASE("ar: kth_largest against nth_element (ties, -inf, orders, outliers, ze
   }
 }
 
+// The rejection draw places a proposal below h in or out of top-p's kept set by the mass of the
+// values better than it (ar_mass_better): its range holds the exact mass (double, token order
+// breaking ties) within 2^-18 of the row's sum, and is exact where no value ties the token's; every
+// format and kernel set, rows with ties, NaN / -inf and spikes, chunk and block boundaries.
+TEST_CASE("ar: the mass better than a token brackets the exact one, every set", "[sampling][ar]") {
+  std::mt19937_64 rng(20261204);
+  const logit_type types[] = {logit_type::f32, logit_type::bf16, logit_type::f16, logit_type::mxfp8};
+  std::size_t checked = 0, tied = 0;
+  for (int it = 0; it < 48; ++it) {
+    const std::size_t V = 1 + rng() % (it % 4 == 0 ? 70000 : 9000);
+    const auto d = random_logits(rng, types[it % 4], 1, V, true, it % 3 == 0 ? 4 : 0);
+    const auto lv = d.view();
+    const auto z = reference::logits_row(lv, 0);
+    double M = -INFINITY;
+    for (double v : z)
+      if (v == v && v > M) M = v;
+    if (!std::isfinite(M)) continue;
+    const std::size_t nb = (V + detail::ar_block - 1) / detail::ar_block;
+    std::vector<float> bmax(nb, -INFINITY);
+    for (std::size_t i = 0; i < V; ++i)
+      if (float(z[i]) > bmax[i / detail::ar_block]) bmax[i / detail::ar_block] = float(z[i]);
+    const double beta = 0.5 + double(rng() % 8) / 4;
+    double S = 0.0;
+    for (double v : z) S += v == v ? std::exp(beta * (v - M)) : 0.0;
+    for (const auto be : backends()) {
+      const auto& ks = detail::sampling_kernels_for(be);
+      const std::size_t chunk = sampling_chunk(target::host::desc);
+      std::vector<float> scratch(chunk);
+      const detail::ar_row_ctx c{&lv, &ks, 0, chunk, {}, bmax.data(), nb, scratch.data(), false};
+      for (int k = 0; k < 6; ++k) {
+        const uint32_t t = uint32_t(rng() % V);
+        if (!(z[t] > -INFINITY)) continue;  // (a NaN or -inf token is never proposed)
+        double G = 0.0;
+        std::size_t ties = 0;
+        for (std::size_t i = 0; i < V; ++i) {
+          if (z[i] == z[t]) ++ties;
+          if (z[i] > z[t] || (z[i] == z[t] && i < t)) G += std::exp(beta * (z[i] - M));
+        }
+        const auto g = detail::ar_mass_better(c, M, beta, float(z[t]));
+        INFO("set " << ks.name << " type " << logit_type_name(d.type) << " V " << V << " token " << t << " ties " << ties);
+        const double tol = 0x1p-18 * S;
+        CHECK(g.first <= G + tol);
+        CHECK(G <= g.second + tol);
+        if (ties == 1) CHECK(std::fabs(g.second - g.first) <= tol);
+        ++checked;
+        tied += ties > 1;
+      }
+    }
+  }
+  CHECK(checked > 600);
+  CHECK(tied > 20);  // ties (the grid rows, bf16's and MXFP8's coarse values) are covered
+}
+
 // the double sum of the chords exp_bound_term(x[i], m, C), each checked against exp(beta (x - m))
 // in double: within [1, 1.0616] of it (2^-12 more for the roundings), or 2^-126 where it is below
 // 2^-126; lo / hi: the extreme ratios seen

@@ -155,7 +155,11 @@ struct ar_cand {
   uint32_t i;
   float z;
 };
-inline bool ar_better(const ar_cand& a, const ar_cand& b) { return a.z > b.z || (a.z == b.z && a.i < b.i); }
+// (an object, not a function: std::sort and std::nth_element inline its calls)
+struct ar_better_t {
+  bool operator()(const ar_cand& a, const ar_cand& b) const { return a.z > b.z || (a.z == b.z && a.i < b.i); }
+};
+inline constexpr ar_better_t ar_better{};
 
 // what the driver did with one row (for the tests: the final candidate set)
 struct ar_trace {
@@ -253,26 +257,29 @@ inline float ar_top_h(const float* bmax, std::size_t nb, const sampling_kernel_s
 inline void ar_collect(const ar_row_ctx& c, float t, std::vector<ar_cand>& out) {
   out.clear();
   const std::size_t V = c.lv->vocab, nb = c.nblocks;
+  // the blocks whose maximum reaches t, by the kernels' compress over the block maxima
+  std::vector<uint32_t> blocks(nb + 16);
+  std::vector<float> bv(nb + 16);
+  const std::size_t nsel = c.ks->collect_ge(c.bmax, nb, 0, t, blocks.data(), bv.data());
   uint32_t idx[ar_block];
   float val[ar_block];
-  auto next = [&](std::size_t b) {  // the first block from b whose maximum reaches t
-    while (b < nb && !(c.bmax[b] >= t)) ++b;
-    return b;
-  };
-  std::size_t ahead = c.split ? next(0) : nb;
+  std::size_t ahead = c.split ? 0 : nsel;
   auto request = [&] {
-    if (ahead >= nb) return;
-    const auto pf = chunk_bytes(*c.lv, c.r, ahead * ar_block, std::min(ar_block, V - ahead * ar_block));
+    if (ahead >= nsel) return;
+    const std::size_t b0 = std::size_t(blocks[ahead]) * ar_block;
+    const auto pf = chunk_bytes(*c.lv, c.r, b0, std::min(ar_block, V - b0));
     prefetch_span(pf.first, pf.second);
-    ahead = next(ahead + 1);
+    ++ahead;
   };
   for (int i = 0; i < 4; ++i) request();
-  for (std::size_t b = next(0); b < nb; b = next(b + 1)) {
+  for (std::size_t j = 0; j < nsel; ++j) {
     request();
-    const std::size_t b0 = b * ar_block, n = std::min(ar_block, V - b0);
+    const std::size_t b0 = std::size_t(blocks[j]) * ar_block, n = std::min(ar_block, V - b0);
     const float* x = read_chunk(*c.lv, *c.ks, c.r, b0, n, c.scratch, c.pl);
     const std::size_t k = c.ks->collect_ge(x, n, uint32_t(b0), t, idx, val);
-    for (std::size_t j = 0; j < k; ++j) out.push_back({idx[j], val[j]});
+    const std::size_t o = out.size();
+    out.resize(o + k);
+    for (std::size_t i = 0; i < k; ++i) out[o + i] = {idx[i], val[i]};
   }
 }
 
@@ -616,9 +623,10 @@ inline uint32_t ar_draw_compact(const ar_compact& cp, double M, double beta, dou
 // without a small top, or a chain not allowing it, draws so with row_uniform(seed, row). Most
 // attempts need neither the whole row's exact sum nor the kept set's threshold: S's float error
 // (~2^-19 of S) matters only when U(4k) S falls within 2^-14 S of F_h (then the exact sum
-// decides), a proposal from X is placed in or out of the kept set by its exact mass above it, and
-// only a proposal below h, or one within 2^-14 S of the cut, makes the kept set exact
-// (ar_top_p_all). docs/sampling.md, "Top-p's rejection draw".
+// decides), a proposal from X is placed in or out of the kept set by its exact mass above it, a
+// proposal below h is out when F_h alone reaches p S (the cut lies in X), and only a proposal
+// below h of a row whose cut lies below h, or one within 2^-14 S of the cut, makes the kept set
+// exact (ar_top_p_all). docs/sampling.md, "Top-p's rejection draw".
 constexpr int ar_reject_attempts = 8;
 constexpr std::size_t ar_reject_top_max = 4096;
 constexpr int ar_reject_tries = 4096;
@@ -707,6 +715,7 @@ struct ar_top {
   bool ok = false;
   float h = -std::numeric_limits<float>::infinity();
   std::vector<ar_cand> x;  // the values >= h, token order
+  std::vector<double> q;   // exp(b_p (z - M)) of each
   double Fh = 0.0;
 };
 // ar_sum's bounds from its chords' sum `approx` over the row, a of them (in double, scaled as S's
@@ -726,7 +735,8 @@ inline ar_top ar_reject_top(const ar_row_ctx& c, double M, double bp) {
   if (!(o.h > -std::numeric_limits<float>::infinity())) return o;
   ar_collect(c, o.h, o.x);
   if (o.x.size() > ar_reject_top_max) return o;
-  for (const auto& e : o.x) o.Fh += std::exp(bp * (double(e.z) - M));
+  o.q.resize(o.x.size());
+  for (std::size_t i = 0; i < o.x.size(); ++i) o.Fh += o.q[i] = o.x[i].z == o.x[i].z ? std::exp(bp * (double(o.x[i].z) - M)) : 0.0;
   o.ok = true;
   return o;
 }
@@ -774,10 +784,10 @@ inline uint32_t ar_propose(const ar_row_ctx& c, const ar_top& tp, double M, doub
     const double target = row_uniform_n(seed, row, 4 * k + 1) * tp.Fh;
     double cum = 0.0;
     uint32_t last = no_index;
-    for (const auto& e : tp.x) {
-      const double qi = q(e.z);
+    for (std::size_t i = 0; i < tp.x.size(); ++i) {
+      const double qi = tp.q[i];
       if (!(qi > 0.0)) continue;
-      last = e.i;
+      last = tp.x[i].i;
       cum += qi;
       if (cum >= target) break;
     }
@@ -823,6 +833,34 @@ inline uint32_t ar_reject(const ar_row_ctx& c, const ar_params& p, const ar_reje
   return no_index;
 }
 
+// The mass of the values better than token t, of value z (q(z) = exp(beta (z - M))), for the
+// membership of t in top-p's kept set (kept iff it is below p S): one pass over the blocks that
+// reach z, mass_ge at z and just above it, in float over at most 1024 values a call (each call's
+// sum within 2^-18 of it), summed in double. Ties of z before t in token order are better than t,
+// those after it are not: the mass lies in [first, second] = [G(> z), G(>= z) - q(z)].
+inline std::pair<double, double> ar_mass_better(const ar_row_ctx& c, double M, double beta, float z) {
+  constexpr int J = mass_thresholds;
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::size_t V = c.lv->vocab, nb = c.nblocks, per_call = 1024 / ar_block;
+  float t[J];
+  t[0] = z, t[1] = std::nextafter(z, inf);
+  for (int j = 2; j < J; ++j) t[j] = inf;
+  double mass[J] = {};
+  float top = -inf;
+  for (std::size_t b = 0; b < nb;) {
+    if (!(c.bmax[b] >= z)) {
+      ++b;
+      continue;
+    }
+    std::size_t e = b + 1;  // a run of blocks that reach z, at most per_call
+    while (e < nb && e - b < per_call && c.bmax[e] >= z) ++e;
+    const std::size_t b0 = b * ar_block, n = std::min(e * ar_block, V) - b0;
+    c.ks->mass_ge(read_chunk(*c.lv, *c.ks, c.r, b0, n, c.scratch, c.pl), n, float(M), float(beta), t, mass, &top);
+    b = e;
+  }
+  return {mass[1], mass[0] - std::exp(beta * (double(z) - M))};
+}
+
 // The rejection draw without a trace: membership from the top's exact mass, else the kept set
 // made exact once (ar_top_p_all)
 inline uint32_t ar_reject_fast(const ar_row_ctx& c, const ar_params& p, const ar_reject_plan& rj, const ar_top& tp,
@@ -831,16 +869,36 @@ inline uint32_t ar_reject_fast(const ar_row_ctx& c, const ar_params& p, const ar
   bool exact = false;
   std::vector<ar_cand> w;
   ar_compact cp;
+  int passes = 0;  // membership passes of proposals below h (ar_member_by_mass) so far
   return ar_reject(c, p, rj, tp, M, S, row, [&](uint32_t t, float z) {
     if (!exact && z >= tp.h) {  // every value better than t is in X
       double G = 0.0;
-      for (const auto& e : tp.x)
-        if (e.z > z || (e.z == z && e.i < t)) G += std::exp(rj.bp * (double(e.z) - M));
+      for (std::size_t i = 0; i < tp.x.size(); ++i)
+        if (tp.x[i].z > z || (tp.x[i].z == z && tp.x[i].i < t)) G += tp.q[i];
       if (!S.exact && G < pp * S.lo) return true;
       if (!S.exact && G >= pp * S.hi) return false;
       const double target = pp * S.get(c), tol = 0x1p-14 * S.S;
       if (G < target - tol) return true;
       if (G >= target + tol) return false;
+    } else if (!exact) {
+      // below h: all of X is better than t, G >= F_h; where F_h reaches p S the cut lies in X.
+      // Else G by a pass over the row (about a tenth of the exact kept set's cost; from a row's
+      // third such proposal on, the kept set serves them all). Its float sums' error is far
+      // under the margin 2^-14 S.
+      if (!S.exact && tp.Fh >= pp * S.hi) return false;
+      if (S.exact && tp.Fh >= pp * S.S + 0x1p-14 * S.S) return false;
+      if (passes++ < 2) {
+        const auto G = ar_mass_better(c, M, rj.bp, z);
+        const double tol = 0x1p-14 * (S.exact ? S.S : S.hi);
+        if (!S.exact && G.second < pp * S.lo - tol) return true;
+        if (!S.exact && G.first >= pp * S.hi + tol) return false;
+        const double target = pp * S.get(c);
+        if (G.second < target - tol) return true;
+        if (G.first >= target + tol) return false;
+      } else {
+        const double target = pp * S.get(c);
+        if (tp.Fh >= target + 0x1p-14 * S.S) return false;
+      }
     }
     if (!exact) {
       ar_top_p_all(c, M, rj.bp, pp * S.get(c), S.S, w, cp);
