@@ -1151,9 +1151,14 @@ inline void ar_sample_impl(const logits_view& lv, const ar_params* params, int32
       pass(r);
       finish(r);
     };
-    if (pool && rows > 1)
-      pool->run(rows, both);
-    else
+    // (each thread a contiguous range of rows: its stream runs on from one row into the next, which
+    // its pass prefetched; rows dealt one at a time left every row's start cold)
+    if (pool && rows > 1) {
+      const std::size_t tasks = std::min(rows, threads);
+      pool->run(tasks, [&](std::size_t q) {
+        for (std::size_t r = rows * q / tasks; r < rows * (q + 1) / tasks; ++r) both(r);
+      });
+    } else
       for (std::size_t r = 0; r < rows; ++r) both(r);
     return;
   }
