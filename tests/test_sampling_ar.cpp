@@ -534,6 +534,33 @@ TEST_CASE("ar: kth_largest against nth_element (ties, -inf, orders, outliers, ze
   }
 }
 
+// The candidates' sort by rank (ar_sort_better) against std::sort by ar_better: ties of values
+// (token order breaks them), signed zeros, subnormals, +-inf, up to and beyond its 128 limit.
+TEST_CASE("ar: ar_sort_better orders as std::sort by ar_better", "[sampling][ar]") {
+  std::mt19937_64 rng(41);
+  for (int it = 0; it < 3000; ++it) {
+    const std::size_t n = rng() % (it % 10 == 0 ? 300 : 130);
+    std::vector<detail::ar_cand> w(n);
+    std::set<uint32_t> used;
+    for (auto& e : w) {
+      do e.i = uint32_t(rng() % (it % 2 ? 1000 : 4000000000u)); while (!used.insert(e.i).second);
+      const int kind = int(rng() % 8);
+      e.z = kind == 0 ? 0.f : kind == 1 ? -0.f : kind == 2 ? std::ldexp(float(rng() % 7) - 3.f, -140)
+          : kind == 3 ? (rng() % 2 ? INFINITY : -INFINITY) : kind == 4 ? float(int(rng() % 5) - 2)
+          : std::normal_distribution<float>(0.f, 4.f)(rng);
+    }
+    auto ref = w;
+    std::sort(ref.begin(), ref.end(), detail::ar_better);
+    detail::ar_sort_better(w);
+    INFO("it " << it << " n " << n);
+    REQUIRE(w.size() == ref.size());
+    for (std::size_t j = 0; j < n; ++j) {
+      REQUIRE(w[j].i == ref[j].i);
+      REQUIRE(std::memcmp(&w[j].z, &ref[j].z, 4) == 0);
+    }
+  }
+}
+
 // The rejection draw places a proposal below h in or out of top-p's kept set by the mass of the
 // values better than it (ar_mass_better): its range holds the exact mass (double, token order
 // breaking ties) within 2^-18 of the row's sum, and is exact where no value ties the token's; every

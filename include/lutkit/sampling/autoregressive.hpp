@@ -244,6 +244,28 @@ inline float kth_largest(const float* x, std::size_t n, std::size_t k, const sam
   std::nth_element(y.begin(), y.begin() + std::ptrdiff_t(k - 1), y.end(), std::greater<float>());
   return y[k - 1];
 }
+// w sorted by ar_better (best first). Up to 128 candidates (a top-k's, a top-p's top) by rank: each
+// one's rank is the count of better keys (the value's order-preserving key, then the inverted
+// token: all distinct), a loop without branches the compiler vectorizes; std::sort's compares
+// mispredicted on such sets (about 1.3 us a row for 40 candidates, Zen 5). No NaN in w.
+inline void ar_sort_better(std::vector<ar_cand>& w) {
+  constexpr std::size_t small = 128;
+  const std::size_t n = w.size();
+  if (n > small) {
+    std::sort(w.begin(), w.end(), ar_better);
+    return;
+  }
+  uint64_t key[small];
+  ar_cand out[small];
+  for (std::size_t i = 0; i < n; ++i)
+    key[i] = uint64_t(uint32_t(kth_key(w[i].z)) ^ 0x80000000u) << 32 | uint32_t(~w[i].i);
+  for (std::size_t i = 0; i < n; ++i) {
+    std::size_t r = 0;
+    for (std::size_t j = 0; j < n; ++j) r += key[j] > key[i];
+    out[r] = w[i];
+  }
+  std::copy(out, out + n, w.begin());
+}
 // the top of a row for top-p: h = the 32nd largest block maximum (-inf: 64 blocks or fewer)
 inline float ar_top_h(const float* bmax, std::size_t nb, const sampling_kernel_set& ks) {
   return nb > 64 ? kth_largest(bmax, nb, 32, ks) : -std::numeric_limits<float>::infinity();
@@ -371,7 +393,7 @@ inline void ar_top_p_all(const ar_row_ctx& c, double M, double beta, double targ
     ar_collect(c, h, x);
     for (const auto& e : x) Fh += q(e.z);
     if (Fh >= target) {  // the cut lies among the values >= h
-      std::sort(x.begin(), x.end(), ar_better);
+      ar_sort_better(x);
       double cum = 0.0;
       std::size_t n = 0;
       while (n < x.size()) {
@@ -952,7 +974,10 @@ inline uint32_t ar_row(const ar_row_ctx& c, const ar_params& p, const max_state&
           all = false;
         }
         if (w.size() > k) {
-          std::nth_element(w.begin(), w.begin() + std::ptrdiff_t(k - 1), w.end(), ar_better);
+          if (w.size() <= 128)
+            ar_sort_better(w);
+          else
+            std::nth_element(w.begin(), w.begin() + std::ptrdiff_t(k - 1), w.end(), ar_better);
           w.resize(k);
         }
         break;
@@ -965,7 +990,7 @@ inline uint32_t ar_row(const ar_row_ctx& c, const ar_params& p, const max_state&
           break;
         }
         S = 0.0;
-        std::sort(w.begin(), w.end(), ar_better);
+        ar_sort_better(w);
         for (const auto& e : w) S += std::exp(beta * (double(e.z) - M));
         double cum = 0.0;
         std::size_t n = 0;
