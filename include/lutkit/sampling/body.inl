@@ -581,32 +581,46 @@ LUTKIT_OPS_FN inline void count_ge(const float* x, std::size_t n, const float* t
   for (int j = 0; j < J; ++j) count[j] += uint32_t(Ops::hsum(c[j]));  // (each lane's count < 2^24: exact)
 }
 
+// the lanes >= t of the vector at x + i (W values, or the n - i left) appended at idx / val + c
+template <class O>
+LUTKIT_OPS_FN inline std::size_t collect_ge_vector(const float* x, std::size_t i, std::size_t n, uint32_t base, F vt,
+                                                   uint32_t* idx, float* val, std::size_t c) {
+  const bool full = i + W <= n;
+  const M k = full ? M{} : Ops::tail(n - i);
+  const F v = full ? Ops::load(x + i) : Ops::loadz(x + i, k);
+  const M ge = full ? Ops::ge(v, vt) : Ops::both(k, Ops::ge(v, vt));
+  if constexpr (requires { O::compress(ge, v, U{}, val, idx); }) {
+    // (a whole vector: a compress may store W lanes from c <= i, inside the caller's n)
+    if (full) return O::compress(ge, v, lane_index(base + uint32_t(i)), val + c, idx + c);
+  }
+  // (the tail, or an Ops without compress) stored one by one
+  std::size_t o = 0;
+  for (unsigned b = Ops::bits(ge); b; b &= b - 1, ++o) {
+    const unsigned l = unsigned(__builtin_ctz(b));
+    idx[c + o] = base + uint32_t(i) + l;
+    val[c + o] = x[i + l];
+  }
+  return o;
+}
+
+// The values >= t, in order, with their indices. 16 vectors at a time: first their tests, into a
+// mask of the vectors holding one (no branch: a test per vector mispredicted on every block of a
+// top's collect, which holds one or two hits in 16 vectors, and the loads after it waited), then
+// those vectors alone (most vectors: the compress and its two stores cost ~8x the test).
 template <class O = Ops>  // (a template: the branch of an Ops without compress is discarded)
 LUTKIT_OPS_FN inline std::size_t collect_ge(const float* x, std::size_t n, uint32_t base, float t, uint32_t* idx,
                                             float* val) {
+  constexpr std::size_t G = 16;
   const F vt = Ops::set1(t);
-  U ix = lane_index(base);
-  std::size_t c = 0;
-  for (std::size_t i = 0; i < n; i += W, ix += W) {
-    const bool full = i + W <= n;
-    const M k = full ? M{} : Ops::tail(n - i);
-    const F v = full ? Ops::load(x + i) : Ops::loadz(x + i, k);
-    const M ge = full ? Ops::ge(v, vt) : Ops::both(k, Ops::ge(v, vt));
-    if (!Ops::bits(ge)) continue;  // (most vectors: the compress and its two stores cost ~8x the test)
-    if constexpr (requires { O::compress(ge, v, ix, val, idx); }) {
-      // (a whole vector: a compress may store W lanes from c <= i, inside the caller's n)
-      if (full) {
-        c += O::compress(ge, v, ix, val + c, idx + c);
-        continue;
-      }
-    }
-    // (the tail, or an Ops without compress) stored one by one
-    for (unsigned b = Ops::bits(ge); b; b &= b - 1) {
-      const unsigned l = unsigned(__builtin_ctz(b));
-      idx[c] = base + uint32_t(i) + l;
-      val[c++] = x[i + l];
-    }
+  std::size_t c = 0, i = 0;
+  for (; i + G * W <= n; i += G * W) {
+    unsigned hv = 0;
+#pragma GCC unroll 16
+    for (std::size_t g = 0; g < G; ++g) hv |= unsigned(Ops::bits(Ops::ge(Ops::load(x + i + g * W), vt)) != 0) << g;
+    for (; hv; hv &= hv - 1)
+      c += collect_ge_vector<O>(x, i + std::size_t(__builtin_ctz(hv)) * W, n, base, vt, idx, val, c);
   }
+  for (; i < n; i += W) c += collect_ge_vector<O>(x, i, n, base, vt, idx, val, c);
   return c;
 }
 
