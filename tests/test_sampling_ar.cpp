@@ -568,7 +568,7 @@ TEST_CASE("ar: ar_sort_better orders as std::sort by ar_better", "[sampling][ar]
 TEST_CASE("ar: the mass better than a token brackets the exact one, every set", "[sampling][ar]") {
   std::mt19937_64 rng(20261204);
   const logit_type types[] = {logit_type::f32, logit_type::bf16, logit_type::f16, logit_type::mxfp8};
-  std::size_t checked = 0, tied = 0;
+  std::size_t tried = 0, checked = 0, tied = 0;
   for (int it = 0; it < 48; ++it) {
     const std::size_t V = 1 + rng() % (it % 4 == 0 ? 70000 : 9000);
     const auto d = random_logits(rng, types[it % 4], 1, V, true, it % 3 == 0 ? 4 : 0);
@@ -592,6 +592,7 @@ TEST_CASE("ar: the mass better than a token brackets the exact one, every set", 
       const detail::ar_row_ctx c{&lv, &ks, 0, chunk, {}, bmax.data(), nb, scratch.data(), false};
       for (int k = 0; k < 6; ++k) {
         const uint32_t t = uint32_t(rng() % V);
+        ++tried;
         if (!(z[t] > -INFINITY)) continue;  // (a NaN or -inf token is never proposed)
         double G = 0.0;
         std::size_t ties = 0;
@@ -610,8 +611,9 @@ TEST_CASE("ar: the mass better than a token brackets the exact one, every set", 
       }
     }
   }
-  CHECK(checked > 600);
-  CHECK(tied > 20);  // ties (the grid rows, bf16's and MXFP8's coarse values) are covered
+  // (the number of kernel sets differs between targets: the counts relative to the tokens tried)
+  CHECK(checked * 4 > tried * 3);  // most tokens finite
+  CHECK(tied * 20 > tried);        // ties (the grid rows, bf16's and MXFP8's coarse values) are covered
 }
 
 // the double sum of the chords exp_bound_term(x[i], m, C), each checked against exp(beta (x - m))
