@@ -543,11 +543,15 @@ TEST_CASE("ar: ar_sort_better orders as std::sort by ar_better", "[sampling][ar]
     std::vector<detail::ar_cand> w(n);
     std::set<uint32_t> used;
     for (auto& e : w) {
-      do e.i = uint32_t(rng() % (it % 2 ? 1000 : 4000000000u)); while (!used.insert(e.i).second);
+      e.i = uint32_t(rng() % (it % 2 ? 1000 : 4000000000u));
+      while (!used.insert(e.i).second) e.i = uint32_t(rng() % (it % 2 ? 1000 : 4000000000u));  // distinct tokens
       const int kind = int(rng() % 8);
-      e.z = kind == 0 ? 0.f : kind == 1 ? -0.f : kind == 2 ? std::ldexp(float(rng() % 7) - 3.f, -140)
-          : kind == 3 ? (rng() % 2 ? INFINITY : -INFINITY) : kind == 4 ? float(int(rng() % 5) - 2)
-          : std::normal_distribution<float>(0.f, 4.f)(rng);
+      e.z = kind == 0   ? 0.f
+            : kind == 1 ? -0.f
+            : kind == 2 ? std::ldexp(float(rng() % 7) - 3.f, -140)
+            : kind == 3 ? (rng() % 2 ? INFINITY : -INFINITY)
+            : kind == 4 ? float(int(rng() % 5) - 2)
+                        : std::normal_distribution<float>(0.f, 4.f)(rng);
     }
     auto ref = w;
     std::sort(ref.begin(), ref.end(), detail::ar_better);
@@ -601,7 +605,8 @@ TEST_CASE("ar: the mass better than a token brackets the exact one, every set", 
           if (z[i] > z[t] || (z[i] == z[t] && i < t)) G += std::exp(beta * (z[i] - M));
         }
         const auto g = detail::ar_mass_better(c, M, beta, float(z[t]));
-        INFO("set " << ks.name << " type " << logit_type_name(d.type) << " V " << V << " token " << t << " ties " << ties);
+        INFO("set " << ks.name << " type " << logit_type_name(d.type) << " V " << V << " token " << t << " ties "
+                    << ties);
         const double tol = 0x1p-18 * S;
         CHECK(g.first <= G + tol);
         CHECK(G <= g.second + tol);

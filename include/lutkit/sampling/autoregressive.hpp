@@ -758,7 +758,7 @@ inline ar_top ar_reject_top(const ar_row_ctx& c, double M, double bp) {
   ar_collect(c, o.h, o.x);
   if (o.x.size() > ar_reject_top_max) return o;
   o.q.resize(o.x.size());
-  for (std::size_t i = 0; i < o.x.size(); ++i) o.Fh += o.q[i] = o.x[i].z == o.x[i].z ? std::exp(bp * (double(o.x[i].z) - M)) : 0.0;
+  for (std::size_t i = 0; i < o.x.size(); ++i) o.Fh += o.q[i] = std::exp(bp * (double(o.x[i].z) - M));  // (no NaN in X)
   o.ok = true;
   return o;
 }
@@ -891,7 +891,7 @@ inline uint32_t ar_reject_fast(const ar_row_ctx& c, const ar_params& p, const ar
   bool exact = false;
   std::vector<ar_cand> w;
   ar_compact cp;
-  int passes = 0;  // membership passes of proposals below h (ar_member_by_mass) so far
+  int passes = 0;  // membership passes of proposals below h (ar_mass_better) so far
   return ar_reject(c, p, rj, tp, M, S, row, [&](uint32_t t, float z) {
     if (!exact && z >= tp.h) {  // every value better than t is in X
       double G = 0.0;
