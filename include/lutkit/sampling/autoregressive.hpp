@@ -1171,7 +1171,7 @@ inline void ar_sample_impl(const logits_view& lv, const ar_params* params, int32
     tokens[r] = int32_t(ar_row(c, params[r], st, sum, r, traces ? traces + r : nullptr));
   };
   if (parts == 1 || pool == nullptr) {
-    // a row per task: its selection runs right after its pass, while the row is in this core's L2
+    // a row's selection runs right after its pass, while the row is in this core's L2
     auto both = [&](std::size_t r) {
       pass(r);
       finish(r);
