@@ -907,8 +907,7 @@ inline uint32_t ar_reject_fast(const ar_row_ctx& c, const ar_params& p, const ar
       // Else G by a pass over the row (about a tenth of the exact kept set's cost; from a row's
       // third such proposal on, the kept set serves them all). Its float sums' error is far
       // under the margin 2^-14 S.
-      if (!S.exact && tp.Fh >= pp * S.hi) return false;
-      if (S.exact && tp.Fh >= pp * S.S + 0x1p-14 * S.S) return false;
+      if (tp.Fh >= (S.exact ? pp * S.S + 0x1p-14 * S.S : pp * S.hi)) return false;
       if (passes++ < 2) {
         const auto G = ar_mass_better(c, M, rj.bp, z);
         const double tol = 0x1p-14 * (S.exact ? S.S : S.hi);
