@@ -63,6 +63,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "compiler.hpp"
 #include "concepts.hpp"
 #include "target.hpp"
 
@@ -119,7 +120,7 @@ struct tiling_spec {
   // whole codes: the step pair's planes x chunk bytes of codes
   constexpr int code_chunks_per_step_pair() const { return whole_codes() ? (mmul() && planes < 4 ? 4 : planes) : 0; }
   constexpr int sign_bytes_per_step_pair() const { return ternary && !plane_chunks() ? 16 : 0; }
-  constexpr int step_pair_bytes() const {
+  LUTKIT_ALWAYS_INLINE constexpr int step_pair_bytes() const {
     return (paired_chunks_per_step_pair() + lone_chunks_per_step_pair() + code_chunks_per_step_pair()) *
                chunk_bytes +
            sign_bytes_per_step_pair();
@@ -128,7 +129,7 @@ struct tiling_spec {
   // plane-order ternary: the signs of 4 step pairs share one chunk (bit 2 (spi mod 4) + step of a
   // row's byte), placed after the block's index chunks
   constexpr int sign_chunks_per_block() const { return ternary && plane_chunks() ? step_pairs_per_block() / 4 : 0; }
-  constexpr int block_bytes() const {
+  LUTKIT_ALWAYS_INLINE constexpr int block_bytes() const {
     return step_pairs_per_block() * step_pair_bytes() + sign_chunks_per_block() * chunk_bytes;
   }
   // inside a panel (from its first byte; layout_geometry): block j of the band, and the
@@ -138,15 +139,15 @@ struct tiling_spec {
     const std::size_t bb = std::size_t(block_bytes()), sb = std::size_t(scale_bytes());
     return j * bb + (group_k > 0 ? (j / std::size_t(group_k / block_k) + 1) * sb : (lead ? sb : 0));
   }
-  constexpr std::size_t params_in_panel(std::size_t gj) const {
+  LUTKIT_ALWAYS_INLINE constexpr std::size_t params_in_panel(std::size_t gj) const {
     return gj * (std::size_t(group_k / block_k) * std::size_t(block_bytes()) + std::size_t(scale_bytes()));
   }
   // whole-K scales (per channel, per tensor): the int8 paradigm quantizes activations in flush
   // groups of about 256 k, whole blocks (gemm/geometry.hpp)
   constexpr int whole_k_flush_blocks() const { return (256 + block_k - 1) / block_k; }
   // one group parameter of one row: 2 bytes (fp16, bf16) or 1 (a super-group format's int8 code)
-  constexpr int param_bytes() const { return super_k > 0 ? 1 : 2; }
-  constexpr int scale_bytes() const { return rows_per_tile * param_bytes() * (asymmetric ? 2 : 1); }
+  LUTKIT_ALWAYS_INLINE constexpr int param_bytes() const { return super_k > 0 ? 1 : 2; }
+  LUTKIT_ALWAYS_INLINE constexpr int scale_bytes() const { return rows_per_tile * param_bytes() * (asymmetric ? 2 : 1); }
   // super-group formats: groups per super-group, and a tile's super-group entry (fp32 super-scale,
   // and super-minimum for asymmetric formats, per row)
   constexpr int groups_per_super() const { return super_k > 0 ? super_k / group_k : 1; }
@@ -389,14 +390,17 @@ struct layout_geometry {
   // Each offset also takes the spec as an argument: a kernel passes its policy's constexpr spec
   // (P::spec), and once inlined the divisions by the spec's quantities become multiplications
   // (the int8 decode asks once per 32-k flush group, where run-time divisions cost it a fifth).
-  // Only the band of a banded blob divides at run time.
-  constexpr std::size_t group_offset(std::size_t t, std::size_t g, const tiling_spec& S) const {
+  // Only the band of a banded blob divides at run time. The group's offsets and the spec's sizes
+  // they use are always inlined: GCC 12 left them out of line in the larger kernels (the Q4_K
+  // int8 decode, with its super-group parameters), three divisions and a call per group
+  // (docs/design_measurements.md, "The int8 decode's group offsets inlined").
+  LUTKIT_ALWAYS_INLINE constexpr std::size_t group_offset(std::size_t t, std::size_t g, const tiling_spec& S) const {
     if (S.group_k == 0) return panel_offset(t, 0);
     const std::size_t b = bands > 1 ? g / std::size_t(S.band_blocks / (S.group_k / S.block_k)) : 0;
     return panel_offset(t, b) + S.params_in_panel(g - b * band_groups);
   }
-  constexpr std::size_t scale_offset(std::size_t t, std::size_t g, const tiling_spec& S) const { return group_offset(t, g, S); }
-  constexpr std::size_t zero_offset(std::size_t t, std::size_t g, const tiling_spec& S) const {
+  LUTKIT_ALWAYS_INLINE constexpr std::size_t scale_offset(std::size_t t, std::size_t g, const tiling_spec& S) const { return group_offset(t, g, S); }
+  LUTKIT_ALWAYS_INLINE constexpr std::size_t zero_offset(std::size_t t, std::size_t g, const tiling_spec& S) const {
     return group_offset(t, g, S) + std::size_t(S.rows_per_tile) * std::size_t(S.param_bytes());
   }
   // super-group formats: the fp32 super-scales of the 64 (128) rows of tile t for group g; their
