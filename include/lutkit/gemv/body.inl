@@ -182,6 +182,25 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
   if constexpr (OUT_REGS)
     for (int n = 0; n < NB; ++n)
       for (int q = 0; q < 4; ++q) outv[n][q] = Ops::loadf(acc + n * R + 16 * q);
+  // Super-group formats with one activation row: the blocks of a super-group add code x value
+  // into their own sums, which take the fp32 super-values once, when the super-group ends (its
+  // table entries change): per block and 16 rows a product fewer for the scale and for the
+  // minimum (docs/llama_formats.md, "Decode")
+  constexpr bool SUPER_SUMS = OUT_REGS && NB == 1 && S.super_k > 0;
+  [[maybe_unused]] F ssum[SUPER_SUMS ? 4 : 1], zsum[SUPER_SUMS ? 4 : 1];
+  [[maybe_unused]] const float *sum_s = nullptr, *sum_m = nullptr;  // the super-values ssum / zsum await
+  auto flush_super = [&]() LUTKIT_ALWAYS_INLINE {
+    if constexpr (SUPER_SUMS) {
+      if (!sum_s) return;
+      for (int q = 0; q < 4; ++q) {
+        outv[0][q] = Ops::fmaf(Ops::loadf(sum_s + 16 * q), ssum[q], outv[0][q]);
+        if constexpr (S.min_form) outv[0][q] = Ops::fmaf(Ops::loadf(sum_m + 16 * q), zsum[q], outv[0][q]);
+        ssum[q] = zsum[q] = Ops::setf(0.f);
+      }
+    }
+  };
+  if constexpr (SUPER_SUMS)
+    for (int q = 0; q < 4; ++q) ssum[q] = zsum[q] = Ops::setf(0.f);
   constexpr float c_mirror = S.mirror ? 0.5f * float(S.plane_weight_sum) : 0.f;
   // symmetric formats: one bias for every row (ternary: none)
   constexpr float z_sym = S.ternary ? 0.f : c_mirror - S.sym_zero;
@@ -210,9 +229,20 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
         const float* sp = reinterpret_cast<const float*>(a.data + L.super_offset(t, cur.group, S));
         const float* spm = reinterpret_cast<const float*>(a.data + L.super_min_offset(t, cur.group, S));
         auto codes = [&](std::size_t off, int q) { return Ops::loadi8f(reinterpret_cast<const int8_t*>(a.data + off) + 16 * q); };
-        for (int q = 0; q < 4; ++q) sreg[q] = Ops::mulf(Ops::loadf(sp + 16 * q), codes(cur.params, q));
-        if constexpr (S.min_form)
-          for (int q = 0; q < 4; ++q) zreg[q] = Ops::mulf(Ops::loadf(spm + 16 * q), codes(cur.zeros(), q));
+        if constexpr (SUPER_SUMS) {  // the codes alone; the super-values when the super-group ends
+          if (sp != sum_s) {
+            flush_super();
+            sum_s = sp;
+            sum_m = spm;
+          }
+          for (int q = 0; q < 4; ++q) sreg[q] = codes(cur.params, q);
+          if constexpr (S.min_form)
+            for (int q = 0; q < 4; ++q) zreg[q] = codes(cur.zeros(), q);
+        } else {
+          for (int q = 0; q < 4; ++q) sreg[q] = Ops::mulf(Ops::loadf(sp + 16 * q), codes(cur.params, q));
+          if constexpr (S.min_form)
+            for (int q = 0; q < 4; ++q) zreg[q] = Ops::mulf(Ops::loadf(spm + 16 * q), codes(cur.zeros(), q));
+        }
       } else {
         for (int q = 0; q < 4; ++q) sreg[q] = param(cur.params, q);
         if constexpr (S.min_form) {
@@ -488,19 +518,25 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
                          : S.asymmetric ? Ops::mulf(zq, sx)
                                         : Ops::setf(z_sym * XS[n][blk]);
           const F val = Ops::fmaf(i == 0 ? r0 : r1, ts, bias);
-          F o = OUT_REGS ? outv[n][q] : Ops::loadf(an + 16 * q);
-          o = Ops::fmaf(sq, val, o);
-          if constexpr (S.min_form) o = Ops::fmaf(zq, sx, o);
-          if constexpr (OUT_REGS)
-            outv[n][q] = o;
-          else
-            Ops::storef(an + 16 * q, o);
+          if constexpr (SUPER_SUMS) {
+            ssum[q] = Ops::fmaf(sq, val, ssum[q]);
+            if constexpr (S.min_form) zsum[q] = Ops::fmaf(zq, sx, zsum[q]);
+          } else {
+            F o = OUT_REGS ? outv[n][q] : Ops::loadf(an + 16 * q);
+            o = Ops::fmaf(sq, val, o);
+            if constexpr (S.min_form) o = Ops::fmaf(zq, sx, o);
+            if constexpr (OUT_REGS)
+              outv[n][q] = o;
+            else
+              Ops::storef(an + 16 * q, o);
+          }
         }
       };
       half.template operator()<0>();
       half.template operator()<1>();
     }
   }
+  flush_super();
   if constexpr (OUT_REGS)
     for (int n = 0; n < NB; ++n)
       for (int q = 0; q < 4; ++q) Ops::storef(acc + n * R + 16 * q, outv[n][q]);
