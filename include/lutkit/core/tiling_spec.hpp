@@ -147,7 +147,9 @@ struct tiling_spec {
   constexpr int whole_k_flush_blocks() const { return (256 + block_k - 1) / block_k; }
   // one group parameter of one row: 2 bytes (fp16, bf16) or 1 (a super-group format's int8 code)
   LUTKIT_ALWAYS_INLINE constexpr int param_bytes() const { return super_k > 0 ? 1 : 2; }
-  LUTKIT_ALWAYS_INLINE constexpr int scale_bytes() const { return rows_per_tile * param_bytes() * (asymmetric ? 2 : 1); }
+  LUTKIT_ALWAYS_INLINE constexpr int scale_bytes() const {
+    return rows_per_tile * param_bytes() * (asymmetric ? 2 : 1);
+  }
   // super-group formats: groups per super-group, and a tile's super-group entry (fp32 super-scale,
   // and super-minimum for asymmetric formats, per row)
   constexpr int groups_per_super() const { return super_k > 0 ? super_k / group_k : 1; }
@@ -399,7 +401,9 @@ struct layout_geometry {
     const std::size_t b = bands > 1 ? g / std::size_t(S.band_blocks / (S.group_k / S.block_k)) : 0;
     return panel_offset(t, b) + S.params_in_panel(g - b * band_groups);
   }
-  LUTKIT_ALWAYS_INLINE constexpr std::size_t scale_offset(std::size_t t, std::size_t g, const tiling_spec& S) const { return group_offset(t, g, S); }
+  LUTKIT_ALWAYS_INLINE constexpr std::size_t scale_offset(std::size_t t, std::size_t g, const tiling_spec& S) const {
+    return group_offset(t, g, S);
+  }
   LUTKIT_ALWAYS_INLINE constexpr std::size_t zero_offset(std::size_t t, std::size_t g, const tiling_spec& S) const {
     return group_offset(t, g, S) + std::size_t(S.rows_per_tile) * std::size_t(S.param_bytes());
   }
