@@ -2,6 +2,7 @@
 // dequant-GEMM, and bad input of the dequant-GEMM.
 #include <array>
 #include <bit>
+#include <chrono>
 #include <atomic>
 #include <thread>
 
@@ -995,4 +996,53 @@ TEST_CASE("the GEMM's work queue hands out every (pass, tile) item exactly once"
   detail::dq_work_queue r(0, 2, 2);
   const auto a = r.claim(), b = r.claim(), c = r.claim();
   CHECK((a->t == 0 && a->pass == 0 && b->t == 1 && b->pass == 0 && c->t == 0 && c->pass == 1));
+}
+
+TEST_CASE("the one-pass work queue deals contiguous ranges, steals from the fullest, hands out every tile once",
+          "[dequant_gemm][queue]") {
+  // a thread's own range from its front, in order
+  {
+    detail::dq_work_queue q(5, 15, 1, 3);  // ranges [5, 8), [8, 11), [11, 15)
+    CHECK(q.claim(1)->t == 8);
+    CHECK(q.claim(1)->t == 9);
+    CHECK(q.claim(0)->t == 5);
+    CHECK(q.claim(2)->t == 11);
+    CHECK(q.claim(1)->t == 10);
+    // range 1 is empty: the last tile of the fullest (range 2: 12, 13, 14 left)
+    const auto s = q.claim(1);
+    CHECK((s->t == 14 && s->pass == 0));
+    CHECK(q.claim(2)->t == 12);
+  }
+  // several passes: the shared counter, pass-major, whatever the parts
+  {
+    detail::dq_work_queue q(0, 2, 2, 2);
+    const auto a = q.claim(1), b = q.claim(0), c = q.claim(1);
+    CHECK((a->t == 0 && a->pass == 0 && b->t == 1 && b->pass == 0 && c->t == 0 && c->pass == 1));
+  }
+  // threads at once, seeded sizes: every tile exactly once
+  std::mt19937_64 rng(77);
+  for (int c = 0; c < 40; ++c) {
+    const std::size_t t0 = rng() % 5, tiles = 1 + rng() % 200, parts = 1 + rng() % std::min<std::size_t>(tiles, 6);
+    detail::dq_work_queue q(t0, t0 + tiles, 1, parts);
+    std::vector<std::atomic<int>> seen(tiles);
+    std::atomic<int> outside{0};
+    std::vector<std::thread> th;
+    for (std::size_t i = 0; i < parts; ++i)
+      th.emplace_back([&, i] {
+        while (const auto it = q.claim(i)) {
+          if (it->t < t0 || it->t >= t0 + tiles || it->pass != 0)
+            outside.fetch_add(1);
+          else
+            seen[it->t - t0].fetch_add(1);
+          if (i == 0) std::this_thread::sleep_for(std::chrono::microseconds(20));  // (slow: the others steal)
+        }
+      });
+    for (auto& t : th) t.join();
+    INFO("case " << c << " tiles " << tiles << " parts " << parts);
+    CHECK(outside.load() == 0);
+    int once = 0;
+    for (auto& v : seen) once += v.load() == 1;
+    CHECK(once == int(tiles));
+    CHECK_FALSE(q.claim(0).has_value());
+  }
 }

@@ -28,14 +28,14 @@ inline constexpr std::size_t fdq_sub_block = 256;
 // [k0, k1)); g: the fp32 geometry with kc the sub-block; M: rows of the matrix.
 template <class Src>
 void fused_dq_tiles_src(const Src& src, const dq_kernel_set& ks, const dq_geometry& g, std::size_t M, const float* xp,
-                        std::size_t ldxp, std::size_t N, dq_work_queue& q, std::size_t r0, std::size_t r1, float* y,
-                        std::size_t ldy) {
-  auto item = q.claim();
+                        std::size_t ldxp, std::size_t N, dq_work_queue& q, std::size_t thread, std::size_t r0,
+                        std::size_t r1, float* y, std::size_t ldy) {
+  auto item = q.claim(thread);
   if (!item) return;
   dq_scratch s;
   s.init(g);
   std::vector<float> part(64 * N * 16);
-  for (; item; item = q.claim()) {
+  for (; item; item = q.claim(thread)) {
     const std::size_t t = item->t;
     std::fill(part.begin(), part.end(), 0.f);
     for (std::size_t k0 = 0; k0 < g.K_pad; k0 += g.kc) {
@@ -68,13 +68,14 @@ void run_fused_dq_src(const Src& src, const dq_kernel_set& ks, const dq_geometry
   std::vector<float> xp(N * ldxp, 0.f);
   for (std::size_t n = 0; n < N; ++n) std::memcpy(xp.data() + n * ldxp, x + n * ldx, K * 4);
   if (r0 == r1) return;
-  dq_work_queue q(r0 / 64, (r1 + 63) / 64, 1);
-  const std::size_t parts = pool ? std::min(q.size(), pool->size()) : 1;
+  const std::size_t ta = r0 / 64, tb = (r1 + 63) / 64;
+  const std::size_t parts = pool ? std::min(tb - ta, pool->size()) : 1;
+  dq_work_queue q(ta, tb, 1, parts);
   if (parts <= 1) {
-    fused_dq_tiles_src(src, ks, g, M, xp.data(), ldxp, N, q, r0, r1, y, ldy);
+    fused_dq_tiles_src(src, ks, g, M, xp.data(), ldxp, N, q, 0, r0, r1, y, ldy);
     return;
   }
-  pool->run(parts, [&](std::size_t) { fused_dq_tiles_src(src, ks, g, M, xp.data(), ldxp, N, q, r0, r1, y, ldy); });
+  pool->run(parts, [&](std::size_t i) { fused_dq_tiles_src(src, ks, g, M, xp.data(), ldxp, N, q, i, r0, r1, y, ldy); });
 }
 
 template <class P>

@@ -219,10 +219,10 @@ void dq_gemm_chunk(const Src& src, const dq_activations& A, const dq_kernel_set&
 
 // Items from q until it runs dry, on the calling thread; rows outside [r0, r1) are not written.
 template <class Src>
-void dq_gemm_tiles(const Src& src, const dq_activations& A, const dq_kernel_set& ks, dq_work_queue& q,
+void dq_gemm_tiles(const Src& src, const dq_activations& A, const dq_kernel_set& ks, dq_work_queue& q, std::size_t part,
                    std::size_t M, std::size_t r0, std::size_t r1, float* y, std::size_t ldy) {
   const dq_geometry& g = A.geo;
-  dq_worker w(q);
+  dq_worker w(q, part);
   if (!w.current()) return;
   dq_scratch s;
   s.init(g, dq_int8_all_fused(src, A));
@@ -304,13 +304,14 @@ void run_dq_gemm(const Src& src, const dq_activations& A, const dq_kernel_set& k
       return;
     }
   }
-  dq_work_queue q(r0 / 64, (r1 + 63) / 64, dq_passes(A.geo));
-  const std::size_t parts = pool ? std::min(q.size(), pool->size()) : 1;
+  const std::size_t ta = r0 / 64, tb = (r1 + 63) / 64, passes = dq_passes(A.geo);
+  const std::size_t parts = pool ? std::min((tb - ta) * passes, pool->size()) : 1;
+  dq_work_queue q(ta, tb, passes, parts);
   if (parts <= 1) {
-    dq_gemm_tiles(src, A, ks, q, M, r0, r1, y, ldy);
+    dq_gemm_tiles(src, A, ks, q, 0, M, r0, r1, y, ldy);
     return;
   }
-  pool->run(parts, [&](std::size_t) { dq_gemm_tiles(src, A, ks, q, M, r0, r1, y, ldy); });
+  pool->run(parts, [&](std::size_t i) { dq_gemm_tiles(src, A, ks, q, i, M, r0, r1, y, ldy); });
 }
 
 template <class P>
@@ -442,9 +443,10 @@ void dequantize(const packed_weights<P>& w, void* out, dq_type type, std::size_t
   const detail::dq_geometry g =
       detail::make_dq_geometry<P>(L, 1, type == dq_type::f32 ? act_type::fp32 : act_type::bf16);
   detail::lut_weight_source<P> src{w.data(), &L, &ks};
-  detail::dq_work_queue q(0, L.tiles, 1);
-  auto tiles = [&] {
-    detail::dq_worker wk(q);
+  const std::size_t parts = pool ? std::min(pool->size(), L.tiles) : 1;
+  detail::dq_work_queue q(0, L.tiles, 1, parts);
+  auto tiles = [&](std::size_t part) {
+    detail::dq_worker wk(q, part);
     if (!wk.current()) return;
     detail::dq_scratch s;
     s.init(g);
@@ -469,11 +471,10 @@ void dequantize(const packed_weights<P>& w, void* out, dq_type type, std::size_t
       }
     } while (wk.advance());
   };
-  const std::size_t parts = pool ? std::min(pool->size(), q.size()) : 1;
   if (parts <= 1) {
-    tiles();
+    tiles(0);
   } else {
-    pool->run(parts, [&](std::size_t) { tiles(); });
+    pool->run(parts, [&](std::size_t i) { tiles(i); });
   }
 }
 
