@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <random>
 #include <set>
 
 #include "common.hpp"
@@ -385,6 +386,50 @@ TEST_CASE("reusable working buffers: one owner at a time, reused after release",
     CHECK(!g.lent());
     CHECK(f.get() != g.get());
   }
+}
+
+TEST_CASE("large buffers: huge-page slabs, back to back, each unmapped with its last buffer", "[layout][scratch]") {
+  using detail::slab_pool;
+  auto& pool = slab_pool::instance();
+  const std::size_t before = pool.slabs();
+  std::mt19937 rng(17);
+  for (int round = 0; round < 3; ++round) {
+    // seeded sizes from the slab threshold to past half a slab (a mapping of its own), each
+    // buffer filled with its own byte and checked after all are allocated: no two overlap
+    std::vector<detail::aligned_bytes> bufs;
+    std::vector<std::size_t> sizes;
+    std::vector<uint8_t> fill;
+    for (int i = 0; i < 24; ++i) {
+      std::size_t n = slab_pool::min_bytes + rng() % (std::size_t(3) << 20);
+      if (i % 8 == 7) n = slab_pool::slab_bytes / 2 + 1 + rng() % (std::size_t(4) << 20);
+      bufs.push_back(detail::alloc_aligned(n));
+      sizes.push_back(n);
+      fill.push_back(uint8_t(i * 7 + round + 1));
+      REQUIRE(bufs.back() != nullptr);
+      CHECK(reinterpret_cast<std::uintptr_t>(bufs.back().get()) % 64 == 0);
+      std::memset(bufs.back().get(), fill.back(), n);
+    }
+    for (std::size_t i = 0; i < bufs.size(); ++i) {
+      const uint8_t* p = bufs[i].get();
+      CHECK(p[0] == fill[i]);
+      CHECK(p[sizes[i] / 2] == fill[i]);
+      CHECK(p[sizes[i] - 1] == fill[i]);
+    }
+#if defined(__linux__)
+    // the small ones share slabs: 21 buffers of at most 3.3 MiB in 32 MiB slabs, 3 of their own
+    CHECK(pool.slabs() - before <= 3 + 4);
+    CHECK(pool.slabs() - before >= 3 + 1);
+    // a buffer above half a slab starts on a huge page
+    CHECK(reinterpret_cast<std::uintptr_t>(bufs[7].get()) % detail::huge_page_bytes == 0);
+#endif
+    // freed in a shuffled order: every slab but the newest is unmapped with its last buffer
+    std::shuffle(bufs.begin(), bufs.end(), rng);
+    bufs.clear();
+    CHECK(pool.slabs() <= before + 1);
+  }
+  // below the threshold: the heap
+  const auto small = detail::alloc_aligned(slab_pool::min_bytes - 1);
+  CHECK(small.get_deleter().slab == nullptr);
 }
 
 TEST_CASE("Q4_0 super-groups: every code and scale where the layout says, ragged K, bad scales refused", "[layout]") {

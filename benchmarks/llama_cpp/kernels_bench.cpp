@@ -147,8 +147,8 @@ void bm_memcpy(benchmark::State& st) {
   }
   st.counters["file_GBps"] = benchmark::Counter(double(g.blocks.size()) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
-// the same memcpy into a new buffer, allocated as a blob is (lutkit's alloc_aligned: 2 MiB
-// aligned, huge pages advised): the first touch of new pages that a load into new memory pays
+// the same memcpy into a new buffer, allocated as a blob is (lutkit's alloc_aligned: a slab in
+// huge pages; a blob above 16 MiB a new mapping of its own): the first touch of new pages that a load into new memory pays
 void bm_memcpy_new(benchmark::State& st) {
   for (auto _ : st) {
     lutkit::detail::aligned_bytes dst = lutkit::detail::alloc_aligned(g.blocks.size());

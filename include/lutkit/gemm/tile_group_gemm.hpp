@@ -68,7 +68,7 @@ class tile_group_weights {
                     "tile_group_weights: the kernels read the HMX geometry only (32 x 32 tiles, 2-row interleave, "
                     "groups of 32, super-groups of 8)");
   }
-  // the stream in the blob's storage (detail::alloc_aligned: 2 MiB aligned, huge pages): the
+  // the stream in the blob's storage (detail::alloc_aligned: in huge pages, core/memory.hpp): the
   // decode streams it from DRAM once per call, without the TLB misses of 4 KiB pages
   // (docs/design_measurements.md, "Huge pages").
   void assign(const uint8_t* p, std::size_t n) {
