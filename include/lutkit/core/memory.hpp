@@ -190,7 +190,8 @@ void assign_bulk(std::vector<T>& v, std::size_t n, const T& x) {
 inline aligned_bytes alloc_aligned(std::size_t n) {
   if (n >= slab_pool::min_bytes) {
     slab_pool::slab* s = nullptr;
-    if (uint8_t* p = slab_pool::instance().allocate(n, &s)) return aligned_bytes(p, aligned_free{slab_pool::granule, s, n});
+    if (uint8_t* p = slab_pool::instance().allocate(n, &s))
+      return aligned_bytes(p, aligned_free{slab_pool::granule, s, n});
   }
   auto* p = static_cast<uint8_t*>(::operator new[](n == 0 ? 64 : n, std::align_val_t(64)));
   return aligned_bytes(p, aligned_free{64});
