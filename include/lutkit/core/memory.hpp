@@ -34,9 +34,10 @@ inline constexpr std::size_t huge_page_bytes = std::size_t(2) << 20;
 // own slabs: anonymous mappings, 2 MiB aligned, advised for huge pages before their first touch,
 // handed out back to back (4 KiB granularity) so that a blob of any size lies in huge pages
 // without a 2 MiB extent of its own. Through the C++ heap a buffer could land on pages the heap
-// had touched before, in 4 KiB pages whatever the advice: the decode of Llama-3.2-1B's 2048 x
-// 2048 matrices then ran at half the speed of the same matrices in huge pages, and the 8192 x
-// 2048 ones at 0.6-0.8 (docs/design_measurements.md, "Huge pages"). A slab is unmapped when its
+// had touched before, in 4 KiB pages whatever the advice: in the busy stretches of a shared VM
+// the decode of Llama-3.2-1B's 2048 x 2048 matrices then ran at half the speed of the same
+// matrices in huge pages, and the 8192 x 2048 ones at 0.6-0.8 (alike in a quiet stretch:
+// docs/design_measurements.md, "Huge pages"). A slab is unmapped when its
 // last buffer is freed (the newest one is kept and reused); a freed buffer's whole 2 MiB extents
 // are returned to the system at once. Under AddressSanitizer a slab is poisoned except the
 // buffers handed out. Elsewhere than Linux, or if a mapping fails: the aligned heap.
@@ -64,10 +65,8 @@ class slab_pool {
     if (need > slab_bytes / 2) {
       s = map(round_up(need, huge_page_bytes));
     } else {
-      if (!current_ || current_->bytes - current_->used < need) {
-        if (current_ && current_->live == 0) unmap(current_);
-        current_ = map(slab_bytes);
-      }
+      // (a current slab without buffers has used == 0: release resets it, and need fits)
+      if (!current_ || current_->bytes - current_->used < need) current_ = map(slab_bytes);
       s = current_;
     }
     if (!s) return nullptr;
