@@ -876,9 +876,14 @@ TEST_CASE("int8 prefill: the super-group fold on llama.cpp's Q2_K / Q3_K blocks,
       const auto wp = pack<P>(q);
       const auto x = random_activations(rng, N * K, trial == 4 ? act_kind::extremes : act_kind::gaussian);
       const auto geo = detail::make_dq_geometry<P>(wp.layout(), N, act_type::int8);
+      std::vector<float> y_avx512;  // the AVX-512 set's output (the VNNI kernel over the panel)
       for (const auto be : dq_backends()) {
         const auto& ks = detail::dq_kernels_for(be);
         INFO("backend " << ks.name);
+        // a set with an int8 kernel over row-major activations (AMX) takes it from its column
+        // count on: with the fold's 256-k super-groups as its flush groups
+        const bool rows = ks.int8_rows && N >= ks.int8_rows_min;
+        if (rows) CHECK(detail::uses_rows(ks, act_type::int8, geo, 256));
         const detail::lut_weight_source<P> src{wp.data(), &wp.layout(), &ks};
         detail::dq_scratch s;
         s.init(geo);
@@ -891,6 +896,10 @@ TEST_CASE("int8 prefill: the super-group fold on llama.cpp's Q2_K / Q3_K blocks,
         std::vector<float> y(N * M, -1.f);
         dequant_gemm<P>(wp, x.data(), N, K, y.data(), act_type::int8, 0, 0, nullptr, be);
         CHECK(dq_compare<P>(ref, y.data(), M, N, M) == "");
+        // the AMX kernel runs mk_int8's epilogue in its order: the same bits as the AVX-512 set,
+        // folded chunk by folded chunk (a per-group route in either would round differently)
+        if (be == dq_backend::avx512) y_avx512 = y;
+        if (rows && be == dq_backend::avx512_amx && !y_avx512.empty()) CHECK(std::memcmp(y.data(), y_avx512.data(), y.size() * 4) == 0);
       }
     }
   };

@@ -136,10 +136,12 @@ struct dq_activations {
   }
 };
 
-// whether kernel set ks takes the activations of geometry g row-major (dq_activations::rows)
-inline bool uses_rows(const dq_kernel_set& ks, act_type act, const dq_geometry& g) {
+// whether kernel set ks takes the activations of geometry g row-major (dq_activations::rows);
+// super_k: the super-group fold's groups (dq_activations::super_k, 0 without the fold), which the
+// int8 kernel then sums instead of the flush groups
+inline bool uses_rows(const dq_kernel_set& ks, act_type act, const dq_geometry& g, std::size_t super_k = 0) {
   if (act == act_type::int8 || act == act_type::int8_group)
-    return ks.int8_rows && g.N >= ks.int8_rows_min && g.flush_k >= ks.int8_rows_min_k;
+    return ks.int8_rows && g.N >= ks.int8_rows_min && std::max(g.flush_k, super_k) >= ks.int8_rows_min_k;
   return act == act_type::bf16 && ks.bf16_rows && g.N >= ks.bf16_rows_min;
 }
 
@@ -275,7 +277,7 @@ inline void prepare_activations(dq_activations& A, const float* x, std::size_t l
   // [N, NP) costs strided stores every step at N = 1, and a memset of the whole panel a serial
   // pass over it (docs/llama_formats.md, the NF4 decode's panel).
   const bool int8 = A.act == act_type::int8 || A.act == act_type::int8_group;
-  if (uses_rows(ks, A.act, g)) {
+  if (uses_rows(ks, A.act, g, A.super_k)) {
     const std::size_t bytes = g.K_pad * (A.act == act_type::bf16 ? 2 : 1);
     A.rows = alloc_aligned(NP * bytes);
     std::memset(A.rows.get() + g.N * bytes, 0, (NP - g.N) * bytes);

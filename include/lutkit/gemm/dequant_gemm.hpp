@@ -65,8 +65,18 @@ void dq_super_chunk(const uint8_t* Wf, const dq_activations& A, const dq_kernel_
                     Prefetch&& prefetch_next) {
   const dq_geometry& g = A.geo;
   const std::size_t LS = g.ldsum(), SK = A.super_k, f0 = k0 / g.flush_k;
+  if (A.rows) {  // the kernel over row-major activations (AMX), super-groups as its flush groups
+    for (std::size_t n0 = 0; n0 < ncols; n0 += mk_rows_cols) {
+      prefetch_next();
+      const std::size_t n = nb0 + n0;
+      ks.int8_rows(mk_int8_rows_args{Wf, A.row_i8(n) + k0, g.K_pad, std::min(mk_rows_cols, ncols - n0), SK / 4,
+                                     (k1 - k0) / SK, C + n0 * 64, s.sw.data(), s.sw.data(),
+                                     A.sumx.data() + f0 * LS + n, nullptr, LS,
+                                     A.super_zsum.data() + k0 / SK * LS + n});
+    }
+  }
   const int8_t* Ad = reinterpret_cast<const int8_t*>(A.data.get());
-  for (std::size_t n0 = 0; n0 < ncols; n0 += mk_int8_cols) {
+  for (std::size_t n0 = 0; !A.rows && n0 < ncols; n0 += mk_int8_cols) {
     const std::size_t nc = std::min<std::size_t>(mk_int8_cols, ncols - n0);
     prefetch_next();
     mk_int8_args a{Wf, Ad + 4 * g.panel_index(nb0 + n0, k0 / 4), 4 * g.cb, SK / 4, (k1 - k0) / SK, C + n0 * 64,
@@ -139,7 +149,7 @@ void dq_gemm_chunk(const Src& src, const dq_activations& A, const dq_kernel_set&
   };
   if (int8) {
     if constexpr (requires { src.super_levels(t, k0, k1, s); }) {
-      if (A.super_k && !fused && !A.rows) {
+      if (A.super_k && !fused) {
         if (const uint8_t* Wf = src.super_levels(t, k0, k1, s)) {
           dq_super_chunk<Src>(Wf, A, ks, s, C, nb0, ncols, k0, k1, prefetch_next);
           return;
@@ -353,8 +363,7 @@ void int8_folds_for(dq_activations& A, const dq_kernel_set& ks, bool fold) {
     A.zero = int32_t(P::spec.sym_zero);
   }
   if constexpr (int8_super_fold_offset<P>() >= 0) {
-    if (fold && A.act == act_type::int8 && ks.int8_super_fold && !uses_rows(ks, A.act, A.geo) &&
-        A.geo.K_pad % std::size_t(P::spec.super_k) == 0) {
+    if (fold && A.act == act_type::int8 && ks.int8_super_fold && A.geo.K_pad % std::size_t(P::spec.super_k) == 0) {
       A.super_k = std::size_t(P::spec.super_k);
       A.super_offset = int8_super_fold_offset<P>();
       // (the same test as super_levels', which then makes the codes' pairs: one decision; the
