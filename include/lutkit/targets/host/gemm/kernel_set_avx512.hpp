@@ -121,10 +121,12 @@ inline const dq_kernel_set& kernels_vnni() {
 
 // The set for CPUs with AMX (Sapphire Rapids and later): kernels() with the bf16 paradigm's
 // prefill on AMX tiles (amx::mk_bf16_rows) from amx_min_cols columns on, and the int8 paradigm's
-// (amx::mk_int8_rows) for flush groups of at least amx_int8_min_k. Below those, and for the
-// decode (N <= 2), the AVX-512 kernels.
+// (amx::mk_int8_rows) for flush groups of at least amx_int8_min_k (and the super-group fold's
+// 256-k groups). Below those, and for the decode (N <= 2), the AVX-512 kernels. (16-k groups on
+// tiles: a tile store and an epilogue per 16 k made Q6_K's GEMM 0.85x the VNNI kernel's;
+// docs/prefill.md, "AMX".)
 inline bool cpu_supported_amx() { return cpu_supported() && host_features::amx(); }
-inline constexpr std::size_t amx_min_cols = 6, amx_int8_min_k = 128;
+inline constexpr std::size_t amx_min_cols = 6, amx_int8_min_k = 32;
 inline const dq_kernel_set& kernels_amx() {
   static const dq_kernel_set k = [] {
     host_features::amx();  // (the OS's leave for the tile state, asked once per process)

@@ -65,23 +65,67 @@ LK_AMX_GROUP(0, 0, 1, 4)
 LK_AMX_GROUP(1, 2, 3, 5)
 #undef LK_AMX_GROUP
 
-// the fp32 epilogue of group g for rows 32 h .. 32 h + 31: mk_int8's operations in its order
+// the fp32 epilogue of group g for rows 32 h .. 32 h + 31: mk_int8's operations in its order.
+// SA: per-group activation scales (a.sa); Z: the zero folded into the sums (a.zsum), else the
+// minimum's term. The group's weight scales are loaded once, the column's scalars broadcast from
+// memory, and the arguments read into locals (stores to C may alias a.*, as far as the compiler
+// knows: it reloaded them, and tested a.sa and a.zsum, in every column).
+template <bool SA, bool Z>
 LUTKIT_AMX_DQ inline void amx_epilogue(const mk_int8_rows_args& a, std::size_t g, std::size_t h,
                                        const int32_t (*sums)[16][16]) {
-  const float* sw = a.sw + g * 64 + 32 * h;
-  const float* swz = a.swz + g * 64 + 32 * h;
-  for (std::size_t n = 0; n < a.cols; ++n) {
-    const std::size_t e = g * a.ldsum + n;
-    const __m512i z = _mm512_set1_epi32(a.zsum ? a.zsum[e] : 0);
-    const __m512 sa = _mm512_set1_ps(a.sa ? a.sa[e] : 1.f), nsx = _mm512_set1_ps(-a.sumx[e]);
-    float* c = a.C + n * 64 + 32 * h;
-    for (int j = 0; j < 2; ++j) {
-      __m512 f = _mm512_cvtepi32_ps(_mm512_add_epi32(_mm512_load_si512(sums[j][n]), z));
-      if (a.sa) f = _mm512_mul_ps(f, sa);
-      __m512 v = _mm512_fmadd_ps(f, _mm512_loadu_ps(sw + 16 * j), _mm512_loadu_ps(c + 16 * j));
-      if (!a.zsum) v = _mm512_fmadd_ps(nsx, _mm512_loadu_ps(swz + 16 * j), v);
-      _mm512_storeu_ps(c + 16 * j, v);
+  const __m512 w0 = _mm512_loadu_ps(a.sw + g * 64 + 32 * h), w1 = _mm512_loadu_ps(a.sw + g * 64 + 32 * h + 16);
+  __m512 m0 = _mm512_setzero_ps(), m1 = _mm512_setzero_ps();
+  if constexpr (!Z) {
+    m0 = _mm512_loadu_ps(a.swz + g * 64 + 32 * h);
+    m1 = _mm512_loadu_ps(a.swz + g * 64 + 32 * h + 16);
+  }
+  const std::size_t e0 = g * a.ldsum, cols = a.cols;
+  const int32_t* const zs = Z ? a.zsum + e0 : nullptr;
+  const float* const sas = SA ? a.sa + e0 : nullptr;
+  const float* const sxs = a.sumx + e0;
+  float* const C = a.C + 32 * h;
+  for (std::size_t n = 0; n < cols; ++n) {
+    __m512i s0 = _mm512_load_si512(sums[0][n]), s1 = _mm512_load_si512(sums[1][n]);
+    if constexpr (Z) {
+      const __m512i z = _mm512_set1_epi32(zs[n]);
+      s0 = _mm512_add_epi32(s0, z);
+      s1 = _mm512_add_epi32(s1, z);
     }
+    __m512 f0 = _mm512_cvtepi32_ps(s0), f1 = _mm512_cvtepi32_ps(s1);
+    if constexpr (SA) {
+      const __m512 sa = _mm512_set1_ps(sas[n]);
+      f0 = _mm512_mul_ps(f0, sa);
+      f1 = _mm512_mul_ps(f1, sa);
+    }
+    float* c = C + n * 64;
+    __m512 v0 = _mm512_fmadd_ps(f0, w0, _mm512_loadu_ps(c)), v1 = _mm512_fmadd_ps(f1, w1, _mm512_loadu_ps(c + 16));
+    if constexpr (!Z) {
+      const __m512 nsx = _mm512_set1_ps(-sxs[n]);
+      v0 = _mm512_fmadd_ps(nsx, m0, v0);
+      v1 = _mm512_fmadd_ps(nsx, m1, v1);
+    }
+    _mm512_storeu_ps(c, v0);
+    _mm512_storeu_ps(c + 16, v1);
+  }
+}
+
+template <bool SA, bool Z>
+LUTKIT_AMX_DQ inline void amx_int8_halves(const mk_int8_rows_args& a, std::size_t gk, std::size_t kt) {
+  // group g's sums are stored while group g + 1's products run, and read by the epilogue one
+  // group later (a load of bytes a tile store has just written waits for the store)
+  alignas(64) int32_t sums[2][2][16][16];
+  for (std::size_t h = 0; h < 2; ++h) {
+    amx_group_0(a, 0, h, gk, kt);
+    for (std::size_t g = 0; g < a.groups; ++g) {
+      if (g + 1 < a.groups) {
+        if (g % 2) amx_group_0(a, g + 1, h, gk, kt);
+        else amx_group_1(a, g + 1, h, gk, kt);
+      }
+      if (g % 2) amx_store_1(sums[1]);
+      else amx_store_0(sums[0]);
+      if (g > 0) amx_epilogue<SA, Z>(a, g - 1, h, sums[(g - 1) % 2]);
+    }
+    amx_epilogue<SA, Z>(a, a.groups - 1, h, sums[(a.groups - 1) % 2]);
   }
 }
 
@@ -92,19 +136,10 @@ LUTKIT_AMX_DQ inline void mk_int8_rows(const mk_int8_rows_args& a) {
   for (int i = 4; i < 6; ++i) cfg.rows[i] = 16, cfg.colsb[i] = uint16_t(kt);
   for (int i = 6; i < 8; ++i) cfg.rows[i] = uint8_t(kt / 4), cfg.colsb[i] = 64;
   _tile_loadconfig(&cfg);
-  alignas(64) int32_t sums[2][16][16];
-  for (std::size_t h = 0; h < 2; ++h) {
-    amx_group_0(a, 0, h, gk, kt);
-    for (std::size_t g = 0; g < a.groups; ++g) {
-      if (g + 1 < a.groups) {
-        if (g % 2) amx_group_0(a, g + 1, h, gk, kt);
-        else amx_group_1(a, g + 1, h, gk, kt);
-      }
-      if (g % 2) amx_store_1(sums);
-      else amx_store_0(sums);
-      amx_epilogue(a, g, h, sums);
-    }
-  }
+  if (a.sa)
+    a.zsum ? amx_int8_halves<true, true>(a, gk, kt) : amx_int8_halves<true, false>(a, gk, kt);
+  else
+    a.zsum ? amx_int8_halves<false, true>(a, gk, kt) : amx_int8_halves<false, false>(a, gk, kt);
   _tile_release();
 }
 
