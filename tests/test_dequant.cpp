@@ -578,8 +578,35 @@ TEST_CASE("the int8 kernel over row-major activations equals mk_int8; AMX equals
     const std::vector<float> start = c0;
     detail::mk_int8_rows_args a{W.data(), X.data(), ldx, cols, steps, groups, c0.data(), sw.data(), swz.data(),
                                 sumx.data(), per_group ? sa.data() : nullptr, 16, fold ? zsum.data() : nullptr};
+    // the two-plane form (the super-group fold of Q4_K / Q5_K): a second set of levels at 8x
+    std::vector<uint8_t> W_hi(W.size());
+    for (auto& v : W_hi) v = extreme ? uint8_t(255 - rng() % 2) : uint8_t(rng());
+    const bool planes = it % 7 == 5 || it % 9 == 4;
+    if (planes) {
+      a.W_hi = W_hi.data();
+      a.hi_shift = 3;
+    }
     detail::portable::mk_int8_rows(a);
-    INFO("steps=" << steps << " groups=" << groups << " cols=" << cols << " fold=" << fold << " extreme=" << extreme);
+    INFO("steps=" << steps << " groups=" << groups << " cols=" << cols << " fold=" << fold << " extreme=" << extreme
+                  << " planes=" << planes);
+    if (planes) {  // the specification's sums against a direct int64 sum of both planes
+      std::vector<float> c3 = start;
+      for (std::size_t g = 0; g < groups; ++g)
+        for (std::size_t n = 0; n < cols; ++n)
+          for (int r = 0; r < 64; ++r) {
+            int64_t acc = fold ? zsum[g * 16 + n] : 0;
+            for (std::size_t k = 4 * steps * g; k < 4 * steps * (g + 1); ++k) {
+              const std::size_t i = (k / 4) * 256 + 4 * std::size_t(r) + k % 4;
+              acc += (int64_t(W[i]) + 8 * int64_t(W_hi[i])) * X[n * ldx + k];
+            }
+            float f = float(acc);
+            if (per_group) f *= sa[g * 16 + n];
+            float& c = c3[n * 64 + std::size_t(r)];
+            c = std::fma(f, sw[g * 64 + std::size_t(r)], c);
+            if (!fold) c = std::fma(-sumx[g * 16 + n], swz[g * 64 + std::size_t(r)], c);
+          }
+      CHECK(std::memcmp(c0.data(), c3.data(), c0.size() * sizeof(float)) == 0);
+    }
     // the panel form: column blocks of up to 3, [step][column][4]
     std::vector<float> c1 = start;
     for (std::size_t n0 = 0; n0 < cols; n0 += 3) {
@@ -593,7 +620,7 @@ TEST_CASE("the int8 kernel over row-major activations equals mk_int8; AMX equals
                              fold ? zsum.data() + n0 : nullptr};
       (nc == 1 ? detail::portable::mk_int8<1> : nc == 2 ? detail::portable::mk_int8<2> : detail::portable::mk_int8<3>)(p);
     }
-    CHECK(std::memcmp(c0.data(), c1.data(), c0.size() * sizeof(float)) == 0);
+    if (!planes) CHECK(std::memcmp(c0.data(), c1.data(), c0.size() * sizeof(float)) == 0);
     if (!amx) continue;
 #if defined(LUTKIT_HAVE_AVX512_DQ)
     std::vector<float> c2 = start;

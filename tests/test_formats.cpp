@@ -850,17 +850,23 @@ TEST_CASE("import_q2_k ... import_q6_k, import_q5_1 reproduce llama.cpp's dequan
   CHECK_THROWS_WITH(import_q5_1<Q51>(h.data(), 1, 256, h.size() - 1), Catch::Contains("fewer than"));
 }
 
-TEST_CASE("int8 prefill: the super-group fold on llama.cpp's Q2_K / Q3_K blocks, the per-group route on lutkit's codes",
+TEST_CASE("int8 prefill: the super-group fold on llama.cpp's Q2_K / Q3_K (and, in two planes, Q4_K / Q5_K) blocks, the per-group route on lutkit's codes",
           "[formats][kquant][dequant_gemm]") {
   // A blob imported from llama.cpp's blocks takes the fold in every chunk (its scale codes times
-  // the levels stay within a byte); lutkit's own quantizer's codes (up to 127) do not, and those
-  // chunks keep the per-group flush. Both against the double reference, every kernel set.
+  // the levels stay within a byte; Q4_K's and Q5_K's codes 0..63 as two digits of base 8, each
+  // times the levels a byte, on kernel sets whose int8 kernel over row-major activations takes
+  // the second plane: AMX); lutkit's own quantizer's codes (up to 127) do not, and those chunks
+  // keep the per-group flush. Both against the double reference, every kernel set.
   using Q2K = policy<fmt::q2_k, group<16>>;
   using Q3K = policy<fmt::q3_k, group<16>>;
+  using Q4K = policy<fmt::q4_k, group<32>>;
+  using Q5K = policy<fmt::q5_k, group<32>>;
   STATIC_REQUIRE(detail::int8_super_fold_offset<Q2K>() == 0);
   STATIC_REQUIRE(detail::int8_super_fold_offset<Q3K>() == 124);
   STATIC_REQUIRE(detail::int8_super_fold_offset<policy<fmt::q6_k, group<16>>>() == -1);
-  STATIC_REQUIRE(detail::int8_super_fold_offset<policy<fmt::q4_k, group<32>>>() == -1);
+  STATIC_REQUIRE(detail::int8_super_fold_offset<Q4K>() == 0 && detail::int8_super_fold_split<Q4K>() == 8);
+  STATIC_REQUIRE(detail::int8_super_fold_offset<Q5K>() == 0 && detail::int8_super_fold_split<Q5K>() == 8);
+  STATIC_REQUIRE(detail::int8_super_fold_split<Q2K>() == 0 && detail::int8_super_fold_split<Q3K>() == 0);
   auto check = [&]<class P>(std::size_t bb, std::initializer_list<std::size_t> d_off, auto import) {
     std::mt19937_64 rng(policy_hash(P::name()) + 11);
     for (int trial = 0; trial < 6; ++trial) {
@@ -884,6 +890,7 @@ TEST_CASE("int8 prefill: the super-group fold on llama.cpp's Q2_K / Q3_K blocks,
         // count on: with the fold's 256-k super-groups as its flush groups
         const bool rows = ks.int8_rows && N >= ks.int8_rows_min;
         if (rows) CHECK(detail::uses_rows(ks, act_type::int8, geo, 256));
+        constexpr bool planes = detail::int8_super_fold_split<P>() > 0;
         const detail::lut_weight_source<P> src{wp.data(), &wp.layout(), &ks};
         detail::dq_scratch s;
         s.init(geo);
@@ -899,10 +906,15 @@ TEST_CASE("int8 prefill: the super-group fold on llama.cpp's Q2_K / Q3_K blocks,
         // the AMX kernel runs mk_int8's epilogue in its order: the same bits as the AVX-512 set,
         // folded chunk by folded chunk (a per-group route in either would round differently)
         if (be == dq_backend::avx512) y_avx512 = y;
-        if (rows && be == dq_backend::avx512_amx && !y_avx512.empty()) CHECK(std::memcmp(y.data(), y_avx512.data(), y.size() * 4) == 0);
+        // (the two-plane fold runs on AMX only: against the AVX-512 set's per-group flush, the
+        // reference bound above)
+        if (!planes && rows && be == dq_backend::avx512_amx && !y_avx512.empty())
+          CHECK(std::memcmp(y.data(), y_avx512.data(), y.size() * 4) == 0);
       }
     }
   };
   check.operator()<Q3K>(110, {108}, [](auto... a) { return import_q3_k<Q3K>(a...); });
   check.operator()<Q2K>(84, {80, 82}, [](auto... a) { return import_q2_k<Q2K>(a...); });
+  check.operator()<Q4K>(144, {0, 2}, [](auto... a) { return import_q4_k<Q4K>(a...); });
+  check.operator()<Q5K>(176, {0, 2}, [](auto... a) { return import_q5_k<Q5K>(a...); });
 }

@@ -235,6 +235,20 @@ constexpr int int8_super_fold_offset() {
   }
   return -1;
 }
+// The fold in two planes (Q4_K, Q5_K: 6-bit scale codes c times levels up to 31 leave the byte):
+// a format whose traits also name int8_fold_split b folds c = b h + l (0 <= l, h < b) as two level
+// sets l * level and h * level, each a byte, whose dots the kernel adds as lo + b hi (exact
+// int32). Only a kernel set whose int8 kernel over row-major activations takes the second plane
+// (mk_int8_rows_args::W_hi: AMX) runs it: with the products on tiles, twice the products cost less
+// than a flush per 32-k group. b (a power of two), or 0 where the format has none.
+template <class P>
+constexpr int int8_super_fold_split() {
+  using FT = format_traits<typename P::format>;
+  if constexpr (requires { FT::int8_fold_split; }) {
+    if constexpr (int8_super_fold_offset<P>() >= 0) return FT::int8_fold_split;
+  }
+  return 0;
+}
 // The fused int8 decode of whole codes (targets/cpu): step-major codes whose levels are the codes,
 // small integer levels (a byte map) or split levels (NF4)
 template <class P>

@@ -61,6 +61,11 @@ inline void mk_int8_rows(const mk_int8_rows_args& a) {
       for (int r = 0; r < 64; ++r) {
         int32_t acc = a.zsum ? a.zsum[g * a.ldsum + n] : 0;
         for (std::size_t k = 0; k < 4 * a.steps; ++k) acc += int32_t(W[(k / 4) * 256 + 4 * r + k % 4]) * x[k];
+        if (a.W_hi) {
+          int32_t hi = 0;
+          for (std::size_t k = 0; k < 4 * a.steps; ++k) hi += int32_t(a.W_hi[k0 * 64 + (k / 4) * 256 + 4 * r + k % 4]) * x[k];
+          acc += hi * (int32_t(1) << a.hi_shift);
+        }
         float f = float(acc);
         if (a.sa) f *= a.sa[g * a.ldsum + n];
         c[r] = std::fma(f, a.sw[g * 64 + r], c[r]);

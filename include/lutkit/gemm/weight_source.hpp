@@ -124,7 +124,8 @@ struct lut_weight_source {
   }
   // int8 with the super-group fold (gemm/dequant.hpp, int8_super_fold_offset): the levels of
   // rows 0..63 for k in [k0, k1), whole super-groups, each times its group's scale code c plus
-  // the offset o, c * (level - zero) + o, in levels()' layout; s.sw: the super-scales
+  // the offset o, c * (level - zero) + o, in levels()' layout (two planes, int8_super_fold_split:
+  // the low digits' levels, then at + 64 (k1 - k0) the high digits'); s.sw: the super-scales
   // [super][64], s.swz (min-form formats): the groups' minimums [group][64]. Null where the chunk
   // is not whole super-groups or a code's product leaves the byte: then the per-group route.
   const uint8_t* super_levels(std::size_t t, std::size_t k0, std::size_t k1, dq_scratch& s) const
@@ -138,8 +139,11 @@ struct lut_weight_source {
     const std::size_t groups = (k1 - k0) / G, g0 = L->group_of_k(k0, S);
     // every scale code c must keep c * (level - zero) + off a byte for every level: c in [cmin, cmax]
     constexpr auto fits = [](int c) { return c * dlo >= -off && c * dlo <= 255 - off && c * dhi >= -off && c * dhi <= 255 - off; };
-    constexpr int cmin = [&] { int c = -128; while (c <= 127 && !fits(c)) ++c; return c; }();
-    constexpr int cmax = [&] { int c = 127; while (c >= -128 && !fits(c)) --c; return c; }();
+    // (two planes, int8_super_fold_split b: the codes c = b h + l in [0, b^2), each digit fits)
+    constexpr int split = int8_super_fold_split<P>();
+    static_assert(split == 0 || (off == 0 && fits(split - 1) && fits(0)), "a plane's digit leaves the byte");
+    constexpr int cmin = split ? 0 : [&] { int c = -128; while (c <= 127 && !fits(c)) ++c; return c; }();
+    constexpr int cmax = split ? split * split - 1 : [&] { int c = 127; while (c >= -128 && !fits(c)) --c; return c; }();
     if constexpr (cmin > cmax) {
       return nullptr;
     } else {
@@ -149,9 +153,20 @@ struct lut_weight_source {
     const uint8_t* lv = levels(t, k0, k1, s);
     uint8_t* out = s.steps.get();
     const auto fold = ks->fold_levels ? ks->fold_levels : &portable::fold_levels;
-    for (std::size_t g = 0; g < groups; ++g)
-      fold(lv + g * G * 64, G / 4, reinterpret_cast<const int8_t*>(data + L->scale_offset(t, g0 + g, S)), z, off,
-           out + g * G * 64);
+    for (std::size_t g = 0; g < groups; ++g) {
+      const int8_t* cs = reinterpret_cast<const int8_t*>(data + L->scale_offset(t, g0 + g, S));
+      if constexpr (split > 0) {  // the low digits' plane, then the high digits' at out + 64 (k1 - k0)
+        alignas(64) int8_t lo[64], hi[64];
+        for (int r = 0; r < 64; ++r) {
+          lo[r] = int8_t(cs[r] % split);
+          hi[r] = int8_t(cs[r] / split);
+        }
+        fold(lv + g * G * 64, G / 4, lo, z, off, out + g * G * 64);
+        fold(lv + g * G * 64, G / 4, hi, z, off, out + 64 * (k1 - k0) + g * G * 64);
+      } else {
+        fold(lv + g * G * 64, G / 4, cs, z, off, out + g * G * 64);
+      }
+    }
     for (std::size_t j = 0; j < (k1 - k0) / SK; ++j) {
       const std::size_t g = g0 + j * (SK / G);
       const auto ahead = L->supers_ahead(t, g, S);  // (two super-groups ahead)

@@ -70,6 +70,9 @@ struct format_traits<fmt::q4_k> : detail::min_form4_traits {
   static constexpr bool super_params = true;
   static constexpr const char* book_name = "q4k";  // policy names read w4q4k_g32_asym_...
   static constexpr int super_sig_bits = 13;  // x 7-bit codes x 4-bit levels: 24 bits
+  // the int8 prefill's fold in two planes (detail::int8_super_fold_split): llama.cpp's codes
+  // 0..63 = 8 h + l, h and l times levels 0..15 each a byte
+  static constexpr int int8_fold_offset = 0, int8_fold_split = 8;
 };
 template <>
 struct format_traits<fmt::q5_k> : detail::min_form_traits<5, true> {
@@ -77,6 +80,8 @@ struct format_traits<fmt::q5_k> : detail::min_form_traits<5, true> {
   static constexpr bool super_params = true;
   static constexpr const char* book_name = "q5k";  // policy names read w5q5k_g32_asym_...
   static constexpr int super_sig_bits = 12;  // x 7-bit codes x 5-bit levels
+  // as Q4_K's: codes 0..63 = 8 h + l, h and l (up to 7) times levels 0..31 (up to 217) each a byte
+  static constexpr int int8_fold_offset = 0, int8_fold_split = 8;
 };
 template <>
 struct format_traits<fmt::q2_k> : detail::min_form_traits<2, true> {

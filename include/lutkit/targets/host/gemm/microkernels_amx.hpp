@@ -70,9 +70,10 @@ LK_AMX_GROUP(1, 2, 3, 5)
 // minimum's term. The group's weight scales are loaded once, the column's scalars broadcast from
 // memory, and the arguments read into locals (stores to C may alias a.*, as far as the compiler
 // knows: it reloaded them, and tested a.sa and a.zsum, in every column).
-template <bool SA, bool Z>
+// HI: the two-plane form, its high plane's sums in hi (shifted by a.hi_shift and added first).
+template <bool SA, bool Z, bool HI = false>
 LUTKIT_AMX_DQ inline void amx_epilogue(const mk_int8_rows_args& a, std::size_t g, std::size_t h,
-                                       const int32_t (*sums)[16][16]) {
+                                       const int32_t (*sums)[16][16], const int32_t (*hi)[16][16] = nullptr) {
   const __m512 w0 = _mm512_loadu_ps(a.sw + g * 64 + 32 * h), w1 = _mm512_loadu_ps(a.sw + g * 64 + 32 * h + 16);
   __m512 m0 = _mm512_setzero_ps(), m1 = _mm512_setzero_ps();
   if constexpr (!Z) {
@@ -84,8 +85,13 @@ LUTKIT_AMX_DQ inline void amx_epilogue(const mk_int8_rows_args& a, std::size_t g
   const float* const sas = SA ? a.sa + e0 : nullptr;
   const float* const sxs = a.sumx + e0;
   float* const C = a.C + 32 * h;
+  const __m128i shift = _mm_cvtsi32_si128(a.hi_shift);
   for (std::size_t n = 0; n < cols; ++n) {
     __m512i s0 = _mm512_load_si512(sums[0][n]), s1 = _mm512_load_si512(sums[1][n]);
+    if constexpr (HI) {
+      s0 = _mm512_add_epi32(s0, _mm512_sll_epi32(_mm512_load_si512(hi[0][n]), shift));
+      s1 = _mm512_add_epi32(s1, _mm512_sll_epi32(_mm512_load_si512(hi[1][n]), shift));
+    }
     if constexpr (Z) {
       const __m512i z = _mm512_set1_epi32(zs[n]);
       s0 = _mm512_add_epi32(s0, z);
@@ -129,9 +135,54 @@ LUTKIT_AMX_DQ inline void amx_int8_halves(const mk_int8_rows_args& a, std::size_
   }
 }
 
+// The two-plane form (a.W_hi): a group at a time (the fold's 256-k super-groups, whose products
+// outweigh an epilogue), the low plane's sums of the half's two 16-row blocks in tiles 0 and 1,
+// the high plane's in 2 and 3, the activations in 4, the levels in 5, 6 and 7 in turn.
+template <bool SA, bool Z>
+LUTKIT_AMX_DQ inline void amx_int8_planes(const mk_int8_rows_args& a, std::size_t gk, std::size_t kt) {
+  alignas(64) int32_t lo[2][16][16], hi[2][16][16];
+  for (std::size_t h = 0; h < 2; ++h)
+    for (std::size_t g = 0; g < a.groups; ++g) {
+      _tile_zero(0);
+      _tile_zero(1);
+      _tile_zero(2);
+      _tile_zero(3);
+      for (std::size_t k = g * gk; k < (g + 1) * gk; k += kt) {
+        const uint8_t* w = a.W + k * 64 + 128 * h;
+        const uint8_t* v = a.W_hi + k * 64 + 128 * h;
+        _tile_loadd(4, a.X + k, a.ldx);
+        _tile_loadd(5, w, 256);
+        _tile_dpbsud(0, 4, 5);
+        _tile_loadd(6, w + 64, 256);
+        _tile_dpbsud(1, 4, 6);
+        _tile_loadd(7, v, 256);
+        _tile_dpbsud(2, 4, 7);
+        _tile_loadd(5, v + 64, 256);
+        _tile_dpbsud(3, 4, 5);
+      }
+      _tile_stored(0, lo[0], 64);
+      _tile_stored(1, lo[1], 64);
+      _tile_stored(2, hi[0], 64);
+      _tile_stored(3, hi[1], 64);
+      amx_epilogue<SA, Z, true>(a, g, h, lo, hi);
+    }
+}
+
 LUTKIT_AMX_DQ inline void mk_int8_rows(const mk_int8_rows_args& a) {
   const std::size_t gk = 4 * a.steps, kt = tile_k(gk);
   tile_config cfg;
+  if (a.W_hi) {
+    for (int i = 0; i < 4; ++i) cfg.rows[i] = 16, cfg.colsb[i] = 64;
+    cfg.rows[4] = 16, cfg.colsb[4] = uint16_t(kt);
+    for (int i = 5; i < 8; ++i) cfg.rows[i] = uint8_t(kt / 4), cfg.colsb[i] = 64;
+    _tile_loadconfig(&cfg);
+    if (a.sa)
+      a.zsum ? amx_int8_planes<true, true>(a, gk, kt) : amx_int8_planes<true, false>(a, gk, kt);
+    else
+      a.zsum ? amx_int8_planes<false, true>(a, gk, kt) : amx_int8_planes<false, false>(a, gk, kt);
+    _tile_release();
+    return;
+  }
   for (int i = 0; i < 4; ++i) cfg.rows[i] = 16, cfg.colsb[i] = 64;
   for (int i = 4; i < 6; ++i) cfg.rows[i] = 16, cfg.colsb[i] = uint16_t(kt);
   for (int i = 6; i < 8; ++i) cfg.rows[i] = uint8_t(kt / 4), cfg.colsb[i] = 64;
