@@ -850,8 +850,10 @@ TEST_CASE("import_q2_k ... import_q6_k, import_q5_1 reproduce llama.cpp's dequan
   CHECK_THROWS_WITH(import_q5_1<Q51>(h.data(), 1, 256, h.size() - 1), Catch::Contains("fewer than"));
 }
 
-TEST_CASE("int8 prefill: the super-group fold on llama.cpp's Q2_K / Q3_K (and, in two planes, Q4_K / Q5_K) blocks, the per-group route on lutkit's codes",
-          "[formats][kquant][dequant_gemm]") {
+TEST_CASE(
+    "int8 prefill: the super-group fold on llama.cpp's Q2_K / Q3_K (and, in two planes, Q4_K / Q5_K) blocks, the "
+    "per-group route on lutkit's codes",
+    "[formats][kquant][dequant_gemm]") {
   // A blob imported from llama.cpp's blocks takes the fold in every chunk (its scale codes times
   // the levels stay within a byte; Q4_K's and Q5_K's codes 0..63 as two digits of base 8, each
   // times the levels a byte, on kernel sets whose int8 kernel over row-major activations takes

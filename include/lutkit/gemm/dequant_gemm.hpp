@@ -72,9 +72,8 @@ void dq_super_chunk(const uint8_t* Wf, const dq_activations& A, const dq_kernel_
       const std::size_t n = nb0 + n0;
       constexpr int split = int8_super_fold_split<typename Src::policy>();
       ks.int8_rows(mk_int8_rows_args{Wf, A.row_i8(n) + k0, g.K_pad, std::min(mk_rows_cols, ncols - n0), SK / 4,
-                                     (k1 - k0) / SK, C + n0 * 64, s.sw.data(), s.sw.data(),
-                                     A.sumx.data() + f0 * LS + n, nullptr, LS,
-                                     A.super_zsum.data() + k0 / SK * LS + n,
+                                     (k1 - k0) / SK, C + n0 * 64, s.sw.data(), s.sw.data(), A.sumx.data() + f0 * LS + n,
+                                     nullptr, LS, A.super_zsum.data() + k0 / SK * LS + n,
                                      split ? Wf + 64 * (k1 - k0) : nullptr, std::countr_zero(unsigned(split))});
     }
   }
@@ -367,8 +366,7 @@ void int8_folds_for(dq_activations& A, const dq_kernel_set& ks, bool fold) {
   }
   if constexpr (int8_super_fold_offset<P>() >= 0) {
     // (the two-plane fold only with a kernel over row-major activations that takes its planes)
-    const bool planes_ok =
-        int8_super_fold_split<P>() == 0 || uses_rows(ks, A.act, A.geo, std::size_t(P::spec.super_k));
+    const bool planes_ok = int8_super_fold_split<P>() == 0 || uses_rows(ks, A.act, A.geo, std::size_t(P::spec.super_k));
     if (fold && A.act == act_type::int8 && ks.int8_super_fold && planes_ok &&
         A.geo.K_pad % std::size_t(P::spec.super_k) == 0) {
       A.super_k = std::size_t(P::spec.super_k);

@@ -63,7 +63,8 @@ inline void mk_int8_rows(const mk_int8_rows_args& a) {
         for (std::size_t k = 0; k < 4 * a.steps; ++k) acc += int32_t(W[(k / 4) * 256 + 4 * r + k % 4]) * x[k];
         if (a.W_hi) {
           int32_t hi = 0;
-          for (std::size_t k = 0; k < 4 * a.steps; ++k) hi += int32_t(a.W_hi[k0 * 64 + (k / 4) * 256 + 4 * r + k % 4]) * x[k];
+          for (std::size_t k = 0; k < 4 * a.steps; ++k)
+            hi += int32_t(a.W_hi[k0 * 64 + (k / 4) * 256 + 4 * r + k % 4]) * x[k];
           acc += hi * (int32_t(1) << a.hi_shift);
         }
         float f = float(acc);

@@ -142,8 +142,16 @@ struct lut_weight_source {
     // (two planes, int8_super_fold_split b: the codes c = b h + l in [0, b^2), each digit fits)
     constexpr int split = int8_super_fold_split<P>();
     static_assert(split == 0 || (off == 0 && fits(split - 1) && fits(0)), "a plane's digit leaves the byte");
-    constexpr int cmin = split ? 0 : [&] { int c = -128; while (c <= 127 && !fits(c)) ++c; return c; }();
-    constexpr int cmax = split ? split * split - 1 : [&] { int c = 127; while (c >= -128 && !fits(c)) --c; return c; }();
+    constexpr int cmin = split ? 0 : [&] {
+      int c = -128;
+      while (c <= 127 && !fits(c)) ++c;
+      return c;
+    }();
+    constexpr int cmax = split ? split * split - 1 : [&] {
+      int c = 127;
+      while (c >= -128 && !fits(c)) --c;
+      return c;
+    }();
     if constexpr (cmin > cmax) {
       return nullptr;
     } else {

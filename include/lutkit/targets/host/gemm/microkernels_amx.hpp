@@ -127,8 +127,10 @@ LUTKIT_AMX_DQ inline void amx_int8_halves(const mk_int8_rows_args& a, std::size_
         if (g % 2) amx_group_0(a, g + 1, h, gk, kt);
         else amx_group_1(a, g + 1, h, gk, kt);
       }
-      if (g % 2) amx_store_1(sums[1]);
-      else amx_store_0(sums[0]);
+      if (g % 2)
+        amx_store_1(sums[1]);
+      else
+        amx_store_0(sums[0]);
       if (g > 0) amx_epilogue<SA, Z>(a, g - 1, h, sums[(g - 1) % 2]);
     }
     amx_epilogue<SA, Z>(a, a.groups - 1, h, sums[(a.groups - 1) % 2]);
