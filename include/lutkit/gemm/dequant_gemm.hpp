@@ -377,10 +377,7 @@ void int8_folds_for(dq_activations& A, const dq_kernel_set& ks, bool fold) {
       // two planes of a 512-k chunk's levels are 64 KiB, past L1, and every 16-column call of the
       // AMX kernel reads them again: chunks of one super-group (Q4_K int8 on an AMX Xeon, 2
       // threads: 0.61 of the VNNI peak against 0.57-0.58, docs/prefill.md "AMX")
-      if constexpr (int8_super_fold_split<P>() > 0) {
-        A.geo.kc = A.super_k;
-        A.geo.kcs = A.geo.kc / 4;
-      }
+      if constexpr (int8_super_fold_split<P>() > 0) A.geo.set_chunk(A.super_k);
     }
   }
 }

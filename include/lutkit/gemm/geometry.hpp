@@ -49,6 +49,11 @@ struct dq_geometry {
     const std::size_t s0 = s / kcs * kcs, len = std::min(kcs, psteps - s0);
     return s0 * NP + (n / cb) * len * cb + (s - s0) * cb + n % cb;
   }
+  // the chunk length changed to k (a multiple of flush_k), the panel's steps per chunk with it
+  void set_chunk(std::size_t k) {
+    kcs = k / (kc / kcs);
+    kc = k;
+  }
   std::size_t flushes() const { return (K_pad + flush_k - 1) / flush_k; }
   // the panel columns the micro-kernels read: the column blocks holding real columns (the last
   // one's padding cleared); the blocks past them up to NP are never read nor written
@@ -80,7 +85,8 @@ inline dq_geometry make_dq_geometry_k(std::size_t K, std::size_t K_pad, std::siz
   g.K = K;
   g.K_pad = K_pad;
   g.flush_k = flush_k;
-  // k per chunk: fp32 64, int8 512, bf16 1024 for N >= 48 and 256 below.
+  // k per chunk: fp32 64, int8 512 (the two-plane super-group fold: one super-group,
+  // int8_folds_for), bf16 1024 for N >= 48 and 256 below.
   // int8 at 4096 x 14336, N = 128, 2 threads, medians of 3: 512 gave +5-7% over 256 (half the
   // calls, each loading and storing its 12 accumulators once); 1024 was not better.
   // bf16 (interleaved rounds, 2 threads, W4): 1024 over 256 gave +2-3% at N = 128 and

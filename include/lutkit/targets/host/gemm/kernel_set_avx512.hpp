@@ -123,7 +123,7 @@ inline const dq_kernel_set& kernels_vnni() {
 // prefill on AMX tiles (amx::mk_bf16_rows) from amx_min_cols columns on, and the int8 paradigm's
 // (amx::mk_int8_rows) for flush groups of at least amx_int8_min_k (and the super-group fold's
 // 256-k groups). Below those, and for the decode (N <= 2), the AVX-512 kernels. (16-k groups on
-// tiles: a tile store and an epilogue per 16 k made Q6_K's GEMM 0.85x the VNNI kernel's;
+// tiles: a tile store and an epilogue per 16 k made Q6_K's GEMM 0.82-0.85x the VNNI kernel's;
 // docs/prefill.md, "AMX".)
 inline bool cpu_supported_amx() { return cpu_supported() && host_features::amx(); }
 inline constexpr std::size_t amx_min_cols = 6, amx_int8_min_k = 32;

@@ -170,29 +170,36 @@ LUTKIT_AMX_DQ inline void amx_int8_planes(const mk_int8_rows_args& a, std::size_
     }
 }
 
+// the kernel of a's form: two planes or one, activation scales or not, folded zero or not
+template <bool Planes>
+LUTKIT_AMX_DQ inline void amx_int8_forms(const mk_int8_rows_args& a, std::size_t gk, std::size_t kt) {
+  constexpr auto run = []<bool SA, bool Z>(const mk_int8_rows_args& b, std::size_t k, std::size_t t) {
+    if constexpr (Planes)
+      amx_int8_planes<SA, Z>(b, k, t);
+    else
+      amx_int8_halves<SA, Z>(b, k, t);
+  };
+  if (a.sa)
+    a.zsum ? run.template operator()<true, true>(a, gk, kt) : run.template operator()<true, false>(a, gk, kt);
+  else
+    a.zsum ? run.template operator()<false, true>(a, gk, kt) : run.template operator()<false, false>(a, gk, kt);
+}
+
 LUTKIT_AMX_DQ inline void mk_int8_rows(const mk_int8_rows_args& a) {
   const std::size_t gk = 4 * a.steps, kt = tile_k(gk);
+  // tiles 0-3 the sums; then the activations and levels of the form (amx_int8_planes: 4 and 5-7,
+  // amx_int8_halves: 4-5 and 6-7)
+  const int first_levels = a.W_hi ? 5 : 6;
   tile_config cfg;
-  if (a.W_hi) {
-    for (int i = 0; i < 4; ++i) cfg.rows[i] = 16, cfg.colsb[i] = 64;
-    cfg.rows[4] = 16, cfg.colsb[4] = uint16_t(kt);
-    for (int i = 5; i < 8; ++i) cfg.rows[i] = uint8_t(kt / 4), cfg.colsb[i] = 64;
-    _tile_loadconfig(&cfg);
-    if (a.sa)
-      a.zsum ? amx_int8_planes<true, true>(a, gk, kt) : amx_int8_planes<true, false>(a, gk, kt);
-    else
-      a.zsum ? amx_int8_planes<false, true>(a, gk, kt) : amx_int8_planes<false, false>(a, gk, kt);
-    _tile_release();
-    return;
+  for (int i = 0; i < 8; ++i) {
+    cfg.rows[i] = uint8_t(i < first_levels ? 16 : kt / 4);
+    cfg.colsb[i] = uint16_t(i < 4 || i >= first_levels ? 64 : kt);
   }
-  for (int i = 0; i < 4; ++i) cfg.rows[i] = 16, cfg.colsb[i] = 64;
-  for (int i = 4; i < 6; ++i) cfg.rows[i] = 16, cfg.colsb[i] = uint16_t(kt);
-  for (int i = 6; i < 8; ++i) cfg.rows[i] = uint8_t(kt / 4), cfg.colsb[i] = 64;
   _tile_loadconfig(&cfg);
-  if (a.sa)
-    a.zsum ? amx_int8_halves<true, true>(a, gk, kt) : amx_int8_halves<true, false>(a, gk, kt);
+  if (a.W_hi)
+    amx_int8_forms<true>(a, gk, kt);
   else
-    a.zsum ? amx_int8_halves<false, true>(a, gk, kt) : amx_int8_halves<false, false>(a, gk, kt);
+    amx_int8_forms<false>(a, gk, kt);
   _tile_release();
 }
 
