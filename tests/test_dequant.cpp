@@ -578,18 +578,23 @@ TEST_CASE("the int8 kernel over row-major activations equals mk_int8; AMX equals
     const std::vector<float> start = c0;
     detail::mk_int8_rows_args a{W.data(), X.data(), ldx, cols, steps, groups, c0.data(), sw.data(), swz.data(),
                                 sumx.data(), per_group ? sa.data() : nullptr, 16, fold ? zsum.data() : nullptr};
-    // the two-plane form (the super-group fold of Q4_K / Q5_K): a second set of levels at 8x
-    std::vector<uint8_t> W_hi(W.size());
-    for (auto& v : W_hi) v = extreme ? uint8_t(255 - rng() % 2) : uint8_t(rng());
-    const bool planes = it % 7 == 5 || it % 9 == 4;
-    if (planes) {
-      a.W_hi = W_hi.data();
-      a.hi_shift = 3;
+    // the forms in planes (the super-group fold of Q4_K / Q5_K, two, and Q6_K, three): more sets of
+    // levels after W, plane j's sums counting 8^j times
+    const int planes = it % 7 == 5 || it % 9 == 4 ? 2 + it % 2 : 1;
+    std::vector<uint8_t> Wp(W.size() * std::size_t(planes));
+    std::copy(W.begin(), W.end(), Wp.begin());
+    for (auto it2 = Wp.begin() + std::ptrdiff_t(W.size()); it2 != Wp.end(); ++it2)
+      *it2 = extreme ? uint8_t(255 - rng() % 2) : uint8_t(rng());
+    if (planes > 1) {
+      a.W = Wp.data();
+      a.planes = planes;
+      a.plane_bytes = W.size();
+      a.plane_shift = 3;
     }
     detail::portable::mk_int8_rows(a);
     INFO("steps=" << steps << " groups=" << groups << " cols=" << cols << " fold=" << fold << " extreme=" << extreme
                   << " planes=" << planes);
-    if (planes) {  // the specification's sums against a direct int64 sum of both planes
+    if (planes > 1) {  // the specification's sums against a direct int64 sum of the planes
       std::vector<float> c3 = start;
       for (std::size_t g = 0; g < groups; ++g)
         for (std::size_t n = 0; n < cols; ++n)
@@ -597,7 +602,9 @@ TEST_CASE("the int8 kernel over row-major activations equals mk_int8; AMX equals
             int64_t acc = fold ? zsum[g * 16 + n] : 0;
             for (std::size_t k = 4 * steps * g; k < 4 * steps * (g + 1); ++k) {
               const std::size_t i = (k / 4) * 256 + 4 * std::size_t(r) + k % 4;
-              acc += (int64_t(W[i]) + 8 * int64_t(W_hi[i])) * X[n * ldx + k];
+              int64_t w = 0;
+              for (int j = planes - 1; j >= 0; --j) w = 8 * w + int64_t(Wp[std::size_t(j) * W.size() + i]);
+              acc += w * X[n * ldx + k];
             }
             float f = float(acc);
             if (per_group) f *= sa[g * 16 + n];
@@ -620,7 +627,7 @@ TEST_CASE("the int8 kernel over row-major activations equals mk_int8; AMX equals
                              fold ? zsum.data() + n0 : nullptr};
       (nc == 1 ? detail::portable::mk_int8<1> : nc == 2 ? detail::portable::mk_int8<2> : detail::portable::mk_int8<3>)(p);
     }
-    if (!planes) CHECK(std::memcmp(c0.data(), c1.data(), c0.size() * sizeof(float)) == 0);
+    if (planes == 1) CHECK(std::memcmp(c0.data(), c1.data(), c0.size() * sizeof(float)) == 0);
     if (!amx) continue;
 #if defined(LUTKIT_HAVE_AVX512_DQ)
     std::vector<float> c2 = start;

@@ -851,21 +851,25 @@ TEST_CASE("import_q2_k ... import_q6_k, import_q5_1 reproduce llama.cpp's dequan
 }
 
 TEST_CASE(
-    "int8 prefill: the super-group fold on llama.cpp's Q2_K / Q3_K (and, in two planes, Q4_K / Q5_K) blocks, the "
+    "int8 prefill: the super-group fold on llama.cpp's Q2_K / Q3_K (and, in planes, Q4_K / Q5_K / Q6_K) blocks, the "
     "per-group route on lutkit's codes",
     "[formats][kquant][dequant_gemm]") {
   // A blob imported from llama.cpp's blocks takes the fold in every chunk (its scale codes times
   // the levels stay within a byte; Q4_K's and Q5_K's codes 0..63 as two digits of base 8, each
   // times the levels a byte, on kernel sets whose int8 kernel over row-major activations takes
   // the second plane: AMX); lutkit's own quantizer's codes (up to 127) do not, and those chunks
-  // keep the per-group flush. Both against the double reference, every kernel set.
+  // keep the per-group flush. Q6_K's codes, every int8, fold in three planes of base-8 digits
+  // -3..4 from either. Both against the double reference, every kernel set.
   using Q2K = policy<fmt::q2_k, group<16>>;
   using Q3K = policy<fmt::q3_k, group<16>>;
   using Q4K = policy<fmt::q4_k, group<32>>;
   using Q5K = policy<fmt::q5_k, group<32>>;
   STATIC_REQUIRE(detail::int8_super_fold_offset<Q2K>() == 0);
   STATIC_REQUIRE(detail::int8_super_fold_offset<Q3K>() == 124);
-  STATIC_REQUIRE(detail::int8_super_fold_offset<policy<fmt::q6_k, group<16>>>() == -1);
+  using Q6K = policy<fmt::q6_k, group<16>>;
+  STATIC_REQUIRE(detail::int8_super_fold_offset<Q6K>() == 128 && detail::int8_super_fold_split<Q6K>() == 8);
+  STATIC_REQUIRE(detail::int8_super_fold_planes<Q6K>() == 3 && detail::int8_super_fold_offset_weight<Q6K>() == 73);
+  STATIC_REQUIRE(detail::int8_super_fold_planes<Q4K>() == 2 && detail::int8_super_fold_planes<Q2K>() == 1);
   STATIC_REQUIRE(detail::int8_super_fold_offset<Q4K>() == 0 && detail::int8_super_fold_split<Q4K>() == 8);
   STATIC_REQUIRE(detail::int8_super_fold_offset<Q5K>() == 0 && detail::int8_super_fold_split<Q5K>() == 8);
   STATIC_REQUIRE(detail::int8_super_fold_split<Q2K>() == 0 && detail::int8_super_fold_split<Q3K>() == 0);
@@ -900,7 +904,8 @@ TEST_CASE(
         for (std::size_t t = 0; t < wp.layout().tiles; ++t)
           for (std::size_t k0 = 0; k0 < geo.K_pad; k0 += geo.kc, ++chunks)
             folded += src.super_levels(t, k0, std::min(geo.K_pad, k0 + geo.kc), s) != nullptr;
-        CHECK(folded == (llama ? chunks : 0));
+        constexpr bool every_code = detail::int8_super_fold_planes<P>() == 3;
+        CHECK(folded == (llama || every_code ? chunks : 0));
         const auto ref = dq_reference<P>(q, x, N, act_type::int8, geo.flush_k, geo.flushes());
         std::vector<float> y(N * M, -1.f);
         dequant_gemm<P>(wp, x.data(), N, K, y.data(), act_type::int8, 0, 0, nullptr, be);
@@ -919,4 +924,5 @@ TEST_CASE(
   check.operator()<Q2K>(84, {80, 82}, [](auto... a) { return import_q2_k<Q2K>(a...); });
   check.operator()<Q4K>(144, {0, 2}, [](auto... a) { return import_q4_k<Q4K>(a...); });
   check.operator()<Q5K>(176, {0, 2}, [](auto... a) { return import_q5_k<Q5K>(a...); });
+  check.operator()<Q6K>(210, {208}, [](auto... a) { return import_q6_k<Q6K>(a...); });
 }

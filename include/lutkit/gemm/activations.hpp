@@ -115,8 +115,9 @@ struct dq_activations {
   int32_t zero = 0;
   dq_array<int32_t> zsum;
   // int8 per row with the super-group fold (gemm/dequant.hpp, int8_super_fold_offset): super_k
-  // > 0, and super_zsum[j * ldsum + n] = -offset * (the sum of super-group j's int8 values), the
-  // starting sums of the folded levels' dot
+  // > 0, and super_zsum[j * ldsum + n] = -super_offset * (the sum of super-group j's int8
+  // values), the starting sums of the folded levels' dot (super_offset: the fold's offset times
+  // its weight in the planes' sum, int8_super_fold_offset_weight)
   std::size_t super_k = 0;
   int32_t super_offset = 0;
   dq_array<int32_t> super_zsum;

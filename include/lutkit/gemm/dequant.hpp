@@ -235,12 +235,15 @@ constexpr int int8_super_fold_offset() {
   }
   return -1;
 }
-// The fold in two planes (Q4_K, Q5_K: 6-bit scale codes c times levels up to 31 leave the byte):
-// a format whose traits also name int8_fold_split b folds c = b h + l (0 <= l, h < b) as two level
-// sets l * level and h * level, each a byte, whose dots the kernel adds as lo + b hi (exact
-// int32). Only a kernel set whose int8 kernel over row-major activations takes the second plane
-// (mk_int8_rows_args::W_hi: AMX) runs it: with the products on tiles, twice the products cost less
-// than a flush per 32-k group. b (a power of two), or 0 where the format has none.
+// The fold in planes (Q4_K, Q5_K: 6-bit scale codes c times levels up to 31 leave the byte; Q6_K:
+// 8-bit codes times levels -32..31): a format whose traits also name int8_fold_split b writes c as
+// digits of base b, c = sum_j b^j d_j with d_j in [m, m + b) (m: the traits' int8_fold_digit_min,
+// else 0), one level set d_j * (level - zero) + offset per digit, each a byte, whose dots the
+// kernel adds as sum_j b^j (plane j) (exact int32). Q4_K / Q5_K: b = 8, digits 0..7, two planes;
+// Q6_K: b = 8, digits -3..4, three planes (every int8 code), offset 128. Only a kernel set whose
+// int8 kernel over row-major activations takes the planes (mk_int8_rows_args::planes: AMX) runs
+// it: with the products on tiles, two or three times the products cost less than a flush per 16-
+// or 32-k group. b (a power of two), or 0 where the format has none.
 template <class P>
 constexpr int int8_super_fold_split() {
   using FT = format_traits<typename P::format>;
@@ -248,6 +251,33 @@ constexpr int int8_super_fold_split() {
     if constexpr (int8_super_fold_offset<P>() >= 0) return FT::int8_fold_split;
   }
   return 0;
+}
+// the fold's planes (1 without a split) and its digits' least value
+template <class P>
+constexpr int int8_super_fold_planes() {
+  using FT = format_traits<typename P::format>;
+  if constexpr (int8_super_fold_split<P>() == 0)
+    return 1;
+  else if constexpr (requires { FT::int8_fold_planes; })
+    return FT::int8_fold_planes;
+  else
+    return 2;
+}
+template <class P>
+constexpr int int8_super_fold_digit_min() {
+  using FT = format_traits<typename P::format>;
+  if constexpr (int8_super_fold_split<P>() > 0 && requires { FT::int8_fold_digit_min; })
+    return FT::int8_fold_digit_min;
+  else
+    return 0;
+}
+// the weight of the fold's offset in the planes' sum, sum_j b^j (the sums start at -offset times
+// it times sum(q): dq_activations::super_offset)
+template <class P>
+constexpr int int8_super_fold_offset_weight() {
+  int w = 0;
+  for (int j = 0, p = 1; j < int8_super_fold_planes<P>(); ++j, p *= std::max(int8_super_fold_split<P>(), 1)) w += p;
+  return w;
 }
 // The fused int8 decode of whole codes (targets/cpu): step-major codes whose levels are the codes,
 // small integer levels (a byte map) or split levels (NF4)

@@ -67,14 +67,15 @@ void dq_super_chunk(const uint8_t* Wf, const dq_activations& A, const dq_kernel_
   const dq_geometry& g = A.geo;
   const std::size_t LS = g.ldsum(), SK = A.super_k, f0 = k0 / g.flush_k;
   if (A.rows) {  // the kernel over row-major activations (AMX), super-groups as its flush groups
+    using SP = typename Src::policy;
     for (std::size_t n0 = 0; n0 < ncols; n0 += mk_rows_cols) {
       prefetch_next();
       const std::size_t n = nb0 + n0;
-      constexpr int split = int8_super_fold_split<typename Src::policy>();
       ks.int8_rows(mk_int8_rows_args{Wf, A.row_i8(n) + k0, g.K_pad, std::min(mk_rows_cols, ncols - n0), SK / 4,
                                      (k1 - k0) / SK, C + n0 * 64, s.sw.data(), s.sw.data(), A.sumx.data() + f0 * LS + n,
                                      nullptr, LS, A.super_zsum.data() + k0 / SK * LS + n,
-                                     split ? Wf + 64 * (k1 - k0) : nullptr, std::countr_zero(unsigned(split))});
+                                     int8_super_fold_planes<SP>(), 64 * (k1 - k0),
+                                     std::countr_zero(unsigned(int8_super_fold_split<SP>()))});
     }
   }
   const int8_t* Ad = reinterpret_cast<const int8_t*>(A.data.get());
@@ -365,16 +366,16 @@ void int8_folds_for(dq_activations& A, const dq_kernel_set& ks, bool fold) {
     A.zero = int32_t(P::spec.sym_zero);
   }
   if constexpr (int8_super_fold_offset<P>() >= 0) {
-    // (the two-plane fold only with a kernel over row-major activations that takes its planes)
+    // (the fold in planes only with a kernel over row-major activations that takes them)
     const bool planes_ok = int8_super_fold_split<P>() == 0 || uses_rows(ks, A.act, A.geo, std::size_t(P::spec.super_k));
     if (fold && A.act == act_type::int8 && ks.int8_super_fold && planes_ok &&
         A.geo.K_pad % std::size_t(P::spec.super_k) == 0) {
       A.super_k = std::size_t(P::spec.super_k);
-      A.super_offset = int8_super_fold_offset<P>();
+      A.super_offset = int8_super_fold_offset<P>() * int8_super_fold_offset_weight<P>();
       // (the same test as super_levels', which then makes the codes' pairs: one decision; the
       // fold's flush groups are the scale groups, make_dq_geometry)
       A.min_pairs = int8_super_int_mins<P>(ks);
-      // two planes of a 512-k chunk's levels are 64 KiB, past L1, and every 16-column call of the
+      // two or three planes of a 512-k chunk's levels are 64 or 96 KiB, past L1, and every 16-column call of the
       // AMX kernel reads them again: chunks of one super-group (Q4_K int8 on an AMX Xeon, 2
       // threads: 0.61 of the VNNI peak against 0.57-0.58, docs/prefill.md "AMX")
       if constexpr (int8_super_fold_split<P>() > 0) A.geo.set_chunk(A.super_k);

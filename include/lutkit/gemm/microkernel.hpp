@@ -55,9 +55,9 @@ struct mk_int8_args {
 // mk_rows_cols are read, those past `cols` must exist and their sums are discarded). The
 // scales, sums and zero sums as in mk_int8_args, column j at [g * ldsum + j]; C column j at C + 64 j.
 // The same bits as mk_int8 on the same values: exact int32 sums per group, then the same epilogue.
-// W_hi (the super-group fold in two planes, gemm/dequant.hpp int8_super_fold_split): a second
-// set of levels in W's layout whose sums count 2^hi_shift times, the group's sum being
-// sum(W x) + 2^hi_shift sum(W_hi x); null: one plane.
+// planes (the super-group fold in planes, gemm/dequant.hpp int8_super_fold_planes): `planes` sets
+// of levels in W's layout, plane j at W + j plane_bytes, whose sums count 2^(j plane_shift) times:
+// the group's sum is sum_j 2^(j plane_shift) sum(W_j x) (exact int32); 1: one plane.
 struct mk_int8_rows_args {
   const uint8_t* W;
   const int8_t* X;
@@ -72,8 +72,9 @@ struct mk_int8_rows_args {
   const float* sa;
   std::size_t ldsum;
   const int32_t* zsum = nullptr;
-  const uint8_t* W_hi = nullptr;
-  int hi_shift = 0;
+  int planes = 1;
+  std::size_t plane_bytes = 0;
+  int plane_shift = 0;
 };
 inline constexpr std::size_t mk_rows_cols = 16;
 // The bf16 micro-kernel over row-major activations (AMX): mk_val_args' W (bf16 pairs) and C for

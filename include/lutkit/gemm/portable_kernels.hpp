@@ -60,12 +60,11 @@ inline void mk_int8_rows(const mk_int8_rows_args& a) {
       float* c = a.C + n * 64;
       for (int r = 0; r < 64; ++r) {
         int32_t acc = a.zsum ? a.zsum[g * a.ldsum + n] : 0;
-        for (std::size_t k = 0; k < 4 * a.steps; ++k) acc += int32_t(W[(k / 4) * 256 + 4 * r + k % 4]) * x[k];
-        if (a.W_hi) {
-          int32_t hi = 0;
-          for (std::size_t k = 0; k < 4 * a.steps; ++k)
-            hi += int32_t(a.W_hi[k0 * 64 + (k / 4) * 256 + 4 * r + k % 4]) * x[k];
-          acc += hi * (int32_t(1) << a.hi_shift);
+        for (int j = 0; j < a.planes; ++j) {
+          const uint8_t* Wj = W + std::size_t(j) * a.plane_bytes;
+          int32_t p = 0;
+          for (std::size_t k = 0; k < 4 * a.steps; ++k) p += int32_t(Wj[(k / 4) * 256 + 4 * r + k % 4]) * x[k];
+          acc += p * (int32_t(1) << (j * a.plane_shift));
         }
         float f = float(acc);
         if (a.sa) f *= a.sa[g * a.ldsum + n];

@@ -3,6 +3,7 @@
 // the chunk prefetch any source with the prefetch interface gets.
 #pragma once
 #include <algorithm>
+#include <bit>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -124,8 +125,8 @@ struct lut_weight_source {
   }
   // int8 with the super-group fold (gemm/dequant.hpp, int8_super_fold_offset): the levels of
   // rows 0..63 for k in [k0, k1), whole super-groups, each times its group's scale code c plus
-  // the offset o, c * (level - zero) + o, in levels()' layout (two planes, int8_super_fold_split:
-  // the low digits' levels, then at + 64 (k1 - k0) the high digits'); s.sw: the super-scales
+  // the offset o, c * (level - zero) + o, in levels()' layout (planes, int8_super_fold_planes: the
+  // codes' digits d_j times the levels, plane j at + 64 (k1 - k0) j); s.sw: the super-scales
   // [super][64], s.swz (min-form formats): the groups' minimums [group][64]. Null where the chunk
   // is not whole super-groups or a code's product leaves the byte: then the per-group route.
   const uint8_t* super_levels(std::size_t t, std::size_t k0, std::size_t k1, dq_scratch& s) const
@@ -139,22 +140,24 @@ struct lut_weight_source {
     const std::size_t groups = (k1 - k0) / G, g0 = L->group_of_k(k0, S);
     // every scale code c must keep c * (level - zero) + off a byte for every level: c in [cmin, cmax]
     constexpr auto fits = [](int c) { return c * dlo >= -off && c * dlo <= 255 - off && c * dhi >= -off && c * dhi <= 255 - off; };
-    // (two planes, int8_super_fold_split b: the codes c = b h + l in [0, b^2), each digit fits)
-    constexpr int split = int8_super_fold_split<P>();
-    static_assert(split == 0 || (off == 0 && fits(split - 1) && fits(0)), "a plane's digit leaves the byte");
-    constexpr int cmin = split ? 0 : [&] {
+    // (planes, int8_super_fold_split b: the codes c = sum_j b^j d_j, every digit d_j in [m, m + b)
+    // fits, and the codes from m W to (m + b - 1) W, W = sum_j b^j, are written so)
+    constexpr int split = int8_super_fold_split<P>(), planes = int8_super_fold_planes<P>();
+    constexpr int dmin = int8_super_fold_digit_min<P>(), W = int8_super_fold_offset_weight<P>();
+    static_assert(split == 0 || (fits(dmin) && fits(dmin + split - 1)), "a plane's digit leaves the byte");
+    constexpr int cmin = split ? std::max(-128, dmin * W) : [&] {
       int c = -128;
       while (c <= 127 && !fits(c)) ++c;
       return c;
     }();
-    constexpr int cmax = split ? split * split - 1 : [&] {
+    constexpr int cmax = split ? std::min(127, (dmin + split - 1) * W) : [&] {
       int c = 127;
       while (c >= -128 && !fits(c)) --c;
       return c;
     }();
     if constexpr (cmin > cmax) {
       return nullptr;
-    } else {
+    } else if constexpr (cmin > -128 || cmax < 127) {
       for (std::size_t g = 0; g < groups; ++g)
         if (!int8_within<cmin, cmax>(reinterpret_cast<const int8_t*>(data + L->scale_offset(t, g0 + g, S)))) return nullptr;
     }
@@ -163,14 +166,19 @@ struct lut_weight_source {
     const auto fold = ks->fold_levels ? ks->fold_levels : &portable::fold_levels;
     for (std::size_t g = 0; g < groups; ++g) {
       const int8_t* cs = reinterpret_cast<const int8_t*>(data + L->scale_offset(t, g0 + g, S));
-      if constexpr (split > 0) {  // the low digits' plane, then the high digits' at out + 64 (k1 - k0)
-        alignas(64) int8_t lo[64], hi[64];
-        for (int r = 0; r < 64; ++r) {
-          lo[r] = int8_t(cs[r] % split);
-          hi[r] = int8_t(cs[r] / split);
-        }
-        fold(lv + g * G * 64, G / 4, lo, z, off, out + g * G * 64);
-        fold(lv + g * G * 64, G / 4, hi, z, off, out + 64 * (k1 - k0) + g * G * 64);
+      if constexpr (split > 0) {  // plane j (the digits d_j) at out + 64 (k1 - k0) j
+        // (d_j = (c - m) mod b + m, c <- (c - d_j) / b; in int16 lanes, which the compiler vectorizes)
+        constexpr int shift = std::countr_zero(unsigned(split));
+        alignas(64) int8_t dg[planes][64];
+        alignas(64) int16_t c[64];
+        for (int r = 0; r < 64; ++r) c[r] = cs[r];
+        for (int j = 0; j < planes; ++j)
+          for (int r = 0; r < 64; ++r) {
+            const int16_t d = int16_t(((c[r] - dmin) & (split - 1)) + dmin);
+            dg[j][r] = int8_t(d);
+            c[r] = int16_t((c[r] - d) >> shift);
+          }
+        for (int j = 0; j < planes; ++j) fold(lv + g * G * 64, G / 4, dg[j], z, off, out + 64 * (k1 - k0) * j + g * G * 64);
       } else {
         fold(lv + g * G * 64, G / 4, cs, z, off, out + g * G * 64);
       }

@@ -122,6 +122,9 @@ template <>
 struct format_traits<fmt::q6_k> : detail::kquant_planes_traits<6> {
   static constexpr const char* book_name = "q6k";  // policy names read w6q6k_g16_...
   static constexpr int super_sig_bits = 11;  // x 7-bit codes x |q - 32| <= 32: 24 bits
+  // the int8 prefill's fold in three planes (detail::int8_super_fold_split): every code -128..127 as
+  // three digits -3..4 of base 8, a digit times q - 32 plus 128 a byte (0..252)
+  static constexpr int int8_fold_offset = 128, int8_fold_split = 8, int8_fold_planes = 3, int8_fold_digit_min = -3;
 };
 template <>
 struct format_traits<fmt::q3_k> : detail::kquant_planes_traits<3> {

@@ -65,53 +65,40 @@ LK_AMX_GROUP(0, 0, 1, 4)
 LK_AMX_GROUP(1, 2, 3, 5)
 #undef LK_AMX_GROUP
 
-// the fp32 epilogue of group g for rows 32 h .. 32 h + 31: mk_int8's operations in its order.
-// SA: per-group activation scales (a.sa); Z: the zero folded into the sums (a.zsum), else the
-// minimum's term. The group's weight scales are loaded once, the column's scalars broadcast from
-// memory, and the arguments read into locals (stores to C may alias a.*, as far as the compiler
-// knows: it reloaded them, and tested a.sa and a.zsum, in every column).
-// HI: the two-plane form, its high plane's sums in hi (shifted by a.hi_shift and added first).
-template <bool SA, bool Z, bool HI = false>
-LUTKIT_AMX_DQ inline void amx_epilogue(const mk_int8_rows_args& a, std::size_t g, std::size_t h,
-                                       const int32_t (*sums)[16][16], const int32_t (*hi)[16][16] = nullptr) {
-  const __m512 w0 = _mm512_loadu_ps(a.sw + g * 64 + 32 * h), w1 = _mm512_loadu_ps(a.sw + g * 64 + 32 * h + 16);
-  __m512 m0 = _mm512_setzero_ps(), m1 = _mm512_setzero_ps();
-  if constexpr (!Z) {
-    m0 = _mm512_loadu_ps(a.swz + g * 64 + 32 * h);
-    m1 = _mm512_loadu_ps(a.swz + g * 64 + 32 * h + 16);
+// the fp32 epilogue of group g for rows r0 .. r0 + 16 RB - 1: mk_int8's operations in its order.
+// sums[p * RB + b]: plane p's int32 sums of the b-th 16-row block ([column][row]), the planes
+// added first (plane p shifted by p a.plane_shift: exact int32). SA: per-group activation scales
+// (a.sa); Z: the zero folded into the sums (a.zsum), else the minimum's term. The group's weight
+// scales are loaded once, the column's scalars broadcast from memory, and the arguments read into
+// locals (stores to C may alias a.*, as far as the compiler knows: it reloaded them, and tested
+// a.sa and a.zsum, in every column).
+template <bool SA, bool Z, int P, int RB>
+LUTKIT_AMX_DQ inline void amx_epilogue(const mk_int8_rows_args& a, std::size_t g, std::size_t r0,
+                                       const int32_t (*sums)[16][16]) {
+  __m512 w[RB], m[RB];
+  for (int b = 0; b < RB; ++b) {
+    w[b] = _mm512_loadu_ps(a.sw + g * 64 + r0 + 16 * b);
+    m[b] = Z ? _mm512_setzero_ps() : _mm512_loadu_ps(a.swz + g * 64 + r0 + 16 * b);
   }
   const std::size_t e0 = g * a.ldsum, cols = a.cols;
   const int32_t* const zs = Z ? a.zsum + e0 : nullptr;
   const float* const sas = SA ? a.sa + e0 : nullptr;
   const float* const sxs = a.sumx + e0;
-  float* const C = a.C + 32 * h;
-  const __m128i shift = _mm_cvtsi32_si128(a.hi_shift);
+  float* const C = a.C + r0;
+  __m128i shift[P > 1 ? P : 1];
+  for (int p = 0; p < P; ++p) shift[p] = _mm_cvtsi32_si128(p * a.plane_shift);
   for (std::size_t n = 0; n < cols; ++n) {
-    __m512i s0 = _mm512_load_si512(sums[0][n]), s1 = _mm512_load_si512(sums[1][n]);
-    if constexpr (HI) {
-      s0 = _mm512_add_epi32(s0, _mm512_sll_epi32(_mm512_load_si512(hi[0][n]), shift));
-      s1 = _mm512_add_epi32(s1, _mm512_sll_epi32(_mm512_load_si512(hi[1][n]), shift));
-    }
-    if constexpr (Z) {
-      const __m512i z = _mm512_set1_epi32(zs[n]);
-      s0 = _mm512_add_epi32(s0, z);
-      s1 = _mm512_add_epi32(s1, z);
-    }
-    __m512 f0 = _mm512_cvtepi32_ps(s0), f1 = _mm512_cvtepi32_ps(s1);
-    if constexpr (SA) {
-      const __m512 sa = _mm512_set1_ps(sas[n]);
-      f0 = _mm512_mul_ps(f0, sa);
-      f1 = _mm512_mul_ps(f1, sa);
-    }
     float* c = C + n * 64;
-    __m512 v0 = _mm512_fmadd_ps(f0, w0, _mm512_loadu_ps(c)), v1 = _mm512_fmadd_ps(f1, w1, _mm512_loadu_ps(c + 16));
-    if constexpr (!Z) {
-      const __m512 nsx = _mm512_set1_ps(-sxs[n]);
-      v0 = _mm512_fmadd_ps(nsx, m0, v0);
-      v1 = _mm512_fmadd_ps(nsx, m1, v1);
+    for (int b = 0; b < RB; ++b) {
+      __m512i s = _mm512_load_si512(sums[b][n]);
+      for (int p = 1; p < P; ++p) s = _mm512_add_epi32(s, _mm512_sll_epi32(_mm512_load_si512(sums[p * RB + b][n]), shift[p]));
+      if constexpr (Z) s = _mm512_add_epi32(s, _mm512_set1_epi32(zs[n]));
+      __m512 f = _mm512_cvtepi32_ps(s);
+      if constexpr (SA) f = _mm512_mul_ps(f, _mm512_set1_ps(sas[n]));
+      __m512 v = _mm512_fmadd_ps(f, w[b], _mm512_loadu_ps(c + 16 * b));
+      if constexpr (!Z) v = _mm512_fmadd_ps(_mm512_set1_ps(-sxs[n]), m[b], v);
+      _mm512_storeu_ps(c + 16 * b, v);
     }
-    _mm512_storeu_ps(c, v0);
-    _mm512_storeu_ps(c + 16, v1);
   }
 }
 
@@ -131,51 +118,52 @@ LUTKIT_AMX_DQ inline void amx_int8_halves(const mk_int8_rows_args& a, std::size_
         amx_store_1(sums[1]);
       else
         amx_store_0(sums[0]);
-      if (g > 0) amx_epilogue<SA, Z>(a, g - 1, h, sums[(g - 1) % 2]);
+      if (g > 0) amx_epilogue<SA, Z, 1, 2>(a, g - 1, 32 * h, sums[(g - 1) % 2]);
     }
-    amx_epilogue<SA, Z>(a, a.groups - 1, h, sums[(a.groups - 1) % 2]);
+    amx_epilogue<SA, Z, 1, 2>(a, a.groups - 1, 32 * h, sums[(a.groups - 1) % 2]);
   }
 }
 
-// The two-plane form (a.W_hi): a group at a time (the fold's 256-k super-groups, whose products
-// outweigh an epilogue), the low plane's sums of the half's two 16-row blocks in tiles 0 and 1,
-// the high plane's in 2 and 3, the activations in 4, the levels in 5, 6 and 7 in turn.
-template <bool SA, bool Z>
+// The fold in planes (a.planes P = 2 or 3, the super-group fold's 256-k groups, whose products
+// outweigh an epilogue): a group at a time, one plane at a time over the four 16-row blocks (four
+// independent sums in tiles 0-3), the activations in 4, the levels in 5, 6 and 7 in turn; every
+// plane's sums stored, then one epilogue for the 64 rows.
+template <bool SA, bool Z, int P>
 LUTKIT_AMX_DQ inline void amx_int8_planes(const mk_int8_rows_args& a, std::size_t gk, std::size_t kt) {
-  alignas(64) int32_t lo[2][16][16], hi[2][16][16];
-  for (std::size_t h = 0; h < 2; ++h)
-    for (std::size_t g = 0; g < a.groups; ++g) {
+  alignas(64) int32_t pl[P * 4][16][16];
+  for (std::size_t g = 0; g < a.groups; ++g) {
+    for (int p = 0; p < P; ++p) {
       _tile_zero(0);
       _tile_zero(1);
       _tile_zero(2);
       _tile_zero(3);
       for (std::size_t k = g * gk; k < (g + 1) * gk; k += kt) {
-        const uint8_t* w = a.W + k * 64 + 128 * h;
-        const uint8_t* v = a.W_hi + k * 64 + 128 * h;
+        const uint8_t* w = a.W + k * 64 + std::size_t(p) * a.plane_bytes;
         _tile_loadd(4, a.X + k, a.ldx);
         _tile_loadd(5, w, 256);
         _tile_dpbsud(0, 4, 5);
         _tile_loadd(6, w + 64, 256);
         _tile_dpbsud(1, 4, 6);
-        _tile_loadd(7, v, 256);
+        _tile_loadd(7, w + 128, 256);
         _tile_dpbsud(2, 4, 7);
-        _tile_loadd(5, v + 64, 256);
+        _tile_loadd(5, w + 192, 256);
         _tile_dpbsud(3, 4, 5);
       }
-      _tile_stored(0, lo[0], 64);
-      _tile_stored(1, lo[1], 64);
-      _tile_stored(2, hi[0], 64);
-      _tile_stored(3, hi[1], 64);
-      amx_epilogue<SA, Z, true>(a, g, h, lo, hi);
+      _tile_stored(0, pl[4 * p], 64);
+      _tile_stored(1, pl[4 * p + 1], 64);
+      _tile_stored(2, pl[4 * p + 2], 64);
+      _tile_stored(3, pl[4 * p + 3], 64);
     }
+    amx_epilogue<SA, Z, P, 4>(a, g, 0, pl);
+  }
 }
 
-// the kernel of a's form: two planes or one, activation scales or not, folded zero or not
-template <bool Planes>
+// the kernel of a's form: its planes, activation scales or not, folded zero or not
+template <int Planes>
 LUTKIT_AMX_DQ inline void amx_int8_forms(const mk_int8_rows_args& a, std::size_t gk, std::size_t kt) {
   constexpr auto run = []<bool SA, bool Z>(const mk_int8_rows_args& b, std::size_t k, std::size_t t) {
-    if constexpr (Planes)
-      amx_int8_planes<SA, Z>(b, k, t);
+    if constexpr (Planes > 1)
+      amx_int8_planes<SA, Z, Planes>(b, k, t);
     else
       amx_int8_halves<SA, Z>(b, k, t);
   };
@@ -187,19 +175,22 @@ LUTKIT_AMX_DQ inline void amx_int8_forms(const mk_int8_rows_args& a, std::size_t
 
 LUTKIT_AMX_DQ inline void mk_int8_rows(const mk_int8_rows_args& a) {
   const std::size_t gk = 4 * a.steps, kt = tile_k(gk);
-  // tiles 0-3 the sums; then the activations and levels of the form (amx_int8_planes: 4 and 5-7,
-  // amx_int8_halves: 4-5 and 6-7)
-  const int first_levels = a.W_hi ? 5 : 6;
+  // the form's tiles: its sums (16 columns x 16 rows of int32), then its activations (16 columns
+  // x kt bytes), then its levels (kt / 4 steps x 64 bytes): amx_int8_halves 0-3, 4-5, 6-7;
+  // amx_int8_planes 0-3, 4, 5-7
+  const int sums = 4, acts = a.planes == 1 ? 2 : 1;
   tile_config cfg;
   for (int i = 0; i < 8; ++i) {
-    cfg.rows[i] = uint8_t(i < first_levels ? 16 : kt / 4);
-    cfg.colsb[i] = uint16_t(i < 4 || i >= first_levels ? 64 : kt);
+    cfg.rows[i] = uint8_t(i < sums + acts ? 16 : kt / 4);
+    cfg.colsb[i] = uint16_t(i < sums || i >= sums + acts ? 64 : kt);
   }
   _tile_loadconfig(&cfg);
-  if (a.W_hi)
-    amx_int8_forms<true>(a, gk, kt);
+  if (a.planes == 3)
+    amx_int8_forms<3>(a, gk, kt);
+  else if (a.planes == 2)
+    amx_int8_forms<2>(a, gk, kt);
   else
-    amx_int8_forms<false>(a, gk, kt);
+    amx_int8_forms<1>(a, gk, kt);
   _tile_release();
 }
 
