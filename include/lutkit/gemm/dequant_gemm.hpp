@@ -73,9 +73,8 @@ void dq_super_chunk(const uint8_t* Wf, const dq_activations& A, const dq_kernel_
       const std::size_t n = nb0 + n0;
       ks.int8_rows(mk_int8_rows_args{Wf, A.row_i8(n) + k0, g.K_pad, std::min(mk_rows_cols, ncols - n0), SK / 4,
                                      (k1 - k0) / SK, C + n0 * 64, s.sw.data(), s.sw.data(), A.sumx.data() + f0 * LS + n,
-                                     nullptr, LS, A.super_zsum.data() + k0 / SK * LS + n,
-                                     int8_super_fold_planes<SP>(), 64 * (k1 - k0),
-                                     std::countr_zero(unsigned(int8_super_fold_split<SP>()))});
+                                     nullptr, LS, A.super_zsum.data() + k0 / SK * LS + n, int8_super_fold_planes<SP>(),
+                                     64 * (k1 - k0), std::countr_zero(unsigned(int8_super_fold_split<SP>()))});
     }
   }
   const int8_t* Ad = reinterpret_cast<const int8_t*>(A.data.get());

@@ -178,7 +178,8 @@ struct lut_weight_source {
             dg[j][r] = int8_t(d);
             c[r] = int16_t((c[r] - d) >> shift);
           }
-        for (int j = 0; j < planes; ++j) fold(lv + g * G * 64, G / 4, dg[j], z, off, out + 64 * (k1 - k0) * j + g * G * 64);
+        for (int j = 0; j < planes; ++j)
+          fold(lv + g * G * 64, G / 4, dg[j], z, off, out + 64 * (k1 - k0) * j + g * G * 64);
       } else {
         fold(lv + g * G * 64, G / 4, cs, z, off, out + g * G * 64);
       }

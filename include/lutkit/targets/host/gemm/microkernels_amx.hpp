@@ -91,7 +91,8 @@ LUTKIT_AMX_DQ inline void amx_epilogue(const mk_int8_rows_args& a, std::size_t g
     float* c = C + n * 64;
     for (int b = 0; b < RB; ++b) {
       __m512i s = _mm512_load_si512(sums[b][n]);
-      for (int p = 1; p < P; ++p) s = _mm512_add_epi32(s, _mm512_sll_epi32(_mm512_load_si512(sums[p * RB + b][n]), shift[p]));
+      for (int p = 1; p < P; ++p)
+        s = _mm512_add_epi32(s, _mm512_sll_epi32(_mm512_load_si512(sums[p * RB + b][n]), shift[p]));
       if constexpr (Z) s = _mm512_add_epi32(s, _mm512_set1_epi32(zs[n]));
       __m512 f = _mm512_cvtepi32_ps(s);
       if constexpr (SA) f = _mm512_mul_ps(f, _mm512_set1_ps(sas[n]));
