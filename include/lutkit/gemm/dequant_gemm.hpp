@@ -229,6 +229,14 @@ void dq_gemm_chunk(const Src& src, const dq_activations& A, const dq_kernel_set&
   }
 }
 
+// Calls the kernel set's tiles_done when a thread's share of a GEMM ends (or throws)
+struct dq_tiles_guard {
+  const dq_kernel_set& ks;
+  ~dq_tiles_guard() {
+    if (ks.tiles_done) ks.tiles_done();
+  }
+};
+
 // Items from q until it runs dry, on the calling thread; rows outside [r0, r1) are not written.
 template <class Src>
 void dq_gemm_tiles(const Src& src, const dq_activations& A, const dq_kernel_set& ks, dq_work_queue& q, std::size_t part,
@@ -236,6 +244,7 @@ void dq_gemm_tiles(const Src& src, const dq_activations& A, const dq_kernel_set&
   const dq_geometry& g = A.geo;
   dq_worker w(q, part);
   if (!w.current()) return;
+  const dq_tiles_guard tiles{ks};
   dq_scratch s;
   s.init(g, dq_int8_all_fused(src, A));
   const std::size_t NP = g.NP;
@@ -268,6 +277,7 @@ void dq_gemm_bands(const Src& src, const dq_activations& A, const dq_kernel_set&
                    std::size_t tb, std::size_t M, std::size_t r0, std::size_t r1, float* y, std::size_t ldy) {
   const dq_geometry& g = A.geo;
   const packed_layout& L = *src.L;
+  const dq_tiles_guard tiles{ks};
   dq_scratch s;
   s.init(g, dq_int8_all_fused(src, A));
   const std::size_t NP = g.NP, nbw = std::min(g.n_block(), NP);

@@ -250,6 +250,9 @@ struct dq_kernel_set {
   // columns on; null: mk_val on the panel only
   mk_bf16_rows_fn bf16_rows = nullptr;
   std::size_t bf16_rows_min = 0;
+  // called by each thread of a GEMM once its share is done, where int8_rows / bf16_rows leave
+  // state behind them (AMX: the tiles stay configured between calls, then are released); or null
+  void (*tiles_done)() = nullptr;
   // bf16 level 2 from level 1's step-major codes into mk_val's step-major layout for formats whose
   // levels are their codes, computed per value (group_codes' arithmetic) where a table would not
   // fit a register pair (more than 16 codes): one group of steps4 k4-steps; null: the row-major route
