@@ -644,6 +644,49 @@ TEST_CASE("the int8 kernel over row-major activations equals mk_int8; AMX equals
 // products of the same bf16 values: fp32 accumulation (the tile unit's order, not mk_val's), so
 // within 2^-23 per pair of k of the magnitude; 1 to 16 columns and pair counts with and without a
 // remainder of 16, C's columns past `cols` untouched.
+// The AMX kernels leave their tiles configured between calls; the dequant-GEMM releases them when
+// each thread's share is done (dq_kernel_set::tiles_done), on the calling thread and the pool's,
+// for the int8 and bf16 paradigms, and a kernel called after another form's configuration loads
+// its own (the outputs against the AVX-512 set's).
+TEST_CASE("AMX: tiles configured between kernel calls, released after each GEMM", "[dequant_gemm][amx]") {
+#if defined(LUTKIT_HAVE_AVX512_DQ)
+  if (!detail::avx512::cpu_supported_amx()) return;
+  using P = policy<fmt::uint_sym<4>, group<32>>;
+  std::mt19937_64 rng(0x711E);
+  const std::size_t M = 200, K = 512, N = 40;
+  const auto w = random_weights(rng, M * K);
+  const auto x = random_activations(rng, N * K, act_kind::gaussian);
+  const auto wp = pack<P>(quantize<P>(w.data(), M, K));
+  thread_pool pool(2);
+  std::atomic<int> configured{0};
+  for (const act_type act : {act_type::int8, act_type::bf16, act_type::int8_group}) {
+    INFO("act " << int(act));
+    std::vector<float> y(N * M), y_ref(N * M);
+    dequant_gemm<P>(wp, x.data(), N, K, y_ref.data(), act, 0, 0, nullptr, dq_backend::avx512);
+    for (thread_pool* p : {static_cast<thread_pool*>(nullptr), &pool}) {
+      dequant_gemm<P>(wp, x.data(), N, K, y.data(), act, 0, 0, p, dq_backend::avx512_amx);
+      if (act != act_type::bf16) CHECK(std::memcmp(y.data(), y_ref.data(), y.size() * 4) == 0);
+      CHECK_FALSE(detail::amx::tiles_configured());
+      if (p) {
+        configured = 0;
+        p->run(2, [&](std::size_t) { configured += detail::amx::tiles_configured(); });
+        CHECK(configured == 0);
+      }
+    }
+  }
+  // a direct kernel call leaves its configuration; tiles_done releases it
+  alignas(64) uint8_t W[256 * 16] = {};
+  alignas(64) int8_t X[16 * 64] = {};
+  float C[64 * 16] = {}, sw[64] = {}, sumx[16] = {};
+  detail::mk_int8_rows_args a{W, X, 64, 16, 16, 1, C, sw, sw, sumx, nullptr, 16};
+  const auto& ks = detail::avx512::kernels_amx();
+  ks.int8_rows(a);
+  CHECK(detail::amx::tiles_configured());
+  ks.tiles_done();
+  CHECK_FALSE(detail::amx::tiles_configured());
+#endif
+}
+
 TEST_CASE("the AMX bf16 kernel over row-major activations", "[dequant_gemm][val_kernel][amx]") {
 #if defined(LUTKIT_HAVE_AVX512_DQ)
   if (!detail::avx512::cpu_supported_amx()) return;

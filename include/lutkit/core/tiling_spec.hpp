@@ -94,8 +94,8 @@ struct tiling_spec {
   int block_k = 0;
   int band_blocks = 0;  // blocks per K band (0: one band spanning the padded K)
   // software prefetch distance of the LUT-GEMV's weight stream, in bytes, into L1 (0: off).
-  // 8 KiB, as the AVX2 int8 decode's; off on Zen 4 (gemv_prefetch_bytes in core/prefetch.hpp):
-  // docs/design_measurements.md, "LUT-GEMV at one thread".
+  // 8 KiB, as the AVX2 int8 decode's; off on Zen 4 and 2 KiB on Intel (gemv_prefetch_bytes in
+  // targets/host/features.hpp): docs/design_measurements.md, "LUT-GEMV at one thread".
   int prefetch_bytes = 8192;
 
   // ------------------------------------------------------------------ derived sizes

@@ -3,6 +3,7 @@
 // registration points (<family>/targets.hpp) ask these functions, never __builtin_cpu_supports.
 // On a non-x86 host every x86 set is absent (the Highway LUT-GEMV dispatches by its own table).
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
@@ -60,6 +61,16 @@ inline bool zen4() {
   }();
   return z4;
 }
+// An Intel CPU ("GenuineIntel"). A tuning switch, not a capability: there the LUT-GEMV prefetches
+// its weight stream 2 KiB ahead instead of the tiling spec's 8 KiB (gemv_prefetch_bytes).
+inline bool intel() {
+  static const bool i = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (!__get_cpuid(0, &a, &b, &c, &d)) return false;
+    return b == 0x756e6547u && d == 0x49656e69u && c == 0x6c65746eu;  // "Genu" "ineI" "ntel"
+  }();
+  return i;
+}
 // AMX tiles with int8 and bf16 dot products (Sapphire Rapids and later), with the operating system's
 // leave to use them: Linux enables the 8 KiB tile state per process only on request
 // (arch_prctl ARCH_REQ_XCOMP_PERM, XTILEDATA), made here once; without it a tile instruction
@@ -91,11 +102,17 @@ inline bool avx512_vnni_bf16_vbmi() { return false; }
 inline bool gfni() { return false; }
 inline bool avx512_gfni_pack() { return false; }
 inline bool zen4() { return false; }
+inline bool intel() { return false; }
 inline bool amx() { return false; }
 #endif
 
-// The distance (bytes) the LUT-GEMV prefetches its weight stream ahead: the tiling spec's, or 0
-// where the prefetch costs more than it saves (Zen 4).
-inline std::size_t gemv_prefetch_bytes(int spec_bytes) { return zen4() ? 0 : std::size_t(spec_bytes); }
+// The distance (bytes) the LUT-GEMV prefetches its weight stream ahead: the tiling spec's; 0 where
+// the prefetch costs more than it saves (Zen 4); at most 2 KiB on Intel, where a prefetch 8 KiB
+// ahead held every LUT-GEMV at 11-12 GB/s a core (its prefetches waiting for fill buffers:
+// docs/design_measurements.md, "LUT-GEMV at one thread: Intel").
+inline std::size_t gemv_prefetch_bytes(int spec_bytes) {
+  if (zen4()) return 0;
+  return intel() ? std::min<std::size_t>(std::size_t(spec_bytes), 2048) : std::size_t(spec_bytes);
+}
 
 }  // namespace lutkit::detail::host_features

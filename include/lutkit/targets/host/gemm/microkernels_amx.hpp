@@ -42,6 +42,12 @@ LUTKIT_AMX_DQ inline void use_config(const tile_config& cfg) {
 }
 // dq_kernel_set::tiles_done
 LUTKIT_AMX_DQ inline void release_tiles() { _tile_release(); }
+// whether the calling thread's tiles are configured (a palette loaded and not released)
+LUTKIT_AMX_DQ inline bool tiles_configured() {
+  tile_config cur;
+  _tile_storeconfig(&cur);
+  return cur.palette != 0;
+}
 
 // k per tile product: the largest multiple of 4 up to 64 that divides the group's k
 inline std::size_t tile_k(std::size_t group_k) {
