@@ -646,8 +646,9 @@ TEST_CASE("the int8 kernel over row-major activations equals mk_int8; AMX equals
 // remainder of 16, C's columns past `cols` untouched.
 // The AMX kernels leave their tiles configured between calls; the dequant-GEMM releases them when
 // each thread's share is done (dq_kernel_set::tiles_done), on the calling thread and the pool's,
-// for the int8 and bf16 paradigms, and a kernel called after another form's configuration loads
-// its own (the outputs against the AVX-512 set's).
+// for the int8 and bf16 paradigms (the int8 outputs equal the AVX-512 set's). A kernel called
+// after another configuration loads its own: the test above calls the int8 kernel directly with
+// tile shapes changing from case to case and compares every output bit.
 TEST_CASE("AMX: tiles configured between kernel calls, released after each GEMM", "[dequant_gemm][amx]") {
 #if defined(LUTKIT_HAVE_AVX512_DQ)
   if (!detail::avx512::cpu_supported_amx()) return;

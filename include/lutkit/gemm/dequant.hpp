@@ -252,16 +252,19 @@ constexpr int int8_super_fold_split() {
   }
   return 0;
 }
-// the fold's planes (1 without a split) and its digits' least value
+// the fold's planes (1 without a split; the AMX kernel's forms take up to three) and its
+// digits' least value
 template <class P>
 constexpr int int8_super_fold_planes() {
   using FT = format_traits<typename P::format>;
-  if constexpr (int8_super_fold_split<P>() == 0)
+  if constexpr (int8_super_fold_split<P>() == 0) {
     return 1;
-  else if constexpr (requires { FT::int8_fold_planes; })
+  } else if constexpr (requires { FT::int8_fold_planes; }) {
+    static_assert(FT::int8_fold_planes >= 2 && FT::int8_fold_planes <= 3, "the fold takes two or three planes");
     return FT::int8_fold_planes;
-  else
+  } else {
     return 2;
+  }
 }
 template <class P>
 constexpr int int8_super_fold_digit_min() {

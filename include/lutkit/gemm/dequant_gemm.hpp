@@ -384,9 +384,9 @@ void int8_folds_for(dq_activations& A, const dq_kernel_set& ks, bool fold) {
       // (the same test as super_levels', which then makes the codes' pairs: one decision; the
       // fold's flush groups are the scale groups, make_dq_geometry)
       A.min_pairs = int8_super_int_mins<P>(ks);
-      // two or three planes of a 512-k chunk's levels are 64 or 96 KiB, past L1, and every 16-column call of the
-      // AMX kernel reads them again: chunks of one super-group (Q4_K int8 on an AMX Xeon, 2
-      // threads: 0.61 of the VNNI peak against 0.57-0.58, docs/prefill.md "AMX")
+      // two or three planes of a 512-k chunk's levels are 64 or 96 KiB, past L1, and every
+      // 16-column call of the AMX kernel reads them again: chunks of one super-group (Q4_K int8
+      // on an AMX Xeon, 2 threads: 0.61 of the VNNI peak against 0.57-0.58, docs/prefill.md "AMX")
       if constexpr (int8_super_fold_split<P>() > 0) A.geo.set_chunk(A.super_k);
     }
   }

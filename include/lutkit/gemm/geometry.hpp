@@ -85,7 +85,7 @@ inline dq_geometry make_dq_geometry_k(std::size_t K, std::size_t K_pad, std::siz
   g.K = K;
   g.K_pad = K_pad;
   g.flush_k = flush_k;
-  // k per chunk: fp32 64, int8 512 (the two-plane super-group fold: one super-group,
+  // k per chunk: fp32 64, int8 512 (the super-group fold in planes: one super-group,
   // int8_folds_for), bf16 1024 for N >= 48 and 256 below.
   // int8 at 4096 x 14336, N = 128, 2 threads, medians of 3: 512 gave +5-7% over 256 (half the
   // calls, each loading and storing its 12 accumulators once); 1024 was not better.
