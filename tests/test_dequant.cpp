@@ -640,16 +640,14 @@ TEST_CASE("the int8 kernel over row-major activations equals mk_int8; AMX equals
   CHECK((amx ? amx_cases == 140 : amx_cases == 0));
 }
 
-// The AMX bf16 kernel over row-major activations (mk_bf16_rows_args) against the double
-// products of the same bf16 values: fp32 accumulation (the tile unit's order, not mk_val's), so
-// within 2^-23 per pair of k of the magnitude; 1 to 16 columns and pair counts with and without a
-// remainder of 16, C's columns past `cols` untouched.
-// The AMX kernels leave their tiles configured between calls; the dequant-GEMM releases them when
-// each thread's share is done (dq_kernel_set::tiles_done), on the calling thread and the pool's,
-// for the int8 and bf16 paradigms (the int8 outputs equal the AVX-512 set's). A kernel called
-// after another configuration loads its own: the test above calls the int8 kernel directly with
-// tile shapes changing from case to case and compares every output bit.
-TEST_CASE("AMX: tiles configured between kernel calls, released after each GEMM", "[dequant_gemm][amx]") {
+// The AMX kernels leave their tiles configured between calls; the dequant-GEMM puts back each
+// thread's own state when its share is done (dq_kernel_set::tiles_save / tiles_done): released on
+// the calling thread and the pool's where none was loaded, and another library's configuration
+// on the calling thread in place again, for the int8 and bf16 paradigms (the int8 outputs equal
+// the AVX-512 set's). A kernel called after another configuration loads its own: the test above
+// calls the int8 kernel directly with tile shapes changing from case to case and compares every
+// output bit.
+TEST_CASE("AMX: tiles configured between kernel calls, the thread's own state back after each GEMM", "[dequant_gemm][amx]") {
 #if defined(LUTKIT_HAVE_AVX512_DQ)
   if (!detail::avx512::cpu_supported_amx()) return;
   using P = policy<fmt::uint_sym<4>, group<32>>;
@@ -658,6 +656,11 @@ TEST_CASE("AMX: tiles configured between kernel calls, released after each GEMM"
   const auto w = random_weights(rng, M * K);
   const auto x = random_activations(rng, N * K, act_kind::gaussian);
   const auto wp = pack<P>(quantize<P>(w.data(), M, K));
+  // (the tests above call the kernels directly and leave this thread's tiles configured; a thread
+  // starts with its creator's tile state, so this comes before the pool)
+  const detail::dq_tile_state none{};
+  detail::avx512::kernels_amx().tiles_done(none);
+  REQUIRE_FALSE(detail::amx::tiles_configured());
   thread_pool pool(2);
   std::atomic<int> configured{0};
   for (const act_type act : {act_type::int8, act_type::bf16, act_type::int8_group}) {
@@ -675,19 +678,45 @@ TEST_CASE("AMX: tiles configured between kernel calls, released after each GEMM"
       }
     }
   }
-  // a direct kernel call leaves its configuration; tiles_done releases it
+  // a configuration another library loaded on the calling thread (ggml loads its own once per
+  // thread and runs its tile code on it from then on) is in place again after each GEMM
+  detail::amx::tile_config other;
+  for (int t = 0; t < 8; ++t) {
+    other.rows[t] = uint8_t(4 + t);
+    other.colsb[t] = uint16_t(32 + 4 * t);
+  }
+  for (const act_type act : {act_type::int8, act_type::bf16, act_type::int8_group})
+    for (thread_pool* p : {static_cast<thread_pool*>(nullptr), &pool}) {
+      INFO("act " << int(act) << (p ? ", pool" : ""));
+      detail::amx::use_config(other);
+      std::vector<float> y(N * M);
+      dequant_gemm<P>(wp, x.data(), N, K, y.data(), act, 0, 0, p, dq_backend::avx512_amx);
+      detail::dq_tile_state now;
+      detail::amx::save_tiles(now);
+      CHECK(std::memcmp(now.bytes, &other, sizeof now.bytes) == 0);
+    }
+  detail::avx512::kernels_amx().tiles_done(none);
+  CHECK_FALSE(detail::amx::tiles_configured());
+  // a direct kernel call leaves its configuration; tiles_done with the state saved before it
+  // (none loaded) releases it
   alignas(64) uint8_t W[256 * 16] = {};
   alignas(64) int8_t X[16 * 64] = {};
   float C[64 * 16] = {}, sw[64] = {}, sumx[16] = {};
   detail::mk_int8_rows_args a{W, X, 64, 16, 16, 1, C, sw, sw, sumx, nullptr, 16};
   const auto& ks = detail::avx512::kernels_amx();
+  detail::dq_tile_state before;
+  ks.tiles_save(before);
   ks.int8_rows(a);
   CHECK(detail::amx::tiles_configured());
-  ks.tiles_done();
+  ks.tiles_done(before);
   CHECK_FALSE(detail::amx::tiles_configured());
 #endif
 }
 
+// The AMX bf16 kernel over row-major activations (mk_bf16_rows_args) against the double
+// products of the same bf16 values: fp32 accumulation (the tile unit's order, not mk_val's), so
+// within 2^-23 per pair of k of the magnitude; 1 to 16 columns and pair counts with and without a
+// remainder of 16, C's columns past `cols` untouched.
 TEST_CASE("the AMX bf16 kernel over row-major activations", "[dequant_gemm][val_kernel][amx]") {
 #if defined(LUTKIT_HAVE_AVX512_DQ)
   if (!detail::avx512::cpu_supported_amx()) return;

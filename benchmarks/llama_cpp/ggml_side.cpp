@@ -39,6 +39,13 @@ std::vector<uint8_t> quantize(int type, const float* w, std::size_t M, std::size
   return out;
 }
 
+std::vector<float> dequantize_row(int type, const uint8_t* blocks, std::size_t K, std::size_t row) {
+  const ggml_type t = ggml_type(type);
+  std::vector<float> out(K);
+  ggml_get_type_traits(t)->to_float(blocks + row * ggml_row_size(t, int64_t(K)), out.data(), int64_t(K));
+  return out;
+}
+
 struct matmul::impl {
   ggml_backend_t backend = nullptr;
   ggml_context* wctx = nullptr;  // the weight copies
@@ -48,6 +55,7 @@ struct matmul::impl {
   std::vector<ggml_tensor*> outs;
   ggml_tensor* x = nullptr;
   bool repacked = false;
+  const char* buft_name = "CPU";
   std::size_t M = 0, N = 0;
 };
 
@@ -81,6 +89,7 @@ matmul::matmul(int type, const uint8_t* blocks, std::size_t M, std::size_t K, st
         if (ok) {
           wbuft = *e;
           p_->repacked = true;
+          p_->buft_name = ggml_backend_buft_name(*e);
           break;
         }
       }
@@ -122,6 +131,7 @@ matmul::~matmul() {
 }
 
 bool matmul::repacked() const { return p_->repacked; }
+const char* matmul::buffer_name() const { return p_->buft_name; }
 
 void matmul::set_input(const float* x) { ggml_backend_tensor_set(p_->x, x, 0, ggml_nbytes(p_->x)); }
 

@@ -5,7 +5,8 @@
 // matrix::apply: decode_gemv's best method for N = 1, the dequant-GEMM's default paradigm for
 // N = 128); ggml computes ggml_mul_mat on its CPU backend with the weights in the buffer type
 // libllama would give them (ggml_side.cpp). Both rotate over the same number of weight copies
-// (cold: more than twice the LLC of them, lutkit::cold_bytes()). Before timing, both sides' outputs are compared (stderr).
+// (cold: more than twice the LLC of them, lutkit::cold_bytes()). Before timing, both sides' outputs are
+// compared with each other and, on 64 rows, with a double reference of ggml's dequantized weights (stderr).
 //
 //   kernels_bench --type q4_k [--M 4096] [--K 14336] [Google Benchmark flags]
 //   rows: {ggml,lutkit}/<type>/n:<N>/threads:<T>   counter weight_GBps: that side's weight bytes / time
@@ -97,15 +98,31 @@ void prepare(int copies_min) {
     g.gg[N] = std::make_unique<ggml_side::matmul>(int(g.type), g.blocks.data(), g.M, g.K, N, copies);
   g.x.resize(128 * g.K);
   for (auto& v : g.x) v = nd(rng);
+  // a double reference on 64 rows spread over M (ggml's own dequantization of the blocks)
+  std::vector<std::size_t> rows;
+  for (std::size_t i = 0; i < 64; ++i) rows.push_back(i * (g.M - 1) / 63);
+  std::vector<std::vector<float>> wr;
+  for (std::size_t r : rows) wr.push_back(ggml_side::dequantize_row(int(g.type), g.blocks.data(), g.K, r));
   for (auto& [N, mm] : g.gg) {
     mm->set_input(g.x.data());
     std::vector<float> yl(N * g.M), yg(N * g.M);
     mm->run(0, 2);
     mm->output(0, yg.data());
     g.lk[0].apply(g.x.data(), N, yl.data(), g.pool(2));
-    std::fprintf(stderr, "%s n=%zu: lutkit against ggml, max |diff| / max |ggml| = %.2e%s\n",
-                 ggml_side::type_name(int(g.type)), N, rel_diff(yl, yg),
-                 mm->repacked() ? " (ggml: CPU_REPACK buffer)" : "");
+    double dl = 0, dg = 0, mr = 0;  // largest |lutkit - ref|, |ggml - ref|, |ref| on the sampled rows
+    for (std::size_t n = 0; n < N; ++n)
+      for (std::size_t i = 0; i < rows.size(); ++i) {
+        double ref = 0;
+        for (std::size_t k = 0; k < g.K; ++k) ref += double(wr[i][k]) * double(g.x[n * g.K + k]);
+        const std::size_t o = n * g.M + rows[i];
+        dl = std::max(dl, std::fabs(double(yl[o]) - ref));
+        dg = std::max(dg, std::fabs(double(yg[o]) - ref));
+        mr = std::max(mr, std::fabs(ref));
+      }
+    std::fprintf(stderr,
+                 "%s n=%zu: lutkit against ggml, max |diff| / max |ggml| = %.2e; against a double reference "
+                 "(64 rows), max |diff| / max |ref|: lutkit %.2e, ggml %.2e (ggml: %s buffer)\n",
+                 ggml_side::type_name(int(g.type)), N, rel_diff(yl, yg), dl / mr, dg / mr, mm->buffer_name());
   }
   std::fprintf(stderr, "%s: %zu x %zu, %d copies; ggml blocks %.1f MiB, lutkit blob %.1f MiB\n",
                ggml_side::type_name(int(g.type)), g.M, g.K, copies, double(bytes) / 1048576.0,

@@ -229,11 +229,18 @@ void dq_gemm_chunk(const Src& src, const dq_activations& A, const dq_kernel_set&
   }
 }
 
-// Calls the kernel set's tiles_done when a thread's share of a GEMM ends (or throws)
+// Saves the thread's matrix-unit state where the kernel set keeps one (tiles_save) and puts it
+// back when the thread's share of a GEMM ends, or throws (tiles_done)
 struct dq_tiles_guard {
   const dq_kernel_set& ks;
+  dq_tile_state saved;
+  explicit dq_tiles_guard(const dq_kernel_set& k) : ks(k) {
+    if (ks.tiles_save) ks.tiles_save(saved);
+  }
+  dq_tiles_guard(const dq_tiles_guard&) = delete;
+  dq_tiles_guard& operator=(const dq_tiles_guard&) = delete;
   ~dq_tiles_guard() {
-    if (ks.tiles_done) ks.tiles_done();
+    if (ks.tiles_done) ks.tiles_done(saved);
   }
 };
 

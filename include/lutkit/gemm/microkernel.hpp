@@ -195,6 +195,12 @@ using tg_int8_fn = void (*)(const tg_int8_args&);
 
 struct dq_activations;  // gemm/activations.hpp
 
+// A thread's matrix-unit state as a kernel set saves it around a GEMM's share (AMX: the 64-byte
+// tile configuration, palette 0 when none is loaded)
+struct alignas(64) dq_tile_state {
+  uint8_t bytes[64];
+};
+
 // One target's kernel set: int8 micro-kernels by NC, bf16 / fp32 by NV (index NC - 1 / NV - 1),
 // level-2 lookups of 16-entry tables (wider tables always use the portable lookup), FusedDQP dot,
 // conversions, and the target's instances of the driver's activation packing and tile write.
@@ -250,9 +256,12 @@ struct dq_kernel_set {
   // columns on; null: mk_val on the panel only
   mk_bf16_rows_fn bf16_rows = nullptr;
   std::size_t bf16_rows_min = 0;
-  // called by each thread of a GEMM once its share is done, where int8_rows / bf16_rows leave
-  // state behind them (AMX: the tiles stay configured between calls, then are released); or null
-  void (*tiles_done)() = nullptr;
+  // where int8_rows / bf16_rows leave state behind them (AMX: the tiles stay configured between
+  // calls), each thread of a GEMM saves the thread's state before its share (tiles_save) and
+  // puts it back after (tiles_done): a configuration another library loaded on the thread is
+  // restored, none is released; or null
+  void (*tiles_save)(dq_tile_state&) = nullptr;
+  void (*tiles_done)(const dq_tile_state&) = nullptr;
   // bf16 level 2 from level 1's step-major codes into mk_val's step-major layout for formats whose
   // levels are their codes, computed per value (group_codes' arithmetic) where a table would not
   // fit a register pair (more than 16 codes): one group of steps4 k4-steps; null: the row-major route

@@ -136,7 +136,8 @@ inline const dq_kernel_set& kernels_amx() {
     s.int8_rows_min = amx_min_cols;
     s.int8_rows_min_k = amx_int8_min_k;
     s.bf16_rows = &amx::mk_bf16_rows;
-    s.tiles_done = &amx::release_tiles;
+    s.tiles_save = &amx::save_tiles;
+    s.tiles_done = &amx::restore_tiles;
     s.bf16_rows_min = amx_min_cols;
     return s;
   }();

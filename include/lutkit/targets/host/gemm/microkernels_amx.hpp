@@ -31,17 +31,29 @@ struct alignas(64) tile_config {  // ldtilecfg's operand, palette 1
 };
 
 // Loads cfg where the tile unit's configuration (sttilecfg: zeros after a release) differs: the
-// kernels leave their tiles configured between calls, and the driver releases them once a thread's
-// share of a GEMM is done (dq_kernel_set::tiles_done). A release and an ldtilecfg per call cost
-// about 176 TSC cycles, a quarter of a 256-k call of 16 products (Intel Xeon with AMX, a scratch
-// program timing the kernel alone).
+// kernels leave their tiles configured between calls, and the driver puts back the thread's own
+// state once its share of a GEMM is done (dq_kernel_set::tiles_save / tiles_done). A release and
+// an ldtilecfg per call cost about 176 TSC cycles, a quarter of a 256-k call of 16 products (Intel
+// Xeon with AMX, a scratch program timing the kernel alone).
 LUTKIT_AMX_DQ inline void use_config(const tile_config& cfg) {
   tile_config cur;
   _tile_storeconfig(&cur);
   if (std::memcmp(&cur, &cfg, sizeof cfg) != 0) _tile_loadconfig(&cfg);
 }
-// dq_kernel_set::tiles_done
-LUTKIT_AMX_DQ inline void release_tiles() { _tile_release(); }
+// dq_kernel_set::tiles_save: the thread's configuration before a GEMM's share
+LUTKIT_AMX_DQ inline void save_tiles(dq_tile_state& s) { _tile_storeconfig(s.bytes); }
+// dq_kernel_set::tiles_done: the saved configuration back where it differs (another library's on
+// the thread, e.g. ggml's, which loads its own once per thread and expects it to stay: its tile
+// data is not kept, its configuration is), or the tiles released where none was loaded
+LUTKIT_AMX_DQ inline void restore_tiles(const dq_tile_state& s) {
+  if (s.bytes[0] == 0) {
+    _tile_release();
+    return;
+  }
+  dq_tile_state cur;
+  _tile_storeconfig(cur.bytes);
+  if (std::memcmp(cur.bytes, s.bytes, sizeof cur.bytes) != 0) _tile_loadconfig(s.bytes);
+}
 // whether the calling thread's tiles are configured (a palette loaded and not released)
 LUTKIT_AMX_DQ inline bool tiles_configured() {
   tile_config cur;
