@@ -647,7 +647,8 @@ TEST_CASE("the int8 kernel over row-major activations equals mk_int8; AMX equals
 // the AVX-512 set's). A kernel called after another configuration loads its own: the test above
 // calls the int8 kernel directly with tile shapes changing from case to case and compares every
 // output bit.
-TEST_CASE("AMX: tiles configured between kernel calls, the thread's own state back after each GEMM", "[dequant_gemm][amx]") {
+TEST_CASE("AMX: tiles configured between kernel calls, the thread's own state back after each GEMM",
+          "[dequant_gemm][amx]") {
 #if defined(LUTKIT_HAVE_AVX512_DQ)
   if (!detail::avx512::cpu_supported_amx()) return;
   using P = policy<fmt::uint_sym<4>, group<32>>;
