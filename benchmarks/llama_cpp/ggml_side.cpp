@@ -52,7 +52,7 @@ struct matmul::impl {
   ggml_context* ctx = nullptr;   // activations, outputs, graphs
   ggml_backend_buffer_t wbuf = nullptr, buf = nullptr;
   std::vector<ggml_cgraph*> graphs;
-  std::vector<ggml_tensor*> outs;
+  std::vector<ggml_tensor*> outs, ws;
   ggml_tensor* x = nullptr;
   bool repacked = false;
   const char* buft_name = "CPU";
@@ -105,6 +105,7 @@ matmul::matmul(int type, const uint8_t* blocks, std::size_t M, std::size_t K, st
   if (!p_->wbuf) throw std::runtime_error("ggml: weight buffer allocation failed");
   ggml_backend_buffer_set_usage(p_->wbuf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
   for (ggml_tensor* w : ws) ggml_backend_tensor_set(w, blocks, 0, ggml_nbytes(w));  // (repacks)
+  p_->ws = ws;
 
   const std::size_t graph_bytes = ggml_graph_overhead() * std::size_t(copies) + ggml_tensor_overhead() * std::size_t(2 * copies + 4);
   ggml_init_params cp{graph_bytes, nullptr, true};
@@ -140,6 +141,9 @@ void matmul::run(int copy, int threads) {
   if (ggml_backend_graph_compute(p_->backend, p_->graphs[std::size_t(copy)]) != GGML_STATUS_SUCCESS)
     throw std::runtime_error("ggml_backend_graph_compute failed");
 }
+
+const void* matmul::weight_data(int copy) const { return p_->ws[std::size_t(copy)]->data; }
+std::size_t matmul::weight_bytes() const { return ggml_nbytes(p_->ws[0]); }
 
 void matmul::output(int copy, float* y) const {
   ggml_backend_tensor_get(p_->outs[std::size_t(copy)], y, 0, ggml_nbytes(p_->outs[std::size_t(copy)]));

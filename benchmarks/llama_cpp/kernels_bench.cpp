@@ -10,6 +10,7 @@
 //
 //   kernels_bench --type q4_k [--M 4096] [--K 14336] [Google Benchmark flags]
 //   rows: {ggml,lutkit}/<type>/n:<N>/threads:<T>   counter weight_GBps: that side's weight bytes / time
+//         read/<type>/{ggml,lutkit}/threads:<T>   a plain read of that side's weight copies
 //         load/<type>/threads:<T>    the engine's load of the tensor: pack_matrix, the blocks to a new blob
 //         memcpy/<type>              one memcpy of the same blocks into a buffer already touched
 //         memcpy_new/<type>          the same into a new buffer (alloc_aligned, as a blob is)
@@ -19,6 +20,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -26,6 +28,8 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "ggml_side.hpp"
@@ -156,6 +160,55 @@ void bm_load(benchmark::State& st, int T) {
   st.counters["file_GBps"] = benchmark::Counter(double(g.blocks.size()) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// a plain read of `bytes` at p (32-byte vectors, four chains), the reference each side's kernel
+// time compares with: the same loop over lutkit's blobs and over ggml's weight buffers tells a
+// difference in the memory the two sides were given from one in their kernels
+__attribute__((target("avx2"))) uint64_t read_span(const void* p, std::size_t bytes) {
+  typedef uint64_t v4 __attribute__((vector_size(32)));
+  const v4* v = static_cast<const v4*>(p);
+  v4 a = {}, b = {}, c = {}, d = {};
+  const std::size_t n = bytes / 128;
+  for (std::size_t i = 0; i < n; ++i) {
+    a ^= v[4 * i];
+    b ^= v[4 * i + 1];
+    c ^= v[4 * i + 2];
+    d ^= v[4 * i + 3];
+  }
+  const v4 r = a ^ b ^ c ^ d;
+  return r[0] ^ r[1] ^ r[2] ^ r[3];
+}
+const void* blob_data(const llm::matrix& m) {
+  return std::visit(
+      [](const auto& pw) -> const void* {
+        if constexpr (std::is_same_v<std::decay_t<decltype(pw)>, std::monostate>)
+          return nullptr;
+        else
+          return pw.bytes();
+      },
+      m.w);
+}
+// read/<type>/<side>/threads:T: the plain read of that side's weight copies, rotating as its kernel
+void bm_read(benchmark::State& st, bool ggml_side_, int T) {
+  const ggml_side::matmul& mm = *g.gg.at(1);
+  const int copies = int(g.lk.size());
+  const std::size_t bytes = ggml_side_ ? mm.weight_bytes() : g.lk[0].bytes();
+  lutkit::thread_pool* pool = g.pool(T);
+  int i = 0;
+  std::atomic<uint64_t> sink{0};
+  for (auto _ : st) {
+    const int c = i++ % copies;
+    const uint8_t* p = static_cast<const uint8_t*>(ggml_side_ ? mm.weight_data(c) : blob_data(g.lk[std::size_t(c)]));
+    const auto part = [&](std::size_t t) {
+      const std::size_t a = bytes * t / std::size_t(T) / 128 * 128, b = bytes * (t + 1) / std::size_t(T) / 128 * 128;
+      sink ^= read_span(p + a, b - a);
+    };
+    if (pool) pool->run(std::size_t(T), part);
+    else part(0);
+  }
+  benchmark::DoNotOptimize(sink.load());
+  st.counters["weight_GBps"] = benchmark::Counter(double(bytes) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
 void bm_memcpy(benchmark::State& st) {
   std::vector<uint8_t> dst(g.blocks.size(), 1);
   for (auto _ : st) {
@@ -200,6 +253,12 @@ int main(int argc, char** argv) {
       benchmark::RegisterBenchmark(("ggml/" + tail).c_str(), bm_ggml, N, T)->UseRealTime()->Unit(benchmark::kMillisecond);
       benchmark::RegisterBenchmark(("lutkit/" + tail).c_str(), bm_lutkit, N, T)->UseRealTime()->Unit(benchmark::kMillisecond);
     }
+  for (int T : {1, 2})
+    for (bool gs : {true, false})
+      benchmark::RegisterBenchmark(("read/" + tn + (gs ? "/ggml" : "/lutkit") + "/threads:" + std::to_string(T)).c_str(),
+                                   bm_read, gs, T)
+          ->UseRealTime()
+          ->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark(("memcpy/" + tn).c_str(), bm_memcpy)->UseRealTime()->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark(("memcpy_new/" + tn).c_str(), bm_memcpy_new)->UseRealTime()->Unit(benchmark::kMillisecond);
   for (int T : {1, 2})
