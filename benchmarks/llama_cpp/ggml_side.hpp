@@ -27,6 +27,7 @@ class matmul {
   void output(int copy, float* y) const;  // N x M, after run
   const void* weight_data(int copy) const;  // copy `copy` of the weights as ggml holds them (repacked or not)
   std::size_t weight_bytes() const;
+
  private:
   struct impl;
   std::unique_ptr<impl> p_;

@@ -202,8 +202,10 @@ void bm_read(benchmark::State& st, bool ggml_side_, int T) {
       const std::size_t a = bytes * t / std::size_t(T) / 128 * 128, b = bytes * (t + 1) / std::size_t(T) / 128 * 128;
       sink ^= read_span(p + a, b - a);
     };
-    if (pool) pool->run(std::size_t(T), part);
-    else part(0);
+    if (pool)
+      pool->run(std::size_t(T), part);
+    else
+      part(0);
   }
   benchmark::DoNotOptimize(sink.load());
   st.counters["weight_GBps"] = benchmark::Counter(double(bytes) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
@@ -255,8 +257,8 @@ int main(int argc, char** argv) {
     }
   for (int T : {1, 2})
     for (bool gs : {true, false})
-      benchmark::RegisterBenchmark(("read/" + tn + (gs ? "/ggml" : "/lutkit") + "/threads:" + std::to_string(T)).c_str(),
-                                   bm_read, gs, T)
+      benchmark::RegisterBenchmark(
+          ("read/" + tn + (gs ? "/ggml" : "/lutkit") + "/threads:" + std::to_string(T)).c_str(), bm_read, gs, T)
           ->UseRealTime()
           ->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark(("memcpy/" + tn).c_str(), bm_memcpy)->UseRealTime()->Unit(benchmark::kMillisecond);
