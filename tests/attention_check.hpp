@@ -42,16 +42,35 @@ inline bool avx2_available() {
   }
 }
 
-// The SIMD backend of randomized iteration `it`: `best` (AVX-512 where the CPU has it), and every
-// other iteration the AVX2 step where the CPU has AVX2 (on an AVX2-only CPU both are the AVX2 step).
-inline attention_backend simd_backend(int it) {
-  return it % 2 == 1 && avx2_available() ? attention_backend::avx2 : attention_backend::best;
+inline bool amx_available() {
+  try {
+    (void)detail::att_kernels_for(attention_backend::amx);
+    return true;
+  } catch (const lutkit::error&) {
+    return false;
+  }
 }
-// Every backend this CPU runs: the portable one, the best, and the AVX2 step.
+
+// The SIMD backend of randomized iteration `it`: `best` (AMX or AVX-512 where the CPU has them),
+// every other iteration the AVX2 step where the CPU has AVX2 (on an AVX2-only CPU both are the
+// AVX2 step), and on an AMX CPU every fourth the AVX-512 set (which `best` no longer picks there).
+inline attention_backend simd_backend(int it) {
+  if (it % 2 == 1 && avx2_available()) return attention_backend::avx2;
+  if (it % 4 == 2 && amx_available()) return attention_backend::avx512;
+  return attention_backend::best;
+}
+// Every backend this CPU runs: the portable one, the best, the AVX2 step, and on an AMX CPU the
+// AVX-512 set beside `best` (AMX).
 inline std::vector<attention_backend> all_backends() {
   std::vector<attention_backend> b{attention_backend::portable, attention_backend::best};
   if (avx2_available()) b.push_back(attention_backend::avx2);
+  if (amx_available()) b.push_back(attention_backend::avx512);
   return b;
+}
+// whether a backend runs the packed bf16 tile when asked for (AVX-512 BF16 or AMX)
+inline bool has_bf16_tile(attention_backend be) {
+  return (be == attention_backend::best || be == attention_backend::avx512 || be == attention_backend::amx) &&
+         avx512_available();
 }
 
 // A KV cache in storage type t, head-major or token-major, with padding in its strides.

@@ -2,6 +2,7 @@
 // over seeded random shapes, every mask kind, GQA ratios, head dims, KV types and layouts, both
 // backends; exp accuracy; window edges; fully masked rows; large logits; split-KV merge; thread
 // determinism; batched decode with a shared prefix; bad input.
+#include <atomic>
 #include <cstring>
 #include <functional>
 
@@ -52,8 +53,7 @@ attention_options opts_of(const prefill_case& c) {
 // the bf16 tile runs where it is asked for and the AVX-512 set has it (else the fp32 tile or step)
 bool uses_bf16(const prefill_case& c) {
   const bool dims = c.d == 64 || c.d == 128 || c.d == 256;
-  const bool packed_backend = c.backend == attention_backend::best || c.backend == attention_backend::avx512;
-  return c.precision == attention_precision::bf16 && packed_backend && dims && avx512_available() && c.len > 0;
+  return c.precision == attention_precision::bf16 && has_bf16_tile(c.backend) && dims && c.len > 0;
 }
 
 double run_prefill_case(const prefill_case& c, uint64_t seed, thread_pool* pool = nullptr,
@@ -444,8 +444,7 @@ TEST_CASE("attention decode: batched sequences sharing a prefix", "[attention]")
     bd.type = t;
     bd.mask_max = it % 3 == 1 ? 3.0 : -1;  // |N(0, 0.5)| < 3 for these seeds (checked below)
     // 16 or more rows per KV head: the prefix runs the packed bf16 tile (attention/driver.hpp)
-    bd.bf16 = o.precision == attention_precision::bf16 && o.backend == attention_backend::best && avx512_available() &&
-              n_seq * (hq / hkv) >= 16;
+    bd.bf16 = o.precision == attention_precision::bf16 && has_bf16_tile(o.backend) && n_seq * (hq / hkv) >= 16;
     for (std::size_t b = 0; b < n_seq; ++b) {
       for (float x : mask[b]) REQUIRE(std::fabs(x) < 3.f);
       const int64_t p = int64_t(pre.view.len + own[b].view.len) - 1;
@@ -566,6 +565,11 @@ TEST_CASE("attention: bad input gives a clear error", "[attention]") {
     auto o6 = o;
     o6.backend = attention_backend::avx512;
     REQUIRE_THROWS_AS(attention_prefill(o6, q.data(), 2, 3, kv, out.data()), lutkit::error);
+  }
+  if (!amx_available()) {
+    auto o8 = o;
+    o8.backend = attention_backend::amx;
+    REQUIRE_THROWS_AS(attention_prefill(o8, q.data(), 2, 3, kv, out.data()), lutkit::error);
   }
   if (!avx2_available()) {
     auto o7 = o;
@@ -845,6 +849,56 @@ TEST_CASE("attention prefill: the default precision is within 2x a plain fp32 on
     attention_prefill(o, q.data(), 1, 0, kv.view, out.data());
     for (std::size_t c = 0; c < d; ++c) REQUIRE(out[c] == detail::kv_load(kv.view.v, kv_type::f16, std::ptrdiff_t(c)));
   }
+}
+
+TEST_CASE("attention AMX: the calling thread's tile state is back after each prefill", "[attention][amx]") {
+#if defined(LUTKIT_HAVE_AMX_ATT)
+  if (!amx_available()) return;
+  // (other tests leave this thread's tiles configured by direct kernel calls; a thread starts with
+  // its creator's tile state, so they are released before the pool is made)
+  detail::amx::restore_tiles(detail::dq_tile_state{});  // (released)
+  REQUIRE_FALSE(detail::amx::tiles_configured());
+  thread_pool pool(2);
+  const std::size_t d = 128, hq = 8, hkv = 2, n_q = 40, len = 300;
+  std::mt19937_64 rng(0xA77);
+  kv_store kv;
+  make_kv(kv, rng, kv_type::f16, len, hkv, d, false);
+  const auto q = randn(rng, n_q * hq * d);
+  attention_options o;
+  o.heads_q = hq;
+  o.heads_kv = hkv;
+  o.head_dim = d;
+  o.scale = 0.09f;
+  o.backend = attention_backend::amx;
+  detail::amx::tile_config other;  // a configuration another library (e.g. ggml) keeps loaded
+  for (int t = 0; t < 8; ++t) {
+    other.rows[t] = uint8_t(4 + t);
+    other.colsb[t] = uint16_t(32 + 4 * t);
+  }
+  std::atomic<int> configured{0};
+  for (auto prec : {attention_precision::fp32, attention_precision::bf16})
+    for (thread_pool* p : {static_cast<thread_pool*>(nullptr), &pool})
+      for (bool loaded : {false, true}) {
+        INFO("precision " << int(prec) << (p ? ", pool" : "") << (loaded ? ", configuration loaded" : ""));
+        o.precision = prec;
+        if (loaded) detail::amx::use_config(other);
+        std::vector<float> out(n_q * hq * d);
+        attention_prefill(o, q.data(), n_q, int64_t(len - n_q), kv.view, out.data(), nullptr, nullptr, 0, p);
+        detail::dq_tile_state now;
+        detail::amx::save_tiles(now);
+        if (loaded) {
+          CHECK(std::memcmp(now.bytes, &other, sizeof now.bytes) == 0);
+          detail::amx::restore_tiles(detail::dq_tile_state{});  // (released)
+        } else {
+          CHECK_FALSE(detail::amx::tiles_configured());
+        }
+        if (p) {
+          configured = 0;
+          p->run(2, [&](std::size_t) { configured += detail::amx::tiles_configured(); });
+          CHECK(configured == 0);
+        }
+      }
+#endif
 }
 
 TEST_CASE("attention: a non-finite query whose keys the caller masks with -inf sees no key", "[attention]") {

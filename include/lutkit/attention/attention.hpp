@@ -41,7 +41,8 @@ inline void check_options(const attention_options& o) {
   check_dim(o.window, "attention", "window");
   require(o.heads_q <= max_heads, "attention: heads_q = ", o.heads_q, " exceeds ", max_heads);
   require(o.backend == attention_backend::best || o.backend == attention_backend::portable ||
-              o.backend == attention_backend::avx512 || o.backend == attention_backend::avx2,
+              o.backend == attention_backend::avx512 || o.backend == attention_backend::avx2 ||
+              o.backend == attention_backend::amx,
           "attention: unknown attention_backend ", int(o.backend));
   require(o.mask == mask_kind::window || o.window == 0, "attention: window given without mask_kind::window");
   require(o.precision == attention_precision::fp32 || o.precision == attention_precision::bf16,

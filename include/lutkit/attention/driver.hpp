@@ -246,6 +246,7 @@ inline void run_prefill(const attention_options& o, const float* q, std::size_t 
         ta.k0 = std::size_t(lo) / chunk * chunk;  // blocks wholly outside [lo, hi) are skipped
         ta.k1 = (std::size_t(hi) + chunk - 1) / chunk * chunk;
         ta.chunk = chunk;
+        ta.type = kv.type;
         static_cast<att_logit_args&>(ta) = lg;
         ta.scratch = reinterpret_cast<float*>(sc.get());
         (tk == att_tile_kind::bf16 ? ks.tile : ks.tile_f32)(ta);
@@ -464,6 +465,7 @@ inline void run_decode(const attention_options& o, const kv_cache_view& prefix, 
           ta.k0 = k0;
           ta.k1 = k0 + plen;
           ta.chunk = pchunk;
+          ta.type = src.type;
           static_cast<att_logit_args&>(ta) = lg;
           ta.scratch = reinterpret_cast<float*>(tsc.get());
           (tk == att_tile_kind::bf16 ? ks0.tile : ks0.tile_f32)(ta);

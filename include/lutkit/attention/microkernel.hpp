@@ -132,7 +132,8 @@ struct att_tile_args : att_logit_args {
   std::size_t n_kv = 0, mask_base = 0;
   std::size_t kbase = 0;  // key index of the panels' first key (a multiple of chunk)
   std::size_t k0 = 0, k1 = 0, chunk = 64;
-  float* scratch = nullptr;  // >= R * chunk * 2 floats
+  kv_type type = kv_type::f16;  // the KV cache's element type (the packed panels' source)
+  float* scratch = nullptr;     // >= R * chunk * 2 floats
 };
 
 // Does chunk [k0, k0 + n) of a tile hold a key whose V is non-finite?
