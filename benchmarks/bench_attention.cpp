@@ -8,6 +8,8 @@
 //   attention_prefill/...  lutkit's prefill at the default precision (fp32); counter of_peak against
 //                          peak/fp32_fma of the same run
 //   attention_prefill_bf16/... the bf16 opt-in (attention_precision::bf16); of_peak against peak/bf16_dot
+//   attention_prefill(_bf16)_avx512/... on a CPU with AMX (where `best` runs the AMX set): the same
+//                          two with the AVX-512 set, for the ratio of the two sets in one run
 // Names: <kernel>/d:<d>/hq:<Hq>/hkv:<Hkv>/kv:<L>/q:<Lq>/<causal|swa|full>/<f16|bf16|f32>/threads:<T>/<cold|warm>
 // (q: queries per sequence for prefill; for decode the batch size). cold: rotating copies of the
 // K/V beyond 4x the 32 MiB LLC; warm: one copy. Counters: KV_GBps (K/V bytes / time), GFLOPs
@@ -205,11 +207,13 @@ void bm_naive(benchmark::State& st, std::size_t d, std::size_t hq, std::size_t h
 
 // ------------------------------------------------------------------ prefill
 void bm_prefill(benchmark::State& st, std::size_t d, std::size_t hq, std::size_t hkv, std::size_t L, std::size_t nq,
-                std::size_t window, int T, attention_precision prec) {
+                std::size_t window, int T, attention_precision prec,
+                attention_backend be = attention_backend::best) {
   auto& c = kv_data(d, hkv, L, false);
   thread_pool* pool = T > 1 ? &pool_for(T) : nullptr;
   attention_options o = options(d, hq, hkv);
   o.precision = prec;
+  o.backend = be;
   if (window) {
     o.mask = mask_kind::window;
     o.window = window;
@@ -263,6 +267,14 @@ void register_attention() {
       add(std::string(prec == attention_precision::bf16 ? "attention_prefill_bf16" : "attention_prefill") +
               tail(128, 32, 8, 4096, 512, "causal", T, false),
           [=](benchmark::State& st) { bm_prefill(st, 128, 32, 8, 4096, 512, 0, T, prec); }, benchmark::kMillisecond);
+    if (detail::host_features::amx())
+      for (auto prec : {attention_precision::fp32, attention_precision::bf16})
+        add(std::string(prec == attention_precision::bf16 ? "attention_prefill_bf16_avx512" : "attention_prefill_avx512") +
+                tail(128, 32, 8, 4096, 512, "causal", T, false),
+            [=](benchmark::State& st) {
+              bm_prefill(st, 128, 32, 8, 4096, 512, 0, T, prec, attention_backend::avx512);
+            },
+            benchmark::kMillisecond);
     add("attention_naive" + tail(128, 32, 8, 4096, 512, "causal", T, false),
         [=](benchmark::State& st) { bm_naive(st, 128, 32, 8, 4096, 512, 0, T, false); }, benchmark::kMillisecond);
     // Gemma3-4B local layer: d 256, 8 query heads, 4 KV heads, window 1024, a 2048-token prompt

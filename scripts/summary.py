@@ -52,7 +52,7 @@ def gemv_rows(data):
             continue
         p = parse(name)
         if not p or p[0] in ("aie", "peak", "dequant", "attention_decode", "attention_prefill", "attention_prefill_bf16",
-                             "attention_naive", "kv_read",
+                             "attention_prefill_avx512", "attention_prefill_bf16_avx512", "attention_naive", "kv_read",
                              "decode_gemv", "decode_read", "decode_read_dot") \
                 or p[0].startswith(("dllm_", "ar_")):
             continue
@@ -269,20 +269,21 @@ def attention_rows(data):
             continue
         name = name.replace("_median", "")
         p = name.split("/")
-        if p[0] in ("attention_decode", "attention_prefill", "attention_prefill_bf16", "attention_naive",
-                    "kv_read") and len(p) >= 10:
+        if p[0] in ("attention_decode", "attention_prefill", "attention_prefill_bf16", "attention_prefill_avx512",
+                    "attention_prefill_bf16_avx512", "attention_naive", "kv_read") and len(p) >= 10:
             unit = {"us": 1.0, "ms": 1e3, "ns": 1e-3}[b.get("time_unit", "us")]
             rows[(p[0], "/".join(p[1:]))] = (b["real_time"] * unit, b.get("KV_GBps", 0), b.get("GFLOPs", 0))
     out = []
     for (k, shape), (t, gb, gf) in sorted(rows.items()):
-        if k not in ("attention_decode", "attention_prefill", "attention_prefill_bf16"):
+        if k not in ("attention_decode", "attention_prefill", "attention_prefill_bf16", "attention_prefill_avx512",
+                     "attention_prefill_bf16_avx512"):
             continue
         thr = [x for x in shape.split("/") if x.startswith("threads:")][0]
         # batch rows: the read of the shared prefix (the sequences' own 32 keys are not in it)
         rd = rows.get(("kv_read", "/".join(("q:1" if x.startswith("q:") else x) for x in shape.split("/"))))
         nv = rows.get(("attention_naive", shape))
         # the default (fp32) prefill against the fp32 FMA peak, the bf16 opt-in against the bf16 one
-        pk = peak.get(("bf16_dot" if k == "attention_prefill_bf16" else "fp32_fma", thr))
+        pk = peak.get(("bf16_dot" if k.startswith("attention_prefill_bf16") else "fp32_fma", thr))
         out.append((k, shape, t, gb, gf, rd[0] if rd and k == "attention_decode" else None,
                     pk if pk and k != "attention_decode" else None, nv[0] if nv else None))
     return out

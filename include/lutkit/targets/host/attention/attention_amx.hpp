@@ -160,7 +160,7 @@ LUTKIT_AMX_ATT __attribute__((always_inline)) inline void store4(float* o, std::
 
 // One pair of parts of S = q K^T for 16 rows x 64 keys (four 16-key blocks at kb, block stride
 // kstride bf16): q part rows at q (D bf16 apart), K part blocks at kb. (The A operand alternates
-// between tiles 4 and 7: a load into the tile the last products still read would wait for them.)
+// between tiles 4 and 7; one A tile measured the same.)
 template <int D>
 LUTKIT_AMX_ATT inline void qk_pass(const uint16_t* q, const uint16_t* kb, std::size_t kstride) {
   for (int s = 0; s < D / 2; s += 32) {
