@@ -207,8 +207,7 @@ void bm_naive(benchmark::State& st, std::size_t d, std::size_t hq, std::size_t h
 
 // ------------------------------------------------------------------ prefill
 void bm_prefill(benchmark::State& st, std::size_t d, std::size_t hq, std::size_t hkv, std::size_t L, std::size_t nq,
-                std::size_t window, int T, attention_precision prec,
-                attention_backend be = attention_backend::best) {
+                std::size_t window, int T, attention_precision prec, attention_backend be = attention_backend::best) {
   auto& c = kv_data(d, hkv, L, false);
   thread_pool* pool = T > 1 ? &pool_for(T) : nullptr;
   attention_options o = options(d, hq, hkv);
@@ -269,11 +268,11 @@ void register_attention() {
           [=](benchmark::State& st) { bm_prefill(st, 128, 32, 8, 4096, 512, 0, T, prec); }, benchmark::kMillisecond);
     if (detail::host_features::amx())
       for (auto prec : {attention_precision::fp32, attention_precision::bf16})
-        add(std::string(prec == attention_precision::bf16 ? "attention_prefill_bf16_avx512" : "attention_prefill_avx512") +
+        add(
+            std::string(prec == attention_precision::bf16 ? "attention_prefill_bf16_avx512"
+                                                          : "attention_prefill_avx512") +
                 tail(128, 32, 8, 4096, 512, "causal", T, false),
-            [=](benchmark::State& st) {
-              bm_prefill(st, 128, 32, 8, 4096, 512, 0, T, prec, attention_backend::avx512);
-            },
+            [=](benchmark::State& st) { bm_prefill(st, 128, 32, 8, 4096, 512, 0, T, prec, attention_backend::avx512); },
             benchmark::kMillisecond);
     add("attention_naive" + tail(128, 32, 8, 4096, 512, "causal", T, false),
         [=](benchmark::State& st) { bm_naive(st, 128, 32, 8, 4096, 512, 0, T, false); }, benchmark::kMillisecond);

@@ -25,9 +25,10 @@
 #include "../gemm/microkernels_amx.hpp"
 #include "../intrinsics_begin.hpp"
 #define LUTKIT_HAVE_AMX_ATT 1
-#define LUTKIT_AMX_ATT                                                                                            \
-  __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx512bf16,avx512vbmi,fma,f16c,amx-tile," \
-                        "amx-int8,amx-bf16")))
+#define LUTKIT_AMX_ATT                                                                                \
+  __attribute__((                                                                                     \
+      target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx512bf16,avx512vbmi,fma,f16c,amx-tile," \
+             "amx-int8,amx-bf16")))
 
 namespace lutkit::detail::amx_att {
 
@@ -38,7 +39,9 @@ inline bool cpu_supported() { return host_features::amx() && avx512_att::cpu_sup
 
 // ------------------------------------------------------------------ exact bf16 parts
 // x = hi + mid + lo exactly (x fp32); the parts as bf16 (nearest even at each step)
-LUTKIT_AMX_ATT __attribute__((always_inline)) inline __m256i bf16_of(__m512 x) { return (__m256i)_mm512_cvtneps_pbh(x); }
+LUTKIT_AMX_ATT __attribute__((always_inline)) inline __m256i bf16_of(__m512 x) {
+  return (__m256i)_mm512_cvtneps_pbh(x);
+}
 LUTKIT_AMX_ATT __attribute__((always_inline)) inline __m512 f32_of(__m256i h) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
@@ -57,8 +60,8 @@ LUTKIT_AMX_ATT inline void split3(__m512 x, uint16_t* hi, uint16_t* mid, uint16_
 // Both 4 bytes an element, the fp32 panels' size (att_pack_args::kpf / vpf). lo = x - hi,
 // exact for fp16 and bf16 elements (0 for bf16).
 template <kv_type T>
-LUTKIT_AMX_ATT __attribute__((always_inline)) inline void kv_parts(const att_pack_args& a, const void* base, std::size_t key,
-                                                                   int c, __m256i& h, __m256i& l) {
+LUTKIT_AMX_ATT __attribute__((always_inline)) inline void kv_parts(const att_pack_args& a, const void* base,
+                                                                   std::size_t key, int c, __m256i& h, __m256i& l) {
   if (key >= a.n_kv) {
     h = l = _mm256_setzero_si256();
     return;
@@ -70,9 +73,9 @@ LUTKIT_AMX_ATT __attribute__((always_inline)) inline void kv_parts(const att_pac
 template <int D, kv_type T>
 LUTKIT_AMX_ATT void pack_parts(const att_pack_args& a) {
   alignas(64) uint16_t th[16 * D], tl[16 * D];
-  const __m512i ilv = _mm512_setr_epi32(0x00100000, 0x00110001, 0x00120002, 0x00130003, 0x00140004, 0x00150005,
-                                        0x00160006, 0x00170007, 0x00180008, 0x00190009, 0x001A000A, 0x001B000B,
-                                        0x001C000C, 0x001D000D, 0x001E000E, 0x001F000F);
+  const __m512i ilv =
+      _mm512_setr_epi32(0x00100000, 0x00110001, 0x00120002, 0x00130003, 0x00140004, 0x00150005, 0x00160006, 0x00170007,
+                        0x00180008, 0x00190009, 0x001A000A, 0x001B000B, 0x001C000C, 0x001D000D, 0x001E000E, 0x001F000F);
   const __m512i gidx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                           _mm512_set1_epi32(D / 2));
   uint16_t* kbase = reinterpret_cast<uint16_t*>(a.kpf);
@@ -144,18 +147,18 @@ LUTKIT_AMX_ATT __attribute__((always_inline)) inline void store4(float* o, std::
 // tiles 0-3 += A (16 rows x 16 pairs at a, row stride lda bytes; in tile TA) x the four B
 // tiles at b + j * bstep (16 rows of 64 bytes, row stride ldb bytes; in tiles 5 and 6)
 // (the tile intrinsics take their tile numbers as literals: a macro)
-#define LK_AMX_DP4(TA, a, lda, b, bstep, ldb)                  \
-  do {                                                         \
-    const uint16_t* b_ = (b);                                  \
-    _tile_loadd(TA, (a), (lda));                               \
-    _tile_loadd(5, b_, (ldb));                                 \
-    _tile_dpbf16ps(0, TA, 5);                                  \
-    _tile_loadd(6, b_ + (bstep), (ldb));                       \
-    _tile_dpbf16ps(1, TA, 6);                                  \
-    _tile_loadd(5, b_ + 2 * (bstep), (ldb));                   \
-    _tile_dpbf16ps(2, TA, 5);                                  \
-    _tile_loadd(6, b_ + 3 * (bstep), (ldb));                   \
-    _tile_dpbf16ps(3, TA, 6);                                  \
+#define LK_AMX_DP4(TA, a, lda, b, bstep, ldb) \
+  do {                                        \
+    const uint16_t* b_ = (b);                 \
+    _tile_loadd(TA, (a), (lda));              \
+    _tile_loadd(5, b_, (ldb));                \
+    _tile_dpbf16ps(0, TA, 5);                 \
+    _tile_loadd(6, b_ + (bstep), (ldb));      \
+    _tile_dpbf16ps(1, TA, 6);                 \
+    _tile_loadd(5, b_ + 2 * (bstep), (ldb));  \
+    _tile_dpbf16ps(2, TA, 5);                 \
+    _tile_loadd(6, b_ + 3 * (bstep), (ldb));  \
+    _tile_dpbf16ps(3, TA, 6);                 \
   } while (0)
 
 // One pair of parts of S = q K^T for 16 rows x 64 keys (four 16-key blocks at kb, block stride
@@ -294,7 +297,8 @@ LUTKIT_AMX_ATT void tile_rows(const att_tile_args& a) {
         if constexpr (Exact) {
           alpha = avx512_att::row_softmax<false>(s, C, lo, hi, int64_t(k0), mrow, a.mask_base, a.softcap, a.exp,
                                                  a.exp_table, rows.m[r], rows.l[r], nullptr);
-          for (std::size_t j = 0; j < C; j += 16) split3(_mm512_loadu_ps(s + j), ph + r * C + j, pm + r * C + j, pl + r * C + j);
+          for (std::size_t j = 0; j < C; j += 16)
+            split3(_mm512_loadu_ps(s + j), ph + r * C + j, pm + r * C + j, pl + r * C + j);
         } else {
           alpha = avx512_att::row_softmax<true>(s, C, lo, hi, int64_t(k0), mrow, a.mask_base, a.softcap, a.exp,
                                                 a.exp_table, rows.m[r], rows.l[r], ph + r * C);
