@@ -180,7 +180,9 @@ TEST_CASE("decode_gemv: best picks int8 for 4- and 8-plane integer levels, else 
   STATIC_REQUIRE(best_decode_method<policy<fmt::codebook4<book::iq4_nl>, group<32>, i8>>() == decode_method::int8);
   STATIC_REQUIRE(best_decode_method<policy<fmt::codebook4<book::nf4>, group<64>, i8>>() == decode_method::bf16);
   STATIC_REQUIRE(best_decode_method<policy<fmt::uint_asym<4>, group<64>, i8>>() == decode_method::int8);
-  STATIC_REQUIRE(best_decode_method<policy<fmt::uint_asym<2>, group<64>, i8>>() == decode_method::lut_gemv);
+  // 2-bit codes with groups wider than the tables: the int8 decode, for accuracy (detail::int8_decode_for_accuracy)
+  STATIC_REQUIRE(best_decode_method<policy<fmt::uint_asym<2>, group<64>, i8>>() == decode_method::int8);
+  STATIC_REQUIRE(best_decode_method<policy<fmt::uint_asym<2>, group<32>, i8>>() == decode_method::lut_gemv);
   STATIC_REQUIRE(best_decode_method<policy<fmt::ternary, per_tensor, i8>>() == decode_method::lut_gemv);
   // N = 1 on AVX-512: the LUT-GEMV where it is as accurate as the int8 decode (mirrored int8
   // tables, a table scale per <= 32 activations)
@@ -212,8 +214,9 @@ double rel_rms(const std::vector<double>& y, const std::vector<double>& exact) {
 // The int8 routes quantize activations per scale group: llama.cpp's q8_0 grid for its g32 formats
 // (G32); a g64 policy's activations are coarser than q8_0 but finer than the q8_K (one scale per
 // 256) llama.cpp gives its own wider-group formats, which is its reference then
-// (docs/llama_formats.md, "Accuracy").
-template <class P, bool G32>
+// (docs/llama_formats.md, "Accuracy"). Ternary: the weights TQ2_0 / TQ1_0 hold (codes 0, 1, 2
+// for -1, 0, 1), on activations with and without the outlier channels (Outliers).
+template <class P, bool G32, bool Ternary = false, bool Outliers = true>
 void check_defaults_vs_llama() {
   using namespace lutkit;
   std::mt19937 rng(11);
@@ -223,10 +226,15 @@ void check_defaults_vs_llama() {
   std::vector<float> w(M * K), x(N * K);
   for (auto& v : w) v = nd(rng);
   for (std::size_t k = 0; k < K; ++k) {
-    const float c = k % 64 == 17 ? 20.f : 1.f;
+    const float c = Outliers && k % 64 == 17 ? 20.f : 1.f;
     for (std::size_t n = 0; n < N; ++n) x[n * K + k] = nd(rng) * c;
   }
-  const auto q = quantize<P>(w.data(), M, K);
+  auto q = quantize<P>(w.data(), M, K);
+  if constexpr (Ternary) {
+    std::uniform_int_distribution<int> t3(0, 2);
+    for (auto& c : q.codes) c = uint8_t(t3(rng));
+    for (auto& z : q.zeros) z = 1.f;
+  }
   const auto wp = pack<P>(q);
   const auto exact = ref::gemv(q, x.data(), N);
   const double llama = rel_rms(ref::gemv_llama_activations(q, x.data(), N), exact);
@@ -242,6 +250,15 @@ void check_defaults_vs_llama() {
   CHECK(rel_rms(y, exact) <= 1.01 * ref_err);
   decode_gemv(wp, x.data(), N, K, y.data());
   CHECK(rel_rms(y, exact) <= 1.01 * ref_err);
+  {  // and for one activation row (the decode's own case; best_decode_method<P>(1))
+    std::vector<float> y1(M);
+    decode_gemv(wp, x.data(), 1, K, y1.data());
+    const double e1 = rel_rms(y1, std::vector<double>(exact.begin(), exact.begin() + std::ptrdiff_t(M)));
+    const double r1 = rel_rms(std::vector<double>(ref::gemv_llama_activations(q, x.data(), 1, 0, G32 ? 32 : 256)),
+                              std::vector<double>(exact.begin(), exact.begin() + std::ptrdiff_t(M)));
+    INFO("one row: " << decode_method_name(best_decode_method<P>(1)) << " " << e1 << ", llama.cpp's " << r1);
+    if constexpr (Ternary) CHECK(e1 <= 1.01 * r1);
+  }
   // decode_gemv's int8 method quantizes activations per 32 k whatever the group: llama.cpp's q8_0
   if constexpr (format_traits<typename P::format>::integer_levels && !P::spec.ternary) {
     decode_gemv(wp, x.data(), N, K, y.data(), decode_method::int8);
@@ -249,11 +266,16 @@ void check_defaults_vs_llama() {
   }
   if constexpr (P::lut_gemv_capable) {
     lut_gemv(wp, build_tables<P>(x.data(), N, K), y.data());
-    CHECK(rel_rms(y, exact) <= ref_err);  // mirrored int8 tables (one scale per block)
+    if constexpr (!Ternary || Outliers)
+      CHECK(rel_rms(y, exact) <= ref_err);  // mirrored int8 tables (one scale per block)
+    else  // ternary weights, no outliers: why their default decode is the int8 one
+      CHECK(rel_rms(y, exact) > 1.1 * ref_err);
   }
   // and per-row int8 activations, which the default replaced, are worse on such activations
-  dequant_gemm(wp, x.data(), N, K, y.data(), act_type::int8);
-  CHECK(rel_rms(y, exact) > 2 * llama);
+  if constexpr (Outliers) {
+    dequant_gemm(wp, x.data(), N, K, y.data(), act_type::int8);
+    CHECK(rel_rms(y, exact) > 2 * llama);
+  }
 }
 }  // namespace
 
@@ -280,6 +302,11 @@ TEST_CASE("defaults are at least as accurate as llama.cpp on its formats", "[dec
   // the engine's TQ2_0 / TQ1_0 policy, its default (mirrored) tables (codes 0..3 here, 0..2 in
   // TQ2_0); with plain int8 tables (the list's W2 g256) the LUT-GEMV's error is 1.27x llama.cpp's
   check_defaults_vs_llama<policy<fmt::uint_asym<2>, group<256>>, false>();
+  // with ternary weights, on activations with and without outlier channels: without them the
+  // LUT-GEMV's tables (entries that sum four activations) are 1.25x llama.cpp's q8_K error, so the
+  // default decode of this policy is the int8 one (best_decode_method, int8_decode_for_accuracy)
+  check_defaults_vs_llama<policy<fmt::uint_asym<2>, group<256>>, false, true, true>();
+  check_defaults_vs_llama<policy<fmt::uint_asym<2>, group<256>>, false, true, false>();
   // NF4 (no llama.cpp format): decode_gemv's best at N <= 2, the int8 decode with split levels
   // where the CPU has it, on llama.cpp's q8_0 activation grid; else bf16 (more accurate)
   using NF4 = policy<fmt::codebook4<book::nf4>, group<64>>;

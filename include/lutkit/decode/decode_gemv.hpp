@@ -47,6 +47,20 @@ constexpr const char* decode_method_name(decode_method m) {
   }
 }
 
+namespace detail {
+// 2-bit linear codes with one scale per group wider than the LUT-GEMV's 32-activation tables (the
+// engine's TQ2_0 / TQ1_0 policy): on ternary weights (codes 0, 1, 2) and activations without outlier
+// channels the LUT-GEMV's int8 tables, whose entries sum four activations, measured 1.25x the error
+// of llama.cpp's own arithmetic (q8_K activations), the int8 decode (q8_0's grid) 0.77x; so the
+// int8 decode is their default on every CPU (docs/llama_formats.md, "Accuracy")
+template <class P>
+constexpr bool int8_decode_for_accuracy() {
+  using FT = format_traits<typename P::format>;
+  return std::is_same_v<typename P::target_type, target::host> && FT::integer_levels && !FT::is_ternary &&
+         FT::planes == 2 && !P::spec.min_form && P::group_shape::group_k > 32;
+}
+}  // namespace detail
+
 template <class P>
 constexpr decode_method best_decode_method() {
   using FT = format_traits<typename P::format>;
@@ -56,6 +70,8 @@ constexpr decode_method best_decode_method() {
   // int8 where its level 1 is a 4-plane transpose (4 and 8 bits), the LUT-GEMV below 4 bits, bf16
   // for float codebooks (NF4): the faster of each pair (docs/llama_formats.md, "Decode")
   if constexpr (FT::integer_levels && !FT::is_ternary && (FT::planes == 4 || FT::planes == 8))
+    return decode_method::int8;
+  else if constexpr (detail::int8_decode_for_accuracy<P>())
     return decode_method::int8;
   else if constexpr (FT::lut_gemv_capable)
     return decode_method::lut_gemv;
@@ -86,7 +102,8 @@ decode_method best_decode_method(std::size_t N) {
     if (detail::split_int8_decode_available<P>(N, detail::dq_kernels_for_policy<P>(dq_backend::best)))
       return decode_method::int8;
   constexpr decode_method m = best_decode_method<P>();
-  if constexpr (m == decode_method::int8 && format_traits<typename P::format>::lut_gemv_capable) {
+  if constexpr (m == decode_method::int8 && format_traits<typename P::format>::lut_gemv_capable &&
+                !detail::int8_decode_for_accuracy<P>()) {
     if (!detail::dq_kernels_for_policy<P>(dq_backend::best).int8_decode_first) return decode_method::lut_gemv;
     if constexpr (lut_gemv_as_accurate_as_int8<P>())
       if (N == 1) return decode_method::lut_gemv;
