@@ -268,7 +268,7 @@ void check_defaults_vs_llama() {
     lut_gemv(wp, build_tables<P>(x.data(), N, K), y.data());
     if constexpr (!Ternary || Outliers)
       CHECK(rel_rms(y, exact) <= ref_err);  // mirrored int8 tables (one scale per block)
-    else  // ternary weights, no outliers: why their default decode is the int8 one
+    else                                    // ternary weights, no outliers: why their default decode is the int8 one
       CHECK(rel_rms(y, exact) > 1.1 * ref_err);
   }
   // and per-row int8 activations, which the default replaced, are worse on such activations

@@ -241,11 +241,6 @@ TEST_CASE("engine: prefill and greedy decode against the double reference, every
       const auto bytes = model_bytes(arch, t, seed - 1);
       auto m = llm::load_model(lutkit::gguf::file(std::span<const uint8_t>(bytes)), &pool, false);
       ref_model ref(m->hp, m->file), rq(m->hp, m->file, true);
-      if (getenv("FORCE_M")) {
-        auto fm = lutkit::decode_method(atoi(getenv("FORCE_M")));
-        for (auto& l : m->layers) for (auto* mm : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) if (mm->method_valid(fm)) mm->method = fm;
-        if (m->output.method_valid(fm)) m->output.method = fm;
-      }
       llm::session s(*m, 64);
       double worst_here = 0, worst_q8 = 0;
       std::mt19937_64 rng(seed);
