@@ -2,7 +2,9 @@
 // route on llama.cpp tensors (Q4_0, Q8_0 imported from blocks; IQ4_NL), measured against the exact
 // product of the dequantized weights (ref::gemv, double), beside llama.cpp's own error (its
 // activations rounded to q8_0 per 32: ref::gemv_q8_0_activations). Prints the table
-// docs/llama_formats.md ("Accuracy") records. Errors are relative RMS over all outputs.
+// docs/llama_formats.md ("Accuracy") records, then decode_gemv's default at one activation row for
+// every imported type against llama.cpp's arithmetic, with and without outlier channels in the
+// activations. Errors are relative RMS over all outputs.
 //   lutkit_accuracy [M K N seeds]   (default 1024 4096 8 3)
 #include <algorithm>
 #include <cmath>
@@ -24,8 +26,8 @@ struct tensor {
 };
 
 // Weights with row-to-row scale spread and rare outliers; activations with a few outlier
-// channels (as LLM hidden states have).
-tensor make_tensor(std::size_t M, std::size_t K, std::size_t N, unsigned seed) {
+// channels (as LLM hidden states have), or without them (outliers false: plain Gaussian).
+tensor make_tensor(std::size_t M, std::size_t K, std::size_t N, unsigned seed, bool outliers = true) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> nd;
   std::uniform_real_distribution<float> ud(0.25f, 2.f);
@@ -36,7 +38,7 @@ tensor make_tensor(std::size_t M, std::size_t K, std::size_t N, unsigned seed) {
     for (std::size_t k = 0; k < K; ++k) t.w[m * K + k] = nd(rng) * rs * (rng() % 500 == 0 ? 8.f : 1.f);
   }
   std::vector<float> ch(K);
-  for (auto& c : ch) c = rng() % 100 == 0 ? 20.f : 1.f;
+  for (auto& c : ch) c = rng() % 100 == 0 && outliers ? 20.f : 1.f;
   t.x.resize(N * K);
   for (std::size_t n = 0; n < N; ++n)
     for (std::size_t k = 0; k < K; ++k) t.x[n * K + k] = nd(rng) * ch[k];
@@ -186,6 +188,32 @@ std::size_t float_book_rows(std::vector<row>& rows, const char* format, const te
 
 }  // namespace
 
+// decode_gemv's default for one activation row (best_decode_method<P>(1) on this CPU) against
+// llama.cpp's arithmetic for the format (activations per `block`: 32 = q8_0, 256 = q8_K), with and
+// without outlier channels; Ternary: codes 0, 1, 2 for -1, 0, 1 (TQ2_0 / TQ1_0)
+template <class P, bool Ternary = false>
+void one_row(const char* format, std::size_t block, std::size_t M, std::size_t K, int seeds) {
+  err_acc e[2], l[2];
+  for (int o = 0; o < 2; ++o)
+    for (int s = 0; s < seeds; ++s) {
+      const tensor t = make_tensor(M, K, 1, 2000u + unsigned(s), o == 0);
+      quantized<P> q = import_for<P>(t, M, K);
+      if constexpr (Ternary) {
+        std::mt19937 rng(7u + unsigned(s));
+        for (auto& c : q.codes) c = uint8_t(rng() % 3);
+        for (auto& z : q.zeros) z = 1.f;
+      }
+      const auto wp = pack<P>(q);
+      const auto exact = ref::gemv(q, t.x.data(), 1);
+      std::vector<float> y(M);
+      decode_gemv(wp, t.x.data(), 1, K, y.data());
+      e[o].add(y, exact);
+      l[o].add(ref::gemv_llama_activations(q, t.x.data(), 1, 0, block), exact);
+    }
+  std::printf("| %s | `%s` | %.2f | %.2f |\n", format, decode_method_name(best_decode_method<P>(1)),
+              e[0].rel() / l[0].rel(), e[1].rel() / l[1].rel());
+}
+
 int main(int argc, char** argv) {
   const std::size_t M = argc > 4 ? std::strtoul(argv[1], nullptr, 10) : 1024;
   const std::size_t K = argc > 4 ? std::strtoul(argv[2], nullptr, 10) : 4096;
@@ -231,5 +259,21 @@ int main(int argc, char** argv) {
     std::printf("| %s | %s | %.2e | %.2f |\n", rows[i].format.c_str(), rows[i].route.c_str(), rows[i].err.rel(),
                 rows[i].err.rel() / llama);
   }
+  std::printf("\nOne activation row: decode_gemv's default on this CPU, its error / llama.cpp's (q8_0 activations for "
+              "the g32 formats, q8_K for the K-quants and TQ), activations with and without outlier channels "
+              "(%zu x %zu, %d seeds)\n\n| format | method | with outliers | without |\n| --- | --- | --- | --- |\n",
+              M, K, seeds);
+  one_row<policy<fmt::uint_sym<4>, group<32>>>("Q4_0", 32, M, K, seeds);
+  one_row<policy<fmt::uint_sym<8>, group<32>>>("Q8_0", 32, M, K, seeds);
+  one_row<policy<fmt::codebook4<book::iq4_nl>, group<32>>>("IQ4_NL", 32, M, K, seeds);
+  one_row<policy<fmt::q4_1, group<32>, i8>>("Q4_1", 32, M, K, seeds);
+  one_row<policy<fmt::uint_sym<5>, group<32>, i8m>>("Q5_0", 32, M, K, seeds);
+  one_row<policy<fmt::q5_1, group<32>, i8m>>("Q5_1", 32, M, K, seeds);
+  one_row<policy<fmt::q2_k, group<16>, i8m>>("Q2_K", 256, M, K, seeds);
+  one_row<policy<fmt::q3_k, group<16>, i8m>>("Q3_K", 256, M, K, seeds);
+  one_row<policy<fmt::q4_k, group<32>, i8>>("Q4_K", 256, M, K, seeds);
+  one_row<policy<fmt::q5_k, group<32>, i8m>>("Q5_K", 256, M, K, seeds);
+  one_row<policy<fmt::q6_k, group<16>, i8m>>("Q6_K", 256, M, K, seeds);
+  one_row<policy<fmt::uint_asym<2>, group<256>>, true>("TQ2_0 / TQ1_0 (ternary)", 256, M, K, seeds);
   return 0;
 }
