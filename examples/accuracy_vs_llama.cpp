@@ -259,10 +259,11 @@ int main(int argc, char** argv) {
     std::printf("| %s | %s | %.2e | %.2f |\n", rows[i].format.c_str(), rows[i].route.c_str(), rows[i].err.rel(),
                 rows[i].err.rel() / llama);
   }
-  std::printf("\nOne activation row: decode_gemv's default on this CPU, its error / llama.cpp's (q8_0 activations for "
-              "the g32 formats, q8_K for the K-quants and TQ), activations with and without outlier channels "
-              "(%zu x %zu, %d seeds)\n\n| format | method | with outliers | without |\n| --- | --- | --- | --- |\n",
-              M, K, seeds);
+  std::printf(
+      "\nOne activation row: decode_gemv's default on this CPU, its error / llama.cpp's (q8_0 activations for "
+      "the g32 formats, q8_K for the K-quants and TQ), activations with and without outlier channels "
+      "(%zu x %zu, %d seeds)\n\n| format | method | with outliers | without |\n| --- | --- | --- | --- |\n",
+      M, K, seeds);
   one_row<policy<fmt::uint_sym<4>, group<32>>>("Q4_0", 32, M, K, seeds);
   one_row<policy<fmt::uint_sym<8>, group<32>>>("Q8_0", 32, M, K, seeds);
   one_row<policy<fmt::codebook4<book::iq4_nl>, group<32>>>("IQ4_NL", 32, M, K, seeds);
