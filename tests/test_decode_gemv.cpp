@@ -106,8 +106,12 @@ void fuzz_decode_policy(uint64_t seed_base) {
       CHECK((bm == best_decode_method<P>() ||
              (detail::split_levels<P>() && N <= 2 && bm == decode_method::int8) ||
              (best_decode_method<P>() == decode_method::int8 && P::lut_gemv_capable &&
+              !detail::int8_decode_for_accuracy<P>() &&
               (!int8_first || (N == 1 && lut_gemv_as_accurate_as_int8<P>())) && bm == decode_method::lut_gemv)));
-      if constexpr (P::lut_gemv_capable && best_decode_method<P>() == decode_method::int8)
+      // (2-bit codes with groups wider than 32: the int8 decode on every CPU, for accuracy)
+      if constexpr (P::lut_gemv_capable && detail::int8_decode_for_accuracy<P>())
+        CHECK(bm == decode_method::int8);
+      else if constexpr (P::lut_gemv_capable && best_decode_method<P>() == decode_method::int8)
         CHECK(bm == (int8_first && !(N == 1 && lut_gemv_as_accurate_as_int8<P>()) ? decode_method::int8
                                                                                    : decode_method::lut_gemv));
       std::vector<float> yb(N * M, -7.f), ym(N * M, -8.f);
