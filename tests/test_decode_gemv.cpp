@@ -103,8 +103,7 @@ void fuzz_decode_policy(uint64_t seed_base) {
     {
       const decode_method bm = best_decode_method<P>(N);
       const bool int8_first = detail::dq_kernels_for_policy<P>(dq_backend::best).int8_decode_first;
-      CHECK((bm == best_decode_method<P>() ||
-             (detail::split_levels<P>() && N <= 2 && bm == decode_method::int8) ||
+      CHECK((bm == best_decode_method<P>() || (detail::split_levels<P>() && N <= 2 && bm == decode_method::int8) ||
              (best_decode_method<P>() == decode_method::int8 && P::lut_gemv_capable &&
               !detail::int8_decode_for_accuracy<P>() &&
               (!int8_first || (N == 1 && lut_gemv_as_accurate_as_int8<P>())) && bm == decode_method::lut_gemv)));
