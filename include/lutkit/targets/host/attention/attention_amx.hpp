@@ -17,7 +17,7 @@
 //         run the AVX-512 fp32 tile.
 // Rows in groups of 16 (the tiles' rows); a group that sees no key of a chunk skips it. The
 // calling thread's tile state is put back after each call (targets/host/gemm/microkernels_amx.hpp,
-// save_tiles / restore_tiles). Head dims 64, 128, 256. Registered in attention/targets.hpp.
+// tiles_scope). Head dims 64, 128, 256. Registered in attention/targets.hpp.
 #pragma once
 #include "attention_avx512.hpp"
 
@@ -183,8 +183,8 @@ LUTKIT_AMX_ATT inline void pv_pass(const uint16_t* p, std::size_t C, const uint1
 
 #undef LK_AMX_DP4
 
-// per-thread buffers of a tile call: q parts (3 x 16 rows x D), S (16 x C fp32), P parts
-// (3 x 16 x C), O (16 x D fp32)
+// per-thread buffers of a tile call: q parts (3 x the call's rows rounded up to 16 x D), S (16 x C
+// fp32), P parts (3 x 16 x C), O (16 x D fp32)
 struct tile_buffers {
   std::vector<uint16_t> q;
   std::vector<float> s, o;
@@ -228,8 +228,7 @@ LUTKIT_AMX_ATT void tile_rows(const att_tile_args& a) {
   const uint16_t* vpan = Exact ? reinterpret_cast<const uint16_t*>(a.vpf) : a.vp;
   constexpr std::size_t kstride = Exact ? 32 * D : 16 * D, klo = 16 * D;
   constexpr std::size_t pstride = Exact ? 4 * D : 2 * D, vlo = 2 * D;
-  dq_tile_state saved;
-  amx::save_tiles(saved);
+  const amx::tiles_scope keep;  // the thread's tile state back at the end
   configure();
   std::vector<uint16_t> clean;
   std::vector<att_bad_v> bad;
@@ -334,7 +333,6 @@ LUTKIT_AMX_ATT void tile_rows(const att_tile_args& a) {
       }
     }
   }
-  amx::restore_tiles(saved);
 }
 
 inline void tile_entry(const att_tile_args& a) {

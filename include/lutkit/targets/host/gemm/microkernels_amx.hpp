@@ -54,6 +54,16 @@ LUTKIT_AMX_DQ inline void restore_tiles(const dq_tile_state& s) {
   _tile_storeconfig(cur.bytes);
   if (std::memcmp(cur.bytes, s.bytes, sizeof cur.bytes) != 0) _tile_loadconfig(s.bytes);
 }
+// the calling thread's tile state saved for a scope and put back at its end, exceptions included
+// (the attention's AMX tile; the dequant-GEMM's driver does the same through its kernel set,
+// dq_tiles_guard)
+struct tiles_scope {
+  dq_tile_state saved;
+  LUTKIT_AMX_DQ tiles_scope() { save_tiles(saved); }
+  LUTKIT_AMX_DQ ~tiles_scope() { restore_tiles(saved); }
+  tiles_scope(const tiles_scope&) = delete;
+  tiles_scope& operator=(const tiles_scope&) = delete;
+};
 // whether the calling thread's tiles are configured (a palette loaded and not released)
 LUTKIT_AMX_DQ inline bool tiles_configured() {
   tile_config cur;
