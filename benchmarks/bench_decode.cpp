@@ -34,6 +34,8 @@ using Q4NX = policy<fmt::q4nx, group<32>, i8>;
 using W4 = policy<fmt::uint_asym<4>, group<64>, i8>;
 using W2 = policy<fmt::uint_asym<2>, group<64>, i8>;
 // the other llama.cpp types (Q4_1, Q5_0, Q5_1, Q2_K ... Q6_K, and TQ2_0 / TQ1_0's policy), default tables
+// (table::default_for: int16 mirrored but for Q2_K, Q3_K, Q6_K); Q4_0 with its default tables too, and
+// Q5_1 and TQ with the faster int8 opt-in beside them
 using Q4_1 = policy<fmt::q4_1, group<32>>;
 using Q5_0 = policy<fmt::uint_sym<5>, group<32>>;
 using Q4K = policy<fmt::q4_k, group<32>>;
@@ -43,6 +45,9 @@ using Q5_1 = policy<fmt::q5_1, group<32>>;
 using Q5K = policy<fmt::q5_k, group<32>>;
 using Q2K = policy<fmt::q2_k, group<16>>;
 using TQ = policy<fmt::uint_asym<2>, group<256>>;
+using Q4_0d = policy<fmt::uint_sym<4>, group<32>>;
+using Q5_1i8 = policy<fmt::q5_1, group<32>, table::lut4<int8_t, true>>;
+using TQi8 = policy<fmt::uint_asym<2>, group<256>, table::lut4<int8_t, true>>;
 
 // the policy's blob per shape (kept: packing is the slow part) and its cold rotation
 template <class P>
@@ -232,6 +237,9 @@ void register_decode() {
   register_policy<Q5K>(4096, 14336);
   register_policy<Q2K>(4096, 14336);
   register_policy<TQ>(4096, 14336);
+  register_policy<Q4_0d>(4096, 14336);
+  register_policy<Q5_1i8>(4096, 14336);
+  register_policy<TQi8>(4096, 14336);
   register_small<Q4_0>(decode_method::int8, 512, 2048);
   register_small<Q8_0>(decode_method::int8, 512, 2048);
   register_small<Q4K>(decode_method::int8, 512, 2048);

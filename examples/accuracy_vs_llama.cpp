@@ -188,12 +188,15 @@ std::size_t float_book_rows(std::vector<row>& rows, const char* format, const te
 
 }  // namespace
 
-// decode_gemv's default for one activation row (best_decode_method<P>(1) on this CPU) against
-// llama.cpp's arithmetic for the format (activations per `block`: 32 = q8_0, 256 = q8_K), with and
-// without outlier channels; Ternary: codes 0, 1, 2 for -1, 0, 1 (TQ2_0 / TQ1_0)
+// decode_gemv's default for one activation row (best_decode_method<P>(1) on this CPU, the policy's
+// default tables) against llama.cpp's arithmetic for the format (activations per `block`: 32 =
+// q8_0, 256 = q8_K), with and without outlier channels; beside it, for the formats the LUT-GEMV
+// runs, the LUT-GEMV with mirrored int8 tables (the faster opt-in) without outlier channels.
+// Ternary: codes 0, 1, 2 for -1, 0, 1 (TQ2_0 / TQ1_0)
 template <class P, bool Ternary = false>
 void one_row(const char* format, std::size_t block, std::size_t M, std::size_t K, int seeds) {
-  err_acc e[2], l[2];
+  using P8 = policy<typename P::format, typename P::group_shape, table::lut4<int8_t, true>>;
+  err_acc e[2], l[2], e8;
   for (int o = 0; o < 2; ++o)
     for (int s = 0; s < seeds; ++s) {
       const tensor t = make_tensor(M, K, 1, 2000u + unsigned(s), o == 0);
@@ -209,9 +212,23 @@ void one_row(const char* format, std::size_t block, std::size_t M, std::size_t K
       decode_gemv(wp, t.x.data(), 1, K, y.data());
       e[o].add(y, exact);
       l[o].add(ref::gemv_llama_activations(q, t.x.data(), 1, 0, block), exact);
+      if constexpr (P::lut_gemv_capable)
+        if (o == 1) {
+          quantized<P8> q8;
+          q8.M = q.M, q8.K = q.K, q8.groups = q.groups, q8.codes = q.codes, q8.scales = q.scales, q8.zeros = q.zeros;
+          q8.supers_per_row = q.supers_per_row, q8.supers = q.supers, q8.super_mins = q.super_mins;
+          lut_gemv(pack<P8>(q8), build_tables<P8>(t.x.data(), 1, K), y.data());
+          e8.add(y, exact);
+        }
     }
-  std::printf("| %s | `%s` | %.2f | %.2f |\n", format, decode_method_name(best_decode_method<P>(1)),
+  const std::string name = P::name();
+  const std::string tables = P::lut_gemv_capable ? name.substr(name.find("_lut4") + 1, name.find("_host") - name.find("_lut4") - 1) : "-";
+  std::printf("| %s | `%s` | %s | %.2f | %.2f |", format, decode_method_name(best_decode_method<P>(1)), tables.c_str(),
               e[0].rel() / l[0].rel(), e[1].rel() / l[1].rel());
+  if constexpr (P::lut_gemv_capable)
+    std::printf(" %.2f |\n", e8.rel() / l[1].rel());
+  else
+    std::printf(" - |\n");
 }
 
 int main(int argc, char** argv) {
@@ -260,21 +277,24 @@ int main(int argc, char** argv) {
                 rows[i].err.rel() / llama);
   }
   std::printf(
-      "\nOne activation row: decode_gemv's default on this CPU, its error / llama.cpp's (q8_0 activations for "
-      "the g32 formats, q8_K for the K-quants and TQ), activations with and without outlier channels "
-      "(%zu x %zu, %d seeds)\n\n| format | method | with outliers | without |\n| --- | --- | --- | --- |\n",
+      "\nOne activation row: decode_gemv's default on this CPU with the policy's default tables, its error / "
+      "llama.cpp's (q8_0 activations for the g32 formats, q8_K for the K-quants, TQ and W4 g64), activations with "
+      "and without outlier channels; and the LUT-GEMV with mirrored int8 tables (opt-in) without them (%zu x %zu, "
+      "%d seeds)\n\n| format | method | default tables | with outliers | without | lut4i8m, without |\n| --- | --- | "
+      "--- | --- | --- | --- |\n",
       M, K, seeds);
   one_row<policy<fmt::uint_sym<4>, group<32>>>("Q4_0", 32, M, K, seeds);
   one_row<policy<fmt::uint_sym<8>, group<32>>>("Q8_0", 32, M, K, seeds);
   one_row<policy<fmt::codebook4<book::iq4_nl>, group<32>>>("IQ4_NL", 32, M, K, seeds);
-  one_row<policy<fmt::q4_1, group<32>, i8>>("Q4_1", 32, M, K, seeds);
-  one_row<policy<fmt::uint_sym<5>, group<32>, i8m>>("Q5_0", 32, M, K, seeds);
-  one_row<policy<fmt::q5_1, group<32>, i8m>>("Q5_1", 32, M, K, seeds);
-  one_row<policy<fmt::q2_k, group<16>, i8m>>("Q2_K", 256, M, K, seeds);
-  one_row<policy<fmt::q3_k, group<16>, i8m>>("Q3_K", 256, M, K, seeds);
-  one_row<policy<fmt::q4_k, group<32>, i8>>("Q4_K", 256, M, K, seeds);
-  one_row<policy<fmt::q5_k, group<32>, i8m>>("Q5_K", 256, M, K, seeds);
-  one_row<policy<fmt::q6_k, group<16>, i8m>>("Q6_K", 256, M, K, seeds);
+  one_row<policy<fmt::q4_1, group<32>>>("Q4_1", 32, M, K, seeds);
+  one_row<policy<fmt::uint_sym<5>, group<32>>>("Q5_0", 32, M, K, seeds);
+  one_row<policy<fmt::q5_1, group<32>>>("Q5_1", 32, M, K, seeds);
+  one_row<policy<fmt::q2_k, group<16>>>("Q2_K", 256, M, K, seeds);
+  one_row<policy<fmt::q3_k, group<16>>>("Q3_K", 256, M, K, seeds);
+  one_row<policy<fmt::q4_k, group<32>>>("Q4_K", 256, M, K, seeds);
+  one_row<policy<fmt::q5_k, group<32>>>("Q5_K", 256, M, K, seeds);
+  one_row<policy<fmt::q6_k, group<16>>>("Q6_K", 256, M, K, seeds);
   one_row<policy<fmt::uint_asym<2>, group<256>>, true>("TQ2_0 / TQ1_0 (ternary)", 256, M, K, seeds);
+  one_row<policy<fmt::uint_asym<4>, group<64>>>("W4 g64 asym", 256, M, K, seeds);
   return 0;
 }

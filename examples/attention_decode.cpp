@@ -13,7 +13,7 @@
 
 #include <lutkit/lutkit.hpp>
 
-using P = lutkit::policy<lutkit::fmt::uint_asym<2>, lutkit::group<64>>;  // mirrored int8 tables (the default)
+using P = lutkit::policy<lutkit::fmt::uint_asym<2>, lutkit::group<64>>;  // mirrored int16 tables (the default)
 
 namespace {
 // rotate-half RoPE (Llama): channel pairs (i, i + d/2) rotated by pos * base^(-2i/d)

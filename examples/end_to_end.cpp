@@ -10,7 +10,7 @@
 
 #include <lutkit/lutkit.hpp>
 
-using P = lutkit::policy<lutkit::fmt::uint_asym<2>, lutkit::group<64>>;  // mirrored int8 tables (the default)
+using P = lutkit::policy<lutkit::fmt::uint_asym<2>, lutkit::group<64>>;  // mirrored int16 tables (the default)
 
 int main() {
   const std::size_t D = 4096, KV = 1024, N = 1;  // Llama-3-8B: q 4096x4096, k/v 1024x4096 (GQA)

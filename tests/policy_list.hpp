@@ -42,8 +42,9 @@ inline constexpr std::size_t policy_count = std::tuple_size_v<policy_list>;
 // The dequant kernels' list: every LUT policy above plus the formats only they run (codebooks,
 // 8 bits, Q4NX's min form with bf16 parameters) and the llama.cpp block shapes (whose bit-plane
 // formats the decode tests also run through the LUT-GEMV: Q5_0, Q6_K, Q3_K, and the min-form
-// Q5_1, Q5_K, Q2_K). The table layout is irrelevant to these formats but
-// part of the policy type (i8 here).
+// Q5_1, Q5_K, Q2_K). The table layout is irrelevant to the formats the LUT-GEMV cannot run but
+// part of the policy type (i8 there); Q5_0 and Q5_K have their default int16 tables
+// (table::default_for), Q5_1 the int8 opt-in.
 template <class... Extra>
 struct append_policies;
 template <class... P, class... Extra>
@@ -61,10 +62,10 @@ using dq_policy_list = append_policies<
     policy<fmt::q4_1, group<32>, i8>,                     // llama.cpp Q4_1 blocks: fp16 scale and min per 32
     policy<fmt::q4_k, group<32>, i8>,                     // llama.cpp Q4_K: fp32 scale and min per 32
     policy<fmt::q6_k, group<16>, i8m>,                    // llama.cpp Q6_K: 6 bit planes, fp32 scale per 16
-    policy<fmt::uint_sym<5>, group<32>, i8m>,             // llama.cpp Q5_0 blocks: 5 bit planes, fp16 scale per 32
+    policy<fmt::uint_sym<5>, group<32>, i16m>,            // llama.cpp Q5_0 blocks: 5 bit planes, fp16 scale per 32
     policy<fmt::q3_k, group<16>, i8m>,                    // llama.cpp Q3_K: 3 bit planes, fp32 scale per 16
     policy<fmt::q5_1, group<32>, i8m>,                    // llama.cpp Q5_1: 5 bit planes, fp16 scale and min per 32
-    policy<fmt::q5_k, group<32>, i8m>,                    // llama.cpp Q5_K: 5 bit planes, fp32 scale and min per 32
+    policy<fmt::q5_k, group<32>, i16m>,                   // llama.cpp Q5_K: 5 bit planes, fp32 scale and min per 32
     policy<fmt::q2_k, group<16>, i8m>>::type;             // llama.cpp Q2_K: 2 bit planes, fp32 scale and min per 16
 inline constexpr std::size_t dq_policy_count = std::tuple_size_v<dq_policy_list>;
 

@@ -617,7 +617,7 @@ void check_superblock_pack(std::size_t bb, std::initializer_list<std::size_t> d_
 }
 
 TEST_CASE("TQ2_0 / TQ1_0 super-blocks packed in place: the bytes of pack(import), 1-3 threads", "[layout][import]") {
-  using TQ = policy<fmt::uint_asym<2>, group<256>>;  // mirrored int8 tables (the default)
+  using TQ = policy<fmt::uint_asym<2>, group<256>>;  // mirrored int16 tables (the default)
   using TQ16 = policy<fmt::uint_asym<2>, group<256>, table::lut4<int16_t, false>, target::sme>;  // plane order
   auto both = [&]<class P>() {
     check_superblock_pack<P>(

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <sstream>
 #include <string>
+#include <type_traits>
 
 #include "concepts.hpp"
 #include "target.hpp"
@@ -85,10 +86,24 @@ inline uint64_t policy_hash(const std::string& name) {
   return h;
 }
 
-// Table: the LUT-GEMV's activation tables. The default, mirrored int8 tables, is the one at least
-// as accurate as llama.cpp at the same speed (docs/llama_formats.md, "Accuracy"); formats the
-// LUT-GEMV cannot run (8 bits, codebooks, Q4NX) ignore it, and their blobs do not record it.
-template <class Fmt, class Group, class Table = table::lut4<int8_t, true>, class Target = target::host>
+namespace table {
+// The table layout of a policy that names none: the one whose LUT-GEMV is at least as accurate as
+// llama.cpp's arithmetic on the same weights, activations without outlier channels included
+// (docs/llama_formats.md, "Accuracy"). Mirrored int16 tables for the bit-plane formats: with int8
+// tables, whose entries sum four activations on one scale per block, the error measured 1.1-1.8x
+// llama.cpp's (Q4_0 1.23, Q5_0 1.25, Q5_1 1.40, Q5_K 1.08, W2 / W3 g32 1.44, W4 g64 1.81); int16
+// tables 0.00-0.01x. Mirrored int8 tables for ternary weights (their only layout) and for the
+// K-quants with 16-weight groups (Q2_K, Q3_K, Q6_K: 0.80-0.90x llama.cpp's q8_K arithmetic; Q6_K's
+// int16 blocks would be 8 activations). Formats the LUT-GEMV cannot run (8 bits, codebooks, Q4NX,
+// Q4_1, Q4_K) ignore it, and their blobs do not record it. lut4<int8_t, true> is the faster opt-in.
+template <class Fmt, class Group>
+using default_for = std::conditional_t<format_traits<Fmt>::lut_gemv_capable && !format_traits<Fmt>::is_ternary &&
+                                           !(format_traits<Fmt>::super_params && Group::group_k == 16),
+                                       lut4<int16_t, true>, lut4<int8_t, true>>;
+}  // namespace table
+
+// Table: the LUT-GEMV's activation tables (table::default_for when not named).
+template <class Fmt, class Group, class Table = table::default_for<Fmt, Group>, class Target = target::host>
 struct policy {
   using format = Fmt;
   using group_shape = Group;

@@ -48,16 +48,17 @@ constexpr const char* decode_method_name(decode_method m) {
 }
 
 namespace detail {
-// 2-bit linear codes with one scale per group wider than the LUT-GEMV's 32-activation tables (the
-// engine's TQ2_0 / TQ1_0 policy): on ternary weights (codes 0, 1, 2) and activations without outlier
-// channels the LUT-GEMV's int8 tables, whose entries sum four activations, measured 1.25x the error
-// of llama.cpp's own arithmetic (q8_K activations), the int8 decode (q8_0's grid) 0.77x; so the
-// int8 decode is their default on every CPU (docs/llama_formats.md, "Accuracy")
+// 2-bit linear codes with one scale per group wider than 32 and int8 tables (an opt-in: the
+// default tables are int16, table::default_for): on ternary weights (codes 0, 1, 2, as TQ2_0 /
+// TQ1_0 hold them) and activations without outlier channels the LUT-GEMV's int8 tables, whose
+// entries sum four activations, measured 1.25x the error of llama.cpp's own arithmetic (q8_K
+// activations), the int8 decode (q8_0's grid) 0.77x; so the int8 decode is their default on
+// every CPU (docs/llama_formats.md, "Accuracy")
 template <class P>
 constexpr bool int8_decode_for_accuracy() {
   using FT = format_traits<typename P::format>;
   return std::is_same_v<typename P::target_type, target::host> && FT::integer_levels && !FT::is_ternary &&
-         FT::planes == 2 && !P::spec.min_form && P::group_shape::group_k > 32;
+         FT::planes == 2 && !P::spec.min_form && P::group_shape::group_k > 32 && P::spec.entry_bits == 8;
 }
 }  // namespace detail
 
@@ -80,13 +81,12 @@ constexpr decode_method best_decode_method() {
 }
 
 // The 4-bit linear formats whose LUT-GEMV is at least as accurate as the int8 decode (activations
-// on llama.cpp's q8_0 grid): mirrored int8 tables with one table scale per 32 activations or fewer.
-// With 64 or plain int8 tables the int8 decode is the more accurate (docs/llama_formats.md,
-// "Accuracy").
+// on llama.cpp's q8_0 grid): int16 tables (the default, table::default_for; 0.00-0.01x its error).
+// int8 tables are not: mirrored ones with a table scale per 32 activations measured 0.67x on
+// activations with outlier channels but 1.23x without them (docs/llama_formats.md, "Accuracy").
 template <class P>
 constexpr bool lut_gemv_as_accurate_as_int8() {
-  constexpr auto& S = P::spec;
-  return format_traits<typename P::format>::lut_gemv_capable && S.entry_bits == 8 && S.mirror && S.block_k <= 32;
+  return format_traits<typename P::format>::lut_gemv_capable && P::spec.entry_bits == 16;
 }
 
 // The method decode_method::best runs for N activation rows on this CPU: best_decode_method<P>(),
