@@ -35,7 +35,7 @@ using W4 = policy<fmt::uint_asym<4>, group<64>, i8>;
 using W2 = policy<fmt::uint_asym<2>, group<64>, i8>;
 // the other llama.cpp types (Q4_1, Q5_0, Q5_1, Q2_K ... Q6_K, and TQ2_0 / TQ1_0's policy), default tables
 // (table::default_for: int16 mirrored but for Q2_K, Q3_K, Q6_K); Q4_0 with its default tables too, and
-// Q5_1 and TQ with the faster int8 opt-in beside them
+// Q4_0, Q5_1 and TQ with the faster int8 opt-in (mirrored) beside them
 using Q4_1 = policy<fmt::q4_1, group<32>>;
 using Q5_0 = policy<fmt::uint_sym<5>, group<32>>;
 using Q4K = policy<fmt::q4_k, group<32>>;
@@ -46,6 +46,7 @@ using Q5K = policy<fmt::q5_k, group<32>>;
 using Q2K = policy<fmt::q2_k, group<16>>;
 using TQ = policy<fmt::uint_asym<2>, group<256>>;
 using Q4_0d = policy<fmt::uint_sym<4>, group<32>>;
+using Q4_0i8 = policy<fmt::uint_sym<4>, group<32>, table::lut4<int8_t, true>>;
 using Q5_1i8 = policy<fmt::q5_1, group<32>, table::lut4<int8_t, true>>;
 using TQi8 = policy<fmt::uint_asym<2>, group<256>, table::lut4<int8_t, true>>;
 
@@ -124,6 +125,35 @@ void register_policy(std::size_t M, std::size_t K) {
             ->Unit(benchmark::kMicrosecond)
             ->UseRealTime();
       }
+  }
+}
+// The LUT-GEMV on each kernel target this CPU runs (hwy_backend::available_targets(): the VBMI
+// kernels, AVX3, AVX2, ...), one thread, N = 1, cold: what an AVX2-only CPU's kernel costs per
+// table layout, measured beside the plain read (decode_read rows) on a wider CPU. Rows
+// "decode_gemv_target/<target>/<policy>/...": scripts/summary.py reads them as decode rows.
+template <class P>
+void register_targets(std::size_t M, std::size_t K) {
+  const std::string shape = "/" + std::to_string(M) + "x" + std::to_string(K);
+  for (const int64_t tg : hwy_backend::available_targets()) {
+    if (tg == HWY_SCALAR || tg == HWY_EMU128 || tg == HWY_SSSE3 || tg == HWY_SSE4) continue;  // (minutes a row)
+    std::string tname = hwy_backend::target_name(tg);  // "AVX2", "AVX512_VBMI vpermb (lutkit)"
+    if (const auto p = tname.find(" (lutkit)"); p != std::string::npos) tname.erase(p);
+    for (auto& c : tname)
+      if (c == ' ') c = '_';
+    benchmark::RegisterBenchmark(
+        ("decode_gemv_target/" + tname + "/" + P::name() + shape + "/n:1/threads:1/cold").c_str(),
+        [=](benchmark::State& st) {
+          std::vector<float> x(K);
+          std::mt19937_64 rng(5);
+          std::normal_distribution<float> nd;
+          for (auto& v : x) v = nd(rng);
+          decode_loop(st, decode_copies<P>(M, K), M, K, 1, 1,
+                      [&](const packed_weights<P>& w, const float* xx, float* y, thread_pool*) {
+                        lut_gemv(w, build_tables<P>(xx, 1, K), y, 0, nullptr, tg);
+                      });
+        })
+        ->Unit(benchmark::kMicrosecond)
+        ->UseRealTime();
   }
 }
 // A small matrix (a 1B model's K / V projection, 512 x 2048) warm in the cache, one thread: the
@@ -238,8 +268,13 @@ void register_decode() {
   register_policy<Q2K>(4096, 14336);
   register_policy<TQ>(4096, 14336);
   register_policy<Q4_0d>(4096, 14336);
+  register_policy<Q4_0i8>(4096, 14336);
   register_policy<Q5_1i8>(4096, 14336);
   register_policy<TQi8>(4096, 14336);
+  register_targets<Q4_0d>(4096, 14336);
+  register_targets<Q4_0i8>(4096, 14336);
+  register_targets<Q5_1>(4096, 14336);
+  register_targets<Q5_1i8>(4096, 14336);
   register_small<Q4_0>(decode_method::int8, 512, 2048);
   register_small<Q8_0>(decode_method::int8, 512, 2048);
   register_small<Q4K>(decode_method::int8, 512, 2048);

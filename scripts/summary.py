@@ -53,7 +53,7 @@ def gemv_rows(data):
         p = parse(name)
         if not p or p[0] in ("aie", "peak", "dequant", "attention_decode", "attention_prefill", "attention_prefill_bf16",
                              "attention_prefill_avx512", "attention_prefill_bf16_avx512", "attention_naive", "kv_read",
-                             "decode_gemv", "decode_read", "decode_read_dot") \
+                             "decode_gemv", "decode_gemv_target", "decode_read", "decode_read_dot") \
                 or p[0].startswith(("dllm_", "ar_")):
             continue
         unit = {"us": 1.0, "ms": 1e3, "ns": 1e-3}[b.get("time_unit", "us")]
@@ -109,8 +109,10 @@ def decode_rows(data):
             read[(p[1], p[2], p[3], p[4])] = t
         elif p[0] == "decode_read_dot" and len(p) >= 5:
             read_dot[(p[1], p[2], p[3], p[4])] = t
-        elif p[0] == "decode_gemv" and len(p) >= 7:
-            rows.append((p[1], p[2], p[4].split(":")[1], p[5], t, b.get("weight_GBps", 0), (p[2], p[3], p[5], p[6])))
+        elif p[0] in ("decode_gemv", "decode_gemv_target") and len(p) >= 7:
+            # decode_gemv_target rows: the LUT-GEMV on one named kernel target ("lut@<target>")
+            method = p[1] if p[0] == "decode_gemv" else "lut@" + p[1]
+            rows.append((method, p[2], p[4].split(":")[1], p[5], t, b.get("weight_GBps", 0), (p[2], p[3], p[5], p[6])))
     return [(method, pol, n, thr if key[3] == "cold" else thr + " " + key[3], t, gbps, read.get(key), read_dot.get(key))
             for method, pol, n, thr, t, gbps, key in
             sorted(rows, key=lambda r: (r[1], r[6][1], int(r[2]), r[3], r[0]))]
