@@ -222,7 +222,8 @@ void one_row(const char* format, std::size_t block, std::size_t M, std::size_t K
         }
     }
   const std::string name = P::name();
-  const std::string tables = P::lut_gemv_capable ? name.substr(name.find("_lut4") + 1, name.find("_host") - name.find("_lut4") - 1) : "-";
+  const std::string tables =
+      P::lut_gemv_capable ? name.substr(name.find("_lut4") + 1, name.find("_host") - name.find("_lut4") - 1) : "-";
   std::printf("| %s | `%s` | %s | %.2f | %.2f |", format, decode_method_name(best_decode_method<P>(1)), tables.c_str(),
               e[0].rel() / l[0].rel(), e[1].rel() / l[1].rel());
   if constexpr (P::lut_gemv_capable)

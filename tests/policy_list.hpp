@@ -52,8 +52,7 @@ struct append_policies<std::tuple<P...>, Extra...> {
   using type = std::tuple<P..., Extra...>;
 };
 using dq_policy_list = append_policies<
-    policy_list,
-    policy<fmt::codebook4<book::nf4>, group<64>, i8>,
+    policy_list, policy<fmt::codebook4<book::nf4>, group<64>, i8>,
     policy<fmt::codebook4<book::fp4_e2m1>, group<32>, i8>,
     policy<fmt::codebook4<book::iq4_nl>, group<32>, i8>,  // llama.cpp IQ4_NL blocks
     policy<fmt::uint_sym<8>, group<32>, i8>,              // llama.cpp Q8_0 blocks
