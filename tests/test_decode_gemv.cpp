@@ -106,13 +106,15 @@ void fuzz_decode_policy(uint64_t seed_base) {
       CHECK((bm == best_decode_method<P>() || (detail::split_levels<P>() && N <= 2 && bm == decode_method::int8) ||
              (best_decode_method<P>() == decode_method::int8 && P::lut_gemv_capable &&
               !detail::int8_decode_for_accuracy<P>() &&
-              (!int8_first || (N == 1 && lut_gemv_as_accurate_as_int8<P>())) && bm == decode_method::lut_gemv)));
+              (!int8_first || (N == 1 && lut_gemv_as_accurate_as_int8<P>() && P::spec.planes == 4)) &&
+              bm == decode_method::lut_gemv)));
       // (2-bit codes with groups wider than 32: the int8 decode on every CPU, for accuracy)
       if constexpr (P::lut_gemv_capable && detail::int8_decode_for_accuracy<P>())
         CHECK(bm == decode_method::int8);
       else if constexpr (P::lut_gemv_capable && best_decode_method<P>() == decode_method::int8)
-        CHECK(bm == (int8_first && !(N == 1 && lut_gemv_as_accurate_as_int8<P>()) ? decode_method::int8
-                                                                                   : decode_method::lut_gemv));
+        CHECK(bm == (int8_first && !(N == 1 && lut_gemv_as_accurate_as_int8<P>() && P::spec.planes == 4)
+                         ? decode_method::int8
+                         : decode_method::lut_gemv));
       std::vector<float> yb(N * M, -7.f), ym(N * M, -8.f);
       decode_gemv<P>(wp, x.data(), N, K, yb.data(), decode_method::best, 0, 0, &pool);
       decode_gemv<P>(wp, x.data(), N, K, ym.data(), bm, 0, 0, nullptr);
@@ -183,11 +185,15 @@ TEST_CASE("decode_gemv: best picks int8 for 4- and 8-plane integer levels, else 
   STATIC_REQUIRE(best_decode_method<policy<fmt::codebook4<book::iq4_nl>, group<32>, i8>>() == decode_method::int8);
   STATIC_REQUIRE(best_decode_method<policy<fmt::codebook4<book::nf4>, group<64>, i8>>() == decode_method::bf16);
   STATIC_REQUIRE(best_decode_method<policy<fmt::uint_asym<4>, group<64>, i8>>() == decode_method::int8);
-  // 2-bit codes with groups wider than 32 and int8 tables: the int8 decode, for accuracy
-  // (detail::int8_decode_for_accuracy); with the default int16 tables the LUT-GEMV
+  using i8m_ = table::lut4<int8_t, true>;
+  // 2-bit codes with groups wider than 32: the int8 decode (with int8 tables on every CPU, for
+  // accuracy: detail::int8_decode_for_accuracy; with the default int16 tables where the CPU's int8
+  // decode is the faster, detail::wide_two_plane)
   STATIC_REQUIRE(best_decode_method<policy<fmt::uint_asym<2>, group<64>, i8>>() == decode_method::int8);
-  STATIC_REQUIRE(best_decode_method<policy<fmt::uint_asym<2>, group<64>>>() == decode_method::lut_gemv);
-  STATIC_REQUIRE(best_decode_method<policy<fmt::uint_asym<2>, group<256>>>() == decode_method::lut_gemv);
+  STATIC_REQUIRE(best_decode_method<policy<fmt::uint_asym<2>, group<64>>>() == decode_method::int8);
+  STATIC_REQUIRE(best_decode_method<policy<fmt::uint_asym<2>, group<256>>>() == decode_method::int8);
+  STATIC_REQUIRE(detail::int8_decode_for_accuracy<policy<fmt::uint_asym<2>, group<256>, i8m_>>());
+  STATIC_REQUIRE(!detail::int8_decode_for_accuracy<policy<fmt::uint_asym<2>, group<256>>>());
   STATIC_REQUIRE(best_decode_method<policy<fmt::uint_asym<2>, group<32>, i8>>() == decode_method::lut_gemv);
   STATIC_REQUIRE(best_decode_method<policy<fmt::ternary, per_tensor, i8>>() == decode_method::lut_gemv);
   // N = 1 on AVX-512: the LUT-GEMV where it is as accurate as the int8 decode (int16 tables, the

@@ -48,17 +48,26 @@ constexpr const char* decode_method_name(decode_method m) {
 }
 
 namespace detail {
-// 2-bit linear codes with one scale per group wider than 32 and int8 tables (an opt-in: the
-// default tables are int16, table::default_for): on ternary weights (codes 0, 1, 2, as TQ2_0 /
-// TQ1_0 hold them) and activations without outlier channels the LUT-GEMV's int8 tables, whose
-// entries sum four activations, measured 1.25x the error of llama.cpp's own arithmetic (q8_K
-// activations), the int8 decode (q8_0's grid) 0.77x; so the int8 decode is their default on
-// every CPU (docs/llama_formats.md, "Accuracy")
+// 2-bit linear codes with one scale per group wider than 32 on the host (W2 g64 and up: the
+// engine's TQ2_0 / TQ1_0 policy, w2_g256_asym): their int8 decode is best_decode_method<P>().
+// On an AVX-512 CPU (an Intel Xeon with AMX) it measured faster than the LUT-GEMV with the default
+// int16 tables at one row (0.99 / 0.87 of the plain read at 1 / 2 threads against 0.90 / 0.80);
+// elsewhere (dq_kernel_set::int8_decode_first false) the LUT-GEMV runs them, if its tables are
+// as accurate (int8_decode_for_accuracy).
 template <class P>
-constexpr bool int8_decode_for_accuracy() {
+constexpr bool wide_two_plane() {
   using FT = format_traits<typename P::format>;
   return std::is_same_v<typename P::target_type, target::host> && FT::integer_levels && !FT::is_ternary &&
-         FT::planes == 2 && !P::spec.min_form && P::group_shape::group_k > 32 && P::spec.entry_bits == 8;
+         FT::planes == 2 && !P::spec.min_form && P::group_shape::group_k > 32;
+}
+// The same with int8 tables (an opt-in: the default tables are int16, table::default_for): on
+// ternary weights (codes 0, 1, 2, as TQ2_0 / TQ1_0 hold them) and activations without outlier
+// channels the LUT-GEMV's int8 tables, whose entries sum four activations, measured 1.25x the
+// error of llama.cpp's own arithmetic (q8_K activations), the int8 decode (q8_0's grid) 0.77x; so
+// the int8 decode is their default on every CPU (docs/llama_formats.md, "Accuracy")
+template <class P>
+constexpr bool int8_decode_for_accuracy() {
+  return wide_two_plane<P>() && P::spec.entry_bits == 8;
 }
 }  // namespace detail
 
@@ -72,7 +81,7 @@ constexpr decode_method best_decode_method() {
   // for float codebooks (NF4): the faster of each pair (docs/llama_formats.md, "Decode")
   if constexpr (FT::integer_levels && !FT::is_ternary && (FT::planes == 4 || FT::planes == 8))
     return decode_method::int8;
-  else if constexpr (detail::int8_decode_for_accuracy<P>())
+  else if constexpr (detail::wide_two_plane<P>())
     return decode_method::int8;
   else if constexpr (FT::lut_gemv_capable)
     return decode_method::lut_gemv;
@@ -93,9 +102,10 @@ constexpr bool lut_gemv_as_accurate_as_int8() {
 // except that float codebooks with split levels (NF4) take the int8 decode for N <= 2 where the
 // CPU has its fused kernel (AVX-512 VNNI + GFNI, AVX2), and that the formats the LUT-GEMV also
 // serves take it where the CPU's int8 decode is the slower of the two
-// (dq_kernel_set::int8_decode_first false: every kernel set but AVX-512's), and on AVX-512 for one
-// activation row where it is as accurate (lut_gemv_as_accurate_as_int8) and faster (Q4_0;
-// docs/llama_formats.md, "Decode").
+// (dq_kernel_set::int8_decode_first false: every kernel set but AVX-512's) unless its tables are
+// the less accurate (int8_decode_for_accuracy), and on AVX-512 for one activation row the 4-bit
+// ones where it is as accurate (lut_gemv_as_accurate_as_int8) and was faster (Q4_0 on AMD EPYC;
+// level on an Intel Xeon; docs/llama_formats.md, "Decode").
 template <class P>
 decode_method best_decode_method(std::size_t N) {
   if constexpr (detail::split_levels<P>())
@@ -105,7 +115,7 @@ decode_method best_decode_method(std::size_t N) {
   if constexpr (m == decode_method::int8 && format_traits<typename P::format>::lut_gemv_capable &&
                 !detail::int8_decode_for_accuracy<P>()) {
     if (!detail::dq_kernels_for_policy<P>(dq_backend::best).int8_decode_first) return decode_method::lut_gemv;
-    if constexpr (lut_gemv_as_accurate_as_int8<P>())
+    if constexpr (lut_gemv_as_accurate_as_int8<P>() && format_traits<typename P::format>::planes == 4)
       if (N == 1) return decode_method::lut_gemv;
   }
   return m;
