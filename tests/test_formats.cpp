@@ -119,10 +119,10 @@ TEST_CASE("canonical names of the new formats", "[formats]") {
   CHECK(names.size() == dq_policy_count);
   CHECK(dq_policy_count == policy_count + 14);
   CHECK(policy<fmt::q3_k, group<16>>::name() == "w3q3k_g16_sym_lut4i8m_host_b16");
-  CHECK(policy<fmt::q5_1, group<32>>::name() == "w5q51_g32_asym_lut4i16m_host_b16");
-  CHECK(policy<fmt::q5_k, group<32>>::name() == "w5q5k_g32_asym_lut4i16m_host_b16");
+  CHECK(policy<fmt::q5_1, group<32>>::name() == "w5q51_g32_asym_lut4i16m_host_b32");
+  CHECK(policy<fmt::q5_k, group<32>>::name() == "w5q5k_g32_asym_lut4i16m_host_b32");
   CHECK(policy<fmt::q2_k, group<16>>::name() == "w2q2k_g16_asym_lut4i8m_host_b16");
-  CHECK(policy<fmt::uint_sym<5>, group<32>>::name() == "w5_g32_sym_lut4i16m_host_b16");
+  CHECK(policy<fmt::uint_sym<5>, group<32>>::name() == "w5_g32_sym_lut4i16m_host_b32");
   CHECK(policy<fmt::q4_1, group<32>>::name() == "w4q41_g32_asym_notab_host_b32");
   CHECK(policy<fmt::q4_k, group<32>>::name() == "w4q4k_g32_asym_notab_host_b32");
   CHECK(policy<fmt::q6_k, group<16>>::name() == "w6q6k_g16_sym_lut4i8m_host_b16");
@@ -155,7 +155,8 @@ TEST_CASE("tiling spec of non-LUT formats: min(16, group/4) steps, no int16 boun
   // the LUT formats' spec is what it was
   STATIC_REQUIRE(q4_0_p::spec.lut);
   STATIC_REQUIRE(q4_0_p::spec.steps_per_block == 8);
-  STATIC_REQUIRE(policy<fmt::uint_asym<4>, group<128>, i16>::spec.steps_per_block == 8);
+  // (int16 tables: two signed bytes of at most 128, the int8 tables' steps; tiling_spec::table_qmax)
+  STATIC_REQUIRE(policy<fmt::uint_asym<4>, group<128>, i16>::spec.steps_per_block == 16);
   // packed size: B bits per weight + 16 bits of scale per group (32 with zeros)
   const packed_layout L8(q8_0_p::spec, 64, 256);
   CHECK(L8.total_bytes == 64 * 256 + 64 * 2 * (256 / 32));

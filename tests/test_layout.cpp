@@ -303,10 +303,15 @@ TEST_CASE("tiling spec constants", "[layout]") {
   using T = policy<fmt::ternary, per_tensor, table::lut4<int8_t, false>>;
   const packed_layout LT(T::spec, 64, 96);
   CHECK(LT.total_bytes == 64 * 2 + 32 * 64 / 2 / 64 * 80);
-  // int16 tables shorten the block so that the bound still holds
+  // int16 tables keep the int8 tables' block: both of their bytes are signed lookups of at most
+  // 128 (tiling_spec::table_qmax), so the bound holds for as many steps
   using W4i16 = policy<fmt::uint_asym<4>, group<128>, table::lut4<int16_t, false>>;
-  STATIC_REQUIRE(W4i16::spec.block_k == 32);
+  STATIC_REQUIRE(W4i16::spec.block_k == 64);
   STATIC_REQUIRE(W4i16::spec.max_abs_acc16() <= 32767);
+  STATIC_REQUIRE(W4i16::spec.table_qmax() == 32639);
+  using W5i16 = policy<fmt::uint_sym<5>, group<32>, table::lut4<int16_t, true>>;
+  STATIC_REQUIRE(W5i16::spec.block_k == 32);
+  STATIC_REQUIRE(W5i16::spec.max_abs_acc16() <= 32767);
   // canonical names carry bits, group and symmetry
   CHECK(W2::name() == "w2_g64_asym_lut4i8_host_b64");
   CHECK(T::name() == "tern_gten_sym_lut4i8_host_b96");
@@ -634,7 +639,7 @@ TEST_CASE("TQ2_0 / TQ1_0 super-blocks packed in place: the bytes of pack(import)
 TEST_CASE("Q2_K ... Q6_K super-blocks packed in place: the bytes of pack(import), 1-3 threads", "[layout][import]") {
   using Q4K = policy<fmt::q4_k, group<32>>;
   using Q6K = policy<fmt::q6_k, group<16>>;
-  using Q6K16 = policy<fmt::q6_k, group<16>, table::lut4<int16_t, false>>;  // 8-k blocks
+  using Q6K16 = policy<fmt::q6_k, group<16>, table::lut4<int16_t, false>>;  // 16-k blocks
   check_superblock_pack<Q4K>(
       144, {0, 2}, [](auto... a) { return import_q4_k<Q4K>(a...); }, [](auto... a) { return pack_q4_k<Q4K>(a...); },
       [](auto& w, auto... a) { pack_q4_k_into<Q4K>(w, a...); });

@@ -195,10 +195,14 @@ struct tiling_spec {
   constexpr int table_bytes_per_step() const { return 16 * (entry_bits / 8); }
 
   // ------------------------------------------------------------------ overflow bound
-  // Largest |table entry| the table builder produces: int8 -> 127, int16 -> 32767 split into a
-  // signed high byte (|hi| <= 128) and an unsigned low byte (<= 255) looked up separately.
+  // Largest |table entry| the table builder produces (table_qmax): int8 -> 127; int16 -> 32639
+  // (127 * 256 + 127), split into two signed bytes looked up separately, hi = (q + 128) >> 8 and
+  // lo = q - 256 hi (the low byte of q read as signed), both in -128..127: the kernels sum both sets
+  // as signed lookups, so a block's int16 sums are bounded by 128 per lookup (an unsigned low byte,
+  // 0..255, halved the steps a block of 5-bit codes may hold: 16 activations instead of 32).
+  constexpr int table_qmax() const { return entry_bits == 8 ? 127 : 127 * 256 + 127; }
   constexpr long max_abs_lookup_hi() const { return entry_bits == 8 ? 127 : 128; }
-  constexpr long max_abs_lookup_lo() const { return entry_bits == 8 ? 0 : 255; }
+  constexpr long max_abs_lookup_lo() const { return entry_bits == 8 ? 0 : 128; }
   // Largest |int16 accumulator| within a block: every lookup of the block, weighted by 2^plane.
   constexpr long max_abs_acc16() const {
     const long m = max_abs_lookup_hi() > max_abs_lookup_lo() ? max_abs_lookup_hi() : max_abs_lookup_lo();
@@ -284,7 +288,7 @@ constexpr tiling_spec make_tiling_spec() {
   // Block length: as many steps as the int16 bound allows, at most 16 (64 activations) for
   // bit planes — a power of two dividing the group — and 32 steps (96 activations) for ternary.
   // Formats the LUT-GEMV cannot run have no int16 bound: min(16, group / 4) steps.
-  const long m = Table::entry_bits == 8 ? 127 : 255;
+  const long m = Table::entry_bits == 8 ? 127 : 128;  // max_abs_lookup_hi / lo
   const long max_steps = 32767 / (long(FT::plane_weight_sum) * m);
   if (!FT::lut_gemv_capable) {
     // no LUT accumulators to bound (codebooks, 8 bits): min(16, group / 4) steps

@@ -320,9 +320,9 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
             const int8_t* tp = E[n] + (j + std::size_t(s)) * TB;
             const V tb = Ops::table1(tp);
             if constexpr (I16) {
-              // low bytes are unsigned lookups (u operand), plane weights signed
-              accP[n][0][0] = Ops::add16(accP[n][0][0], Ops::madd(Ops::lookup(tb, lo), cw[p]));
-              accP[n][0][1] = Ops::add16(accP[n][0][1], Ops::madd(Ops::lookup(tb, hi), cw[p]));
+              // both bytes signed lookups (s operand), as int8 entries (tiling_spec::table_qmax)
+              accP[n][0][0] = Ops::add16(accP[n][0][0], Ops::madd(cw[p], Ops::lookup(tb, lo)));
+              accP[n][0][1] = Ops::add16(accP[n][0][1], Ops::madd(cw[p], Ops::lookup(tb, hi)));
               const V th = Ops::table1(tp + 16);
               accP[n][SETS - 1][0] = Ops::add16(accP[n][SETS - 1][0], Ops::madd(cw[p], Ops::lookup(th, lo)));
               accP[n][SETS - 1][1] = Ops::add16(accP[n][SETS - 1][1], Ops::madd(cw[p], Ops::lookup(th, hi)));
@@ -385,8 +385,8 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
             kh = Ops::negate_mask(kh, sgn[1]);
           }
           if constexpr (I16) {
-            accP[n][0][0] = Ops::add16(accP[n][0][0], Ops::madd(kl, gw));
-            accP[n][0][1] = Ops::add16(accP[n][0][1], Ops::madd(kh, gw));
+            accP[n][0][0] = Ops::add16(accP[n][0][0], Ops::madd(gw, kl));
+            accP[n][0][1] = Ops::add16(accP[n][0][1], Ops::madd(gw, kh));
             const auto th = Ops::table_pair(tp + 16, tp + TB + 16);
             accP[n][SETS - 1][0] = Ops::add16(accP[n][SETS - 1][0], Ops::madd(gw, Ops::lookup_pair(th, lo)));
             accP[n][SETS - 1][1] = Ops::add16(accP[n][SETS - 1][1], Ops::madd(gw, Ops::lookup_pair(th, hi)));
@@ -408,8 +408,8 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
             kh = Ops::negate_if(kh, sg + 8);
           }
           if constexpr (I16) {
-            accL[n][0][0] = Ops::add16(accL[n][0][0], Ops::madd(Ops::steps_side_by_side(kl), gw));
-            accL[n][0][1] = Ops::add16(accL[n][0][1], Ops::madd(Ops::steps_side_by_side(kh), gw));
+            accL[n][0][0] = Ops::add16(accL[n][0][0], Ops::madd(gw, Ops::steps_side_by_side(kl)));
+            accL[n][0][1] = Ops::add16(accL[n][0][1], Ops::madd(gw, Ops::steps_side_by_side(kh)));
             const auto th = Ops::table2(tp + 16, tp + TB + 16);
             accL[n][SETS - 1][0] = Ops::add16(accL[n][SETS - 1][0], Ops::madd(gw, Ops::steps_side_by_side(Ops::lookup(th, lo))));
             accL[n][SETS - 1][1] = Ops::add16(accL[n][SETS - 1][1], Ops::madd(gw, Ops::steps_side_by_side(Ops::lookup(th, hi))));
@@ -431,10 +431,10 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
             kh = Ops::negate_if(kh, sg + 8);
           }
           if constexpr (I16) {
-            accL[n][0][0] = Ops::add16(accL[n][0][0], Ops::madd(kl, ce));
-            accL[n][0][1] = Ops::add16(accL[n][0][1], Ops::madd(kl, co));
-            accL[n][0][2] = Ops::add16(accL[n][0][2], Ops::madd(kh, ce));
-            accL[n][0][3] = Ops::add16(accL[n][0][3], Ops::madd(kh, co));
+            accL[n][0][0] = Ops::add16(accL[n][0][0], Ops::madd(ce, kl));
+            accL[n][0][1] = Ops::add16(accL[n][0][1], Ops::madd(co, kl));
+            accL[n][0][2] = Ops::add16(accL[n][0][2], Ops::madd(ce, kh));
+            accL[n][0][3] = Ops::add16(accL[n][0][3], Ops::madd(co, kh));
             const auto th = Ops::table2(tp + 16, tp + TB + 16);
             const V ql = Ops::lookup(th, lo), qh = Ops::lookup(th, hi);
             accL[n][SETS - 1][0] = Ops::add16(accL[n][SETS - 1][0], Ops::madd(ce, ql));

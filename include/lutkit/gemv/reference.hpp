@@ -29,7 +29,7 @@ double lut_error_bound(const quantized<P>& q, const lut_tables<P>& t, const floa
     const double ts = t.tscale(n)[blk];
     double xabs = 0;
     for (std::size_t k = k0; k < k0 + S.block_k && k < q.K; ++k) xabs += std::fabs(x[n * ldx + k]);
-    const double qmax = S.entry_bits == 8 ? 127.0 : 32767.0;
+    const double qmax = S.table_qmax();
     // the bias per unit of sum(x): s |c_mirror - z|, or for min-form formats s c_mirror + |m|
     const double c = S.ternary    ? 0.0
                      : S.min_form ? s * c_mirror + std::fabs(q.zero(m, g))

@@ -99,7 +99,7 @@ lut_tables<P> build_tables_scalar(const float* x, std::size_t N, std::size_t K, 
   lut_tables<P> t(N, K);
   const packed_layout& L = t.layout();
   const std::size_t bk = std::size_t(S.block_k), kps = std::size_t(S.k_per_step);
-  constexpr float qmax = S.entry_bits == 8 ? 127.f : 32767.f;
+  constexpr float qmax = float(S.table_qmax());
   std::vector<float> xb(bk), T(std::size_t(S.steps_per_block) * 16);
   for (std::size_t n = 0; n < N; ++n) {
     const float* xr = x + n * ldx;
@@ -139,8 +139,9 @@ lut_tables<P> build_tables_scalar(const float* x, std::size_t N, std::size_t K, 
           if constexpr (S.entry_bits == 8) {
             e[i] = int8_t(iv);
           } else {
-            e[i] = int8_t(uint8_t(iv & 0xFF));  // low byte, read as unsigned by the kernel
-            e[16 + i] = int8_t(iv >> 8);        // high byte, signed: iv = 256*hi + lo
+            const int hi = (iv + 128) >> 8;  // iv = 256 hi + lo, both signed bytes (tiling_spec::table_qmax)
+            e[i] = int8_t(iv - 256 * hi);
+            e[16 + i] = int8_t(hi);
           }
         }
       }

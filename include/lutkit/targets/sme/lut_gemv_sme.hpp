@@ -9,13 +9,14 @@
 // SVL 128, all 64 from SVL 512; wider vectors leave the lanes past byte 64 predicated off).
 //
 //   tables    per block: entry j of a step = sum_i x_i coef_i[j] in fp32 (the fused multiply-add
-//             order of the host's Highway builder), |entries| scaled to 127 (int8) or 32767 (int16),
+//             order of the host's Highway builder), |entries| scaled to 127 (int8) or 32639 (int16),
 //             rounded half to even, stored by truncating byte stores
 //   lookups   per step pair and plane: one load of the slice, the two nibbles (AND, LSR), one TBL
 //             per step on a 16-byte table register, and SMLALB / SMLALT by the plane weight 2^p into
 //             int16 sums of the even and odd rows (ternary: the looked-up value negated where the
-//             row's sign bit is set). int16 tables: a second TBL per step on the high bytes, the low
-//             bytes summed unsigned (UMLALB / UMLALT), weighed by 256 in the epilogue
+//             row's sign bit is set). int16 tables: a second TBL per step on the high bytes, the
+//             low and high bytes both signed (tiling_spec::table_qmax), the high sums weighed by
+//             256 in the epilogue
 //   epilogue  per block: int16 sums -> fp32 (exact), then the host's fused order:
 //             acc += scale * (sum * table_scale + (mirror_offset - zero) * block_activation_sum),
 //             the even and odd rows back in order by LD2W / ST2W
@@ -70,7 +71,7 @@ LUTKIT_SME_FN void build_tables_body(const float* x, std::size_t K, int8_t* E, f
                                      std::size_t blocks) __arm_streaming {
   constexpr tiling_spec S = P::spec;
   constexpr int KPS = S.k_per_step;
-  constexpr float qmax = S.entry_bits == 8 ? 127.f : 32767.f;
+  constexpr float qmax = float(S.table_qmax());
   const int lanes = int(svcntw());
   float xb[S.block_k];
   float T[S.steps_per_block * 16];
@@ -115,9 +116,10 @@ LUTKIT_SME_FN void build_tables_body(const float* x, std::size_t K, int8_t* E, f
         q = svmin_n_s32_x(pj, svmax_n_s32_x(pj, q, -int32_t(qmax)), int32_t(qmax));
         if constexpr (S.entry_bits == 8) {
           svst1b_s32(pj, e + j, q);
-        } else {  // low bytes (unsigned) then high bytes (signed): the byte stores truncate
+        } else {  // q = 256 hi + lo, both signed bytes (tiling_spec::table_qmax): lo is q's low
+                  // byte (the byte store truncates), hi = (q + 128) >> 8
           svst1b_s32(pj, e + j, q);
-          svst1b_s32(pj, e + 16 + j, svasr_n_s32_x(pj, q, 8));
+          svst1b_s32(pj, e + 16 + j, svasr_n_s32_x(pj, svadd_n_s32_x(pj, q, 128), 8));
         }
       }
     }
@@ -187,7 +189,7 @@ LUTKIT_SME_FN void slice_body(const gemv_args& a, std::size_t t, int x, std::siz
     }
     const uint8_t* bp = a.data + L.block_offset(t, blk) + x;  // (K bands: blocks are not one run)
     svint16_t he = svdup_n_s16(0), ho = svdup_n_s16(0);  // signed (int8 entries, or their high bytes)
-    svuint16_t le = svdup_n_u16(0), lo = svdup_n_u16(0);  // int16 entries: the unsigned low bytes
+    svint16_t le = svdup_n_s16(0), lo = svdup_n_s16(0);  // int16 entries: the low bytes
     const std::size_t j0 = blk * std::size_t(S.steps_per_block);
     for (int spi = 0; spi < SPB; ++spi) {
       const int8_t* tp = En + (j0 + std::size_t(2 * spi)) * TB;
@@ -208,12 +210,10 @@ LUTKIT_SME_FN void slice_body(const gemv_args& a, std::size_t t, int x, std::siz
         }
         const int8_t w = int8_t(1 << p);
         if constexpr (I16) {
-          const svuint8_t u0 = svreinterpret_u8_s8(v0), u1 = svreinterpret_u8_s8(v1);
-          const uint8_t uw = uint8_t(1u << p);
-          le = svmlalb_n_u16(le, u0, uw);
-          lo = svmlalt_n_u16(lo, u0, uw);
-          le = svmlalb_n_u16(le, u1, uw);
-          lo = svmlalt_n_u16(lo, u1, uw);
+          le = svmlalb_n_s16(le, v0, w);
+          lo = svmlalt_n_s16(lo, v0, w);
+          le = svmlalb_n_s16(le, v1, w);
+          lo = svmlalt_n_s16(lo, v1, w);
           const svint8_t g0 = svtbl_s8(svld1_s8(p16, tp + 16), i0), g1 = svtbl_s8(svld1_s8(p16, tp + TB + 16), i1);
           he = svmlalb_n_s16(he, g0, w);
           ho = svmlalt_n_s16(ho, g0, w);
@@ -235,9 +235,8 @@ LUTKIT_SME_FN void slice_body(const gemv_args& a, std::size_t t, int x, std::siz
       const svbool_t pg = h ? pf1 : pf0;
       svfloat32_t re, ro;
       if constexpr (I16) {
-        const svint16_t se = svreinterpret_s16_u16(le), so = svreinterpret_s16_u16(lo);
-        const svfloat32_t ue = svcvt_f32_s32_x(pg, h ? svunpkhi_s32(se) : svunpklo_s32(se));
-        const svfloat32_t uo = svcvt_f32_s32_x(pg, h ? svunpkhi_s32(so) : svunpklo_s32(so));
+        const svfloat32_t ue = svcvt_f32_s32_x(pg, h ? svunpkhi_s32(le) : svunpklo_s32(le));
+        const svfloat32_t uo = svcvt_f32_s32_x(pg, h ? svunpkhi_s32(lo) : svunpklo_s32(lo));
         re = svmla_n_f32_x(pg, ue, svcvt_f32_s32_x(pg, h ? svunpkhi_s32(he) : svunpklo_s32(he)), 256.f);
         ro = svmla_n_f32_x(pg, uo, svcvt_f32_s32_x(pg, h ? svunpkhi_s32(ho) : svunpklo_s32(ho)), 256.f);
       } else {

@@ -280,7 +280,7 @@ void BuildTablesRow(const float* x, std::size_t K, int8_t* E, float* tscale, flo
   const hn::Rebind<uint8_t, decltype(df)> du8;
   const std::size_t L = hn::Lanes(df);
   constexpr int KPS = S.k_per_step;
-  constexpr float qmax = S.entry_bits == 8 ? 127.f : 32767.f;
+  constexpr float qmax = float(S.table_qmax());
   alignas(64) float coef[4][16];
   for (int j = 0; j < 16; ++j)
     for (int i = 0; i < 4; ++i) {
@@ -361,8 +361,10 @@ void BuildTablesRow(const float* x, std::size_t K, int8_t* E, float* tscale, flo
         if constexpr (S.entry_bits == 8) {
           hn::StoreU(hn::DemoteTo(di8, q), di8, e + j);
         } else {
-          hn::StoreU(hn::DemoteTo(du8, hn::And(q, hn::Set(di, 0xFF))), du8, reinterpret_cast<uint8_t*>(e) + j);
-          hn::StoreU(hn::DemoteTo(di8, hn::ShiftRight<8>(q)), di8, e + 16 + j);
+          // q = 256 hi + lo, both signed bytes (tiling_spec::table_qmax): lo is q's low byte
+          const auto hi = hn::ShiftRight<8>(hn::Add(q, hn::Set(di, 128)));
+          hn::StoreU(hn::DemoteTo(di8, hn::Sub(q, hn::ShiftLeft<8>(hi))), di8, e + j);
+          hn::StoreU(hn::DemoteTo(di8, hi), di8, e + 16 + j);
         }
       }
     }
