@@ -288,7 +288,7 @@ constexpr tiling_spec make_tiling_spec() {
   // Block length: as many steps as the int16 bound allows, at most 16 (64 activations) for
   // bit planes — a power of two dividing the group — and 32 steps (96 activations) for ternary.
   // Formats the LUT-GEMV cannot run have no int16 bound: min(16, group / 4) steps.
-  const long m = Table::entry_bits == 8 ? 127 : 128;  // max_abs_lookup_hi / lo
+  const long m = s.max_abs_lookup_hi() > s.max_abs_lookup_lo() ? s.max_abs_lookup_hi() : s.max_abs_lookup_lo();
   const long max_steps = 32767 / (long(FT::plane_weight_sum) * m);
   if (!FT::lut_gemv_capable) {
     // no LUT accumulators to bound (codebooks, 8 bits): min(16, group / 4) steps

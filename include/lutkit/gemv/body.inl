@@ -319,16 +319,12 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
           for (int n = 0; n < NB; ++n) {
             const int8_t* tp = E[n] + (j + std::size_t(s)) * TB;
             const V tb = Ops::table1(tp);
-            if constexpr (I16) {
-              // both bytes signed lookups (s operand), as int8 entries (tiling_spec::table_qmax)
-              accP[n][0][0] = Ops::add16(accP[n][0][0], Ops::madd(cw[p], Ops::lookup(tb, lo)));
-              accP[n][0][1] = Ops::add16(accP[n][0][1], Ops::madd(cw[p], Ops::lookup(tb, hi)));
+            accP[n][0][0] = Ops::add16(accP[n][0][0], Ops::madd(cw[p], Ops::lookup(tb, lo)));
+            accP[n][0][1] = Ops::add16(accP[n][0][1], Ops::madd(cw[p], Ops::lookup(tb, hi)));
+            if constexpr (I16) {  // the high bytes: signed lookups as the low ones (tiling_spec::table_qmax)
               const V th = Ops::table1(tp + 16);
               accP[n][SETS - 1][0] = Ops::add16(accP[n][SETS - 1][0], Ops::madd(cw[p], Ops::lookup(th, lo)));
               accP[n][SETS - 1][1] = Ops::add16(accP[n][SETS - 1][1], Ops::madd(cw[p], Ops::lookup(th, hi)));
-            } else {
-              accP[n][0][0] = Ops::add16(accP[n][0][0], Ops::madd(cw[p], Ops::lookup(tb, lo)));
-              accP[n][0][1] = Ops::add16(accP[n][0][1], Ops::madd(cw[p], Ops::lookup(tb, hi)));
             }
           }
         }
@@ -384,15 +380,12 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
             kl = Ops::negate_mask(kl, sgn[0]);
             kh = Ops::negate_mask(kh, sgn[1]);
           }
+          accP[n][0][0] = Ops::add16(accP[n][0][0], Ops::madd(gw, kl));
+          accP[n][0][1] = Ops::add16(accP[n][0][1], Ops::madd(gw, kh));
           if constexpr (I16) {
-            accP[n][0][0] = Ops::add16(accP[n][0][0], Ops::madd(gw, kl));
-            accP[n][0][1] = Ops::add16(accP[n][0][1], Ops::madd(gw, kh));
             const auto th = Ops::table_pair(tp + 16, tp + TB + 16);
             accP[n][SETS - 1][0] = Ops::add16(accP[n][SETS - 1][0], Ops::madd(gw, Ops::lookup_pair(th, lo)));
             accP[n][SETS - 1][1] = Ops::add16(accP[n][SETS - 1][1], Ops::madd(gw, Ops::lookup_pair(th, hi)));
-          } else {
-            accP[n][0][0] = Ops::add16(accP[n][0][0], Ops::madd(gw, kl));
-            accP[n][0][1] = Ops::add16(accP[n][0][1], Ops::madd(gw, kh));
           }
         }
       } else if constexpr (STEPS) {
@@ -407,15 +400,12 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
             kl = Ops::negate_if(kl, sg);
             kh = Ops::negate_if(kh, sg + 8);
           }
+          accL[n][0][0] = Ops::add16(accL[n][0][0], Ops::madd(gw, Ops::steps_side_by_side(kl)));
+          accL[n][0][1] = Ops::add16(accL[n][0][1], Ops::madd(gw, Ops::steps_side_by_side(kh)));
           if constexpr (I16) {
-            accL[n][0][0] = Ops::add16(accL[n][0][0], Ops::madd(gw, Ops::steps_side_by_side(kl)));
-            accL[n][0][1] = Ops::add16(accL[n][0][1], Ops::madd(gw, Ops::steps_side_by_side(kh)));
             const auto th = Ops::table2(tp + 16, tp + TB + 16);
             accL[n][SETS - 1][0] = Ops::add16(accL[n][SETS - 1][0], Ops::madd(gw, Ops::steps_side_by_side(Ops::lookup(th, lo))));
             accL[n][SETS - 1][1] = Ops::add16(accL[n][SETS - 1][1], Ops::madd(gw, Ops::steps_side_by_side(Ops::lookup(th, hi))));
-          } else {
-            accL[n][0][0] = Ops::add16(accL[n][0][0], Ops::madd(gw, Ops::steps_side_by_side(kl)));
-            accL[n][0][1] = Ops::add16(accL[n][0][1], Ops::madd(gw, Ops::steps_side_by_side(kh)));
           }
         }
       } else if constexpr (LONE) {
@@ -430,22 +420,17 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
             kl = Ops::negate_if(kl, sg);
             kh = Ops::negate_if(kh, sg + 8);
           }
+          accL[n][0][0] = Ops::add16(accL[n][0][0], Ops::madd(ce, kl));
+          accL[n][0][1] = Ops::add16(accL[n][0][1], Ops::madd(co, kl));
+          accL[n][0][2] = Ops::add16(accL[n][0][2], Ops::madd(ce, kh));
+          accL[n][0][3] = Ops::add16(accL[n][0][3], Ops::madd(co, kh));
           if constexpr (I16) {
-            accL[n][0][0] = Ops::add16(accL[n][0][0], Ops::madd(ce, kl));
-            accL[n][0][1] = Ops::add16(accL[n][0][1], Ops::madd(co, kl));
-            accL[n][0][2] = Ops::add16(accL[n][0][2], Ops::madd(ce, kh));
-            accL[n][0][3] = Ops::add16(accL[n][0][3], Ops::madd(co, kh));
             const auto th = Ops::table2(tp + 16, tp + TB + 16);
             const V ql = Ops::lookup(th, lo), qh = Ops::lookup(th, hi);
             accL[n][SETS - 1][0] = Ops::add16(accL[n][SETS - 1][0], Ops::madd(ce, ql));
             accL[n][SETS - 1][1] = Ops::add16(accL[n][SETS - 1][1], Ops::madd(co, ql));
             accL[n][SETS - 1][2] = Ops::add16(accL[n][SETS - 1][2], Ops::madd(ce, qh));
             accL[n][SETS - 1][3] = Ops::add16(accL[n][SETS - 1][3], Ops::madd(co, qh));
-          } else {
-            accL[n][0][0] = Ops::add16(accL[n][0][0], Ops::madd(ce, kl));
-            accL[n][0][1] = Ops::add16(accL[n][0][1], Ops::madd(co, kl));
-            accL[n][0][2] = Ops::add16(accL[n][0][2], Ops::madd(ce, kh));
-            accL[n][0][3] = Ops::add16(accL[n][0][3], Ops::madd(co, kh));
           }
         }
       }
