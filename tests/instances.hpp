@@ -13,9 +13,10 @@
 
 // every index of each list, in order
 #define LUTKIT_TEST_LUT_INDICES(X) \
-  X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15) X(16) X(17)
-#define LUTKIT_TEST_DQ_ONLY_INDICES(X) X(18) X(19) X(20) X(21) X(22) X(23) X(24) X(25) X(26) X(27) X(28) X(29) X(30) X(31)
-static_assert(lutkit_test::policy_count == 18 && lutkit_test::dq_policy_count == 32,
+  X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15) X(16) X(17) X(18) X(19)
+#define LUTKIT_TEST_DQ_ONLY_INDICES(X) \
+  X(20) X(21) X(22) X(23) X(24) X(25) X(26) X(27) X(28) X(29) X(30) X(31) X(32) X(33)
+static_assert(lutkit_test::policy_count == 20 && lutkit_test::dq_policy_count == 34,
               "a policy was added to tests/policy_list.hpp: list its index here and in tests/instances_*.cpp");
 
 #define LUTKIT_TEST_EXTERN_LUT(i) LUTKIT_EXTERN_LUT(LUTKIT_TEST_LUT_P(i)) LUTKIT_EXTERN_DQ(LUTKIT_TEST_LUT_P(i))

@@ -16,6 +16,9 @@ using i8 = table::lut4<int8_t, false>;
 using i8m = table::lut4<int8_t, true>;
 using i16 = table::lut4<int16_t, false>;
 using i16m = table::lut4<int16_t, true>;
+// int16 tables with whole entries for the top planes only (the default from 3 bits: table::default_for)
+using i16t1 = table::lut4<int16_t, false, 1>;
+using i16mt2 = table::lut4<int16_t, true, 2>;
 
 using policy_list = std::tuple<
     policy<fmt::uint_asym<2>, group<64>, i8>,  // the decode workhorse (W2 g64 asym)
@@ -30,9 +33,11 @@ using policy_list = std::tuple<
     policy<fmt::uint_asym<3>, group<64>, i8m>,
     policy<fmt::uint_sym<3>, group<256>, i8>,
     policy<fmt::uint_asym<3>, per_channel, i16>,
+    policy<fmt::uint_sym<3>, group<64>, i16t1>,
     policy<fmt::uint_asym<4>, group<64>, i8>,
     policy<fmt::uint_sym<4>, group<32>, i8m>,
     policy<fmt::uint_asym<4>, group<128>, i16>,
+    policy<fmt::uint_asym<4>, group<64>, i16mt2>,
     policy<fmt::uint_sym<4>, per_channel, i8>,
     policy<fmt::ternary, per_tensor, i8>,
     policy<fmt::ternary, per_channel, i8>>;
@@ -44,7 +49,7 @@ inline constexpr std::size_t policy_count = std::tuple_size_v<policy_list>;
 // formats the decode tests also run through the LUT-GEMV: Q5_0, Q6_K, Q3_K, and the min-form
 // Q5_1, Q5_K, Q2_K). The table layout is irrelevant to the formats the LUT-GEMV cannot run but
 // part of the policy type (i8 there); Q5_0 and Q5_K have their default int16 tables
-// (table::default_for), Q5_1 the int8 opt-in.
+// (table::default_for: whole entries for the top three planes), Q5_1 the int8 opt-in.
 template <class... Extra>
 struct append_policies;
 template <class... P, class... Extra>
@@ -61,10 +66,10 @@ using dq_policy_list = append_policies<
     policy<fmt::q4_1, group<32>, i8>,                     // llama.cpp Q4_1 blocks: fp16 scale and min per 32
     policy<fmt::q4_k, group<32>, i8>,                     // llama.cpp Q4_K: fp32 scale and min per 32
     policy<fmt::q6_k, group<16>, i8m>,                    // llama.cpp Q6_K: 6 bit planes, fp32 scale per 16
-    policy<fmt::uint_sym<5>, group<32>, i16m>,            // llama.cpp Q5_0 blocks: 5 bit planes, fp16 scale per 32
+    policy<fmt::uint_sym<5>, group<32>>,                  // llama.cpp Q5_0 blocks: 5 bit planes, fp16 scale per 32
     policy<fmt::q3_k, group<16>, i8m>,                    // llama.cpp Q3_K: 3 bit planes, fp32 scale per 16
     policy<fmt::q5_1, group<32>, i8m>,                    // llama.cpp Q5_1: 5 bit planes, fp16 scale and min per 32
-    policy<fmt::q5_k, group<32>, i16m>,                   // llama.cpp Q5_K: 5 bit planes, fp32 scale and min per 32
+    policy<fmt::q5_k, group<32>>,                         // llama.cpp Q5_K: 5 bit planes, fp32 scale and min per 32
     policy<fmt::q2_k, group<16>, i8m>>::type;             // llama.cpp Q2_K: 2 bit planes, fp32 scale and min per 16
 inline constexpr std::size_t dq_policy_count = std::tuple_size_v<dq_policy_list>;
 

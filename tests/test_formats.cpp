@@ -119,17 +119,22 @@ TEST_CASE("canonical names of the new formats", "[formats]") {
   CHECK(names.size() == dq_policy_count);
   CHECK(dq_policy_count == policy_count + 14);
   CHECK(policy<fmt::q3_k, group<16>>::name() == "w3q3k_g16_sym_lut4i8m_host_b16");
-  CHECK(policy<fmt::q5_1, group<32>>::name() == "w5q51_g32_asym_lut4i16m_host_b32");
-  CHECK(policy<fmt::q5_k, group<32>>::name() == "w5q5k_g32_asym_lut4i16m_host_b32");
+  CHECK(policy<fmt::q5_1, group<32>>::name() == "w5q51_g32_asym_lut4i16mt3_host_b32");
+  CHECK(policy<fmt::q5_k, group<32>>::name() == "w5q5k_g32_asym_lut4i16mt3_host_b32");
   CHECK(policy<fmt::q2_k, group<16>>::name() == "w2q2k_g16_asym_lut4i8m_host_b16");
-  CHECK(policy<fmt::uint_sym<5>, group<32>>::name() == "w5_g32_sym_lut4i16m_host_b32");
+  CHECK(policy<fmt::uint_sym<5>, group<32>>::name() == "w5_g32_sym_lut4i16mt3_host_b32");
   CHECK(policy<fmt::q4_1, group<32>>::name() == "w4q41_g32_asym_notab_host_b32");
   CHECK(policy<fmt::q4_k, group<32>>::name() == "w4q4k_g32_asym_notab_host_b32");
   CHECK(policy<fmt::q6_k, group<16>>::name() == "w6q6k_g16_sym_lut4i8m_host_b16");
-  // the default tables (table::default_for): int16 mirrored for the bit-plane formats, int8
-  // mirrored for ternary and the 16-weight-group K-quants
-  CHECK(policy<fmt::uint_sym<4>, group<32>>::name() == "w4_g32_sym_lut4i16m_host_b32");
+  // the default tables (table::default_for): int16 mirrored for the bit-plane formats, whole
+  // entries for all but the lowest plane pair from 3 bits up; int8 mirrored for ternary and the
+  // 16-weight-group K-quants
+  CHECK(policy<fmt::uint_sym<4>, group<32>>::name() == "w4_g32_sym_lut4i16mt2_host_b32");
+  CHECK(policy<fmt::uint_asym<3>, group<64>>::name() == "w3_g64_asym_lut4i16mt1_host_b64");
   CHECK(policy<fmt::uint_asym<2>, group<64>>::name() == "w2_g64_asym_lut4i16m_host_b64");
+  // every plane whole is the plain int16 layout, one name
+  CHECK(policy<fmt::uint_sym<4>, group<32>, table::lut4<int16_t, true, 4>>::name() == "w4_g32_sym_lut4i16m_host_b32");
+  CHECK(policy<fmt::uint_sym<4>, group<32>, table::lut4<int16_t, true, 9>>::name() == "w4_g32_sym_lut4i16m_host_b32");
   CHECK(policy<fmt::ternary, per_channel>::name() == "tern_gch_sym_lut4i8_host_b96");
 }
 

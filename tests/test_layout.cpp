@@ -318,6 +318,64 @@ TEST_CASE("tiling spec constants", "[layout]") {
   CHECK(W2::hash() != T::hash());
 }
 
+// The K-quants' super-group entries in the panels (layout version 5): every byte of the blob
+// belongs to exactly one group's parameters, one block or one super-group entry; each entry lies
+// right before its super-group's first group in the same tile's panel, and no band splits a
+// super-group, so a kernel's walk of a band reads every super-value it uses in its stream.
+template <class P>
+void check_super_entries(std::size_t M, std::size_t K) {
+  using namespace lutkit;
+  constexpr auto& S = P::spec;
+  const packed_layout L(S, M, K);
+  INFO(P::name() << " " << M << " x " << K);
+  std::vector<uint8_t> owner(L.total_bytes, 0);
+  auto claim = [&](std::size_t off, std::size_t n) {
+    REQUIRE(off + n <= L.total_bytes);
+    for (std::size_t i = off; i < off + n; ++i) {
+      CHECK(owner[i] == 0);
+      owner[i] = 1;
+    }
+  };
+  const std::size_t gps = std::size_t(S.groups_per_super()), bpg = L.blocks_per_group;
+  for (std::size_t t = 0; t < L.tiles; ++t) {
+    for (std::size_t g = 0; g < L.groups; ++g) {
+      claim(L.scale_offset(t, g), std::size_t(S.scale_bytes()));
+      if (g % gps == 0) {
+        claim(L.super_offset(t, g), std::size_t(S.super_bytes()));
+        CHECK(L.super_offset(t, g) + std::size_t(S.super_bytes()) == L.scale_offset(t, g));
+      }
+      CHECK(L.super_offset(t, g) == L.super_offset(t, g - g % gps));
+      CHECK(L.super_min_offset(t, g) == L.super_offset(t, g) + 4 * std::size_t(S.rows_per_tile));
+      // the first group of a band starts a super-group
+      if (g * bpg % L.band_blocks == 0) CHECK(g % gps == 0);
+    }
+    for (std::size_t b = 0; b < L.blocks(); ++b) claim(L.block_offset(t, b), std::size_t(S.block_bytes()));
+  }
+  CHECK(std::count(owner.begin(), owner.end(), uint8_t(1)) == std::ptrdiff_t(L.total_bytes));
+  // the panel cursor's super-group entry as the offsets give it, from every starting block
+  for (std::size_t t = 0; t < L.tiles; t += std::max<std::size_t>(1, L.tiles - 1))
+    for (std::size_t b0 = 0; b0 < L.blocks(); b0 += 3) {
+      const std::size_t band_end = std::min(L.blocks(), (b0 / L.band_blocks + 1) * L.band_blocks);
+      for (auto cur = L.cursor(t, b0); cur.blk < band_end; cur.next()) {
+        CHECK(cur.block == L.block_offset(t, cur.blk));
+        CHECK(cur.params == L.scale_offset(t, cur.group));
+        CHECK(cur.super == L.super_offset(t, cur.group));
+        if constexpr (S.asymmetric) CHECK(cur.super_mins() == L.super_min_offset(t, cur.group));
+      }
+    }
+}
+
+TEST_CASE("K-quant super-group entries: in the panel before their first group, bands of whole super-groups", "[layout][kquant]") {
+  using namespace lutkit;
+  for (const std::size_t K : {256, 1024, 14336, 256 * 7 + 32 * 3}) {
+    check_super_entries<policy<fmt::q5_k, group<32>>>(130, K);
+    check_super_entries<policy<fmt::q4_k, group<32>>>(64, K);
+    check_super_entries<policy<fmt::q2_k, group<16>>>(70, K);
+    check_super_entries<policy<fmt::q6_k, group<16>>>(64, K);
+    check_super_entries<policy<fmt::q3_k, group<16>>>(192, K);
+  }
+}
+
 TEST_CASE("a lone chunk gathered into row pairs: every row's two steps side by side, a permutation", "[layout]") {
   using W3 = policy<fmt::uint_asym<3>, group<64>, table::lut4<int8_t, false>>;
   constexpr auto& S = W3::spec;

@@ -173,17 +173,26 @@ struct group {
 
 // ---------------------------------------------------------------- table layouts
 namespace table {
-// lut4<Entry, Mirror>: 4 activations per index -> 16 entries of type Entry (int8_t or int16_t).
-// Mirror: entries hold sum((bit_i - 1/2) x_i) (sign-symmetric, half the range, one more bit of
-// table precision); the kernel adds the -1/2 sum(x) bias once per group, not once per plane.
-template <class Entry, bool Mirror>
+// lut4<Entry, Mirror, WholePlanes>: 4 activations per index -> 16 entries of type Entry (int8_t or
+// int16_t). Mirror: entries hold sum((bit_i - 1/2) x_i) (sign-symmetric, half the range, one more
+// bit of table precision); the kernel adds the -1/2 sum(x) bias once per group, not once per plane.
+// WholePlanes (int16 entries; 0: every plane): the kernel sums both bytes of an entry (hi, lo:
+// tiling_spec::table_qmax) for the top WholePlanes bit planes only, and the high byte alone, an
+// int8 table at 256 times the int16 step, for the planes below, whose weights 2^p make their
+// rounding count for little: lookups of the low bytes saved, error between int16's and int8's
+// (docs/llama_formats.md, "Accuracy"). The planes below must fill whole plane pairs (planes -
+// WholePlanes even) where the layout pairs planes (pshufb order).
+template <class Entry, bool Mirror, int WholePlanes = 0>
 struct lut4 {
   static_assert(std::is_same_v<Entry, int8_t> || std::is_same_v<Entry, int16_t>,
                 "lutkit: table entries are int8_t or int16_t");
+  static_assert(WholePlanes >= 0 && (WholePlanes == 0 || std::is_same_v<Entry, int16_t>),
+                "lutkit: WholePlanes chooses among the two bytes of int16 entries");
   using entry_type = Entry;
   static constexpr int entry_bits = int(sizeof(Entry) * 8);
   static constexpr bool mirror = Mirror;
   static constexpr int index_bits = 4;
+  static constexpr int whole_planes = WholePlanes;
 };
 }  // namespace table
 

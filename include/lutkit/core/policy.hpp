@@ -15,7 +15,7 @@
 namespace lutkit {
 
 // One token type per field, so that PFR's field walk can print each in its own grammar:
-//   w<bits>|tern _ g<group>|gch|gten _ sym|asym _ lut<g><i8|i16>[m] _ <target> _ b<block_k>
+//   w<bits>|tern _ g<group>|gch|gten _ sym|asym _ lut<g><i8|i16>[m][t<whole planes>] _ <target> _ b<block_k>
 namespace name_token {
 struct weight {
   int bits;
@@ -40,10 +40,12 @@ struct table_layout {
   int index_bits;  // 0: the format never builds LUT tables (8 bits, codebooks, Q4NX): "notab"
   int entry_bits;
   bool mirror;
+  int whole_planes = 0;  // int16 tables summed whole for the top planes only: "t<planes>"
   std::string str() const {
     if (index_bits == 0) return "notab";
     std::ostringstream os;
     os << "lut" << index_bits << "i" << entry_bits << (mirror ? "m" : "");
+    if (whole_planes > 0) os << "t" << whole_planes;
     return os.str();
   }
 };
@@ -77,7 +79,7 @@ inline std::string canonical_name(const policy_desc& d) {
 }
 
 // FNV-1a 64 of the canonical name and the layout version: what a blob header records.
-inline constexpr uint32_t layout_version = 4;
+inline constexpr uint32_t layout_version = 5;
 inline uint64_t policy_hash(const std::string& name) {
   uint64_t h = 1469598103934665603ull;
   auto mix = [&h](unsigned char c) { h = (h ^ c) * 1099511628211ull; };
@@ -99,7 +101,8 @@ namespace table {
 template <class Fmt, class Group>
 using default_for = std::conditional_t<format_traits<Fmt>::lut_gemv_capable && !format_traits<Fmt>::is_ternary &&
                                            !(format_traits<Fmt>::super_params && Group::group_k == 16),
-                                       lut4<int16_t, true>, lut4<int8_t, true>>;
+                                       lut4<int16_t, true, (format_traits<Fmt>::planes >= 3 ? format_traits<Fmt>::planes - 2 : 0)>,
+                                       lut4<int8_t, true>>;
 }  // namespace table
 
 // Table: the LUT-GEMV's activation tables (table::default_for when not named).
@@ -126,7 +129,7 @@ struct policy {
     return policy_desc{{fmt_traits::bits, fmt_traits::is_ternary, fmt_traits::book_name},
                        {Group::group_k, Group::tensor},
                        {fmt_traits::asymmetric},
-                       fmt_traits::lut_gemv_capable ? name_token::table_layout{Table::index_bits, Table::entry_bits, spec.mirror}
+                       fmt_traits::lut_gemv_capable ? name_token::table_layout{Table::index_bits, Table::entry_bits, spec.mirror, spec.whole_planes}
                                                     : name_token::table_layout{0, 0, false},
                        {Target::desc.name},
                        {spec.block_k}};

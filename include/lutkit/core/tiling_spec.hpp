@@ -47,13 +47,13 @@
 //               with bf16_params (param_bytes); int8 codes for super-group formats (below).
 //   super-group super_k = 256 activations of the formats with super_params (the K-quants): a
 //               group's slots hold int8 codes (scale code, then minimum code), and each super-
-//               group of a tile has [fp32 super-scale x rows][fp32 super-minimum x rows, min-
-//               form only] in the super table after the panels: super-group u of tile t at
-//               super_base + (u tiles + t) super_bytes. Scale = super-scale x scale code,
+//               group of a tile has an entry [fp32 super-scale x rows][fp32 super-minimum x
+//               rows, min-form only] in the panel, before the super-group's first group (in the
+//               stream a kernel reads: no access outside it). Scale = super-scale x scale code,
 //               minimum = super-minimum x minimum code, both exact in fp32 (llama.cpp's d sc and
 //               -(dmin m)).
-//   band        band_blocks consecutive blocks of K (whole groups, or whole int8 flush groups
-//               without groups; at most band_k_max activations, band_table_bytes of tables and
+//   band        band_blocks consecutive blocks of K (whole groups, whole super-groups for the
+//               K-quants, or whole int8 flush groups without groups; at most band_k_max activations, band_table_bytes of tables and
 //               band_panel_bytes per panel, at least one group); a tile's part of a band is its panel: the band's groups (or, where a group
 //               spans several bands, its blocks; the group's parameters in the panel of its first
 //               block), in k order.
@@ -79,6 +79,7 @@ struct tiling_spec {
   int k_per_step = 0;
   int group_k = 0;        // 0: one group spanning the padded K
   int entry_bits = 8;     // table entries: 8 or 16 bits
+  int whole_planes = 0;   // int16 entries: the top planes that sum both bytes (0: every plane; table::lut4)
   bool mirror = false;
   int plane_weight_sum = 0;
   float sym_zero = 0;
@@ -135,12 +136,22 @@ struct tiling_spec {
   // inside a panel (from its first byte; layout_geometry): block j of the band, and the
   // parameters of the band's group gj (with groups: a band holds whole groups, each its
   // parameters first; without: `lead`, band 0, whose panels begin with the whole-K parameters)
+  // Super-group formats: a band holds whole super-groups (make_tiling_spec), and each super-group
+  // of a panel begins with its entry (super_bytes), then its groups: super_in_panel(gj) is the
+  // entry of the band's group gj's super-group.
   constexpr std::size_t block_in_panel(std::size_t j, bool lead) const {
     const std::size_t bb = std::size_t(block_bytes()), sb = std::size_t(scale_bytes());
-    return j * bb + (group_k > 0 ? (j / std::size_t(group_k / block_k) + 1) * sb : (lead ? sb : 0));
+    if (group_k == 0) return j * bb + (lead ? sb : 0);
+    const std::size_t gj = j / std::size_t(group_k / block_k);
+    return j * bb + (gj + 1) * sb + (super_k > 0 ? (gj / std::size_t(groups_per_super()) + 1) * std::size_t(super_bytes()) : 0);
   }
   LUTKIT_ALWAYS_INLINE constexpr std::size_t params_in_panel(std::size_t gj) const {
-    return gj * (std::size_t(group_k / block_k) * std::size_t(block_bytes()) + std::size_t(scale_bytes()));
+    return gj * (std::size_t(group_k / block_k) * std::size_t(block_bytes()) + std::size_t(scale_bytes())) +
+           (super_k > 0 ? (gj / std::size_t(groups_per_super()) + 1) * std::size_t(super_bytes()) : 0);
+  }
+  LUTKIT_ALWAYS_INLINE constexpr std::size_t super_in_panel(std::size_t gj) const {
+    const std::size_t first = gj - gj % std::size_t(groups_per_super());
+    return params_in_panel(first) - std::size_t(super_bytes());
   }
   // whole-K scales (per channel, per tensor): the int8 paradigm quantizes activations in flush
   // groups of about 256 k, whole blocks (gemm/geometry.hpp)
@@ -203,6 +214,13 @@ struct tiling_spec {
   constexpr int table_qmax() const { return entry_bits == 8 ? 127 : 127 * 256 + 127; }
   constexpr long max_abs_lookup_hi() const { return entry_bits == 8 ? 127 : 128; }
   constexpr long max_abs_lookup_lo() const { return entry_bits == 8 ? 0 : 128; }
+  // int16 entries: whether plane p's lookups sum the low bytes too (table::lut4's WholePlanes); the
+  // planes that do not read the high byte alone, |q - 256 hi| <= 128 steps from the entry
+  constexpr bool plane_whole(int p) const { return entry_bits == 16 && (whole_planes == 0 || p >= planes - whole_planes); }
+  // the sum of the plane weights 2^p of the planes that read high bytes alone
+  constexpr long high_only_weight_sum() const {
+    return entry_bits == 16 && whole_planes > 0 ? (1L << (planes - whole_planes)) - 1 : 0;
+  }
   // Largest |int16 accumulator| within a block: every lookup of the block, weighted by 2^plane.
   constexpr long max_abs_acc16() const {
     const long m = max_abs_lookup_hi() > max_abs_lookup_lo() ? max_abs_lookup_hi() : max_abs_lookup_lo();
@@ -214,6 +232,8 @@ struct tiling_spec {
            (!whole_codes() || ((planes == 4 || planes == 8 || mmul()) && rows_per_tile == 64)) &&
            (!mmul() || (!ternary && rows_per_tile == 64)) &&
            (group_k == 0 || group_k % block_k == 0) && rows_per_tile == chunk_bytes && band_blocks >= 0 &&
+           (whole_planes == 0 || (entry_bits == 16 && !ternary && whole_planes < planes &&
+                                  (plane_chunks() || (planes - whole_planes) % 2 == 0))) &&
            (super_k == 0 || (group_k > 0 && super_k % group_k == 0 && super_k / group_k <= 16)) &&
            (group_k == 0 || band_blocks % (group_k / block_k) == 0) &&
            (plane_chunks() ? rows_per_tile == (vlut16() ? 128 : 64) && (!ternary || step_pairs_per_block() % 4 == 0)
@@ -278,6 +298,8 @@ constexpr tiling_spec make_tiling_spec() {
   s.k_per_step = FT::k_per_step;
   s.group_k = Group::group_k;
   s.entry_bits = Table::entry_bits;
+  // (every plane whole: the plain int16 layout, one name)
+  s.whole_planes = !FT::lut_gemv_capable || Table::whole_planes >= FT::planes ? 0 : Table::whole_planes;
   s.mirror = Table::mirror && !FT::is_ternary;  // ternary indices are mirrored by construction
   s.plane_weight_sum = FT::plane_weight_sum;
   s.sym_zero = FT::sym_zero;
@@ -309,10 +331,14 @@ constexpr tiling_spec make_tiling_spec() {
   // many units (whole groups; without groups, whole int8 flush groups, so those do not straddle
   // two bands) as band_k_max, band_table_bytes and band_panel_bytes allow, at least one
   if (FT::lut_gemv_capable || FT::is_ternary) {
-    const int unit_blocks = Group::group_k > 0 ? Group::group_k / s.block_k : s.whole_k_flush_blocks();
+    // (super-group formats: whole super-groups, each with its entry, so a band's panel holds the
+    // super-values of every group in it)
+    const int unit_groups = s.super_k > 0 ? s.groups_per_super() : 1;
+    const int unit_blocks = Group::group_k > 0 ? unit_groups * (Group::group_k / s.block_k) : s.whole_k_flush_blocks();
     const long unit_k = long(unit_blocks) * s.block_k;
     const long unit_tables = unit_k / s.k_per_step * s.table_bytes_per_step();
-    const long unit_panel = long(unit_blocks) * s.block_bytes() + (Group::group_k > 0 ? s.scale_bytes() : 0);
+    const long unit_panel = long(unit_blocks) * s.block_bytes() + (Group::group_k > 0 ? long(unit_groups) * s.scale_bytes() : 0) +
+                            s.super_bytes();
     long n = 1;
     while ((n + 1) * unit_k <= band_k_max && (n + 1) * unit_tables <= band_table_bytes &&
            (n + 1) * unit_panel <= band_panel_bytes)
@@ -348,17 +374,21 @@ struct layout_geometry {
     if (band_blocks == 0) band_blocks = 1;  // (K = 0: no blocks, one empty band)
     bands = (blocks() + band_blocks - 1) / band_blocks;
     total_bytes = tiles * groups * group_bytes;
-    if (s.super_k > 0) {  // the super table after the panels
+    if (s.super_k > 0) {  // an entry per super-group in the panels
       supers = (groups + std::size_t(s.groups_per_super()) - 1) / std::size_t(s.groups_per_super());
-      super_base = total_bytes;
       total_bytes += supers * tiles * std::size_t(s.super_bytes());
     }
     const std::size_t bb = std::size_t(s.block_bytes()), sb = std::size_t(s.scale_bytes());
     const std::size_t last_blocks = blocks() - (bands > 0 ? (bands - 1) * band_blocks : 0);
-    if (s.group_k > 0) {  // (a band holds whole groups)
+    if (s.group_k > 0) {  // (a band holds whole groups; super-group formats: whole super-groups)
       band_groups = band_blocks / blocks_per_group;
+      const std::size_t last_groups = last_blocks / blocks_per_group, gps = std::size_t(s.groups_per_super());
       band_bytes = band_blocks * bb + band_groups * sb;
-      last_band_bytes = last_blocks * bb + last_blocks / blocks_per_group * sb;
+      last_band_bytes = last_blocks * bb + last_groups * sb;
+      if (s.super_k > 0) {
+        band_bytes += (band_groups + gps - 1) / gps * std::size_t(s.super_bytes());
+        last_band_bytes += (last_groups + gps - 1) / gps * std::size_t(s.super_bytes());
+      }
     } else {
       band_bytes = band_blocks * bb;
       last_band_bytes = last_blocks * bb;
@@ -366,8 +396,8 @@ struct layout_geometry {
     }
   }
 
-  // super-group formats: super-groups per row, the super table's first byte
-  std::size_t supers = 0, super_base = 0;
+  // super-group formats: super-groups per row
+  std::size_t supers = 0;
 
   constexpr std::size_t steps() const { return K_pad / spec.k_per_step; }
   constexpr std::size_t step_pairs() const { return steps() / 2; }
@@ -411,27 +441,14 @@ struct layout_geometry {
   LUTKIT_ALWAYS_INLINE constexpr std::size_t zero_offset(std::size_t t, std::size_t g, const tiling_spec& S) const {
     return group_offset(t, g, S) + std::size_t(S.rows_per_tile) * std::size_t(S.param_bytes());
   }
-  // super-group formats: the fp32 super-scales of the 64 (128) rows of tile t for group g; their
-  // super-minimums follow (super_min_offset)
-  constexpr std::size_t super_offset(std::size_t t, std::size_t g, const tiling_spec& S) const {
-    return super_base + (g / std::size_t(S.groups_per_super()) * tiles + t) * std::size_t(S.super_bytes());
+  // super-group formats: the fp32 super-scales of the 64 (128) rows of tile t for group g, in the
+  // panel before the first group of g's super-group; their super-minimums follow (super_min_offset)
+  LUTKIT_ALWAYS_INLINE constexpr std::size_t super_offset(std::size_t t, std::size_t g, const tiling_spec& S) const {
+    const std::size_t b = bands > 1 ? g / std::size_t(S.band_blocks / (S.group_k / S.block_k)) : 0;
+    return panel_offset(t, b) + S.super_in_panel(g - b * band_groups);
   }
-  constexpr std::size_t super_min_offset(std::size_t t, std::size_t g, const tiling_spec& S) const {
+  LUTKIT_ALWAYS_INLINE constexpr std::size_t super_min_offset(std::size_t t, std::size_t g, const tiling_spec& S) const {
     return super_offset(t, g, S) + 4 * std::size_t(S.rows_per_tile);
-  }
-  // super-group formats: what a kernel walking tile t along K prefetches of the super table at
-  // group g, the first of its super-group: tile t's entries of the super-group `ahead` later
-  // ({offset, bytes}; bytes 0 at other groups and past the last super-group). The table is
-  // [super][tile], so one tile's entries lie `tiles` entries apart, outside the tile's stream:
-  // neither a kernel's prefetch of its stream nor the hardware's reaches them.
-  struct byte_span {
-    std::size_t offset = 0, bytes = 0;
-  };
-  constexpr byte_span supers_ahead(std::size_t t, std::size_t g, const tiling_spec& S, std::size_t ahead = 2) const {
-    if (S.super_k == 0) return {};
-    const std::size_t gps = std::size_t(S.groups_per_super());
-    if (g % gps != 0 || g / gps + ahead >= supers) return {};
-    return {super_offset(t, g + ahead * gps, S), std::size_t(S.super_bytes())};
   }
   constexpr std::size_t block_offset(std::size_t t, std::size_t blk, const tiling_spec& S) const {
     // (bands > 1: band_blocks is the spec's)
@@ -452,25 +469,42 @@ struct layout_geometry {
   constexpr std::size_t block_offset(std::size_t t, std::size_t blk) const { return block_offset(t, blk, spec); }
   // Blocks of one band of tile t in order, as a kernel walks them: the block's offset and its
   // group's parameters' offset, advanced by additions (block_offset divides)
+  // (super-group formats: `super`, the offset of the group's super-group entry; a band holds whole
+  // super-groups, so the walk of a band meets every entry it needs before its groups)
   struct panel_cursor {
-    std::size_t blk, group, block, params;  // block index, its group, their offsets (params: scales)
-    std::size_t in_group, per_group, block_bytes, scale_bytes, zero_shift;
+    std::size_t blk, group, block, params, super;  // block index, its group, their offsets (params: scales)
+    std::size_t in_group, per_group, block_bytes, scale_bytes, zero_shift, per_super, super_bytes;
     constexpr std::size_t zeros() const { return params + zero_shift; }  // (asymmetric formats)
+    constexpr std::size_t super_mins() const { return super + super_bytes / 2; }  // (min-form super-group formats)
     constexpr void next() {
       ++blk;
       block += block_bytes;
-      if (++in_group == per_group) {  // a group's parameters, then its first block
+      if (++in_group == per_group) {  // [a super-group's entry,] a group's parameters, then its first block
         in_group = 0;
         ++group;
+        if (super_bytes > 0 && group % per_super == 0) {
+          super = block;
+          block += super_bytes;
+        }
         params = block;
         block += scale_bytes;
       }
     }
   };
   constexpr panel_cursor cursor(std::size_t t, std::size_t blk) const {
-    return {blk, group_of_block(blk), block_offset(t, blk), scale_offset(t, group_of_block(blk)), blk % blocks_per_group,
-            blocks_per_group, std::size_t(spec.block_bytes()), std::size_t(spec.scale_bytes()),
-            zero_offset(0, 0) - scale_offset(0, 0)};
+    const std::size_t g = group_of_block(blk);
+    return {blk,
+            g,
+            block_offset(t, blk),
+            scale_offset(t, g),
+            spec.super_k > 0 ? super_offset(t, g) : 0,
+            blk % blocks_per_group,
+            blocks_per_group,
+            std::size_t(spec.block_bytes()),
+            std::size_t(spec.scale_bytes()),
+            zero_offset(0, 0) - scale_offset(0, 0),
+            std::size_t(spec.groups_per_super()),
+            std::size_t(spec.super_bytes())};
   }
   // paired chunk of plane pair p for step 2*sp + s
   constexpr std::size_t paired_chunk_offset(std::size_t t, std::size_t sp, int s, int p) const {

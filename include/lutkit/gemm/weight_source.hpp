@@ -186,8 +186,6 @@ struct lut_weight_source {
     }
     for (std::size_t j = 0; j < (k1 - k0) / SK; ++j) {
       const std::size_t g = g0 + j * (SK / G);
-      const auto ahead = L->supers_ahead(t, g, S);  // (two super-groups ahead)
-      prefetch_span(data + ahead.offset, ahead.bytes);
       const uint8_t* sup = data + L->super_offset(t, g, S);
       for (int r = 0; r < 64; ++r) s.sw[j * 64 + r] = detail::load_f32(sup + 4 * r);
     }
@@ -265,8 +263,6 @@ struct lut_weight_source {
   void scale_zero_rows(std::size_t t, std::size_t g, float* sc, float* zz) const {
     uint16_t h[64];
     if constexpr (P::spec.super_k > 0) {  // int8 codes times the super-group's fp32 values
-      const auto ahead = L->supers_ahead(t, g, P::spec);  // (two super-groups ahead)
-      prefetch_span(data + ahead.offset, ahead.bytes);
       const uint8_t* sup = data + L->super_offset(t, g, P::spec);
       const int8_t* cs = reinterpret_cast<const int8_t*>(data + L->scale_offset(t, g, P::spec));
       for (int r = 0; r < 64; ++r) sc[r] = detail::load_f32(sup + 4 * r) * float(cs[r]);

@@ -66,6 +66,7 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
   constexpr int TB = S.table_bytes_per_step();
   constexpr int R = 64;
   static_assert(!(S.ternary && I16), "ternary policies use int8 tables");
+  static_assert(!I16 || S.plane_whole(S.planes - 1), "int16 tables: the lone (top) plane sums whole entries");
   static_assert(S.max_abs_acc16() <= 32767, "int16 accumulation bound");
   using V = typename Ops::V;
   using W = typename Ops::W;
@@ -214,11 +215,6 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
   // (blocks [blk0, blk1) lie in one band: the cursor walks them by additions)
   for (auto cur = L.cursor(t, blk0); cur.blk < blk1; cur.next()) {
     const std::size_t blk = cur.blk;
-    if constexpr (S.super_k > 0)  // the super table two super-groups ahead (packed_layout::supers_ahead)
-      if (cur.in_group == 0) {
-        const auto ahead = L.supers_ahead(t, cur.group, S);
-        detail::prefetch_span(a.data + ahead.offset, ahead.bytes);
-      }
     if constexpr (F16_AT_USE) {
       // at the block's start, as the buffered form: converted where the epilogue uses them, the
       // loads' latency would be exposed there
@@ -226,8 +222,8 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
         return Ops::loadf16(reinterpret_cast<const uint16_t*>(a.data + off) + 16 * q);
       };
       if constexpr (S.super_k > 0) {  // int8 codes times the super-group's fp32 values
-        const float* sp = reinterpret_cast<const float*>(a.data + L.super_offset(t, cur.group, S));
-        const float* spm = reinterpret_cast<const float*>(a.data + L.super_min_offset(t, cur.group, S));
+        const float* sp = reinterpret_cast<const float*>(a.data + cur.super);
+        const float* spm = reinterpret_cast<const float*>(a.data + cur.super_mins());
         auto codes = [&](std::size_t off, int q) { return Ops::loadi8f(reinterpret_cast<const int8_t*>(a.data + off) + 16 * q); };
         if constexpr (SUPER_SUMS) {  // the codes alone; the super-values when the super-group ends
           if (sp != sum_s) {
@@ -253,10 +249,10 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
         }
       }
     } else if constexpr (SUPER_AT_USE) {
-      sup_s = reinterpret_cast<const float*>(a.data + L.super_offset(t, cur.group, S));
+      sup_s = reinterpret_cast<const float*>(a.data + cur.super);
       code_s = reinterpret_cast<const int8_t*>(a.data + cur.params);
       if constexpr (S.min_form) {
-        sup_m = reinterpret_cast<const float*>(a.data + L.super_min_offset(t, cur.group, S));
+        sup_m = reinterpret_cast<const float*>(a.data + cur.super_mins());
         code_m = reinterpret_cast<const int8_t*>(a.data + cur.zeros());
       }
     } else if constexpr (HALF_AT_USE) {
@@ -264,11 +260,11 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
       if constexpr (S.asymmetric) half_z = reinterpret_cast<const uint16_t*>(a.data + cur.zeros());
     } else if (blk == blk0 || cur.in_group == 0) {
       if constexpr (S.super_k > 0) {  // int8 codes times the super-group's fp32 values
-        const uint8_t* sp = a.data + L.super_offset(t, cur.group, S);
+        const uint8_t* sp = a.data + cur.super;
         const int8_t* cs = reinterpret_cast<const int8_t*>(a.data + cur.params);
         for (int r = 0; r < R; ++r) s32[r] = detail::load_f32(sp + 4 * r) * float(cs[r]);
         if constexpr (S.min_form) {
-          const uint8_t* spm = a.data + L.super_min_offset(t, cur.group, S);
+          const uint8_t* spm = a.data + cur.super_mins();
           const int8_t* cz = reinterpret_cast<const int8_t*>(a.data + cur.zeros());
           for (int r = 0; r < R; ++r) z32[r] = detail::load_f32(spm + 4 * r) * float(cz[r]);
         }
@@ -318,9 +314,13 @@ static void lut_gemv_tile(const detail::gemv_args& a, const int8_t* const* E, co
           const V lo = Ops::lo_nibbles(raw), hi = Ops::hi_nibbles(raw);
           for (int n = 0; n < NB; ++n) {
             const int8_t* tp = E[n] + (j + std::size_t(s)) * TB;
-            const V tb = Ops::table1(tp);
-            accP[n][0][0] = Ops::add16(accP[n][0][0], Ops::madd(cw[p], Ops::lookup(tb, lo)));
-            accP[n][0][1] = Ops::add16(accP[n][0][1], Ops::madd(cw[p], Ops::lookup(tb, hi)));
+            // (int16 tables: the low bytes for whole planes only, table::lut4's WholePlanes; pairs are
+            // whole or not as a pair, tiling_spec::valid)
+            if (!I16 || S.plane_whole(2 * p)) {
+              const V tb = Ops::table1(tp);
+              accP[n][0][0] = Ops::add16(accP[n][0][0], Ops::madd(cw[p], Ops::lookup(tb, lo)));
+              accP[n][0][1] = Ops::add16(accP[n][0][1], Ops::madd(cw[p], Ops::lookup(tb, hi)));
+            }
             if constexpr (I16) {  // the high bytes: signed lookups as the low ones (tiling_spec::table_qmax)
               const V th = Ops::table1(tp + 16);
               accP[n][SETS - 1][0] = Ops::add16(accP[n][SETS - 1][0], Ops::madd(cw[p], Ops::lookup(th, lo)));

@@ -10,8 +10,9 @@
 namespace lutkit::ref {
 
 // Bound on |lut_gemv - gemv| for output (n, m): each table entry is off by at most half a table
-// step, each lookup is weighted by 2^plane and the weight scale; float32 rounding of the block
-// epilogue adds a few ulps of the magnitudes it sums.
+// step (int16 tables' planes below table::lut4's WholePlanes, which read the high byte alone: 128
+// steps more), each lookup is weighted by 2^plane and the weight scale; float32 rounding of the
+// block epilogue adds a few ulps of the magnitudes it sums.
 template <class P>
 double lut_error_bound(const quantized<P>& q, const lut_tables<P>& t, const float* x, std::size_t n,
                        std::size_t m, std::size_t ldx = 0) {
@@ -34,7 +35,7 @@ double lut_error_bound(const quantized<P>& q, const lut_tables<P>& t, const floa
     const double c = S.ternary    ? 0.0
                      : S.min_form ? s * c_mirror + std::fabs(q.zero(m, g))
                                   : s * std::fabs(c_mirror - q.zero(m, g));
-    table_err += s * steps * pws * ts * 0.5;
+    table_err += s * steps * ts * (pws * 0.5 + double(S.high_only_weight_sum()) * 128.0);
     magnitude += s * ts * qmax * steps * pws + c * xabs * (1.0 + double(S.block_k) * 0x1p-23);
   }
   return table_err + magnitude * double(L.blocks() + 16) * 0x1p-22 + 1e-30;

@@ -210,10 +210,12 @@ LUTKIT_SME_FN void slice_body(const gemv_args& a, std::size_t t, int x, std::siz
         }
         const int8_t w = int8_t(1 << p);
         if constexpr (I16) {
-          le = svmlalb_n_s16(le, v0, w);
-          lo = svmlalt_n_s16(lo, v0, w);
-          le = svmlalb_n_s16(le, v1, w);
-          lo = svmlalt_n_s16(lo, v1, w);
+          if (S.plane_whole(p)) {  // (the low bytes for whole planes only: table::lut4's WholePlanes)
+            le = svmlalb_n_s16(le, v0, w);
+            lo = svmlalt_n_s16(lo, v0, w);
+            le = svmlalb_n_s16(le, v1, w);
+            lo = svmlalt_n_s16(lo, v1, w);
+          }
           const svint8_t g0 = svtbl_s8(svld1_s8(p16, tp + 16), i0), g1 = svtbl_s8(svld1_s8(p16, tp + TB + 16), i1);
           he = svmlalb_n_s16(he, g0, w);
           ho = svmlalt_n_s16(ho, g0, w);

@@ -62,10 +62,6 @@ LUTKIT_AVX2_DQ inline void fused_group_scales(const uint8_t* data, const packed_
                                               std::size_t gi, float* sw, float* swz) {
   constexpr auto& S = P::spec;
   const uint8_t* ps = data + L.scale_offset(t, gi, S);
-  if constexpr (S.super_k > 0) {  // the super table two super-groups ahead (packed_layout::supers_ahead)
-    const auto ahead = L.supers_ahead(t, gi, S);
-    prefetch_span(data + ahead.offset, ahead.bytes);
-  }
   [[maybe_unused]] const uint8_t* sup = S.super_k > 0 ? data + L.super_offset(t, gi, S) : nullptr;
   [[maybe_unused]] const uint8_t* supm = S.super_k > 0 && S.asymmetric ? data + L.super_min_offset(t, gi, S) : nullptr;
 #pragma GCC unroll 8

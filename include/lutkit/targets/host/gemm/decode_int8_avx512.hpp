@@ -235,10 +235,6 @@ LUTKIT_AVX512_GFNI void mk_int8_fused(const uint8_t* data, const packed_layout& 
     const std::size_t gi = L.group_of_k((step - a.steps) * 4, S);
     if (gi != gw) {
       gw = gi;
-      if constexpr (S.super_k > 0) {  // (packed_layout::supers_ahead)
-        const auto ahead = L.supers_ahead(t, gi, S);
-        prefetch_span(data + ahead.offset, ahead.bytes);
-      }
       const uint8_t* sup = S.super_k > 0 ? data + L.super_offset(t, gi, S) : nullptr;
       const uint8_t* supm = S.super_k > 0 && S.asymmetric ? data + L.super_min_offset(t, gi, S) : nullptr;
       if constexpr (S.group_k > 0) fused_group_scales<P>(walk.params(gi), sup, supm, vw, vz);
@@ -333,12 +329,6 @@ LUTKIT_AVX512_DQ void mk_int8_whole(const uint8_t* data, const packed_layout& L,
     const uint8_t* ps = data + L.scale_offset(t, gi, S);
     [[maybe_unused]] const uint8_t* sup = S.super_k > 0 ? data + L.super_offset(t, gi, S) : nullptr;
     [[maybe_unused]] const uint8_t* supm = S.super_k > 0 && S.asymmetric ? data + L.super_min_offset(t, gi, S) : nullptr;
-    // (super-group formats: the super table's entries of two super-groups ahead, which lie
-    // outside the tile's stream, packed_layout::supers_ahead)
-    if constexpr (S.super_k > 0) {
-      const auto ahead = L.supers_ahead(t, gi, S);
-      prefetch_span(data + ahead.offset, ahead.bytes);
-    }
     // software prefetch of the tile's stream (one panel: every group's parameters, then its
     // codes) PFD bytes ahead, a group's bytes per group: the hardware prefetcher alone left the
     // parameter lines' misses exposed. Spread over the group's step pairs, into L2: a burst of a
