@@ -191,12 +191,14 @@ std::size_t float_book_rows(std::vector<row>& rows, const char* format, const te
 // decode_gemv's default for one activation row (best_decode_method<P>(1) on this CPU, the policy's
 // default tables) against llama.cpp's arithmetic for the format (activations per `block`: 32 =
 // q8_0, 256 = q8_K), with and without outlier channels; beside it, for the formats the LUT-GEMV
-// runs, the LUT-GEMV with mirrored int8 tables (the faster opt-in) without outlier channels.
+// runs, the LUT-GEMV with mirrored int8 tables (the faster opt-in) and with int16 tables summed
+// whole for every plane (lut4i16m), without outlier channels.
 // Ternary: codes 0, 1, 2 for -1, 0, 1 (TQ2_0 / TQ1_0)
 template <class P, bool Ternary = false>
 void one_row(const char* format, std::size_t block, std::size_t M, std::size_t K, int seeds) {
   using P8 = policy<typename P::format, typename P::group_shape, table::lut4<int8_t, true>>;
-  err_acc e[2], l[2], e8;
+  using P16 = policy<typename P::format, typename P::group_shape, table::lut4<int16_t, true>>;
+  err_acc e[2], l[2], e8, e16;
   for (int o = 0; o < 2; ++o)
     for (int s = 0; s < seeds; ++s) {
       const tensor t = make_tensor(M, K, 1, 2000u + unsigned(s), o == 0);
@@ -214,11 +216,12 @@ void one_row(const char* format, std::size_t block, std::size_t M, std::size_t K
       l[o].add(ref::gemv_llama_activations(q, t.x.data(), 1, 0, block), exact);
       if constexpr (P::lut_gemv_capable)
         if (o == 1) {
-          quantized<P8> q8;
-          q8.M = q.M, q8.K = q.K, q8.groups = q.groups, q8.codes = q.codes, q8.scales = q.scales, q8.zeros = q.zeros;
-          q8.supers_per_row = q.supers_per_row, q8.supers = q.supers, q8.super_mins = q.super_mins;
-          lut_gemv(pack<P8>(q8), build_tables<P8>(t.x.data(), 1, K), y.data());
+          lut_gemv(pack<P8>(with_policy<P8>(q)), build_tables<P8>(t.x.data(), 1, K), y.data());
           e8.add(y, exact);
+          if constexpr (!Ternary) {
+            lut_gemv(pack<P16>(with_policy<P16>(q)), build_tables<P16>(t.x.data(), 1, K), y.data());
+            e16.add(y, exact);
+          }
         }
     }
   const std::string name = P::name();
@@ -226,10 +229,12 @@ void one_row(const char* format, std::size_t block, std::size_t M, std::size_t K
       P::lut_gemv_capable ? name.substr(name.find("_lut4") + 1, name.find("_host") - name.find("_lut4") - 1) : "-";
   std::printf("| %s | `%s` | %s | %.2f | %.2f |", format, decode_method_name(best_decode_method<P>(1)), tables.c_str(),
               e[0].rel() / l[0].rel(), e[1].rel() / l[1].rel());
-  if constexpr (P::lut_gemv_capable)
-    std::printf(" %.2f |\n", e8.rel() / l[1].rel());
+  if constexpr (P::lut_gemv_capable && !Ternary)
+    std::printf(" %.2f | %.3f |\n", e8.rel() / l[1].rel(), e16.rel() / l[1].rel());
+  else if constexpr (P::lut_gemv_capable)
+    std::printf(" %.2f | - |\n", e8.rel() / l[1].rel());
   else
-    std::printf(" - |\n");
+    std::printf(" - | - |\n");
 }
 
 int main(int argc, char** argv) {
@@ -280,9 +285,9 @@ int main(int argc, char** argv) {
   std::printf(
       "\nOne activation row: decode_gemv's default on this CPU with the policy's default tables, its error / "
       "llama.cpp's (q8_0 activations for the g32 formats, q8_K for the K-quants, TQ and W4 g64), activations with "
-      "and without outlier channels; and the LUT-GEMV with mirrored int8 tables (opt-in) without them (%zu x %zu, "
-      "%d seeds)\n\n| format | method | default tables | with outliers | without | lut4i8m, without |\n| --- | --- | "
-      "--- | --- | --- | --- |\n",
+      "and without outlier channels; and the LUT-GEMV with mirrored int8 tables (opt-in) and with int16 tables summed "
+      "whole for every plane (lut4i16m) without them (%zu x %zu, %d seeds)\n\n| format | method | default tables | "
+      "with outliers | without | lut4i8m, without | lut4i16m, without |\n| --- | --- | --- | --- | --- | --- | --- |\n",
       M, K, seeds);
   one_row<policy<fmt::uint_sym<4>, group<32>>>("Q4_0", 32, M, K, seeds);
   one_row<policy<fmt::uint_sym<8>, group<32>>>("Q8_0", 32, M, K, seeds);

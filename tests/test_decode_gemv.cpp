@@ -297,11 +297,8 @@ void check_defaults_vs_llama() {
       // the LUT-GEMV's error on the same weights with another table layout
       auto with_tables = [&]<class T>() {
         using PT = policy<typename P::format, typename P::group_shape, T>;
-        quantized<PT> qt;
-        qt.M = q.M, qt.K = q.K, qt.groups = q.groups, qt.codes = q.codes, qt.scales = q.scales, qt.zeros = q.zeros;
-        qt.supers_per_row = q.supers_per_row, qt.supers = q.supers, qt.super_mins = q.super_mins;
         std::vector<float> yt(N * M);
-        lut_gemv(pack<PT>(qt), build_tables<PT>(x.data(), N, K), yt.data());
+        lut_gemv(pack<PT>(with_policy<PT>(q)), build_tables<PT>(x.data(), N, K), yt.data());
         return rel_rms(yt, exact);
       };
       const double e8 = with_tables.template operator()<table::lut4<int8_t, true>>();

@@ -158,6 +158,19 @@ struct quantized {
   }
 };
 
+// The same tensor under another policy of its format and group shape (another table layout or
+// target): every code and parameter as it is, for pack<P2> to lay out as P2 does.
+template <class P2, class P>
+  requires std::is_same_v<typename P2::format, typename P::format> &&
+           std::is_same_v<typename P2::group_shape, typename P::group_shape>
+quantized<P2> with_policy(const quantized<P>& q) {
+  quantized<P2> r;
+  r.M = q.M, r.K = q.K, r.groups = q.groups;
+  r.codes = q.codes, r.scales = q.scales, r.zeros = q.zeros;
+  r.supers_per_row = q.supers_per_row, r.supers = q.supers, r.super_mins = q.super_mins;
+  return r;
+}
+
 namespace detail {
 template <class P>
 quantized<P> make_quantized(std::size_t M, std::size_t K) {
