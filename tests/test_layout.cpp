@@ -365,7 +365,8 @@ void check_super_entries(std::size_t M, std::size_t K) {
     }
 }
 
-TEST_CASE("K-quant super-group entries: in the panel before their first group, bands of whole super-groups", "[layout][kquant]") {
+TEST_CASE("K-quant super-group entries: in the panel before their first group, bands of whole super-groups",
+          "[layout][kquant]") {
   using namespace lutkit;
   for (const std::size_t K : {256, 1024, 14336, 256 * 7 + 32 * 3}) {
     check_super_entries<policy<fmt::q5_k, group<32>>>(130, K);

@@ -99,10 +99,11 @@ namespace table {
 // cannot run (8 bits, codebooks, Q4NX, Q4_1, Q4_K) ignore it, and their blobs do not record it. lut4<int8_t, true> is
 // the faster opt-in.
 template <class Fmt, class Group>
-using default_for = std::conditional_t<format_traits<Fmt>::lut_gemv_capable && !format_traits<Fmt>::is_ternary &&
-                                           !(format_traits<Fmt>::super_params && Group::group_k == 16),
-                                       lut4<int16_t, true, (format_traits<Fmt>::planes >= 3 ? format_traits<Fmt>::planes - 2 : 0)>,
-                                       lut4<int8_t, true>>;
+using default_for =
+    std::conditional_t<format_traits<Fmt>::lut_gemv_capable && !format_traits<Fmt>::is_ternary &&
+                           !(format_traits<Fmt>::super_params && Group::group_k == 16),
+                       lut4<int16_t, true, (format_traits<Fmt>::planes >= 3 ? format_traits<Fmt>::planes - 2 : 0)>,
+                       lut4<int8_t, true>>;
 }  // namespace table
 
 // Table: the LUT-GEMV's activation tables (table::default_for when not named).
@@ -129,7 +130,8 @@ struct policy {
     return policy_desc{{fmt_traits::bits, fmt_traits::is_ternary, fmt_traits::book_name},
                        {Group::group_k, Group::tensor},
                        {fmt_traits::asymmetric},
-                       fmt_traits::lut_gemv_capable ? name_token::table_layout{Table::index_bits, Table::entry_bits, spec.mirror, spec.whole_planes}
+                       fmt_traits::lut_gemv_capable ? name_token::table_layout{Table::index_bits, Table::entry_bits,
+                                                                               spec.mirror, spec.whole_planes}
                                                     : name_token::table_layout{0, 0, false},
                        {Target::desc.name},
                        {spec.block_k}};

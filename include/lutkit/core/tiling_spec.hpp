@@ -53,10 +53,11 @@
 //               minimum = super-minimum x minimum code, both exact in fp32 (llama.cpp's d sc and
 //               -(dmin m)).
 //   band        band_blocks consecutive blocks of K (whole groups, whole super-groups for the
-//               K-quants, or whole int8 flush groups without groups; at most band_k_max activations, band_table_bytes of tables and
-//               band_panel_bytes per panel, at least one group); a tile's part of a band is its panel: the band's groups (or, where a group
-//               spans several bands, its blocks; the group's parameters in the panel of its first
-//               block), in k order.
+//               K-quants, or whole int8 flush groups without groups; at most band_k_max
+//               activations, band_table_bytes of tables and band_panel_bytes per panel, at least
+//               one group); a tile's part of a band is its panel: the band's groups (or, where a
+//               group spans several bands, its blocks; the group's parameters in the panel of its
+//               first block), in k order.
 //   packed      [band 0: tile 0's panel, tile 1's panel, ...][band 1: ...] ... ; per_channel /
 //               per_tensor have one group spanning the padded K. Whole-code formats have one band.
 #pragma once
@@ -143,7 +144,8 @@ struct tiling_spec {
     const std::size_t bb = std::size_t(block_bytes()), sb = std::size_t(scale_bytes());
     if (group_k == 0) return j * bb + (lead ? sb : 0);
     const std::size_t gj = j / std::size_t(group_k / block_k);
-    return j * bb + (gj + 1) * sb + (super_k > 0 ? (gj / std::size_t(groups_per_super()) + 1) * std::size_t(super_bytes()) : 0);
+    return j * bb + (gj + 1) * sb +
+           (super_k > 0 ? (gj / std::size_t(groups_per_super()) + 1) * std::size_t(super_bytes()) : 0);
   }
   LUTKIT_ALWAYS_INLINE constexpr std::size_t params_in_panel(std::size_t gj) const {
     return gj * (std::size_t(group_k / block_k) * std::size_t(block_bytes()) + std::size_t(scale_bytes())) +
@@ -216,7 +218,9 @@ struct tiling_spec {
   constexpr long max_abs_lookup_lo() const { return entry_bits == 8 ? 0 : 128; }
   // int16 entries: whether plane p's lookups sum the low bytes too (table::lut4's WholePlanes); the
   // planes that do not read the high byte alone, |q - 256 hi| <= 128 steps from the entry
-  constexpr bool plane_whole(int p) const { return entry_bits == 16 && (whole_planes == 0 || p >= planes - whole_planes); }
+  constexpr bool plane_whole(int p) const {
+    return entry_bits == 16 && (whole_planes == 0 || p >= planes - whole_planes);
+  }
   // the sum of the plane weights 2^p of the planes that read high bytes alone
   constexpr long high_only_weight_sum() const {
     return entry_bits == 16 && whole_planes > 0 ? (1L << (planes - whole_planes)) - 1 : 0;
@@ -227,11 +231,11 @@ struct tiling_spec {
     return long(steps_per_block) * plane_weight_sum * m;
   }
   constexpr bool valid() const {
-    return planes >= 1 && steps_per_block >= 2 && steps_per_block % 2 == 0 &&
-           block_k == steps_per_block * k_per_step && (!lut || max_abs_acc16() <= 32767) &&
+    return planes >= 1 && steps_per_block >= 2 && steps_per_block % 2 == 0 && block_k == steps_per_block * k_per_step &&
+           (!lut || max_abs_acc16() <= 32767) &&
            (!whole_codes() || ((planes == 4 || planes == 8 || mmul()) && rows_per_tile == 64)) &&
-           (!mmul() || (!ternary && rows_per_tile == 64)) &&
-           (group_k == 0 || group_k % block_k == 0) && rows_per_tile == chunk_bytes && band_blocks >= 0 &&
+           (!mmul() || (!ternary && rows_per_tile == 64)) && (group_k == 0 || group_k % block_k == 0) &&
+           rows_per_tile == chunk_bytes && band_blocks >= 0 &&
            (whole_planes == 0 || (entry_bits == 16 && !ternary && whole_planes < planes &&
                                   (plane_chunks() || (planes - whole_planes) % 2 == 0))) &&
            (super_k == 0 || (group_k > 0 && super_k % group_k == 0 && super_k / group_k <= 16)) &&
@@ -337,8 +341,8 @@ constexpr tiling_spec make_tiling_spec() {
     const int unit_blocks = Group::group_k > 0 ? unit_groups * (Group::group_k / s.block_k) : s.whole_k_flush_blocks();
     const long unit_k = long(unit_blocks) * s.block_k;
     const long unit_tables = unit_k / s.k_per_step * s.table_bytes_per_step();
-    const long unit_panel = long(unit_blocks) * s.block_bytes() + (Group::group_k > 0 ? long(unit_groups) * s.scale_bytes() : 0) +
-                            s.super_bytes();
+    const long unit_panel = long(unit_blocks) * s.block_bytes() +
+                            (Group::group_k > 0 ? long(unit_groups) * s.scale_bytes() : 0) + s.super_bytes();
     long n = 1;
     while ((n + 1) * unit_k <= band_k_max && (n + 1) * unit_tables <= band_table_bytes &&
            (n + 1) * unit_panel <= band_panel_bytes)
@@ -447,7 +451,8 @@ struct layout_geometry {
     const std::size_t b = bands > 1 ? g / std::size_t(S.band_blocks / (S.group_k / S.block_k)) : 0;
     return panel_offset(t, b) + S.super_in_panel(g - b * band_groups);
   }
-  LUTKIT_ALWAYS_INLINE constexpr std::size_t super_min_offset(std::size_t t, std::size_t g, const tiling_spec& S) const {
+  LUTKIT_ALWAYS_INLINE constexpr std::size_t super_min_offset(std::size_t t, std::size_t g,
+                                                              const tiling_spec& S) const {
     return super_offset(t, g, S) + 4 * std::size_t(S.rows_per_tile);
   }
   constexpr std::size_t block_offset(std::size_t t, std::size_t blk, const tiling_spec& S) const {

@@ -161,9 +161,10 @@ struct quantized {
 // The same tensor under another policy of its format and group shape (another table layout or
 // target): every code and parameter as it is, for pack<P2> to lay out as P2 does.
 template <class P2, class P>
-  requires std::is_same_v<typename P2::format, typename P::format> &&
-           std::is_same_v<typename P2::group_shape, typename P::group_shape>
 quantized<P2> with_policy(const quantized<P>& q) {
+  static_assert(std::is_same_v<typename P2::format, typename P::format> &&
+                    std::is_same_v<typename P2::group_shape, typename P::group_shape>,
+                "lutkit: with_policy changes the table layout or target, not the format or group");
   quantized<P2> r;
   r.M = q.M, r.K = q.K, r.groups = q.groups;
   r.codes = q.codes, r.scales = q.scales, r.zeros = q.zeros;

@@ -328,7 +328,8 @@ LUTKIT_AVX512_DQ void mk_int8_whole(const uint8_t* data, const packed_layout& L,
     const std::size_t gi = L.group_of_k(step0 * 4, S);
     const uint8_t* ps = data + L.scale_offset(t, gi, S);
     [[maybe_unused]] const uint8_t* sup = S.super_k > 0 ? data + L.super_offset(t, gi, S) : nullptr;
-    [[maybe_unused]] const uint8_t* supm = S.super_k > 0 && S.asymmetric ? data + L.super_min_offset(t, gi, S) : nullptr;
+    [[maybe_unused]] const uint8_t* supm =
+        S.super_k > 0 && S.asymmetric ? data + L.super_min_offset(t, gi, S) : nullptr;
     // software prefetch of the tile's stream (one panel: every group's parameters, then its
     // codes) PFD bytes ahead, a group's bytes per group: the hardware prefetcher alone left the
     // parameter lines' misses exposed. Spread over the group's step pairs, into L2: a burst of a
