@@ -256,7 +256,8 @@ int main(int argc, char** argv) {
     lut_row<policy<fmt::uint_sym<4>, group<32>, i8m>>(rows, "Q4_0", "lut_gemv, table lut4<int8_t, true> (mirrored)", t, M, K, N, exact, slot++, pool);
     lut_row<policy<fmt::uint_sym<4>, group<32>, i16>>(rows, "Q4_0", "lut_gemv, table lut4<int16_t, false>", t, M, K, N, exact, slot++, pool);
     lut_row<policy<fmt::uint_sym<4>, group<32>, i16m>>(rows, "Q4_0", "lut_gemv, table lut4<int16_t, true>", t, M, K, N, exact, slot++, pool);
-    lut_row<policy<fmt::uint_sym<4>, group<32>>>(rows, "Q4_0", "lut_gemv, default table lut4<int16_t, true, 2>", t, M, K, N, exact, slot++, pool);
+    lut_row<policy<fmt::uint_sym<4>, group<32>>>(rows, "Q4_0", "lut_gemv, default table lut4<int16_t, true, 2>", t, M,
+                                                 K, N, exact, slot++, pool);
     slot = dq_rows<policy<fmt::uint_sym<8>, group<32>, i8>>(rows, "Q8_0", t, M, K, N, slot, pool, exact);
     slot = dq_rows<policy<fmt::codebook4<book::iq4_nl>, group<32>, i8>>(rows, "IQ4_NL", t, M, K, N, slot, pool, exact);
     // a wider group (no llama.cpp format; its K-quants take q8_K activations, one scale per 256)
